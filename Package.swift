@@ -1,0 +1,81 @@
+// swift-tools-version:6.0
+// fingerseal: a PAM module and CLI that unlock a sealed IdP refresh token with a fingerprint.
+// Layers (see ../shared/design.md §4): C system libraries → one thin wrapper per library →
+// pure-Swift core → the PAM module and the CLI.
+import PackageDescription
+import Foundation
+
+let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path
+
+// The PAM module must load into any host (sshd, sudo, gdm) without the Swift toolchain:
+// static Swift stdlib, stay loaded (-z nodelete: Swift runtime threads outlive pam_end),
+// no unresolved symbols (-z defs), and export only pam_sm_*.
+let moduleLinkerFlags: [String] = [
+    "-static-stdlib",
+    "-Xlinker", "-znodelete",
+    "-Xlinker", "-zdefs",
+    "-Xlinker", "--version-script=\(packageRoot)/Sources/PAMFingerseal/exports.map",
+]
+
+func cLibrary(_ name: String, pkgConfig: String, apt: [String]) -> Target {
+    .systemLibrary(name: name, pkgConfig: pkgConfig, providers: [.apt(apt)])
+}
+
+let package = Package(
+    name: "fingerseal",
+    products: [
+        .library(name: "pam_fingerseal", type: .dynamic, targets: ["PAMFingerseal"]),
+        .executable(name: "fingerseal", targets: ["fingerseal"]),
+    ],
+    targets: [
+        // C libraries from Debian.
+        cLibrary("CPAM", pkgConfig: "pam", apt: ["libpam0g-dev"]),
+        // glib-2.0 for include paths: libfprint-2's and gio's pkg-config add -pthread, which
+        // SwiftPM refuses with a warning; the libraries themselves are linked by the module map.
+        cLibrary("CFprint", pkgConfig: "glib-2.0", apt: ["libfprint-2-dev", "libglib2.0-dev"]),
+        cLibrary("CSodium", pkgConfig: "libsodium", apt: ["libsodium-dev"]),
+        cLibrary("CCurl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
+        cLibrary("CTSS2", pkgConfig: "tss2-esys", apt: ["libtss2-dev"]),
+        cLibrary("CQRencode", pkgConfig: "libqrencode", apt: ["libqrencode-dev"]),
+        .systemLibrary(name: "CLinux"),
+
+        // Thin wrappers: each owns its C pointers; no C types in their public API.
+        .target(name: "SystemKit", dependencies: ["CLinux"]),
+        .target(name: "SodiumKit", dependencies: ["CSodium"]),
+        .target(name: "PAMKit", dependencies: ["CPAM"]),
+        .target(name: "FprintKit", dependencies: ["CFprint"]),
+        .target(name: "CurlKit", dependencies: ["CCurl"]),
+        .target(name: "TPMKit", dependencies: ["CTSS2"]),
+        .target(name: "QRKit", dependencies: ["CQRencode"]),
+
+        // Pure-Swift core: vault, keyslots, config, outcomes, lockout.
+        .target(name: "FingersealCore", dependencies: ["SystemKit", "SodiumKit"]),
+
+        // The PAM module: entry points only; everything else is in the core.
+        .target(
+            name: "PAMFingerseal",
+            dependencies: ["FingersealCore", "PAMKit"],
+            exclude: ["exports.map"],
+            swiftSettings: [.unsafeFlags(["-static-stdlib"])],
+            linkerSettings: [.unsafeFlags(moduleLinkerFlags)]
+        ),
+
+        // The CLI.
+        .executableTarget(name: "fingerseal", dependencies: ["FingersealCore", "SystemKit", "SodiumKit"]),
+
+        // Test helper: a process the crash and concurrency tests can SIGKILL and race.
+        .executableTarget(
+            name: "vault-torture",
+            dependencies: ["FingersealCore", "SodiumKit"],
+            path: "Tests/Helpers/vault-torture"
+        ),
+
+        .testTarget(
+            name: "FingersealTests",
+            dependencies: [
+                "FingersealCore", "SystemKit", "SodiumKit", "PAMKit", "CPAM",
+                "FprintKit", "CurlKit", "TPMKit", "QRKit", "vault-torture", "fingerseal",
+            ]
+        ),
+    ]
+)

@@ -1,0 +1,4 @@
+#ifndef FINGERSEAL_CSODIUM_SHIM_H
+#define FINGERSEAL_CSODIUM_SHIM_H
+#include <sodium.h>
+#endif

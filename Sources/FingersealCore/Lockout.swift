@@ -1,0 +1,146 @@
+import FoundationEssentials
+import SystemKit
+
+/// Failure counters and locks, persisted in the vault directory (`lockout`). Not secret;
+/// crash-safe like every vault file.
+public struct LockoutState: Codable, Equatable, Sendable {
+    /// Consecutive failed fingerprint matches.
+    public var fingerFailures = 0
+    /// Fingerprint unlock refused until a PIN or password success.
+    public var fingerLocked = false
+    /// Consecutive wrong PINs (counted before each check, so a killed check still counts).
+    public var pinFailures = 0
+    public var pinLastFailureAt: Int64? = nil
+    /// PIN refused until a full sign-in.
+    public var pinLocked = false
+
+    public init() {}
+
+    /// What a damaged record is read as: fingerprint locked, PIN delays in force. Safe, and
+    /// a PIN success writes a clean record.
+    static let damaged: LockoutState = {
+        var state = LockoutState()
+        state.fingerLocked = true
+        state.pinFailures = LockoutPolicy.pinFreeTries
+        return state
+    }()
+}
+
+/// The rules over `LockoutState`.
+public struct LockoutPolicy: Sendable {
+    /// Failed matches before fingerprint unlock locks (`max_fails`).
+    public var maxFingerFailures: Int
+    /// Wrong PINs that cost no wait.
+    public static let pinFreeTries = 3
+    /// Wrong PINs before the PIN locks until a full sign-in.
+    public static let pinMaxFailures = 10
+
+    public init(maxFingerFailures: Int = 5) {
+        self.maxFingerFailures = maxFingerFailures
+    }
+
+    /// Seconds a caller must wait after the last wrong PIN: none for the first three, then
+    /// 5 s doubling up to 5 minutes.
+    public static func pinDelay(afterFailures failures: Int) -> Int64 {
+        guard failures >= pinFreeTries else { return 0 }
+        let doublings = min(failures - pinFreeTries, 6)
+        return min(5 << Int64(doublings), 300)
+    }
+
+    /// Seconds until a PIN may be tried, or nil when it may be tried now.
+    public static func pinWait(_ state: LockoutState, now: Int64) -> Int64? {
+        guard let last = state.pinLastFailureAt else { return nil }
+        let ready = last + pinDelay(afterFailures: state.pinFailures)
+        return now < ready ? ready - now : nil
+    }
+}
+
+/// Reads and updates `LockoutState` under the vault lock.
+public struct LockoutLedger: Sendable {
+    public let store: VaultStore
+    public let policy: LockoutPolicy
+    public let clock: any Clock
+
+    public init(store: VaultStore, policy: LockoutPolicy, clock: any Clock = SystemClock()) {
+        self.store = store
+        self.policy = policy
+        self.clock = clock
+    }
+
+    /// The current state; throws `.vaultUnusable` if the record is damaged.
+    public func current() throws -> LockoutState {
+        try store.withDirectory(exclusive: false) { try read($0) } ?? LockoutState()
+    }
+
+    /// Checks that a PIN may be tried now and counts the try before it is made.
+    public func beginPINAttempt() throws {
+        try modify { state in
+            if state.pinLocked { throw FingersealError(.lockedOut, Messages.pinLocked) }
+            if let wait = LockoutPolicy.pinWait(state, now: clock.now()) {
+                throw FingersealError(.lockedOut, Messages.pinWait(wait))
+            }
+            state.pinFailures += 1
+            state.pinLastFailureAt = clock.now()
+            if state.pinFailures >= LockoutPolicy.pinMaxFailures { state.pinLocked = true }
+        }
+    }
+
+    /// A correct PIN: clears the PIN counters and the fingerprint lock.
+    public func pinSucceeded() throws {
+        try modify { state in state = LockoutState() }
+    }
+
+    /// A failed match; returns the state after counting it.
+    @discardableResult
+    public func fingerFailed() throws -> LockoutState {
+        try modify { state in
+            state.fingerFailures += 1
+            if state.fingerFailures >= policy.maxFingerFailures { state.fingerLocked = true }
+        }
+    }
+
+    public func fingerSucceeded() throws {
+        try modify { state in state.fingerFailures = 0 }
+    }
+
+    /// A full sign-in clears every lock.
+    public func clearAll() throws {
+        try modify { state in state = LockoutState() }
+    }
+
+    @discardableResult
+    private func modify(_ change: (inout LockoutState) throws -> Void) throws -> LockoutState {
+        guard let result = try store.withDirectory(exclusive: true, { directory -> LockoutState in
+            var state: LockoutState
+            do {
+                state = try read(directory)
+            } catch let error as FingersealError where error.outcome == .vaultUnusable {
+                state = .damaged
+            }
+            let before = state
+            try change(&state)
+            if state != before { try write(state, directory) }
+            return state
+        }) else { throw FingersealError(.noVault, Messages.noVault) }
+        return result
+    }
+
+    func read(_ directory: SafeDirectory) throws -> LockoutState {
+        guard let bytes = try VaultStore.guarded("read the lockout record", {
+            try directory.read(VaultFiles.lockout, sizeLimit: VaultFiles.lockoutLimit)
+        }) else { return LockoutState() }
+        let body = try Container.decode(.lockout, bytes, file: VaultFiles.lockout)
+        do {
+            return try JSONDecoder().decode(LockoutState.self, from: Data(body))
+        } catch {
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.lockout, "its contents cannot be read"))
+        }
+    }
+
+    private func write(_ state: LockoutState, _ directory: SafeDirectory) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let bytes = try Container.encode(.lockout, body: Array(try encoder.encode(state)))
+        try VaultStore.guarded("save the lockout record") { try directory.replace(VaultFiles.lockout, with: bytes) }
+    }
+}

@@ -1,0 +1,115 @@
+/// Settings shared by the PAM module and the CLI. Order: defaults, then
+/// /etc/security/fingerseal.conf, then module arguments (which win). Values are
+/// range-checked; unknown options are reported as warnings, not errors.
+public struct Options: Equatable, Sendable {
+    public var debug = false
+    /// Seconds to wait for a finger.
+    public var timeout = 15
+    /// Scans per attempt.
+    public var maxTries = 3
+    /// Consecutive failed matches before fingerprint unlock locks.
+    public var maxFails = 5
+    /// Offer the PIN fallback in the PAM module.
+    public var pin = false
+    /// Vault location template; `%u` is the user name, `%h` the home directory.
+    public var store: String? = nil
+    public var allowRemote = false
+    public var onlyGroup: String? = nil
+    public var requireToken = false
+    /// Seconds after the last successful refresh during which an unreachable IdP is tolerated.
+    public var offlineGrace = 7 * 24 * 3600
+
+    public init() {}
+
+    public static let configPath = "/etc/security/fingerseal.conf"
+    static let maxOptionLength = 4096
+    static let maxConfigSize = 64 * 1024
+
+    /// Applies `name[=value]` settings in order. Throws on the first invalid value; unknown
+    /// names are returned as warnings.
+    @discardableResult
+    public mutating func apply(_ settings: [String], source: String) throws -> [String] {
+        var warnings: [String] = []
+        for setting in settings {
+            guard setting.utf8.count <= Options.maxOptionLength else {
+                throw FingersealError(.badConfiguration, Messages.badOption(String(setting.prefix(32)) + "…", "it is too long"),
+                                      detail: source)
+            }
+            let parts = setting.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = String(parts[0])
+            let value = parts.count > 1 ? String(parts[1]) : nil
+            if try !applyOne(name: name, value: value) {
+                warnings.append(Messages.unknownOption(name.count > 64 ? String(name.prefix(64)) + "…" : name))
+            }
+        }
+        return warnings
+    }
+
+    /// Parses the text of a configuration file: one `name` or `name=value` per line, `#`
+    /// comments, blank lines ignored, whitespace around names and values trimmed.
+    @discardableResult
+    public mutating func applyConfigFile(_ text: String, source: String = Options.configPath) throws -> [String] {
+        guard text.utf8.count <= Options.maxConfigSize else {
+            throw FingersealError(.badConfiguration, Messages.badOption(source, "the file is too large"))
+        }
+        var settings: [String] = []
+        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: true) {
+            let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
+            let parts = line.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = parts[0].trimmingSpaces
+            if name.isEmpty { continue }
+            settings.append(parts.count > 1 ? "\(name)=\(parts[1].trimmingSpaces)" : name)
+        }
+        return try apply(settings, source: source)
+    }
+
+    /// Returns false for an unknown name.
+    private mutating func applyOne(name: String, value: String?) throws -> Bool {
+        func flag() throws -> Bool {
+            guard let value else { return true }
+            switch value {
+            case "1", "yes", "true", "on": return true
+            case "0", "no", "false", "off": return false
+            default: throw FingersealError(.badConfiguration, Messages.badOption(name, "use yes or no"))
+            }
+        }
+        func integer(_ range: ClosedRange<Int>) throws -> Int {
+            guard let value, let number = Int(value), range.contains(number) else {
+                throw FingersealError(.badConfiguration,
+                                      Messages.badOption(name, "it needs a whole number from \(range.lowerBound) to \(range.upperBound)"))
+            }
+            return number
+        }
+        func text(_ check: (String) -> Bool, _ why: String) throws -> String {
+            guard let value, !value.isEmpty, check(value) else {
+                throw FingersealError(.badConfiguration, Messages.badOption(name, why))
+            }
+            return value
+        }
+        switch name {
+        case "debug": debug = try flag()
+        case "timeout": timeout = try integer(1...300)
+        case "max_tries": maxTries = try integer(1...20)
+        case "max_fails": maxFails = try integer(1...100)
+        case "pin": pin = try flag()
+        case "store":
+            store = try text({ $0.hasPrefix("/") && !$0.contains("..") && !$0.utf8.contains(0) },
+                             "it needs an absolute path without ..")
+        case "allow_remote": allowRemote = try flag()
+        case "only_group":
+            onlyGroup = try text({ $0.utf8.count <= 256 && !$0.contains(where: { $0 == ":" || $0 == "\n" }) },
+                                 "it needs a group name")
+        case "require_token": requireToken = try flag()
+        case "offline_grace": offlineGrace = try integer(0...(365 * 24 * 3600))
+        default: return false
+        }
+        return true
+    }
+}
+
+extension Substring {
+    var trimmingSpaces: String {
+        String(drop(while: { $0 == " " || $0 == "\t" || $0 == "\r" }).reversed()
+            .drop(while: { $0 == " " || $0 == "\t" || $0 == "\r" }).reversed())
+    }
+}

@@ -1,0 +1,61 @@
+/// Every way an unlock, a PIN check or a vault operation can end. The PAM module and the CLI
+/// both translate an Outcome to their codes here, and nowhere else.
+public enum Outcome: String, CaseIterable, Sendable {
+    case success
+    // Authentication did not succeed.
+    case noMatch, wrongPIN, triesExhausted, lockedOut, signInRequired
+    // Nothing to authenticate with here: the stack goes on to the next module.
+    case noReader, noPrints, notEnrolled, noVault, noPIN, timedOut, cancelled, remoteSession, vaultUnusable, unavailable
+    case unknownUser, badConfiguration, conversationAgain
+    /// CLI only: the command line itself was wrong.
+    case usage
+    case systemError
+}
+
+/// Linux-PAM's return values (`_pam_types.h`); a test checks them against libpam's headers
+/// so the core needs no C import.
+public enum PAMReturn: Int32, Sendable {
+    case success = 0
+    case serviceError = 3
+    case authError = 7
+    case authInfoUnavailable = 9
+    case userUnknown = 10
+    case maxTries = 11
+    case incomplete = 31
+}
+
+extension Outcome {
+    /// The PAM code for this outcome. Never PAM_IGNORE, and success only for `.success`.
+    public var pamReturn: PAMReturn {
+        switch self {
+        case .success: return .success
+        case .triesExhausted: return .maxTries
+        case .noReader, .noPrints, .notEnrolled, .noVault, .noPIN, .timedOut, .cancelled, .remoteSession,
+             .vaultUnusable, .unavailable, .systemError:
+            return .authInfoUnavailable
+        case .unknownUser: return .userUnknown
+        case .badConfiguration, .usage: return .serviceError
+        case .noMatch, .wrongPIN, .lockedOut, .signInRequired: return .authError
+        case .conversationAgain: return .incomplete
+        }
+    }
+
+    /// The CLI's exit status for this outcome (the table in the README).
+    public var exitCode: Int32 {
+        switch self {
+        case .success: return 0
+        case .noMatch, .wrongPIN, .triesExhausted: return 1
+        case .usage: return 2
+        case .cancelled: return 3
+        case .timedOut: return 4
+        case .lockedOut: return 5
+        case .noVault, .noPIN, .notEnrolled, .noPrints: return 6
+        case .signInRequired: return 7
+        case .noReader, .remoteSession, .unavailable, .conversationAgain: return 8
+        case .vaultUnusable: return 9
+        case .badConfiguration: return 10
+        case .unknownUser: return 11
+        case .systemError: return 12
+        }
+    }
+}

@@ -1,0 +1,246 @@
+import SodiumKit
+import SystemKit
+
+/// What `status` shows: read without unlocking, so nothing here is verified by the MAC.
+public struct VaultStatus: Equatable, Sendable {
+    public struct Slot: Equatable, Sendable {
+        public let kind: KeyslotKind
+        public let protection: KeyslotProtection
+        /// False when the slot's key is missing or damaged (device slot only).
+        public let usable: Bool
+    }
+
+    public let directory: String
+    public let createdAt: Int64
+    public let keyslots: [Slot]
+    public let fingers: [String]
+    public let signIn: SignInState
+    public let lockout: LockoutState
+
+    public var pinSet: Bool { keyslots.contains { $0.kind == .pin } }
+}
+
+/// Opening, creating and deleting a user's vault.
+public enum Vault {
+    static let masterKeyLength = 32
+
+    /// The vault's state, or nil when there is none. Throws if a file is damaged or unsafe.
+    public static func status(_ store: VaultStore) throws -> VaultStatus? {
+        let result = try store.withDirectory(exclusive: false) { directory -> VaultStatus? in
+            guard let document = try store.readDocument(directory) else { return nil }
+            let lockout = try LockoutLedger(store: store, policy: LockoutPolicy()).read(directory)
+            let slots = document.keyslots.map { slot -> VaultStatus.Slot in
+                var usable = true
+                if slot.kind == .device {
+                    usable = (try? DeviceKeyslot(directory: directory).wrappingKey(for: slot)) != nil
+                }
+                return VaultStatus.Slot(kind: slot.kind, protection: slot.protection, usable: usable)
+            }
+            return VaultStatus(directory: store.location.directory, createdAt: document.createdAt, keyslots: slots,
+                               fingers: document.fingers, signIn: document.signIn, lockout: lockout)
+        }
+        return result ?? nil
+    }
+
+    /// Creates a vault with a new master key, a PIN slot and a device slot. Refuses if one
+    /// exists.
+    public static func create(_ store: VaultStore, pin: PINKeyslot, clock: any Clock = SystemClock()) throws -> UnlockedVault {
+        let masterKey = try VaultStore.guarded("create a key") { try SecureBytes.random(count: masterKeyLength) }
+        let document = try store.withDirectory(create: true, exclusive: true) { directory -> VaultDocument in
+            if try store.readDocument(directory) != nil { throw FingersealError(.usage, Messages.vaultExists) }
+            let vaultID = Encoding.hex(try Sodium.randomBytes(16))
+            var document = VaultDocument(format: VaultDocument.currentFormat, vaultID: vaultID, createdAt: clock.now(),
+                                         generation: 0, keyslots: [], records: [:], signIn: .none, fingers: [], mac: "")
+            document.setKeyslot(try pin.wrap(masterKey, vaultID: vaultID))
+            document.setKeyslot(try DeviceKeyslot(directory: directory).wrap(masterKey, vaultID: vaultID,
+                                                                             binding: enrollmentBinding(document.fingers)))
+            let sealed = try UnlockedVault.sign(document, masterKey: masterKey)
+            try store.writeDocument(sealed, directory)
+            return sealed
+        }
+        guard let document else { throw FingersealError(.noVault, Messages.noVault) }
+        return UnlockedVault(store: store, vaultID: document.vaultID, masterKey: masterKey)
+    }
+
+    /// Unlocks with the PIN, counting the try before checking it (lockout and delays apply).
+    public static func unlock(_ store: VaultStore, pin: PINKeyslot, ledger: LockoutLedger) throws -> UnlockedVault {
+        guard try status(store) != nil else { throw FingersealError(.noVault, Messages.noVault) }
+        try ledger.beginPINAttempt()
+        let vault = try unlock(store, slot: .pin) { _ in pin }
+        try ledger.pinSucceeded()
+        return vault
+    }
+
+    /// Unlocks through the device slot (after a fingerprint match).
+    public static func unlockWithDevice(_ store: VaultStore) throws -> UnlockedVault {
+        try unlock(store, slot: .device) { DeviceKeyslot(directory: $0) }
+    }
+
+    private static func unlock(_ store: VaultStore, slot kind: KeyslotKind,
+                               _ keyslot: (SafeDirectory) -> any Keyslot) throws -> UnlockedVault {
+        let opened = try store.withDirectory(exclusive: false) { directory -> UnlockedVault in
+            guard let document = try store.readDocument(directory) else { throw FingersealError(.noVault, Messages.noVault) }
+            guard let slot = document.keyslot(kind) else {
+                throw FingersealError(kind == .pin ? .noPIN : .vaultUnusable,
+                                      kind == .pin ? Messages.noVault : Messages.noDeviceSlot)
+            }
+            if kind == .device && slot.binding != enrollmentBinding(document.fingers) {
+                throw FingersealError(.vaultUnusable, Messages.noDeviceSlot, detail: "device slot bound to another enrolled set")
+            }
+            guard let masterKey = try keyslot(directory).unwrap(slot, vaultID: document.vaultID, file: VaultFiles.vault) else {
+                throw kind == .pin ? FingersealError(.wrongPIN, Messages.wrongPIN)
+                                   : FingersealError(.vaultUnusable, Messages.noDeviceSlot, detail: "device key does not open the vault")
+            }
+            try UnlockedVault.verify(document, masterKey: masterKey)
+            return UnlockedVault(store: store, vaultID: document.vaultID, masterKey: masterKey)
+        }
+        guard let opened else { throw FingersealError(.noVault, Messages.noVault) }
+        return opened
+    }
+
+    /// Deletes every vault file. Returns false when there was no vault.
+    public static func reset(_ store: VaultStore) throws -> Bool {
+        let removed = try store.withDirectory(exclusive: true) { directory -> Bool in
+            let names = try VaultStore.guarded("list the vault") { try directory.entries() }
+            let ours = names.filter {
+                $0 == VaultFiles.vault || $0 == VaultFiles.lockout
+                    || ($0.hasPrefix(VaultFiles.deviceKeyPrefix) && $0.hasSuffix(VaultFiles.deviceKeySuffix))
+            }
+            // The vault file first: once it is gone, nothing else can be unlocked.
+            for name in ours.filter({ $0 == VaultFiles.vault }) + ours.filter({ $0 != VaultFiles.vault }) {
+                try VaultStore.guarded("delete the vault") { try directory.remove(name) }
+            }
+            return ours.contains(VaultFiles.vault)
+        }
+        return removed ?? false
+    }
+
+    /// The digest the device slot is bound to: changing the enrolled set without the PIN
+    /// leaves the device slot unable to unlock.
+    static func enrollmentBinding(_ fingers: [String]) -> String {
+        let digest = (try? GenericHash.hash(Array(fingers.sorted().joined(separator: "\n").utf8), length: 16)) ?? []
+        return Encoding.hex(digest)
+    }
+}
+
+/// A vault whose master key is in memory. Reads and writes re-read the file under the lock,
+/// so several processes can each hold one and no update is lost.
+public final class UnlockedVault {
+    public let store: VaultStore
+    let vaultID: String
+    let masterKey: SecureBytes
+
+    init(store: VaultStore, vaultID: String, masterKey: SecureBytes) {
+        self.store = store
+        self.vaultID = vaultID
+        self.masterKey = masterKey
+    }
+
+    /// A secret by name, in secure memory, or nil when there is none.
+    public func secret(_ name: String) throws -> SecureBytes? {
+        try withDocument(exclusive: false) { document, _ in try open(document, name) }
+    }
+
+    /// Read-modify-write under the exclusive lock.
+    public func update<T>(_ change: (inout VaultEditor) throws -> T) throws -> T {
+        try withDocument(exclusive: true) { document, directory in
+            var editor = VaultEditor(vault: self, document: document, directory: directory)
+            let result = try change(&editor)
+            if editor.document != document {
+                editor.document.generation &+= 1
+                try store.writeDocument(try UnlockedVault.sign(editor.document, masterKey: masterKey), directory)
+            }
+            return result
+        }
+    }
+
+    private func withDocument<T>(exclusive: Bool, _ body: (VaultDocument, SafeDirectory) throws -> T) throws -> T {
+        let result = try store.withDirectory(exclusive: exclusive) { directory -> T in
+            guard let document = try store.readDocument(directory) else { throw FingersealError(.noVault, Messages.noVault) }
+            guard document.vaultID == vaultID else { throw FingersealError(.vaultUnusable, Messages.vaultReplaced) }
+            try UnlockedVault.verify(document, masterKey: masterKey)
+            return try body(document, directory)
+        }
+        guard let result else { throw FingersealError(.noVault, Messages.noVault) }
+        return result
+    }
+
+    func open(_ document: VaultDocument, _ name: String) throws -> SecureBytes? {
+        guard let record = document.records[name] else { return nil }
+        let sealed = AEAD.Sealed(nonce: try Encoding.bytes(base64: record.nonce, file: VaultFiles.vault),
+                                 ciphertext: try Encoding.bytes(base64: record.ciphertext, file: VaultFiles.vault))
+        do {
+            return try AEAD.open(sealed, key: masterKey, aad: UnlockedVault.recordAAD(vaultID: vaultID, name: name))
+        } catch {
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, "the secret \(name) does not decrypt"))
+        }
+    }
+
+    static func recordAAD(vaultID: String, name: String) -> [UInt8] {
+        Array(["fingerseal", "v1", "record", vaultID, name].joined(separator: "\u{1f}").utf8)
+    }
+
+    static func macKey(_ masterKey: SecureBytes) throws -> SecureBytes {
+        try KeyDerivation.subkey(of: masterKey, id: 1, context: "fsvaultm")
+    }
+
+    static func sign(_ document: VaultDocument, masterKey: SecureBytes) throws -> VaultDocument {
+        var signed = document
+        signed.mac = Encoding.hex(try GenericHash.hash(try document.authenticatedBytes(), key: try macKey(masterKey)))
+        return signed
+    }
+
+    static func verify(_ document: VaultDocument, masterKey: SecureBytes) throws {
+        let expected = Encoding.hex(try GenericHash.hash(try document.authenticatedBytes(), key: try macKey(masterKey)))
+        guard Sodium.equal(Array(expected.utf8), Array(document.mac.utf8)) else {
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, "it was modified without the vault key"))
+        }
+    }
+}
+
+/// Changes to a vault inside `UnlockedVault.update`.
+public struct VaultEditor {
+    let vault: UnlockedVault
+    var document: VaultDocument
+    let directory: SafeDirectory
+
+    public static func isValidName(_ name: String) -> Bool {
+        (1...64).contains(name.utf8.count) && name.utf8.allSatisfy {
+            ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2e || $0 == 0x2d || $0 == 0x5f
+        }
+    }
+
+    public func secret(_ name: String) throws -> SecureBytes? {
+        try vault.open(document, name)
+    }
+
+    public mutating func setSecret(_ name: String, _ value: SecureBytes) throws {
+        guard VaultEditor.isValidName(name) else { throw FingersealError(.usage, "Secret names use a-z, 0-9, dot, dash and underscore.") }
+        let sealed = try VaultStore.guarded("encrypt a secret") {
+            try AEAD.seal(value, key: vault.masterKey, aad: UnlockedVault.recordAAD(vaultID: vault.vaultID, name: name))
+        }
+        document.records[name] = SealedRecord(nonce: Encoding.base64(sealed.nonce), ciphertext: Encoding.base64(sealed.ciphertext))
+    }
+
+    public mutating func removeSecret(_ name: String) {
+        document.records[name] = nil
+    }
+
+    public var secretNames: [String] { document.records.keys.sorted() }
+
+    public mutating func setSignIn(_ state: SignInState) {
+        document.signIn = state
+    }
+
+    /// Replaces the PIN slot, and renews the device slot (which also repairs a lost device key).
+    public mutating func changePIN(_ pin: PINKeyslot) throws {
+        document.setKeyslot(try pin.wrap(vault.masterKey, vaultID: vault.vaultID))
+        try renewDeviceSlot()
+    }
+
+    /// A new device key and slot, bound to the current enrolled set.
+    mutating func renewDeviceSlot() throws {
+        document.setKeyslot(try DeviceKeyslot(directory: directory).wrap(
+            vault.masterKey, vaultID: vault.vaultID, binding: Vault.enrollmentBinding(document.fingers)))
+    }
+}

@@ -1,0 +1,127 @@
+import FoundationEssentials
+
+/// Whether the IdP sign-in chain is alive.
+public enum SignInState: String, Codable, Sendable {
+    /// Never signed in.
+    case none
+    case active
+    /// The IdP ended the refresh-token chain; `fingerseal login` is needed.
+    case required
+}
+
+public enum KeyslotKind: String, Codable, Sendable, CaseIterable {
+    case pin, device
+}
+
+/// How a keyslot's wrapping key is protected (said plainly in `status` and `doctor`).
+public enum KeyslotProtection: String, Codable, Sendable {
+    case argon2id
+    case filePermissions = "file-permissions"
+}
+
+/// One wrapped copy of the master key.
+struct KeyslotRecord: Codable, Equatable {
+    var kind: KeyslotKind
+    var protection: KeyslotProtection
+    /// Argon2id parameters (pin slot).
+    var salt: String?
+    var opsLimit: UInt64?
+    var memLimit: UInt64?
+    /// Device slot: digest of the enrolled set this slot was wrapped for.
+    var binding: String?
+    /// Device slot: names the key file (`device-<keyID>.key`). A new key goes to a new file,
+    /// so the switch to it happens atomically with the vault file's rename.
+    var keyID: String?
+    var nonce: String
+    var wrappedKey: String
+
+    /// Everything that shapes the slot goes into the AEAD's associated data, so lowered
+    /// Argon2 costs or a changed binding make unwrapping fail.
+    func associatedData(vaultID: String) -> [UInt8] {
+        let fields = ["fingerseal", "v1", "keyslot", vaultID, kind.rawValue, protection.rawValue, salt ?? "",
+                      opsLimit.map(String.init) ?? "", memLimit.map(String.init) ?? "", binding ?? "", keyID ?? ""]
+        return Array(fields.joined(separator: "\u{1f}").utf8)
+    }
+}
+
+/// An encrypted secret.
+struct SealedRecord: Codable, Equatable {
+    var nonce: String
+    var ciphertext: String
+}
+
+/// The vault file's body (JSON inside a `Container`). `mac` authenticates the rest with a
+/// key derived from the master key, so metadata cannot be edited without it.
+struct VaultDocument: Codable, Equatable {
+    static let currentFormat = 1
+
+    var format: Int
+    var vaultID: String
+    var createdAt: Int64
+    /// Bumped on every write; lets a reader tell an update happened.
+    var generation: UInt64
+    var keyslots: [KeyslotRecord]
+    var records: [String: SealedRecord]
+    var signIn: SignInState
+    var fingers: [String]
+    var mac: String
+
+    func keyslot(_ kind: KeyslotKind) -> KeyslotRecord? {
+        keyslots.first { $0.kind == kind }
+    }
+
+    mutating func setKeyslot(_ slot: KeyslotRecord) {
+        keyslots.removeAll { $0.kind == slot.kind }
+        keyslots.append(slot)
+        keyslots.sort { $0.kind.rawValue < $1.kind.rawValue }
+    }
+
+    /// The bytes the MAC covers: the canonical (sorted-key) encoding with `mac` empty.
+    func authenticatedBytes() throws -> [UInt8] {
+        var copy = self
+        copy.mac = ""
+        return try VaultDocument.encode(copy)
+    }
+
+    static func encode(_ document: VaultDocument) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return Array(try encoder.encode(document))
+    }
+
+    static func decode(_ body: [UInt8], file: String) throws -> VaultDocument {
+        let document: VaultDocument
+        do {
+            document = try JSONDecoder().decode(VaultDocument.self, from: Data(body))
+        } catch {
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(file, "its contents cannot be read"))
+        }
+        guard document.format == currentFormat else {
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(file, "it has format \(document.format), which this fingerseal cannot read"))
+        }
+        guard document.vaultID.count == 32, document.vaultID.allSatisfy(\.isHexDigit),
+              Set(document.keyslots.map(\.kind)).count == document.keyslots.count else {
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(file, "its contents are not valid"))
+        }
+        return document
+    }
+}
+
+enum Encoding {
+    static func base64(_ bytes: [UInt8]) -> String { Data(bytes).base64EncodedString() }
+
+    static func bytes(base64 text: String, file: String) throws -> [UInt8] {
+        guard let data = Data(base64Encoded: text) else {
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(file, "its contents are not valid"))
+        }
+        return Array(data)
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes { out.append(digits[Int(byte >> 4)]); out.append(digits[Int(byte & 15)]) }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

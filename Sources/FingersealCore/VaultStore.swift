@@ -1,0 +1,127 @@
+import Glibc
+import SodiumKit
+import SystemKit
+
+/// File names in a vault directory, and their size caps.
+public enum VaultFiles {
+    public static let vault = "vault"
+    public static let lockout = "lockout"
+    public static let lock = "lock"
+    static let deviceKeyPrefix = "device-"
+    static let deviceKeySuffix = ".key"
+
+    static let vaultLimit = 4 << 20
+    static let lockoutLimit = 64 << 10
+    static let deviceKeyLimit = 4 << 10
+
+    static func deviceKey(_ keyID: String) -> String { deviceKeyPrefix + keyID + deviceKeySuffix }
+
+    static func isKeyID(_ text: String) -> Bool {
+        text.utf8.count == 16 && text.allSatisfy { $0.isHexDigit && ($0.isNumber || $0.isLowercase) }
+    }
+}
+
+/// Where a user's vault lives and whose it is.
+public struct VaultLocation: Equatable, Sendable {
+    public let directory: String
+    public let account: UserAccount
+
+    public init(directory: String, account: UserAccount) {
+        self.directory = directory
+        self.account = account
+    }
+
+    /// `store=` (with `%u` and `%h` expanded) when set, else `$XDG_STATE_HOME/fingerseal`
+    /// when the caller passes one (the CLI running as the user), else
+    /// `~/.local/state/fingerseal`.
+    public static func resolve(account: UserAccount, options: Options, stateHome: String?) throws -> VaultLocation {
+        if let template = options.store {
+            guard !account.name.contains("/"), account.name != "..", account.name != "." else {
+                throw FingersealError(.unknownUser, Messages.unknownUser)
+            }
+            let path = substitute(substitute(template, "%u", account.name), "%h", account.home)
+            return VaultLocation(directory: path, account: account)
+        }
+        if let stateHome, stateHome.hasPrefix("/") {
+            return VaultLocation(directory: stateHome + "/fingerseal", account: account)
+        }
+        return VaultLocation(directory: account.home + "/.local/state/fingerseal", account: account)
+    }
+}
+
+private func substitute(_ text: String, _ token: String, _ value: String) -> String {
+    text.split(separator: token, omittingEmptySubsequences: false).joined(separator: value)
+}
+
+/// File access for one vault: every operation runs as the vault's owner (when called by
+/// root), through a safely opened directory, under the vault lock.
+public struct VaultStore: Sendable {
+    public let location: VaultLocation
+    /// Longest wait for another process's lock.
+    public var lockTimeout: Double
+
+    public init(location: VaultLocation, lockTimeout: Double = 5) {
+        self.location = location
+        self.lockTimeout = lockTimeout
+    }
+
+    /// Runs `body` as the owner with the directory open and locked. Returns nil when the
+    /// directory does not exist and `create` is false.
+    func withDirectory<T>(create: Bool = false, exclusive: Bool, _ body: (SafeDirectory) throws -> T) throws -> T? {
+        try VaultStore.guarded("open the vault") {
+            try asUser(location.account) {
+                if create { try createDirectories(location.directory, mode: 0o700) }
+                let directory: SafeDirectory
+                do {
+                    directory = try SafeDirectory(path: location.directory, owner: location.account.uid)
+                } catch let error as SystemError where error.code == ENOENT {
+                    return nil
+                }
+                let lock: FileLock
+                do {
+                    lock = try directory.lock(VaultFiles.lock, exclusive: exclusive, timeout: lockTimeout)
+                } catch let error as SystemError where error.code == ETIMEDOUT {
+                    throw FingersealError(.unavailable, Messages.vaultBusy, detail: error.description)
+                }
+                defer { withExtendedLifetime(lock) {} }
+                if exclusive { try directory.removeStaleTempFiles() }
+                return try body(directory)
+            }
+        }
+    }
+
+    /// Turns system and file-safety errors into user-facing errors; passes ours through.
+    static func guarded<T>(_ action: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as FingersealError {
+            throw error
+        } catch let error as UnsafeFileError {
+            throw FingersealError(.vaultUnusable, Messages.unsafeFile(error.description), detail: error.description)
+        } catch let error as SystemError {
+            throw FingersealError(.systemError, Messages.systemFailure(action), detail: error.description)
+        } catch is SodiumError {
+            throw FingersealError(.systemError, Messages.secureMemory)
+        } catch {
+            throw FingersealError(.systemError, Messages.systemFailure(action))
+        }
+    }
+
+    func readDocument(_ directory: SafeDirectory) throws -> VaultDocument? {
+        guard let bytes = try VaultStore.guarded("read the vault", {
+            try directory.read(VaultFiles.vault, sizeLimit: VaultFiles.vaultLimit)
+        }) else { return nil }
+        return try VaultDocument.decode(try Container.decode(.vault, bytes, file: VaultFiles.vault), file: VaultFiles.vault)
+    }
+
+    func writeDocument(_ document: VaultDocument, _ directory: SafeDirectory) throws {
+        let bytes = try Container.encode(.vault, body: try VaultDocument.encode(document))
+        try VaultStore.guarded("save the vault") { try directory.replace(VaultFiles.vault, with: bytes) }
+        // Device key files the new document no longer names are garbage now.
+        let live = Set(document.keyslots.compactMap { $0.keyID.map(VaultFiles.deviceKey) })
+        for name in try VaultStore.guarded("list the vault", { try directory.entries() })
+        where name.hasPrefix(VaultFiles.deviceKeyPrefix) && name.hasSuffix(VaultFiles.deviceKeySuffix) && !live.contains(name) {
+            try VaultStore.guarded("remove an old device key") { try directory.remove(name) }
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import CPAM
+import Glibc
+
+/// An application-side PAM transaction (`pam_start_confdir` … `pam_end`), used by tests and
+/// benchmarks to run a real PAM stack from a private service directory.
+public final class PAMClient {
+    public enum Message: Equatable, Sendable {
+        case promptEchoOff(String), promptEchoOn(String), errorMessage(String), textInfo(String)
+    }
+
+    /// Answers one message; nil means "no answer" (PAM_CONV_ERR for prompts).
+    public typealias Responder = (Message) -> String?
+
+    private final class ConversationBox {
+        let respond: Responder
+        init(_ respond: @escaping Responder) { self.respond = respond }
+    }
+
+    private let handle: OpaquePointer
+    private let box: ConversationBox
+    private var conversation: pam_conv
+    private var lastStatus: Int32 = PAM_SUCCESS
+
+    public struct StartError: Error, Equatable { public let code: Int32 }
+
+    public init(service: String, user: String, configDirectory: String, respond: @escaping Responder) throws {
+        box = ConversationBox(respond)
+        conversation = pam_conv(conv: PAMClient.converse, appdata_ptr: Unmanaged.passUnretained(box).toOpaque())
+        var raw: OpaquePointer? = nil
+        let rc = pam_start_confdir(service, user, &conversation, configDirectory, &raw)
+        guard rc == PAM_SUCCESS, let raw else { throw StartError(code: rc) }
+        handle = raw
+    }
+
+    deinit {
+        _ = pam_end(handle, lastStatus)
+    }
+
+    public func authenticate(flags: Int32 = 0) -> Int32 { record(pam_authenticate(handle, flags)) }
+    public func accountManagement(flags: Int32 = 0) -> Int32 { record(pam_acct_mgmt(handle, flags)) }
+    public func setCredentials(flags: Int32 = Int32(PAM_ESTABLISH_CRED)) -> Int32 { record(pam_setcred(handle, flags)) }
+    public func openSession(flags: Int32 = 0) -> Int32 { record(pam_open_session(handle, flags)) }
+    public func closeSession(flags: Int32 = 0) -> Int32 { record(pam_close_session(handle, flags)) }
+
+    public func setItem(_ item: PAMHandle.Item, _ value: String) -> Int32 {
+        record(pam_set_item(handle, item.code, value))
+    }
+
+    public static func describe(_ code: Int32) -> String {
+        guard let text = pam_strerror(nil, code) else { return "PAM error \(code)" }
+        return String(cString: text)
+    }
+
+    private func record(_ status: Int32) -> Int32 {
+        lastStatus = status
+        return status
+    }
+
+    /// PAM's conversation callback: a C-convention trampoline back into the Swift closure.
+    private static let converse: @convention(c) (
+        Int32, UnsafeMutablePointer<UnsafePointer<pam_message>?>?,
+        UnsafeMutablePointer<UnsafeMutablePointer<pam_response>?>?, UnsafeMutableRawPointer?
+    ) -> Int32 = { count, messages, responses, appdata in
+        guard count > 0, let messages, let responses, let appdata else { return PAM_CONV_ERR }
+        let box = Unmanaged<ConversationBox>.fromOpaque(appdata).takeUnretainedValue()
+        guard let replies = calloc(Int(count), MemoryLayout<pam_response>.stride)?
+            .bindMemory(to: pam_response.self, capacity: Int(count)) else { return PAM_BUF_ERR }
+        for index in 0..<Int(count) {
+            guard let message = messages[index]?.pointee else { continue }
+            let text = message.msg.map { String(cString: $0) } ?? ""
+            let kind: Message
+            switch message.msg_style {
+            case PAM_PROMPT_ECHO_OFF: kind = .promptEchoOff(text)
+            case PAM_PROMPT_ECHO_ON: kind = .promptEchoOn(text)
+            case PAM_ERROR_MSG: kind = .errorMessage(text)
+            default: kind = .textInfo(text)
+            }
+            let answer = box.respond(kind)
+            replies[index] = pam_response(resp: answer.flatMap { strdup($0) }, resp_retcode: 0)
+        }
+        responses.pointee = replies
+        return PAM_SUCCESS
+    }
+}

@@ -1,0 +1,76 @@
+import CPAM
+import Glibc
+
+/// The PAM handle a module is given. PAM owns it; this only borrows it for one call.
+public struct PAMHandle {
+    private let raw: OpaquePointer
+
+    public init?(_ raw: OpaquePointer?) {
+        guard let raw else { return nil }
+        self.raw = raw
+    }
+
+    public enum Item {
+        case service, rhost, ruser, tty
+
+        var code: Int32 {
+            switch self {
+            case .service: return PAM_SERVICE
+            case .rhost: return PAM_RHOST
+            case .ruser: return PAM_RUSER
+            case .tty: return PAM_TTY
+            }
+        }
+    }
+
+    /// The user being authenticated (may run the conversation to ask for it).
+    public func user() -> String? {
+        var name: UnsafePointer<CChar>? = nil
+        guard pam_get_user(raw, &name, nil) == PAM_SUCCESS, let name else { return nil }
+        return String(cString: name)
+    }
+
+    public func item(_ item: Item) -> String? {
+        var value: UnsafePointer<CChar>? = nil
+        guard fs_pam_get_string_item(raw, item.code, &value) == PAM_SUCCESS, let value else { return nil }
+        return String(cString: value)
+    }
+
+    public func environment(_ name: String) -> String? {
+        guard let value = pam_getenv(raw, name) else { return nil }
+        return String(cString: value)
+    }
+
+    public enum LogLevel {
+        case error, warning, notice, info, debug
+
+        var priority: Int32 {
+            switch self {
+            case .error: return LOG_ERR
+            case .warning: return LOG_WARNING
+            case .notice: return LOG_NOTICE
+            case .info: return LOG_INFO
+            case .debug: return LOG_DEBUG
+            }
+        }
+    }
+
+    /// Logs through pam_syslog (LOG_AUTHPRIV, prefixed with the module and service).
+    public func log(_ level: LogLevel, _ message: String) {
+        fs_pam_syslog(raw, level.priority | LOG_AUTHPRIV, message)
+    }
+
+    /// Shows an informational line to the user.
+    public func info(_ message: String) {
+        var response: UnsafeMutablePointer<CChar>? = nil
+        _ = fs_pam_prompt(raw, PAM_TEXT_INFO, &response, message)
+        free(response)
+    }
+
+    /// Shows an error line to the user.
+    public func error(_ message: String) {
+        var response: UnsafeMutablePointer<CChar>? = nil
+        _ = fs_pam_prompt(raw, PAM_ERROR_MSG, &response, message)
+        free(response)
+    }
+}

@@ -1,0 +1,59 @@
+import CSodium
+
+/// XChaCha20-Poly1305 (IETF) with a random 24-byte nonce per message.
+public enum AEAD {
+    public static let keyLength = Int(crypto_aead_xchacha20poly1305_ietf_KEYBYTES)
+    public static let nonceLength = Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES)
+    public static let tagLength = Int(crypto_aead_xchacha20poly1305_ietf_ABYTES)
+
+    public struct Sealed: Equatable, Sendable {
+        public let nonce: [UInt8]
+        public let ciphertext: [UInt8]
+        public init(nonce: [UInt8], ciphertext: [UInt8]) {
+            self.nonce = nonce
+            self.ciphertext = ciphertext
+        }
+    }
+
+    public static func seal(_ plaintext: SecureBytes, key: SecureBytes, aad: [UInt8]) throws -> Sealed {
+        try check(key: key)
+        let nonce = try Sodium.randomBytes(nonceLength)
+        var ciphertext = [UInt8](repeating: 0, count: plaintext.count + tagLength)
+        var written: UInt64 = 0
+        let rc = plaintext.withBytePointer { message, messageLength in
+            key.withBytePointer { keyBytes, _ in
+                crypto_aead_xchacha20poly1305_ietf_encrypt(
+                    &ciphertext, &written, message, UInt64(messageLength),
+                    aad, UInt64(aad.count), nil, nonce, keyBytes)
+            }
+        }
+        guard rc == 0 else { throw SodiumError.authenticationFailed }
+        return Sealed(nonce: nonce, ciphertext: ciphertext)
+    }
+
+    /// Decrypts into secure memory; throws `.authenticationFailed` on any tampering, a wrong
+    /// key or wrong associated data.
+    public static func open(_ sealed: Sealed, key: SecureBytes, aad: [UInt8]) throws -> SecureBytes {
+        try check(key: key)
+        guard sealed.nonce.count == nonceLength else {
+            throw SodiumError.invalidLength(what: "nonce", expected: nonceLength, actual: sealed.nonce.count)
+        }
+        guard sealed.ciphertext.count >= tagLength else { throw SodiumError.authenticationFailed }
+        let plaintext = try SecureBytes(count: sealed.ciphertext.count - tagLength)
+        var written: UInt64 = 0
+        let rc = plaintext.withBytePointer { output, _ in
+            key.withBytePointer { keyBytes, _ in
+                crypto_aead_xchacha20poly1305_ietf_decrypt(
+                    output, &written, nil, sealed.ciphertext, UInt64(sealed.ciphertext.count),
+                    aad, UInt64(aad.count), sealed.nonce, keyBytes)
+            }
+        }
+        guard rc == 0 else { throw SodiumError.authenticationFailed }
+        return plaintext
+    }
+
+    private static func check(key: SecureBytes) throws {
+        try Sodium.ensureReady()
+        guard key.count == keyLength else { throw SodiumError.invalidLength(what: "key", expected: keyLength, actual: key.count) }
+    }
+}

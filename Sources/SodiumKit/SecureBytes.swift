@@ -1,0 +1,88 @@
+import CSodium
+
+/// Secret bytes in `sodium_malloc` memory: guard pages, mlock'ed (kept out of swap),
+/// wiped and freed in deinit. Never convert one to a String.
+public final class SecureBytes {
+    private let pointer: UnsafeMutableRawPointer
+    /// Number of meaningful bytes (may be less than the capacity, e.g. a PIN being typed).
+    public private(set) var count: Int
+    public let capacity: Int
+
+    public init(capacity: Int) throws {
+        try Sodium.ensureReady()
+        // sodium_malloc(0) is allowed but returns a pointer we could not index; keep one byte.
+        guard let raw = sodium_malloc(max(capacity, 1)) else { throw SodiumError.outOfMemory }
+        pointer = raw
+        self.capacity = capacity
+        self.count = 0
+        sodium_memzero(pointer, max(capacity, 1))
+    }
+
+    public convenience init(count: Int) throws {
+        try self.init(capacity: count)
+        self.count = count
+    }
+
+    /// Copies `bytes` in. The caller wipes its own copy.
+    public convenience init(copying bytes: some Collection<UInt8>) throws {
+        try self.init(capacity: bytes.count)
+        for (index, byte) in bytes.enumerated() { pointer.storeBytes(of: byte, toByteOffset: index, as: UInt8.self) }
+        count = bytes.count
+    }
+
+    public static func random(count: Int) throws -> SecureBytes {
+        let bytes = try SecureBytes(count: count)
+        randombytes_buf(bytes.pointer, count)
+        return bytes
+    }
+
+    deinit {
+        sodium_free(pointer) // wipes before freeing
+    }
+
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try body(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+
+    /// The bytes as a typed pointer that is never nil (count may be zero), for C calls.
+    func withBytePointer<R>(_ body: (UnsafeMutablePointer<UInt8>, Int) throws -> R) rethrows -> R {
+        try body(pointer.assumingMemoryBound(to: UInt8.self), count)
+    }
+
+    public func withUnsafeMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
+        try body(UnsafeMutableRawBufferPointer(start: pointer, count: count))
+    }
+
+    /// Appends one byte if there is room; returns false when full.
+    @discardableResult
+    public func append(_ byte: UInt8) -> Bool {
+        guard count < capacity else { return false }
+        pointer.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
+        count += 1
+        return true
+    }
+
+    /// Drops the last byte (backspace), wiping it.
+    public func removeLast() {
+        guard count > 0 else { return }
+        count -= 1
+        pointer.storeBytes(of: 0, toByteOffset: count, as: UInt8.self)
+    }
+
+    /// Wipes the content and sets the count to zero.
+    public func removeAll() {
+        sodium_memzero(pointer, max(capacity, 1))
+        count = 0
+    }
+
+    /// Constant-time equality of contents.
+    public func isEqual(to other: SecureBytes) -> Bool {
+        guard count == other.count else { return false }
+        return sodium_memcmp(pointer, other.pointer, count) == 0
+    }
+
+    /// The bytes as an ordinary array: only for non-secret values or tests.
+    public func copyBytes() -> [UInt8] {
+        withUnsafeBytes { Array($0) }
+    }
+}

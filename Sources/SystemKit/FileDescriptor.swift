@@ -1,0 +1,51 @@
+import Glibc
+
+/// Owns one open file descriptor and closes it exactly once.
+public final class FileDescriptor {
+    public let rawValue: Int32
+
+    public init(owning rawValue: Int32) {
+        self.rawValue = rawValue
+    }
+
+    deinit {
+        // close() must not be retried on EINTR on Linux: the descriptor is already gone.
+        _ = Glibc.close(rawValue)
+    }
+
+    public func status() throws -> stat {
+        var info = stat()
+        _ = try syscall("fstat") { fstat(rawValue, &info) }
+        return info
+    }
+
+    public func sync() throws {
+        _ = try syscall("fsync") { fsync(rawValue) }
+    }
+
+    /// Reads to end of file, refusing to read more than `limit` bytes.
+    public func readAll(limit: Int, subject: String) throws -> [UInt8] {
+        var result: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16384)
+        while true {
+            let count = try chunk.withUnsafeMutableBytes { buffer in
+                try syscall("read", subject) { read(rawValue, buffer.baseAddress, buffer.count) }
+            }
+            if count == 0 { break }
+            if result.count + count > limit { throw SystemError("read", subject, code: EFBIG) }
+            result.append(contentsOf: chunk[0..<count])
+        }
+        return result
+    }
+
+    public func writeAll(_ bytes: [UInt8], subject: String) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let written = try bytes.withUnsafeBytes { buffer -> Int in
+                guard let base = buffer.baseAddress else { return buffer.count }
+                return try syscall("write", subject) { write(rawValue, base + offset, buffer.count - offset) }
+            }
+            offset += written
+        }
+    }
+}

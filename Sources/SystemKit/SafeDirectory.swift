@@ -1,0 +1,196 @@
+import Glibc
+
+/// Why a file or directory that a privileged reader would trust was refused.
+public enum UnsafeFileReason: Equatable, Sendable {
+    case symlink
+    case notRegularFile
+    case notDirectory
+    case wrongOwner(found: UInt32, expected: UInt32)
+    case writableByOthers(mode: UInt32)
+    case tooLarge(size: Int, limit: Int)
+}
+
+public struct UnsafeFileError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let path: String
+    public let reason: UnsafeFileReason
+
+    public var description: String {
+        switch reason {
+        case .symlink: return "\(path) is a symbolic link"
+        case .notRegularFile: return "\(path) is not a regular file"
+        case .notDirectory: return "\(path) is not a directory"
+        case let .wrongOwner(found, expected): return "\(path) is owned by uid \(found), expected uid \(expected)"
+        case let .writableByOthers(mode): return "\(path) is writable by group or others (mode \(String(mode & 0o7777, radix: 8)))"
+        case let .tooLarge(size, limit): return "\(path) is \(size) bytes, more than the limit of \(limit)"
+        }
+    }
+}
+
+/// The checks a privileged process makes before trusting a file it opened without following
+/// symlinks (pam-u2f `open_safely`): type, owner, no group/world write, size cap.
+func checkTrusted(_ info: stat, path: String, directory: Bool, owner: UInt32, sizeLimit: Int?) throws {
+    let type = info.st_mode & S_IFMT
+    if directory && type != S_IFDIR { throw UnsafeFileError(path: path, reason: .notDirectory) }
+    if !directory && type != S_IFREG { throw UnsafeFileError(path: path, reason: .notRegularFile) }
+    if info.st_uid != owner { throw UnsafeFileError(path: path, reason: .wrongOwner(found: info.st_uid, expected: owner)) }
+    if info.st_mode & (S_IWGRP | S_IWOTH) != 0 {
+        throw UnsafeFileError(path: path, reason: .writableByOthers(mode: info.st_mode))
+    }
+    if let sizeLimit, Int(info.st_size) > sizeLimit {
+        throw UnsafeFileError(path: path, reason: .tooLarge(size: Int(info.st_size), limit: sizeLimit))
+    }
+}
+
+/// A directory opened safely, through which files are read, replaced atomically and locked.
+/// Every file operation is relative to the directory descriptor, so a path swapped after
+/// the checks cannot redirect it.
+public final class SafeDirectory {
+    public let path: String
+    public let owner: UInt32
+    private let fd: FileDescriptor
+
+    /// Opens `path` without following a symlink in its last component and checks it is a
+    /// directory owned by `owner` and not writable by group or others.
+    public init(path: String, owner: UInt32) throws {
+        let raw: Int32
+        do {
+            raw = try syscall("open", path) { open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        } catch let error as SystemError where error.code == ELOOP {
+            throw UnsafeFileError(path: path, reason: .symlink)
+        } catch let error as SystemError where error.code == ENOTDIR {
+            // O_DIRECTORY|O_NOFOLLOW on a symlink to a directory reports ENOTDIR on some kernels.
+            var info = stat()
+            if lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK {
+                throw UnsafeFileError(path: path, reason: .symlink)
+            }
+            throw UnsafeFileError(path: path, reason: .notDirectory)
+        }
+        self.fd = FileDescriptor(owning: raw)
+        self.path = path
+        self.owner = owner
+        try checkTrusted(try fd.status(), path: path, directory: true, owner: owner, sizeLimit: nil)
+    }
+
+    private func full(_ name: String) -> String { path + "/" + name }
+
+    /// Opens `name` for reading with the trusted-file checks. Returns nil if it does not exist.
+    public func openTrusted(_ name: String, sizeLimit: Int) throws -> FileDescriptor? {
+        let raw: Int32
+        do {
+            // O_NONBLOCK: opening a FIFO planted in place of the file must not block.
+            raw = try syscall("open", full(name)) {
+                openat(fd.rawValue, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+            }
+        } catch let error as SystemError where error.code == ENOENT {
+            return nil
+        } catch let error as SystemError where error.code == ELOOP {
+            throw UnsafeFileError(path: full(name), reason: .symlink)
+        }
+        let file = FileDescriptor(owning: raw)
+        try checkTrusted(try file.status(), path: full(name), directory: false, owner: owner, sizeLimit: sizeLimit)
+        return file
+    }
+
+    /// Reads a whole trusted file, or nil if it does not exist.
+    public func read(_ name: String, sizeLimit: Int) throws -> [UInt8]? {
+        guard let file = try openTrusted(name, sizeLimit: sizeLimit) else { return nil }
+        do {
+            return try file.readAll(limit: sizeLimit, subject: full(name))
+        } catch let error as SystemError where error.code == EFBIG {
+            throw UnsafeFileError(path: full(name), reason: .tooLarge(size: sizeLimit + 1, limit: sizeLimit))
+        }
+    }
+
+    public func exists(_ name: String) throws -> Bool {
+        var info = stat()
+        if fstatat(fd.rawValue, name, &info, AT_SYMLINK_NOFOLLOW) == 0 { return true }
+        if errno == ENOENT { return false }
+        throw SystemError("stat", full(name), code: errno)
+    }
+
+    /// Replaces `name` atomically: temp file in this directory, write, fsync, rename, fsync
+    /// the directory. A crash at any instant leaves the old or the new file, never a torn one.
+    public func replace(_ name: String, with bytes: [UInt8], mode: mode_t = 0o600) throws {
+        let temp = ".\(name).tmp-\(String(UInt64.random(in: 0...UInt64.max), radix: 16))"
+        let raw = try syscall("create", full(temp)) {
+            openat(fd.rawValue, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+        }
+        let file = FileDescriptor(owning: raw)
+        do {
+            _ = try syscall("fchmod", full(temp)) { fchmod(raw, mode) }
+            try file.writeAll(bytes, subject: full(temp))
+            try file.sync()
+            _ = try syscall("rename", full(name)) { renameat(fd.rawValue, temp, fd.rawValue, name) }
+        } catch {
+            _ = unlinkat(fd.rawValue, temp, 0)
+            throw error
+        }
+        try fd.sync()
+    }
+
+    /// Removes `name` (not following symlinks) and makes the removal durable.
+    public func remove(_ name: String) throws {
+        do {
+            _ = try syscall("remove", full(name)) { unlinkat(fd.rawValue, name, 0) }
+        } catch let error as SystemError where error.code == ENOENT {
+            return
+        }
+        try fd.sync()
+    }
+
+    /// Names in the directory, without "." and "..".
+    public func entries() throws -> [String] {
+        let raw = try syscall("open", path) { openat(fd.rawValue, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        guard let stream = fdopendir(raw) else {
+            let code = errno
+            _ = Glibc.close(raw)
+            throw SystemError("opendir", path, code: code)
+        }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// Removes temp files a crashed writer left behind. Call only while holding the
+    /// exclusive lock: then no live writer owns one.
+    public func removeStaleTempFiles() throws {
+        for name in try entries() where name.hasPrefix(".") && name.contains(".tmp-") {
+            _ = unlinkat(fd.rawValue, name, 0)
+        }
+    }
+
+    /// Takes a `flock` on `name` (created 0600 if missing), waiting at most `timeout` seconds.
+    public func lock(_ name: String, exclusive: Bool, timeout: Double) throws -> FileLock {
+        let raw: Int32
+        do {
+            raw = try syscall("open", full(name)) {
+                openat(fd.rawValue, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0o600)
+            }
+        } catch let error as SystemError where error.code == ELOOP {
+            throw UnsafeFileError(path: full(name), reason: .symlink)
+        }
+        let file = FileDescriptor(owning: raw)
+        try checkTrusted(try file.status(), path: full(name), directory: false, owner: owner, sizeLimit: 4096)
+        return try FileLock(file, exclusive: exclusive, timeout: timeout, subject: full(name))
+    }
+}
+
+/// Creates `path` and any missing parents; the last component gets `mode`. Existing
+/// components are left as they are.
+public func createDirectories(_ path: String, mode: mode_t) throws {
+    var prefix = path.hasPrefix("/") ? "" : "."
+    let parts = path.split(separator: "/")
+    for (index, part) in parts.enumerated() {
+        prefix += "/" + part
+        let isLast = index == parts.count - 1
+        if mkdir(prefix, isLast ? mode : 0o755) == 0 { continue }
+        let code = errno
+        if code != EEXIST { throw SystemError("mkdir", prefix, code: code) }
+    }
+}
