@@ -70,6 +70,13 @@ let package = Package(
             path: "Tests/Helpers/vault-torture"
         ),
 
+        // Benchmarks (`make bench`): prints figures, asserts nothing.
+        .executableTarget(
+            name: "fingerseal-bench",
+            dependencies: ["FingersealCore", "SodiumKit", "SystemKit"],
+            path: "Benchmarks/fingerseal-bench"
+        ),
+
         .testTarget(
             name: "FingersealTests",
             dependencies: [

@@ -10,5 +10,8 @@ static inline CURLcode fs_curl_setopt_off(CURL *h, CURLoption o, curl_off_t v) {
 static inline CURLcode fs_curl_setopt_write(CURL *h, size_t (*f)(char *, size_t, size_t, void *)) {
     return curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, f);
 }
+static inline CURLcode fs_curl_setopt_header(CURL *h, size_t (*f)(char *, size_t, size_t, void *)) {
+    return curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, f);
+}
 static inline CURLcode fs_curl_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 #endif

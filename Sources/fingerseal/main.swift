@@ -1,1 +1,3 @@
-print("todo")
+import Glibc
+
+exit(CLI.run(Array(CommandLine.arguments.dropFirst())))

@@ -1,1 +1,87 @@
-print("todo")
+// A process the crash and concurrency tests can race and SIGKILL. Not part of the product.
+//
+//   vault-torture init DIR PIN        create a vault with a cheap PIN cost, counter = 0
+//   vault-torture increment DIR N     N read-modify-write increments through the device slot
+//   vault-torture churn DIR PIN       increment forever; also rotates the token and, every
+//                                     fifth write, re-wraps the PIN and device slots;
+//                                     prints each committed counter value
+//   vault-torture check DIR PIN       prints the counter after verifying token, PIN and device
+//   vault-torture put DIR NAME        stores stdin's first line as secret NAME (device slot)
+import FingersealCore
+import Glibc
+import SodiumKit
+import SystemKit
+
+func fail(_ message: String) -> Never {
+    let line = Array("vault-torture: \(message)\n".utf8)
+    _ = line.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+    exit(1)
+}
+
+func secure(_ text: String) -> SecureBytes {
+    guard let bytes = try? SecureBytes(copying: Array(text.utf8)) else { fail("no secure memory") }
+    return bytes
+}
+
+func number(_ secret: SecureBytes?) -> Int {
+    guard let secret, let value = Int(String(decoding: secret.copyBytes(), as: UTF8.self)) else { fail("counter unreadable") }
+    return value
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 3 else { fail("usage: vault-torture init|increment|churn|check|put DIR ...") }
+guard let account = try? UserAccount.current() else { fail("no account") }
+let store = VaultStore(location: VaultLocation(directory: arguments[2], account: account), lockTimeout: 30)
+let ledger = LockoutLedger(store: store, policy: LockoutPolicy())
+
+do {
+    switch arguments[1] {
+    case "init":
+        let vault = try Vault.create(store, pin: PINKeyslot(pin: secure(arguments[3]), cost: .fastForTests))
+        try vault.update { editor in
+            try editor.setSecret("counter", secure("0"))
+            try editor.setSecret("token", secure("token-0"))
+        }
+    case "increment":
+        let vault = try Vault.unlockWithDevice(store)
+        for _ in 0..<(Int(arguments[3]) ?? 0) {
+            try vault.update { editor in
+                let next = number(try editor.secret("counter")) + 1
+                try editor.setSecret("counter", secure(String(next)))
+                try editor.setSecret("token", secure("token-\(next)"))
+            }
+        }
+    case "churn":
+        let vault = try Vault.unlockWithDevice(store)
+        let pin = arguments[3]
+        while true {
+            let value = try vault.update { editor -> Int in
+                let next = number(try editor.secret("counter")) + 1
+                try editor.setSecret("counter", secure(String(next)))
+                try editor.setSecret("token", secure("token-\(next)"))
+                if next % 5 == 0 { try editor.changePIN(PINKeyslot(pin: secure(pin), cost: .fastForTests)) }
+                return next
+            }
+            // Unbuffered: the test counts these lines as committed writes.
+            let line = Array("\(value)\n".utf8)
+            _ = line.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+        }
+    case "check":
+        let byDevice = try Vault.unlockWithDevice(store)
+        let byPIN = try Vault.unlock(store, pin: PINKeyslot(pin: secure(arguments[3]), cost: .fastForTests), ledger: ledger)
+        let counter = number(try byDevice.secret("counter"))
+        guard number(try byPIN.secret("counter")) == counter else { fail("slots disagree") }
+        guard let token = try byDevice.secret("token"), token.copyBytes() == Array("token-\(counter)".utf8) else {
+            fail("token does not match counter \(counter)")
+        }
+        print(counter)
+    case "put":
+        guard let line = readLine() else { fail("no input") }
+        let vault = try Vault.unlockWithDevice(store)
+        try vault.update { try $0.setSecret(arguments[3], secure(line)) }
+    default:
+        fail("unknown mode \(arguments[1])")
+    }
+} catch {
+    fail("\(error)")
+}

@@ -1,0 +1,72 @@
+// In-process benchmarks (`make bench` runs this, then the process-level ones in scripts/bench).
+// Prints figures with their baselines measured in the same run; asserts nothing.
+import FingersealCore
+import Glibc
+import SodiumKit
+import SystemKit
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+}
+
+func percentile(_ values: [Double], _ p: Double) -> Double {
+    let sorted = values.sorted()
+    return sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+}
+
+func measure(_ runs: Int, _ body: () throws -> Void) rethrows -> [Double] {
+    var times: [Double] = []
+    for _ in 0..<runs {
+        let start = monotonicSeconds()
+        try body()
+        times.append((monotonicSeconds() - start) * 1000)
+    }
+    return times
+}
+
+func peakRSSKiB() -> Int {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return usage.ru_maxrss
+}
+
+func report(_ name: String, _ times: [Double]) {
+    let line = "\(name): median \(format(median(times))) ms, p95 \(format(percentile(times, 0.95))) ms over \(times.count) runs"
+    print(line)
+}
+
+func format(_ value: Double) -> String {
+    let scaled = (value * 100).rounded() / 100
+    return "\(scaled)"
+}
+
+do {
+    var template = Array("/tmp/fingerseal-bench-XXXXXX".utf8CString)
+    guard let made = mkdtemp(&template) else { throw SystemError("mkdtemp", code: errno) }
+    let root = String(cString: made)
+    defer { _ = system("rm -rf '\(root)'") }
+    guard let account = try UserAccount.current() else { throw SystemError("getpwuid", code: ENOENT) }
+    let store = VaultStore(location: VaultLocation(directory: root + "/vault", account: account))
+
+    let cost = try PINCost.tuned()
+    print("PIN keyslot cost chosen on this machine: Argon2id \(cost.opsLimit) passes, \(cost.memLimit >> 20) MiB")
+    let pin = try SecureBytes(copying: Array("4826".utf8))
+    let rssBefore = peakRSSKiB()
+    let vault = try Vault.create(store, pin: PINKeyslot(pin: pin, cost: cost))
+    try vault.update { try $0.setSecret("refresh-token", try SecureBytes(copying: Array(repeating: 0x61, count: 512))) }
+    let ledger = LockoutLedger(store: store, policy: LockoutPolicy())
+
+    // Baseline: one read of the vault without any key derivation (status).
+    report("baseline: vault status read (no unwrap)", try measure(50) { _ = try Vault.status(store) })
+    let pinTimes = try measure(20) { _ = try Vault.unlock(store, pin: PINKeyslot(pin: pin, cost: cost), ledger: ledger) }
+    report("PIN unwrap (Argon2id) + lockout bookkeeping", pinTimes)
+    print("peak RSS growth across PIN unwraps: \((peakRSSKiB() - rssBefore) / 1024) MiB (limit \(PINCost.maxMemory >> 20) MiB + overhead)")
+    report("vault open + decrypt one secret via the device slot",
+           try measure(200) { _ = try Vault.unlockWithDevice(store).secret("refresh-token") })
+    report("read-modify-write of one secret (fsync'd)",
+           try measure(100) { try vault.update { try $0.setSecret("refresh-token", try SecureBytes.random(count: 512)) } })
+} catch {
+    print("benchmark failed: \(error)")
+    exit(1)
+}

@@ -1,0 +1,43 @@
+# fingerseal — build, test, benchmark, demo, install.
+#   make            release build
+#   make check      all tests (installs what they need first)
+#   make bench      benchmarks, printed against baselines measured in the same run
+#   make demo       a walk through fingerseal on this machine, in a throwaway vault
+#   make install    DESTDIR and PREFIX honoured; the module goes to the PAM module directory
+
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+MULTIARCH ?= $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+PAMDIR    ?= /lib/$(MULTIARCH)/security
+SWIFT     ?= swift
+RELEASE   := .build/release
+
+.PHONY: all deps build check bench demo install uninstall clean
+
+all: build
+
+deps:
+	@scripts/install-deps
+
+build: deps
+	$(SWIFT) build -c release --static-swift-stdlib
+
+check: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+bench: build
+	scripts/bench
+
+demo: build
+	scripts/demo
+
+install: build
+	install -D -m 0644 $(RELEASE)/libpam_fingerseal.so $(DESTDIR)$(PAMDIR)/pam_fingerseal.so
+	install -D -m 0755 $(RELEASE)/fingerseal $(DESTDIR)$(PREFIX)/bin/fingerseal
+
+uninstall:
+	rm -f $(DESTDIR)$(PAMDIR)/pam_fingerseal.so $(DESTDIR)$(PREFIX)/bin/fingerseal
+
+clean:
+	rm -rf .build

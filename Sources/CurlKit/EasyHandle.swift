@@ -1,0 +1,191 @@
+import CCurl
+import Glibc
+
+/// libcurl's process-wide setup. curl_global_init is not thread-safe, so it runs exactly
+/// once, behind Swift's thread-safe static initialisation, before the first handle exists.
+enum CurlGlobal {
+    static let initResult: CURLcode = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+
+    static func ensureReady() throws(HTTPError) {
+        if initResult != CURLE_OK {
+            throw HTTPError.other(code: Int(initResult.rawValue), message: HTTPError.strerror(initResult))
+        }
+    }
+}
+
+/// What the C callbacks fill in during one transfer. Passed to libcurl unretained; the
+/// handle keeps it alive for the whole `perform`.
+final class TransferState {
+    let limit: Int
+    var received = 0
+    var body: [UInt8] = []
+    var headers: [String: String] = [:]
+    var overflowed = false
+
+    init(limit: Int) { self.limit = limit }
+
+    /// Counts bytes against the cap; false means abort the transfer.
+    func admit(_ count: Int) -> Bool {
+        let (total, overflow) = received.addingReportingOverflow(count)
+        guard !overflow, total <= limit else {
+            overflowed = true
+            return false
+        }
+        received = total
+        return true
+    }
+
+    func addHeaderLine(_ bytes: UnsafeBufferPointer<UInt8>) {
+        // Trim CR LF as bytes: Swift treats "\r\n" as one Character.
+        var end = bytes.count
+        while end > 0, bytes[end - 1] == 13 || bytes[end - 1] == 10 { end -= 1 }
+        let line = String(decoding: bytes[..<end], as: UTF8.self)
+        // A status line starts a new response (interim 1xx, or a followed redirect):
+        // only the final response's headers are reported.
+        if line.hasPrefix("HTTP/") {
+            headers = [:]
+            return
+        }
+        guard let colon = line.firstIndex(of: ":") else { return }
+        let name = line[..<colon].lowercased()
+        let value = line[line.index(after: colon)...].trimmingSpaces()
+        if let existing = headers[name] {
+            headers[name] = existing + ", " + value
+        } else {
+            headers[name] = value
+        }
+    }
+}
+
+extension Substring {
+    fileprivate func trimmingSpaces() -> String {
+        let isBlank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        var trimmed = drop(while: isBlank)
+        while let last = trimmed.last, isBlank(last) { trimmed.removeLast() }
+        return String(trimmed)
+    }
+}
+
+/// Owns one libcurl easy handle plus everything libcurl points into while it works: the
+/// header list, the POST body copy and the error buffer. All are freed in deinit.
+final class EasyHandle {
+    private let handle: UnsafeMutableRawPointer
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private var postBody: UnsafeMutableRawBufferPointer?
+    private let errorBuffer: UnsafeMutablePointer<CChar>
+
+    init() throws(HTTPError) {
+        try CurlGlobal.ensureReady()
+        guard let handle = curl_easy_init() else {
+            throw HTTPError.other(code: Int(CURLE_FAILED_INIT.rawValue), message: "curl_easy_init failed")
+        }
+        self.handle = handle
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+    }
+
+    deinit {
+        // The handle goes first: libcurl may touch the list, body and buffer until cleanup.
+        curl_easy_cleanup(handle)
+        curl_slist_free_all(headerList)
+        postBody?.deallocate()
+        errorBuffer.deallocate()
+    }
+
+    func set(_ option: CURLoption, _ value: Int) throws(HTTPError) {
+        try check(fs_curl_setopt_long(handle, option, value))
+    }
+
+    func set(_ option: CURLoption, offset value: Int64) throws(HTTPError) {
+        try check(fs_curl_setopt_off(handle, option, curl_off_t(value)))
+    }
+
+    /// For string options; libcurl copies strings (except POSTFIELDS, handled separately).
+    func set(_ option: CURLoption, _ value: String) throws(HTTPError) {
+        guard !value.utf8.contains(0) else { throw HTTPError.invalidRequest("NUL byte in option value") }
+        try check(fs_curl_setopt_ptr(handle, option, value))
+    }
+
+    func setHeaders(_ headers: [(name: String, value: String)]) throws(HTTPError) {
+        for (name, value) in headers {
+            // Reject anything that could end the header line and inject another one.
+            let line = name + ": " + value
+            guard !name.isEmpty, !line.utf8.contains(where: { $0 == 0 || $0 == 10 || $0 == 13 }),
+                  !name.contains(":") else {
+                throw HTTPError.invalidRequest("invalid header \(name)")
+            }
+            guard let appended = curl_slist_append(headerList, line) else {
+                throw HTTPError.other(code: Int(CURLE_OUT_OF_MEMORY.rawValue), message: "curl_slist_append failed")
+            }
+            headerList = appended
+        }
+        if let headerList { try check(fs_curl_setopt_ptr(handle, CURLOPT_HTTPHEADER, headerList)) }
+    }
+
+    /// Copies `body` into memory this handle owns: libcurl reads POSTFIELDS by pointer
+    /// during the transfer, which must outlive any Swift array's temporary buffer.
+    func setPostBody(_ body: [UInt8]) throws(HTTPError) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(body.count, 1), alignment: 1)
+        postBody?.deallocate()
+        postBody = buffer
+        buffer.copyBytes(from: body)
+        try check(fs_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
+        try check(fs_curl_setopt_ptr(handle, CURLOPT_POSTFIELDS, buffer.baseAddress))
+    }
+
+    /// Runs the transfer on the calling thread; returns when it ends or a timeout fires.
+    func perform(limit: Int) throws(HTTPError) -> HTTPResponse {
+        let state = TransferState(limit: limit)
+        let context = Unmanaged.passUnretained(state).toOpaque()
+        try check(fs_curl_setopt_write(handle, Self.onBody))
+        try check(fs_curl_setopt_ptr(handle, CURLOPT_WRITEDATA, context))
+        try check(fs_curl_setopt_header(handle, Self.onHeader))
+        try check(fs_curl_setopt_ptr(handle, CURLOPT_HEADERDATA, context))
+        try check(fs_curl_setopt_ptr(handle, CURLOPT_ERRORBUFFER, errorBuffer))
+        errorBuffer[0] = 0
+
+        let code = withExtendedLifetime(state) { curl_easy_perform(handle) }
+        // Unhook the callbacks' context: the state dies when this function returns.
+        _ = fs_curl_setopt_ptr(handle, CURLOPT_WRITEDATA, nil)
+        _ = fs_curl_setopt_ptr(handle, CURLOPT_HEADERDATA, nil)
+
+        if state.overflowed || code == CURLE_FILESIZE_EXCEEDED { throw HTTPError.responseTooLarge(limit: limit) }
+        guard code == CURLE_OK else { throw HTTPError.from(code, detail: String(cString: errorBuffer)) }
+        var status = 0
+        try check(fs_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status))
+        return HTTPResponse(status: status, headers: state.headers, body: state.body)
+    }
+
+    private func check(_ code: CURLcode) throws(HTTPError) {
+        guard code == CURLE_OK else { throw HTTPError.from(code, detail: "") }
+    }
+
+    // C trampolines: non-capturing, so they convert to C function pointers. Returning a
+    // count other than the one given makes libcurl abort with CURLE_WRITE_ERROR.
+    private static let onBody: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+        data, size, count, context in
+        let (total, overflow) = size.multipliedReportingOverflow(by: count)
+        guard !overflow, let context else { return 0 }
+        let state = Unmanaged<TransferState>.fromOpaque(context).takeUnretainedValue()
+        guard total > 0 else { return 0 }
+        guard let data, state.admit(total) else { return 0 }
+        data.withMemoryRebound(to: UInt8.self, capacity: total) {
+            state.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: total))
+        }
+        return total
+    }
+
+    private static let onHeader: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
+        data, size, count, context in
+        let (total, overflow) = size.multipliedReportingOverflow(by: count)
+        guard !overflow, let context else { return 0 }
+        let state = Unmanaged<TransferState>.fromOpaque(context).takeUnretainedValue()
+        guard total > 0 else { return 0 }
+        // Headers count against the cap too: a server must not stream them forever.
+        guard let data, state.admit(total) else { return 0 }
+        data.withMemoryRebound(to: UInt8.self, capacity: total) {
+            state.addHeaderLine(UnsafeBufferPointer(start: $0, count: total))
+        }
+        return total
+    }
+}

@@ -1,0 +1,109 @@
+import CTSS2
+import Glibc
+
+public enum TPMError: Error, Equatable, Sendable {
+    /// The TCTI could not be loaded or could not reach the TPM (no device, nothing listening).
+    case tctiUnavailable(code: UInt32, message: String)
+    /// The TCTI opened but the ESAPI context could not be set up on it.
+    case initializationFailed(code: UInt32, message: String)
+    /// The TPM or the TSS rejected a command.
+    case commandFailed(code: UInt32, message: String)
+    case invalidCount(Int)
+
+    static func decode(_ rc: TSS2_RC) -> String {
+        guard let text = Tss2_RC_Decode(rc) else { return "TSS2_RC 0x\(String(rc, radix: 16))" }
+        return String(cString: text)
+    }
+}
+
+/// Owns one TCTI connection and the ESAPI context on top of it.
+///
+/// ESAPI contexts are not thread-safe: use an instance from one thread at a time (it is
+/// deliberately not `Sendable`).
+///
+/// Waits: ESAPI's synchronous calls block until the TPM answers. With the device TCTI the
+/// kernel's TPM driver bounds every command by the TPM 2.0 command durations; the swtpm TCTI
+/// has no timeout of its own (its socket is local and swtpm answers or closes).
+public final class TPMContext {
+    private var tcti: OpaquePointer?
+    private var esys: OpaquePointer?
+
+    /// Kernel resource manager first: it flushes our transient objects if we die.
+    public static let defaultTCTI = "device:/dev/tpmrm0"
+
+    /// libtss2 logs errors to stderr by default, which would land in sshd's or sudo's
+    /// terminal; silence it unless the user asked for logs. Evaluated once.
+    private static let logsQuieted: Bool = {
+        setenv("TSS2_LOG", "all+none", 0)  // 0: an existing TSS2_LOG wins
+        return true
+    }()
+
+    /// Opens the TPM named by a TCTI configuration string, e.g. `device:/dev/tpmrm0` or
+    /// `swtpm:host=127.0.0.1,port=2321`.
+    public init(tcti configuration: String = TPMContext.defaultTCTI) throws(TPMError) {
+        _ = Self.logsQuieted
+        var tcti: OpaquePointer?
+        let tctiRC = Tss2_TctiLdr_Initialize(configuration, &tcti)
+        guard tctiRC == TSS2_RC_SUCCESS, tcti != nil else {
+            throw TPMError.tctiUnavailable(code: tctiRC, message: TPMError.decode(tctiRC))
+        }
+        var esys: OpaquePointer?
+        let esysRC = Esys_Initialize(&esys, tcti, nil)
+        guard esysRC == TSS2_RC_SUCCESS, esys != nil else {
+            // Esys_Initialize cleans up after itself on failure, the TCTI is still ours.
+            Tss2_TctiLdr_Finalize(&tcti)
+            throw TPMError.initializationFailed(code: esysRC, message: TPMError.decode(esysRC))
+        }
+        self.tcti = tcti
+        self.esys = esys
+    }
+
+    deinit {
+        // ESAPI first: it still talks through the TCTI while finalizing.
+        Esys_Finalize(&esys)
+        Tss2_TctiLdr_Finalize(&tcti)
+    }
+
+    /// Whether this machine exposes a TPM character device. Only looks at /dev; never probes
+    /// the network or a simulator.
+    public static func isPresent() -> Bool {
+        access("/dev/tpmrm0", F_OK) == 0 || access("/dev/tpm0", F_OK) == 0
+    }
+
+    /// `count` bytes from the TPM's RNG.
+    public func randomBytes(_ count: Int) throws(TPMError) -> [UInt8] {
+        guard count >= 0 else { throw TPMError.invalidCount(count) }
+        var output: [UInt8] = []
+        output.reserveCapacity(count)
+        // A TPM returns at most one digest's worth per call (32-64 bytes), so loop; each
+        // round must make progress, which bounds the loop by `count` rounds.
+        while output.count < count {
+            let chunk = try randomChunk(UInt16(min(count - output.count, 64)))
+            guard !chunk.isEmpty else {
+                throw TPMError.commandFailed(code: 0, message: "TPM2_GetRandom returned no bytes")
+            }
+            output.append(contentsOf: chunk.prefix(count - output.count))
+        }
+        return output
+    }
+
+    private func randomChunk(_ requested: UInt16) throws(TPMError) -> [UInt8] {
+        var digest: UnsafeMutablePointer<TPM2B_DIGEST>?
+        let rc = Esys_GetRandom(esys, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+                                requested, &digest)
+        guard rc == TSS2_RC_SUCCESS, let digest else {
+            throw TPMError.commandFailed(code: rc, message: TPMError.decode(rc))
+        }
+        defer {
+            // The bytes may become key material: do not leave them in freed heap memory.
+            memset(digest, 0, MemoryLayout<TPM2B_DIGEST>.size)
+            Esys_Free(digest)
+        }
+        let size = min(Int(digest.pointee.size), MemoryLayout.size(ofValue: digest.pointee.buffer))
+        return withUnsafeBytes(of: &digest.pointee.buffer) { Array($0.prefix(size)) }
+    }
+}
+
+// Explicit: an ESAPI context must not be shared between threads.
+@available(*, unavailable)
+extension TPMContext: Sendable {}

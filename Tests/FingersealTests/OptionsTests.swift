@@ -1,0 +1,111 @@
+import CPAM
+import Testing
+@testable import FingersealCore
+
+@Suite struct OptionsTests {
+    /// Each option flipped away from its default, one at a time (pam-u2f tests/cfg.c style):
+    /// the named field changes, and every other field keeps its default.
+    @Test func eachOptionChangesOnlyItself() throws {
+        let fields: [(String, PartialKeyPath<Options>, String)] = [
+            ("debug", \Options.debug, "true"),
+            ("timeout=30", \Options.timeout, "30"),
+            ("max_tries=7", \Options.maxTries, "7"),
+            ("max_fails=9", \Options.maxFails, "9"),
+            ("pin", \Options.pin, "true"),
+            ("allow_remote", \Options.allowRemote, "true"),
+            ("require_token", \Options.requireToken, "true"),
+            ("offline_grace=60", \Options.offlineGrace, "60"),
+            ("store=/var/lib/fingerseal/%u", \Options.store, "Optional(\"/var/lib/fingerseal/%u\")"),
+            ("only_group=fingerprint", \Options.onlyGroup, "Optional(\"fingerprint\")"),
+        ]
+        let defaults = Options()
+        for (setting, key, expected) in fields {
+            var options = Options()
+            #expect(try options.apply([setting], source: "test").isEmpty)
+            #expect("\(options[keyPath: key])" == expected, "\(setting)")
+            #expect("\(defaults[keyPath: key])" != expected, "\(setting): the default must differ")
+            for (_, other, _) in fields where other != key {
+                #expect("\(options[keyPath: other])" == "\(defaults[keyPath: other])", "\(setting) changed \(other)")
+            }
+        }
+    }
+
+    @Test func defaults() {
+        let options = Options()
+        #expect(options.timeout == 15 && options.maxTries == 3 && options.maxFails == 5)
+        #expect(!options.debug && !options.pin && !options.allowRemote && !options.requireToken)
+        #expect(options.offlineGrace == 7 * 24 * 3600 && options.store == nil && options.onlyGroup == nil)
+    }
+
+    @Test(arguments: ["timeout=0", "timeout=301", "timeout=-1", "timeout=", "timeout", "max_tries=0", "max_tries=21",
+                      "max_fails=0", "max_fails=101", "offline_grace=99999999999", "debug=maybe", "store=", "store=relative",
+                      "store=/a/../b", "only_group=", "only_group=a:b", "timeout=1e3", "timeout= 5"])
+    func outOfRangeOrGarbageIsAnError(setting: String) {
+        var options = Options()
+        #expect(throws: FingersealError.self) { try options.apply([setting], source: "test") }
+    }
+
+    @Test func hugeOptionIsRefused() {
+        var options = Options()
+        #expect(throws: FingersealError.self) {
+            try options.apply(["store=/" + String(repeating: "a", count: 100 * 1024)], source: "test")
+        }
+    }
+
+    @Test func unknownOptionsAreWarningsNotErrors() throws {
+        var options = Options()
+        let warnings = try options.apply(["nullok", "frobnicate=3", "debug"], source: "test")
+        #expect(warnings.count == 2)
+        #expect(options.debug)
+    }
+
+    @Test func configFileThenArgumentsWin() throws {
+        var options = Options()
+        try options.applyConfigFile("""
+            # fingerseal
+            timeout = 20
+            max_fails=8   # trailing comment
+
+            pin
+            """)
+        #expect(options.timeout == 20 && options.maxFails == 8 && options.pin)
+        try options.apply(["timeout=5", "pin=no"], source: "args")
+        #expect(options.timeout == 5 && !options.pin && options.maxFails == 8)
+    }
+
+    @Test func missingConfigFileMeansDefaults() throws {
+        let (options, warnings) = try Options.loadSystem(path: "/nonexistent-dir/fingerseal.conf")
+        #expect(options == Options() && warnings.isEmpty)
+    }
+}
+
+@Suite struct OutcomeTests {
+    @Test func pamCodesMatchLibpam() {
+        #expect(PAMReturn.success.rawValue == PAM_SUCCESS)
+        #expect(PAMReturn.serviceError.rawValue == PAM_SERVICE_ERR)
+        #expect(PAMReturn.authError.rawValue == PAM_AUTH_ERR)
+        #expect(PAMReturn.authInfoUnavailable.rawValue == PAM_AUTHINFO_UNAVAIL)
+        #expect(PAMReturn.userUnknown.rawValue == PAM_USER_UNKNOWN)
+        #expect(PAMReturn.maxTries.rawValue == PAM_MAXTRIES)
+        #expect(PAMReturn.incomplete.rawValue == PAM_INCOMPLETE)
+    }
+
+    @Test func onlySuccessSucceeds() {
+        for outcome in Outcome.allCases where outcome != .success {
+            #expect(outcome.pamReturn != .success, "\(outcome)")
+            #expect(outcome.exitCode != 0, "\(outcome)")
+        }
+        #expect(Outcome.success.pamReturn == .success && Outcome.success.exitCode == 0)
+    }
+
+    @Test func designTable() {
+        #expect(Outcome.triesExhausted.pamReturn == .maxTries)
+        for outcome in [Outcome.noReader, .noPrints, .timedOut, .cancelled, .remoteSession, .notEnrolled, .noVault] {
+            #expect(outcome.pamReturn == .authInfoUnavailable)
+        }
+        #expect(Outcome.unknownUser.pamReturn == .userUnknown)
+        #expect(Outcome.badConfiguration.pamReturn == .serviceError)
+        for outcome in [Outcome.lockedOut, .signInRequired, .wrongPIN, .noMatch] { #expect(outcome.pamReturn == .authError) }
+        #expect(Outcome.conversationAgain.pamReturn == .incomplete)
+    }
+}

@@ -1,0 +1,132 @@
+import Glibc
+
+/// A spawned process with piped stdout/stderr and, optionally, data waiting on stdin and fd 3.
+final class Child {
+    let pid: pid_t
+    private let stdoutFD: Int32
+    private let stderrFD: Int32
+    private var buffered: [UInt8] = []
+    private var reaped = false
+
+    struct Result {
+        let stdout: String
+        let stderr: String
+        let status: Int32
+        var all: String { stdout + stderr }
+    }
+
+    init(_ path: String, _ arguments: [String], environment: [String: String] = [:],
+         stdin: [UInt8] = [], fd3: [UInt8]? = nil) throws {
+        func pipePair() throws -> (Int32, Int32) {
+            var fds: [Int32] = [0, 0]
+            guard pipe(&fds) == 0 else { throw TestFailure("pipe failed") }
+            for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            return (fds[0], fds[1])
+        }
+        let (outRead, outWrite) = try pipePair()
+        let (errRead, errWrite) = try pipePair()
+        let (inRead, inWrite) = try pipePair()
+        var extra: (Int32, Int32)? = nil
+        if let fd3 {
+            let pair = try pipePair()
+            Child.fill(pair.1, fd3)
+            extra = pair
+        }
+        Child.fill(inWrite, stdin)
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, inRead, 0)
+        posix_spawn_file_actions_adddup2(&actions, outWrite, 1)
+        posix_spawn_file_actions_adddup2(&actions, errWrite, 2)
+        if let extra { posix_spawn_file_actions_adddup2(&actions, extra.0, 3) }
+        // Start in a new session: no controlling terminal, so prompts cannot reach a real tty.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // glibc's POSIX_SPAWN_SETSID; Glibc's Swift module is built without _GNU_SOURCE.
+        posix_spawnattr_setflags(&attributes, 0x80)
+
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        var child: pid_t = 0
+        let rc = posix_spawn(&child, path, &actions, &attributes, argv, envp)
+        for fd in [outWrite, errWrite, inRead] { close(fd) }
+        if let extra { close(extra.0) }
+        guard rc == 0 else { throw TestFailure("spawn \(path) failed: \(rc)") }
+        pid = child
+        stdoutFD = outRead
+        stderrFD = errRead
+    }
+
+    deinit {
+        if !reaped { kill(pid, SIGKILL); _ = wait() }
+        close(stdoutFD)
+        close(stderrFD)
+    }
+
+    private static func fill(_ fd: Int32, _ bytes: [UInt8]) {
+        // Test inputs are small; they fit the pipe buffer, so this never blocks.
+        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+    }
+
+    /// The next line of stdout, or nil at end of file.
+    func readLine() -> String? {
+        while true {
+            if let newline = buffered.firstIndex(of: 0x0a) {
+                let line = String(decoding: buffered[..<newline], as: UTF8.self)
+                buffered.removeSubrange(...newline)
+                return line
+            }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let count = read(stdoutFD, &chunk, chunk.count)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { return nil }
+            buffered += chunk[..<count]
+        }
+    }
+
+    func signal(_ number: Int32) { kill(pid, number) }
+
+    /// Waits for exit; returns the exit status, or 128 + signal.
+    @discardableResult
+    func wait() -> Int32 {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        reaped = true
+        let signal = status & 0x7f
+        return signal == 0 ? (status >> 8) & 0xff : 128 + signal
+    }
+
+    /// Reads all output and waits.
+    func finish() -> Result {
+        let out = Child.drain(stdoutFD, prefix: buffered)
+        let err = Child.drain(stderrFD, prefix: [])
+        return Result(stdout: out, stderr: err, status: wait())
+    }
+
+    private static func drain(_ fd: Int32, prefix: [UInt8]) -> String {
+        var bytes = prefix
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = read(fd, &chunk, chunk.count)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            bytes += chunk[..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    static func run(_ path: String, _ arguments: [String], environment: [String: String] = [:],
+                    stdin: [UInt8] = [], fd3: [UInt8]? = nil) throws -> Result {
+        try Child(path, arguments, environment: environment, stdin: stdin, fd3: fd3).finish()
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
