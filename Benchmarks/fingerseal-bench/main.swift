@@ -41,6 +41,7 @@ func format(_ value: Double) -> String {
     return "\(scaled)"
 }
 
+let rssAtStart = peakRSSKiB()
 do {
     var template = Array("/tmp/fingerseal-bench-XXXXXX".utf8CString)
     guard let made = mkdtemp(&template) else { throw SystemError("mkdtemp", code: errno) }
@@ -52,7 +53,6 @@ do {
     let cost = try PINCost.tuned()
     print("PIN keyslot cost chosen on this machine: Argon2id \(cost.opsLimit) passes, \(cost.memLimit >> 20) MiB")
     let pin = try SecureBytes(copying: Array("4826".utf8))
-    let rssBefore = peakRSSKiB()
     let vault = try Vault.create(store, pin: PINKeyslot(pin: pin, cost: cost))
     try vault.update { try $0.setSecret("refresh-token", try SecureBytes(copying: Array(repeating: 0x61, count: 512))) }
     let ledger = LockoutLedger(store: store, policy: LockoutPolicy())
@@ -61,7 +61,7 @@ do {
     report("baseline: vault status read (no unwrap)", try measure(50) { _ = try Vault.status(store) })
     let pinTimes = try measure(20) { _ = try Vault.unlock(store, pin: PINKeyslot(pin: pin, cost: cost), ledger: ledger) }
     report("PIN unwrap (Argon2id) + lockout bookkeeping", pinTimes)
-    print("peak RSS growth across PIN unwraps: \((peakRSSKiB() - rssBefore) / 1024) MiB (limit \(PINCost.maxMemory >> 20) MiB + overhead)")
+    print("peak RSS: \(peakRSSKiB() / 1024) MiB after PIN work, \(rssAtStart / 1024) MiB at start (Argon2id memory cost \(cost.memLimit >> 20) MiB)")
     report("vault open + decrypt one secret via the device slot",
            try measure(200) { _ = try Vault.unlockWithDevice(store).secret("refresh-token") })
     report("read-modify-write of one secret (fsync'd)",

@@ -108,12 +108,12 @@ enum Commands {
         lines += status.keyslots.map { "  \($0.kind.rawValue): \(describe($0))" }
         lines.append("Fingers enrolled: " + (status.fingers.isEmpty ? "none" : status.fingers.joined(separator: ", ")))
         lines.append("Sign-in: " + describe(status.signIn))
-        lines.append("Fingerprint unlock: " + (status.lockout.fingerLocked
+        lines.append("Fingerprint lock: " + (status.lockout.fingerLocked
             ? "locked after too many failed scans; a PIN or password success unlocks it"
-            : "not locked (\(status.lockout.fingerFailures) failed scans in a row)"))
-        lines.append("PIN: " + (status.lockout.pinLocked
-            ? "locked after too many wrong tries; sign in again to unlock it"
-            : "not locked (\(status.lockout.pinFailures) wrong PINs in a row)"))
+            : "not locked; failed scans in a row: \(status.lockout.fingerFailures)"))
+        lines.append("PIN lock: " + (status.lockout.pinLocked
+            ? "locked after too many wrong PINs; sign in again to unlock it"
+            : "not locked; wrong PINs in a row: \(status.lockout.pinFailures)"))
         context.output.out(lines.joined(separator: "\n"))
     }
 
