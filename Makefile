@@ -3,6 +3,7 @@
 #   make check      all tests (installs what they need first)
 #   make bench      benchmarks, printed against baselines measured in the same run
 #   make demo       a walk through fingerseal on this machine, in a throwaway vault
+#   make fuzz       libFuzzer on every parser of untrusted input (FUZZ_SECONDS, default 60)
 #   make install    DESTDIR and PREFIX honoured; the module goes to the PAM module directory
 
 PREFIX    ?= /usr/local
@@ -12,7 +13,7 @@ PAMDIR    ?= /lib/$(MULTIARCH)/security
 SWIFT     ?= swift
 RELEASE   := .build/release
 
-.PHONY: all deps build check bench demo install uninstall clean
+.PHONY: all deps build check fuzz bench demo install uninstall clean
 
 all: build
 
@@ -25,6 +26,11 @@ build: deps
 check: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	$(SWIFT) build -c release --static-swift-stdlib --product fingerseal
+	FUZZ_SECONDS=$${FUZZ_SECONDS:-20} scripts/fuzz
+
+fuzz: build
+	scripts/fuzz
 
 bench: build
 	scripts/bench

@@ -10,8 +10,11 @@ let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().pa
 // The PAM module must load into any host (sshd, sudo, gdm) without the Swift toolchain:
 // static Swift stdlib, stay loaded (-z nodelete: Swift runtime threads outlive pam_end),
 // no unresolved symbols (-z defs), and export only pam_sm_*.
+// lld, because GNU ld prints a warning for a mktemp reference inside the toolchain's static
+// FoundationEssentials (never called by us); lld supports the same -z and version-script flags.
 let moduleLinkerFlags: [String] = [
     "-static-stdlib",
+    "-use-ld=lld",
     "-Xlinker", "-znodelete",
     "-Xlinker", "-zdefs",
     "-Xlinker", "--version-script=\(packageRoot)/Sources/PAMFingerseal/exports.map",
@@ -26,6 +29,8 @@ let package = Package(
     products: [
         .library(name: "pam_fingerseal", type: .dynamic, targets: ["PAMFingerseal"]),
         .executable(name: "fingerseal", targets: ["fingerseal"]),
+        // For the fuzzing package in Fuzz/, which builds the core with -sanitize=fuzzer.
+        .library(name: "FingersealCore", targets: ["FingersealCore"]),
     ],
     targets: [
         // C libraries from Debian.

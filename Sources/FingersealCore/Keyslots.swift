@@ -83,16 +83,18 @@ public enum PINRules {
 /// The `pin` keyslot: Argon2id of the PIN.
 public struct PINKeyslot: Keyslot {
     let pin: SecureBytes
-    let cost: PINCost
+    let cost: PINCost?
     var kind: KeyslotKind { .pin }
 
-    /// `cost` applies to new slots only; existing slots carry their own.
-    public init(pin: SecureBytes, cost: PINCost) {
+    /// `cost` applies to new slots only (existing slots carry their own); nil tunes it to
+    /// this machine when a slot is made.
+    public init(pin: SecureBytes, cost: PINCost? = nil) {
         self.pin = pin
         self.cost = cost
     }
 
     func makeSlot(binding: String?) throws -> (KeyslotRecord, SecureBytes) {
+        let cost = try self.cost ?? VaultStore.guarded("measure the PIN cost") { try PINCost.tuned() }
         let salt = try Sodium.randomBytes(Argon2id.saltLength)
         let slot = KeyslotRecord(kind: .pin, protection: .argon2id, salt: Encoding.base64(salt),
                                  opsLimit: cost.opsLimit, memLimit: cost.memLimit, binding: nil, keyID: nil,

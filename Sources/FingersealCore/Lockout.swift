@@ -16,6 +16,23 @@ public struct LockoutState: Codable, Equatable, Sendable {
 
     public init() {}
 
+    static func decode(_ body: [UInt8]) throws -> LockoutState {
+        let state: LockoutState
+        do {
+            state = try JSONDecoder().decode(LockoutState.self, from: Data(body))
+        } catch {
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.lockout, "its contents cannot be read"))
+        }
+        // Counters and times outside these ranges are never written by fingerseal; refusing
+        // them keeps every later sum far from overflow.
+        let counts = 0...1_000_000
+        guard counts.contains(state.fingerFailures), counts.contains(state.pinFailures),
+              (0...(Int64(1) << 40)).contains(state.pinLastFailureAt ?? 0) else {
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.lockout, "its counters are out of range"))
+        }
+        return state
+    }
+
     /// What a damaged record is read as: fingerprint locked, PIN delays in force. Safe, and
     /// a PIN success writes a clean record.
     static let damaged: LockoutState = {
@@ -50,7 +67,8 @@ public struct LockoutPolicy: Sendable {
     /// Seconds until a PIN may be tried, or nil when it may be tried now.
     public static func pinWait(_ state: LockoutState, now: Int64) -> Int64? {
         guard let last = state.pinLastFailureAt else { return nil }
-        let ready = last + pinDelay(afterFailures: state.pinFailures)
+        let (ready, overflow) = last.addingReportingOverflow(pinDelay(afterFailures: state.pinFailures))
+        if overflow { return pinDelay(afterFailures: state.pinFailures) }
         return now < ready ? ready - now : nil
     }
 }
@@ -79,7 +97,7 @@ public struct LockoutLedger: Sendable {
             if let wait = LockoutPolicy.pinWait(state, now: clock.now()) {
                 throw FingersealError(.lockedOut, Messages.pinWait(wait))
             }
-            state.pinFailures += 1
+            state.pinFailures = min(state.pinFailures + 1, 1_000_000)
             state.pinLastFailureAt = clock.now()
             if state.pinFailures >= LockoutPolicy.pinMaxFailures { state.pinLocked = true }
         }
@@ -94,7 +112,7 @@ public struct LockoutLedger: Sendable {
     @discardableResult
     public func fingerFailed() throws -> LockoutState {
         try modify { state in
-            state.fingerFailures += 1
+            state.fingerFailures = min(state.fingerFailures + 1, 1_000_000)
             if state.fingerFailures >= policy.maxFingerFailures { state.fingerLocked = true }
         }
     }
@@ -129,12 +147,7 @@ public struct LockoutLedger: Sendable {
         guard let bytes = try VaultStore.guarded("read the lockout record", {
             try directory.read(VaultFiles.lockout, sizeLimit: VaultFiles.lockoutLimit)
         }) else { return LockoutState() }
-        let body = try Container.decode(.lockout, bytes, file: VaultFiles.lockout)
-        do {
-            return try JSONDecoder().decode(LockoutState.self, from: Data(body))
-        } catch {
-            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.lockout, "its contents cannot be read"))
-        }
+        return try LockoutState.decode(try Container.decode(.lockout, bytes, file: VaultFiles.lockout))
     }
 
     private func write(_ state: LockoutState, _ directory: SafeDirectory) throws {

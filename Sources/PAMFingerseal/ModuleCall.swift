@@ -18,9 +18,13 @@ struct ModuleCall {
     }
 
     func authenticate() -> Outcome {
-        var options = Options()
+        var options: Options
         do {
-            for warning in try options.apply(arguments, source: "module arguments") { pam.log(.warning, warning) }
+            let (fromFile, fileWarnings) = try Options.loadSystem()
+            options = fromFile
+            for warning in fileWarnings + (try options.apply(arguments, source: "module arguments")) {
+                pam.log(.warning, warning)
+            }
         } catch let error as FingersealError {
             pam.log(.error, "configuration: \(error.message)")
             return error.outcome

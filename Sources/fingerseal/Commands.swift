@@ -156,16 +156,12 @@ enum Commands {
         }
     }
 
-    static func newPINCost() throws -> PINCost {
-        do { return try PINCost.tuned() } catch { throw FingersealError(.systemError, Messages.secureMemory) }
-    }
-
     static func runPINSet(_ arguments: ParsedArguments, _ context: Context) throws {
         let source = try PINSource(arguments)
         let (store, _) = try context.vault()
         if try Vault.status(store) != nil { throw FingersealError(.usage, Messages.vaultExists) }
         let pin = try source.readNew()
-        _ = try Vault.create(store, pin: PINKeyslot(pin: pin, cost: try newPINCost()))
+        _ = try Vault.create(store, pin: PINKeyslot(pin: pin))
         context.output.out(Messages.pinSet)
     }
 
@@ -175,10 +171,9 @@ enum Commands {
         guard try Vault.status(store) != nil else { throw FingersealError(.noVault, Messages.noVault) }
         let old = try source.read(Messages.enterOldPIN)
         let ledger = LockoutLedger(store: store, policy: LockoutPolicy(maxFingerFailures: options.maxFails))
-        let vault = try Vault.unlock(store, pin: PINKeyslot(pin: old, cost: .fastForTests), ledger: ledger)
+        let vault = try Vault.unlock(store, pin: PINKeyslot(pin: old), ledger: ledger)
         let new = try source.readNew()
-        let cost = try newPINCost()
-        try vault.update { try $0.changePIN(PINKeyslot(pin: new, cost: cost)) }
+        try vault.update { try $0.changePIN(PINKeyslot(pin: new)) }
         context.output.out(Messages.pinChanged)
     }
 

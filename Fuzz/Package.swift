@@ -1,0 +1,16 @@
+// swift-tools-version:6.0
+// libFuzzer harness for every parser of untrusted input. Separate from the main package so
+// the normal build never links libFuzzer. Run with `make fuzz` (scripts/fuzz).
+import PackageDescription
+
+let package = Package(
+    name: "fingerseal-fuzz",
+    dependencies: [.package(name: "fingerseal", path: "..")],
+    targets: [
+        .systemLibrary(name: "CLibFuzzer"),
+        .executableTarget(
+            name: "fuzz-parsers",
+            dependencies: ["CLibFuzzer", .product(name: "FingersealCore", package: "fingerseal")]
+        ),
+    ]
+)

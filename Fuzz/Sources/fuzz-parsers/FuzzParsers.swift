@@ -1,0 +1,51 @@
+// One libFuzzer entry for every parser of untrusted input; the first byte picks the parser,
+// so one corpus and one build cover them all. Crashes, traps and leaks are the findings;
+// the round-trip checks below trap on a broken invariant.
+@testable import FingersealCore
+
+func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+    guard let data, size > 0 else { return 0 }
+    let selector = data[0]
+    let input = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
+    switch selector % 6 {
+    case 0:
+        // The envelope of every vault file: whatever it accepts must re-encode to the input.
+        for kind in [Container.Kind.vault, .deviceKey, .lockout] {
+            if let body = try? Container.decode(kind, input, file: "fuzz") {
+                guard (try? Container.encode(kind, body: body)) == input else { trap() }
+            }
+        }
+    case 1:
+        // The vault document's JSON (reached only behind a valid checksum in real use).
+        if let document = try? VaultDocument.decode(input, file: "fuzz") {
+            _ = try? document.authenticatedBytes()
+            for slot in document.keyslots { _ = slot.associatedData(vaultID: document.vaultID) }
+        }
+    case 2:
+        // The lockout record, and the policy applied to whatever it accepts.
+        if let state = try? LockoutState.decode(input) {
+            _ = LockoutPolicy.pinWait(state, now: 1_800_000_000)
+            _ = LockoutPolicy.pinDelay(afterFailures: state.pinFailures)
+        }
+    case 3:
+        // /etc/security/fingerseal.conf
+        var options = Options()
+        _ = try? options.applyConfigFile(String(decoding: input, as: UTF8.self), source: "fuzz")
+    case 4:
+        // PAM module arguments (NUL-separated here).
+        var options = Options()
+        let arguments = input.split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+        _ = try? options.apply(arguments, source: "fuzz")
+    default:
+        // A full vault file: envelope, then document.
+        if let body = try? Container.decode(.vault, input, file: "fuzz") {
+            _ = try? VaultDocument.decode(body, file: "fuzz")
+        }
+    }
+    return 0
+}
+
+/// A deliberate crash: libFuzzer saves the input that broke the invariant.
+func trap() -> Never {
+    fatalError("fuzz invariant broken")
+}
