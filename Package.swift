@@ -87,7 +87,8 @@ let package = Package(
             dependencies: [
                 "FingersealCore", "SystemKit", "SodiumKit", "PAMKit", "CPAM",
                 "FprintKit", "CurlKit", "TPMKit", "QRKit", "vault-torture", "fingerseal",
-            ]
+            ],
+            exclude: ["Support/pty_session.py"]
         ),
     ]
 )

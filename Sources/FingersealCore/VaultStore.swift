@@ -98,6 +98,9 @@ public struct VaultStore: Sendable {
             throw error
         } catch let error as UnsafeFileError {
             throw FingersealError(.vaultUnusable, Messages.unsafeFile(error.description), detail: error.description)
+        } catch let error as SystemError where error.code == EACCES || error.code == EPERM {
+            // The owner cannot touch its own vault: ownership or modes are wrong, not the system.
+            throw FingersealError(.vaultUnusable, Messages.unsafeFile(error.description), detail: error.description)
         } catch let error as SystemError {
             throw FingersealError(.systemError, Messages.systemFailure(action), detail: error.description)
         } catch is SodiumError {

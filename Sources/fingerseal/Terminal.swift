@@ -79,12 +79,14 @@ struct SecretInput {
             cc[Int(VMIN)] = 1
             cc[Int(VTIME)] = 0
         }
-        try? tty.writeAll(Array(text.utf8), subject: "/dev/tty")
-        guard tcsetattr(raw, TCSAFLUSH, &quiet) == 0 else { throw FingersealError(.usage, Messages.noTerminal) }
+        // Quiet first, prompt second: a fast typist (or a password manager) starts typing
+        // the moment the prompt shows, and nothing typed may be echoed or thrown away.
+        guard tcsetattr(raw, TCSANOW, &quiet) == 0 else { throw FingersealError(.usage, Messages.noTerminal) }
         defer {
-            _ = tcsetattr(raw, TCSAFLUSH, &saved)
+            _ = tcsetattr(raw, TCSANOW, &saved)
             try? tty.writeAll([0x0a], subject: "/dev/tty")
         }
+        try? tty.writeAll(Array(text.utf8), subject: "/dev/tty")
         let line = try secureBuffer()
         var byte: UInt8 = 0
         defer { byte = 0 }

@@ -327,3 +327,48 @@ func expectOutcome(_ outcome: Outcome, _ body: () throws -> Void, sourceLocation
         expectRefused(v, "not a regular file")
     }
 }
+
+/// Root touching a user's vault does it with the user's filesystem ids.
+@Suite(.enabled(if: geteuid() == 0, "needs root")) struct PrivilegeTests {
+    func nobody() throws -> UserAccount {
+        try #require(try UserAccount.named("nobody"))
+    }
+
+    @Test func rootCreatesFilesOwnedByTheUser() throws {
+        let temp = try TempDirectory()
+        let user = try nobody()
+        #expect(chown(temp.path, user.uid, user.gid) == 0)
+        let store = VaultStore(location: VaultLocation(directory: temp.path + "/vault", account: user))
+        try Vault.create(store, pin: PINKeyslot(pin: secret("2468"), cost: .fastForTests))
+            .update { try $0.setSecret("refresh-token", secret("rt")) }
+        for name in try Child.run("/bin/ls", ["-A", temp.path + "/vault"]).stdout.split(separator: "\n") {
+            var info = stat()
+            #expect(lstat(temp.path + "/vault/" + name, &info) == 0)
+            #expect(info.st_uid == user.uid && info.st_gid == user.gid, "\(name) owned by \(info.st_uid)")
+        }
+        #expect(text(try Vault.unlockWithDevice(store).secret("refresh-token")) == "rt")
+        // The identity is restored afterwards: this thread creates root-owned files again.
+        writeFile(temp.file("after"), [1])
+        var info = stat()
+        #expect(stat(temp.file("after"), &info) == 0 && info.st_uid == 0)
+    }
+
+    @Test func rootCannotBeTrickedIntoADirectoryTheUserCannotWrite() throws {
+        let temp = try TempDirectory()
+        let user = try nobody()
+        // Parent owned by root 0755: as the user, creating the vault there must fail, cleanly.
+        let store = VaultStore(location: VaultLocation(directory: temp.path + "/vault", account: user))
+        expectOutcome(.vaultUnusable) { _ = try Vault.create(store, pin: PINKeyslot(pin: secret("2468"), cost: .fastForTests)) }
+        #expect(readFile(temp.path + "/vault/vault") == nil)
+    }
+
+    @Test func rootOwnedFileInAUsersVaultIsRefused() throws {
+        let temp = try TempDirectory()
+        let user = try nobody()
+        #expect(chown(temp.path, user.uid, user.gid) == 0)
+        let store = VaultStore(location: VaultLocation(directory: temp.path + "/vault", account: user))
+        _ = try Vault.create(store, pin: PINKeyslot(pin: secret("2468"), cost: .fastForTests))
+        #expect(chown(temp.path + "/vault/vault", 0, 0) == 0)
+        expectOutcome(.vaultUnusable) { _ = try Vault.status(store) }
+    }
+}

@@ -1,0 +1,69 @@
+"""Runs a command on a pseudo-terminal and plays a script against it.
+
+usage: pty_session.py STEPS_JSON -- COMMAND...
+STEPS_JSON is a list of [expect, send]: wait (bounded) until `expect` appears in the output,
+then type `send`. Prints a JSON object: the whole transcript, the exit status, and whether
+the terminal still echoes afterwards (it must: a cancelled prompt restores the terminal).
+"""
+import json, os, pty, select, sys, termios, time
+
+steps = json.loads(sys.argv[1])
+command = sys.argv[sys.argv.index("--") + 1:]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvpe(command[0], command, os.environ)
+
+transcript = b""
+def read_until(needle, deadline):
+    global transcript
+    while needle.encode() not in transcript:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        ready, _, _ = select.select([fd], [], [], remaining)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                return False
+            if not chunk:
+                return False
+            transcript += chunk
+    return True
+
+ok = True
+for expect, send in steps:
+    if not read_until(expect, time.monotonic() + 10):
+        ok = False
+        break
+    os.write(fd, send.encode())
+# Drain to EOF (bounded), then reap.
+deadline = time.monotonic() + 10
+while time.monotonic() < deadline:
+    ready, _, _ = select.select([fd], [], [], 0.2)
+    if not ready:
+        # No output for a moment: stop draining once the child has exited.
+        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            break
+        continue
+    try:
+        chunk = os.read(fd, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    transcript += chunk
+echo_on = bool(termios.tcgetattr(fd)[3] & termios.ECHO)
+# Bounded: a child still running now is stuck; kill it so the test fails instead of hanging.
+status = 0
+for _ in range(50):
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        break
+    time.sleep(0.1)
+else:
+    os.kill(pid, 9)
+    _, status = os.waitpid(pid, 0)
+    ok = False
+print(json.dumps({"ok": ok, "transcript": transcript.decode(errors="replace"),
+                  "status": os.waitstatus_to_exitcode(status), "echo": echo_on}))
