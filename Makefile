@@ -12,6 +12,8 @@ MULTIARCH ?= $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 PAMDIR    ?= /lib/$(MULTIARCH)/security
 SWIFT     ?= swift
 RELEASE   := .build/release
+# lld: GNU ld warns about a mktemp reference inside the toolchain's static Foundation.
+BUILD_RELEASE := $(SWIFT) build -c release --static-swift-stdlib -Xswiftc -use-ld=lld
 
 .PHONY: all deps build check fuzz bench demo install uninstall clean
 
@@ -21,12 +23,12 @@ deps:
 	@scripts/install-deps
 
 build: deps
-	$(SWIFT) build -c release --static-swift-stdlib
+	$(BUILD_RELEASE)
 
 check: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
-	$(SWIFT) build -c release --static-swift-stdlib --product fingerseal
+	$(BUILD_RELEASE) --product fingerseal
 	FUZZ_SECONDS=$${FUZZ_SECONDS:-20} scripts/fuzz
 
 fuzz: build

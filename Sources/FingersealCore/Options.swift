@@ -53,7 +53,8 @@ public struct Options: Equatable, Sendable {
             throw FingersealError(.badConfiguration, Messages.badOption(source, "the file is too large"))
         }
         var settings: [String] = []
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: true) {
+        // isNewline: "\r\n" is a single Character in Swift and would not match "\n".
+        for rawLine in text.split(whereSeparator: \.isNewline) {
             let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
             let parts = line.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = parts[0].trimmingSpaces

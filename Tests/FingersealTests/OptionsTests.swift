@@ -73,6 +73,12 @@ import Testing
         #expect(options.timeout == 5 && !options.pin && options.maxFails == 8)
     }
 
+    @Test func crlfLineEndings() throws {
+        var options = Options()
+        try options.applyConfigFile("timeout=25\r\nmax_fails=7\r\npin\r\n")
+        #expect(options.timeout == 25 && options.maxFails == 7 && options.pin)
+    }
+
     @Test func missingConfigFileMeansDefaults() throws {
         let (options, warnings) = try Options.loadSystem(path: "/nonexistent-dir/fingerseal.conf")
         #expect(options == Options() && warnings.isEmpty)
