@@ -10,6 +10,7 @@ PREFIX    ?= /usr/local
 DESTDIR   ?=
 MULTIARCH ?= $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 PAMDIR    ?= /lib/$(MULTIARCH)/security
+UDEVDIR   ?= /lib/udev
 SWIFT     ?= swift
 RELEASE   := .build/release
 # lld: GNU ld warns about a mktemp reference inside the toolchain's static Foundation.
@@ -43,9 +44,11 @@ demo: build
 install: build
 	install -D -m 0644 $(RELEASE)/libpam_fingerseal.so $(DESTDIR)$(PAMDIR)/pam_fingerseal.so
 	install -D -m 0755 $(RELEASE)/fingerseal $(DESTDIR)$(PREFIX)/bin/fingerseal
+	install -D -m 0644 udev/70-fingerseal.rules $(DESTDIR)$(UDEVDIR)/rules.d/70-fingerseal.rules
 
 uninstall:
 	rm -f $(DESTDIR)$(PAMDIR)/pam_fingerseal.so $(DESTDIR)$(PREFIX)/bin/fingerseal
+	rm -f $(DESTDIR)$(UDEVDIR)/rules.d/70-fingerseal.rules
 
 clean:
 	rm -rf .build

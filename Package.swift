@@ -48,7 +48,7 @@ let package = Package(
         .target(name: "SystemKit", dependencies: ["CLinux"]),
         .target(name: "SodiumKit", dependencies: ["CSodium"]),
         .target(name: "PAMKit", dependencies: ["CPAM"]),
-        .target(name: "FprintKit", dependencies: ["CFprint"]),
+        .target(name: "FprintKit", dependencies: ["CFprint", "CLinux"]),
         .target(name: "CurlKit", dependencies: ["CCurl"]),
         .target(name: "TPMKit", dependencies: ["CTSS2"]),
         .target(name: "QRKit", dependencies: ["CQRencode"]),

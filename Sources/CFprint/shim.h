@@ -9,3 +9,31 @@ static inline void fs_g_object_unref(void *object) {
     if (object) g_object_unref(object);
 }
 #endif
+
+#ifndef FINGERSEAL_CFPRINT_SHIM_TAKE
+#define FINGERSEAL_CFPRINT_SHIM_TAKE
+/* FpPrint is GInitiallyUnowned: fp_print_new hands out a floating reference. Make any
+ * print we keep a plain owned reference, floating or not, without adding a second one. */
+static inline FpPrint *fs_own_print(FpPrint *print) {
+    if (print && g_object_is_floating(print)) g_object_ref_sink(print);
+    return print;
+}
+static inline void *fs_g_object_ref(void *object) { return object ? g_object_ref(object) : NULL; }
+static inline GPtrArray *fs_object_array_new(void) { return g_ptr_array_new_with_free_func(g_object_unref); }
+static inline void fs_object_array_add(GPtrArray *array, void *object) { g_ptr_array_add(array, g_object_ref(object)); }
+static inline void *fs_ptr_array_index(GPtrArray *array, guint index) { return g_ptr_array_index(array, index); }
+static inline guint fs_ptr_array_length(GPtrArray *array) { return array->len; }
+#endif
+
+#ifndef FINGERSEAL_CFPRINT_SHIM_IDLE
+#define FINGERSEAL_CFPRINT_SHIM_IDLE
+/* Runs fn on whichever thread iterates the global default context (our worker). Unlike
+ * g_main_context_invoke, never runs fn on the calling thread. */
+static inline void fs_default_context_post(GSourceFunc fn, gpointer data) {
+    GSource *source = g_idle_source_new();
+    g_source_set_priority(source, G_PRIORITY_DEFAULT);
+    g_source_set_callback(source, fn, data, NULL);
+    g_source_attach(source, NULL);
+    g_source_unref(source);
+}
+#endif

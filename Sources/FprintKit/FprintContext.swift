@@ -1,10 +1,5 @@
 import CFprint
 
-public enum FprintError: Error, Equatable, Sendable {
-    /// `fp_context_new` returned no object (GObject allocation failure).
-    case contextUnavailable
-}
-
 /// Owns one libfprint `FpContext`.
 ///
 /// libfprint is single-threaded and its sync calls iterate GLib's global default main
@@ -41,7 +36,7 @@ public final class FprintContext {
         return readers
     }
 
-    private static func info(_ device: UnsafeMutablePointer<FpDevice>) -> ReaderInfo {
+    static func info(_ device: UnsafeMutablePointer<FpDevice>) -> ReaderInfo {
         ReaderInfo(
             deviceID: string(fp_device_get_device_id(device)),
             driver: string(fp_device_get_driver(device)),

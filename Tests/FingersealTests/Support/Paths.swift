@@ -26,6 +26,14 @@ enum Paths {
         parts.removeLast(4)
         return parts.joined(separator: "/")
     }()
+
+    /// ../shared/fixtures beside the checkout, or FINGERSEAL_FIXTURES.
+    static var fixtures: String {
+        if let path = getenv("FINGERSEAL_FIXTURES") { return String(cString: path) }
+        var parts = packageRoot.split(separator: "/", omittingEmptySubsequences: false)
+        parts.removeLast()
+        return parts.joined(separator: "/") + "/shared/fixtures"
+    }
 }
 
 /// A private temp directory, removed with everything in it when dropped.

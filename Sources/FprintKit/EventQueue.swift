@@ -1,0 +1,53 @@
+import CLinux
+import Glibc
+import Synchronization
+
+/// A queue one thread fills and another drains, with an eventfd that is readable whenever
+/// events may be waiting, so a consumer can poll it together with a signalfd or a terminal.
+public final class EventQueue<Event: Sendable>: Sendable {
+    private let events = Mutex<[Event]>([])
+    /// Readable when `pop` may return an event.
+    public let fd: Int32
+
+    public init() throws(FprintError) {
+        let fd = eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK))
+        guard fd >= 0 else { throw FprintError.system(operation: "eventfd", code: errno) }
+        self.fd = fd
+    }
+
+    deinit {
+        close(fd)
+    }
+
+    func push(_ event: Event) {
+        events.withLock { $0.append(event) }
+        var one: UInt64 = 1
+        _ = write(fd, &one, 8)
+    }
+
+    /// The oldest event, without waiting.
+    public func pop() -> Event? {
+        events.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+    }
+
+    /// The oldest event, waiting at most `timeout` seconds (nil: no limit is not offered;
+    /// every wait is bounded).
+    public func next(timeout: Double) -> Event? {
+        let deadline = monotonicNow() + timeout
+        while true {
+            if let event = pop() { return event }
+            let remaining = deadline - monotonicNow()
+            if remaining <= 0 { return nil }
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            _ = poll(&pfd, 1, Int32(min(remaining * 1000, Double(Int32.max)).rounded(.up)))
+            var counter: UInt64 = 0
+            _ = read(fd, &counter, 8)
+        }
+    }
+}
+
+func monotonicNow() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}

@@ -1,0 +1,71 @@
+import CFprint
+import Glibc
+
+/// The one thread that makes every libfprint call. libfprint is single-threaded and drives
+/// GLib's global default main context; this thread runs that context's loop, and work
+/// reaches it as idle sources attached to that context. The thread blocks every signal, so a host's
+/// SIGINT or SIGCHLD never lands here. `stop` quits the loop and joins the thread, so a
+/// closed reader leaves no thread behind.
+final class GLibWorker: @unchecked Sendable {
+    private let loop: OpaquePointer
+    private var thread: pthread_t
+    private var joined = false
+
+    private final class Job {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+
+    init() throws(FprintError) {
+        guard let loop = g_main_loop_new(nil, 0) else { throw FprintError.contextUnavailable }
+        self.loop = loop
+        var thread = pthread_t()
+        // Block all signals in the new thread: it inherits the mask of the creating thread.
+        var all = sigset_t(), previous = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_SETMASK, &all, &previous)
+        let loopPointer = UnsafeMutableRawPointer(loop)
+        let rc = pthread_create(&thread, nil, { argument in
+            guard let argument else { return nil }
+            g_main_loop_run(OpaquePointer(argument))
+            return nil
+        }, loopPointer)
+        pthread_sigmask(SIG_SETMASK, &previous, nil)
+        guard rc == 0 else {
+            g_main_loop_unref(loop)
+            throw FprintError.system(operation: "pthread_create", code: rc)
+        }
+        self.thread = thread
+    }
+
+    /// Runs `body` on the worker thread, soon. Never blocks.
+    func post(_ body: @escaping () -> Void) {
+        let job = Unmanaged.passRetained(Job(body)).toOpaque()
+        fs_default_context_post({ data in
+            guard let data else { return 0 }
+            Unmanaged<Job>.fromOpaque(data).takeRetainedValue().body()
+            return 0 // G_SOURCE_REMOVE
+        }, job)
+    }
+
+    /// Runs `body` on the worker thread and returns its value, waiting at most `timeout`.
+    func run<T: Sendable>(timeout: Double, _ body: @escaping () -> T) -> T? {
+        guard let results = try? EventQueue<T>() else { return nil }
+        post { results.push(body()) }
+        return results.next(timeout: timeout)
+    }
+
+    /// Quits the loop and joins the thread. Idempotent.
+    func stop() {
+        guard !joined else { return }
+        joined = true
+        let loop = self.loop
+        post { g_main_loop_quit(loop) }
+        pthread_join(thread, nil)
+        g_main_loop_unref(loop)
+    }
+
+    deinit {
+        stop()
+    }
+}

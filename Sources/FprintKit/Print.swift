@@ -1,0 +1,94 @@
+import CFprint
+import Glibc
+
+/// The ten fingers, as libfprint numbers them.
+public enum Finger: Int32, CaseIterable, Sendable {
+    case leftThumb = 1, leftIndex, leftMiddle, leftRing, leftLittle
+    case rightThumb, rightIndex, rightMiddle, rightRing, rightLittle
+
+    /// Names as fprintd spells them ("right-index-finger").
+    public var name: String {
+        switch self {
+        case .leftThumb: return "left-thumb"
+        case .leftIndex: return "left-index-finger"
+        case .leftMiddle: return "left-middle-finger"
+        case .leftRing: return "left-ring-finger"
+        case .leftLittle: return "left-little-finger"
+        case .rightThumb: return "right-thumb"
+        case .rightIndex: return "right-index-finger"
+        case .rightMiddle: return "right-middle-finger"
+        case .rightRing: return "right-ring-finger"
+        case .rightLittle: return "right-little-finger"
+        }
+    }
+
+    public init?(name: String) {
+        guard let finger = Finger.allCases.first(where: { $0.name == name }) else { return nil }
+        self = finger
+    }
+}
+
+/// One fingerprint template (an FpPrint). On match-on-chip readers the template stays on the
+/// device and this is the reference to it. Use a print from one thread at a time.
+public final class Print: @unchecked Sendable {
+    let raw: OpaquePointer
+
+    /// Takes ownership of one reference (sinking a floating one).
+    init(owning raw: OpaquePointer) {
+        self.raw = fs_own_print(raw)
+    }
+
+    /// Reads a print back from `serialize()`'s bytes.
+    public convenience init(serialized bytes: [UInt8]) throws(FprintError) {
+        var error: UnsafeMutablePointer<GError>? = nil
+        guard !bytes.isEmpty, let print = fp_print_deserialize(bytes, gsize(bytes.count), &error) else {
+            if let error { g_error_free(error) }
+            throw FprintError.invalidPrint
+        }
+        self.init(owning: print)
+    }
+
+    deinit {
+        fs_g_object_unref(UnsafeMutableRawPointer(raw))
+    }
+
+    public func serialize() throws(FprintError) -> [UInt8] {
+        var data: UnsafeMutablePointer<guchar>? = nil
+        var length: gsize = 0
+        var error: UnsafeMutablePointer<GError>? = nil
+        guard fp_print_serialize(raw, &data, &length, &error) != 0, let data else {
+            throw FprintError.take(error)
+        }
+        defer {
+            // Templates are biometric data: do not leave them in freed heap memory.
+            memset(data, 0, Int(length))
+            g_free(data)
+        }
+        return Array(UnsafeBufferPointer(start: data, count: Int(length)))
+    }
+
+    public var finger: Finger? { Finger(rawValue: Int32(fp_print_get_finger(raw).rawValue)) }
+    public var username: String? { fp_print_get_username(raw).map { String(cString: $0) } }
+    public var printDescription: String? { fp_print_get_description(raw).map { String(cString: $0) } }
+    public var driver: String { fp_print_get_driver(raw).map { String(cString: $0) } ?? "" }
+    /// True when the template lives on the reader (match on chip).
+    public var isStoredOnDevice: Bool { fp_print_get_device_stored(raw) != 0 }
+
+    /// Same template (libfprint's notion: same driver, device and data).
+    public func isSame(as other: Print) -> Bool {
+        fp_print_equal(raw, other.raw) != 0
+    }
+}
+
+/// A captured greyscale image.
+public struct FingerprintImage: Sendable, Equatable {
+    public let width: Int
+    public let height: Int
+    /// Row-major, one byte per pixel.
+    public let pixels: [UInt8]
+
+    /// Binary PGM (P5).
+    public func pgm() -> [UInt8] {
+        Array("P5\n\(width) \(height)\n255\n".utf8) + pixels
+    }
+}

@@ -1,0 +1,143 @@
+import FprintKit
+import Glibc
+import Testing
+
+/// The reader layer in-process, on libfprint's virtual drivers. The drivers read their
+/// environment when a context is created, and the environment is process-wide: these tests
+/// run one at a time.
+@Suite(.serialized) struct ReaderTests {
+    /// Sets the driver environment for one test and removes it afterwards.
+    final class VirtualEnvironment {
+        let temp: TempDirectory
+        let socket: String
+        private let variable: String
+
+        init(driver: String, variable: String) throws {
+            temp = try TempDirectory()
+            socket = temp.file("sensor.sock")
+            self.variable = variable
+            setenv("FP_DRIVERS_WHITELIST", driver, 1)
+            setenv(variable, socket, 1)
+        }
+
+        deinit {
+            unsetenv(variable)
+            unsetenv("FP_DRIVERS_WHITELIST")
+        }
+    }
+
+    func threadCount() -> Int {
+        (try? Child.run("/bin/ls", ["/proc/\(getpid())/task"]).stdout.split(separator: "\n").count) ?? -1
+    }
+
+    func enroll(_ reader: Reader, id: String, sensor: String) throws -> Print {
+        let operation = try reader.enroll(finger: .rightIndex, username: "tester", description: id)
+        var progress: [Int] = []
+        for _ in 0..<reader.enrollStages {
+            try VirtualSensor.send("SCAN \(id)", to: sensor)
+        }
+        let result = operation.wait(timeout: 10) { event in
+            if case let .enrollProgress(completed, _) = event { progress.append(completed) }
+        }
+        guard case let .enrolled(print) = result else { throw TestFailure("enroll ended with \(result)") }
+        #expect(progress == Array(1...reader.enrollStages))
+        return print
+    }
+
+    @Test func missingReaderIsReportedAtOnce() throws {
+        setenv("FP_DRIVERS_WHITELIST", "virtual_device", 1)
+        defer { unsetenv("FP_DRIVERS_WHITELIST") }
+        unsetenv("FP_VIRTUAL_DEVICE")
+        let start = VirtualSensor.now()
+        #expect(throws: FprintError.noReader) { _ = try Reader() }
+        #expect(VirtualSensor.now() - start < 1)
+    }
+
+    @Test func enrollMatchAndNoMatch() throws {
+        let env = try VirtualEnvironment(driver: "virtual_device", variable: "FP_VIRTUAL_DEVICE")
+        // GLib starts its own "gmain" thread once per process and keeps it; after a first
+        // open and close, further readers must leave the thread count where it was.
+        try Reader().close()
+        let threadsBefore = threadCount()
+        do {
+            let reader = try Reader()
+            #expect(reader.info.driver == "virtual_device")
+            #expect(reader.enrollStages == 5)
+            let print = try enroll(reader, id: "finger-a", sensor: env.socket)
+            #expect(print.finger == .rightIndex && print.username == "tester")
+
+            // The print survives serialization, as the vault stores it.
+            let stored = try Print(serialized: try print.serialize())
+            let match = try reader.verify(stored)
+            try VirtualSensor.send("SCAN finger-a", to: env.socket)
+            guard case .verified(matched: true) = match.wait(timeout: 10) else { throw TestFailure("no match") }
+
+            let miss = try reader.verify(stored)
+            try VirtualSensor.send("SCAN finger-b", to: env.socket)
+            guard case .verified(matched: false) = miss.wait(timeout: 10) else { throw TestFailure("matched") }
+            reader.close()
+        }
+        let names = (try? Child.run("/bin/sh", ["-c", "cat /proc/\(getpid())/task/*/comm"]).stdout) ?? ""
+        #expect(threadCount() == threadsBefore, "the worker thread must be joined on close: \(names)")
+    }
+
+    @Test func retryHintReachesTheCaller() throws {
+        let env = try VirtualEnvironment(driver: "virtual_device", variable: "FP_VIRTUAL_DEVICE")
+        let reader = try Reader()
+        let print = try enroll(reader, id: "finger-a", sensor: env.socket)
+        let operation = try reader.verify(print)
+        try VirtualSensor.send("RETRY 1", to: env.socket) // FP_DEVICE_RETRY_TOO_SHORT
+        var hints: [RetryHint] = []
+        let result = operation.wait(timeout: 10) { if case let .hint(hint) = $0 { hints.append(hint) } }
+        guard case .failed(.retry(.tooShort)) = result else { throw TestFailure("got \(result)") }
+        #expect(hints == [.tooShort])
+    }
+
+    @Test func deviceErrorIsClean() throws {
+        let env = try VirtualEnvironment(driver: "virtual_device", variable: "FP_VIRTUAL_DEVICE")
+        let reader = try Reader()
+        let print = try enroll(reader, id: "finger-a", sensor: env.socket)
+        let operation = try reader.verify(print)
+        try VirtualSensor.send("ERROR 5", to: env.socket) // FP_DEVICE_ERROR_PROTO
+        guard case .failed(.device(.protocolError, _, _)) = operation.wait(timeout: 10) else {
+            throw TestFailure("expected a protocol error")
+        }
+    }
+
+    @Test func cancelDuringVerify() throws {
+        let env = try VirtualEnvironment(driver: "virtual_device", variable: "FP_VIRTUAL_DEVICE")
+        let reader = try Reader()
+        let print = try enroll(reader, id: "finger-a", sensor: env.socket)
+        let operation = try reader.verify(print)
+        let start = VirtualSensor.now()
+        operation.cancel()
+        guard case .failed(.cancelled) = operation.wait(timeout: 10) else { throw TestFailure("not cancelled") }
+        #expect(VirtualSensor.now() - start < 1)
+        // The reader is usable afterwards.
+        let again = try reader.verify(print)
+        try VirtualSensor.send("SCAN finger-a", to: env.socket)
+        guard case .verified(matched: true) = again.wait(timeout: 10) else { throw TestFailure("no match after cancel") }
+    }
+
+    @Test func deadlineGivesTimeout() throws {
+        let env = try VirtualEnvironment(driver: "virtual_device", variable: "FP_VIRTUAL_DEVICE")
+        let reader = try Reader()
+        let print = try enroll(reader, id: "finger-a", sensor: env.socket)
+        let operation = try reader.verify(print)
+        try VirtualSensor.send("SLEEP 3000", to: env.socket)
+        let start = VirtualSensor.now()
+        guard case .failed(.timedOut) = operation.wait(timeout: 0.5) else { throw TestFailure("no timeout") }
+        #expect(VirtualSensor.now() - start < 0.5 + ReaderOperation.cancelGrace)
+    }
+
+    @Test func unplugDuringVerify() throws {
+        let env = try VirtualEnvironment(driver: "virtual_device", variable: "FP_VIRTUAL_DEVICE")
+        let reader = try Reader()
+        let print = try enroll(reader, id: "finger-a", sensor: env.socket)
+        let operation = try reader.verify(print)
+        try VirtualSensor.send("UNPLUG", to: env.socket)
+        let result = operation.wait(timeout: 10)
+        guard case .failed(.device(.removed, _, _)) = result else { throw TestFailure("got \(result)") }
+        reader.close()
+    }
+}
