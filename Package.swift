@@ -54,7 +54,7 @@ let package = Package(
         .target(name: "QRKit", dependencies: ["CQRencode"]),
 
         // Pure-Swift core: vault, keyslots, config, outcomes, lockout.
-        .target(name: "FingersealCore", dependencies: ["SystemKit", "SodiumKit"]),
+        .target(name: "FingersealCore", dependencies: ["SystemKit", "SodiumKit", "FprintKit"]),
 
         // The PAM module: entry points only; everything else is in the core.
         .target(
@@ -66,7 +66,7 @@ let package = Package(
         ),
 
         // The CLI.
-        .executableTarget(name: "fingerseal", dependencies: ["FingersealCore", "SystemKit", "SodiumKit"]),
+        .executableTarget(name: "fingerseal", dependencies: ["FingersealCore", "SystemKit", "SodiumKit", "FprintKit"]),
 
         // Test helper: a process the crash and concurrency tests can SIGKILL and race.
         .executableTarget(

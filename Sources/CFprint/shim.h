@@ -37,3 +37,15 @@ static inline void fs_default_context_post(GSourceFunc fn, gpointer data) {
     g_source_unref(source);
 }
 #endif
+
+#ifndef FINGERSEAL_CFPRINT_SHIM_NOTIFY
+#define FINGERSEAL_CFPRINT_SHIM_NOTIFY
+/* "notify::finger-status" with a typed handler (GCallback is untyped in C). */
+typedef void (*fs_notify_cb)(GObject *object, GParamSpec *spec, gpointer data);
+static inline gulong fs_connect_finger_status(FpDevice *device, fs_notify_cb callback, gpointer data) {
+    return g_signal_connect_data(device, "notify::finger-status", G_CALLBACK(callback), data, NULL, 0);
+}
+static inline void fs_disconnect(FpDevice *device, gulong handler) {
+    if (handler) g_signal_handler_disconnect(device, handler);
+}
+#endif

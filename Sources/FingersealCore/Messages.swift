@@ -34,6 +34,50 @@ public enum Messages {
     public static let noDeviceSlot = "The device key is missing or damaged; only the PIN can unlock the vault. Changing the PIN repairs it."
     public static let fingerLocked = "Fingerprint unlock is locked after too many failed scans. Use your PIN or password."
 
+    public static let pinNeeded = "This change needs your PIN."
+
+    // Readers
+    public static let noReader = "No fingerprint reader is connected."
+    public static func noSuchReader(_ id: String) -> String { "There is no reader with the id \(id). Run: fingerseal devices" }
+    public static func placeFinger(swipe: Bool) -> String {
+        swipe ? "Swipe your finger across the reader." : "Place your finger on the reader."
+    }
+    public static let pressCtrlC = "Press Ctrl-C to cancel."
+    public static func enrollProgress(_ done: Int, _ total: Int, swipe: Bool) -> String {
+        done >= total ? "Scan \(done) of \(total) done."
+            : "Scan \(done) of \(total) done. " + (swipe ? "Swipe your finger again." : "Lift your finger and place it again.")
+    }
+    public static func retryHint(_ hint: String) -> String { hint }
+    public static let hintGeneral = "The scan did not work. Try again."
+    public static let hintTooShort = "The swipe was too short. Swipe your finger again."
+    public static let hintCenter = "Your finger was not centred on the reader. Centre it and try again."
+    public static let hintRemove = "Remove your finger from the reader, then try again."
+    public static let noMatch = "The fingerprint did not match."
+    public static let noMatchTryAgain = "The fingerprint did not match. Try again."
+    public static let matched = "The fingerprint matched."
+    public static let scanTimedOut = "No finger was scanned in time."
+    public static let readerRemoved = "The fingerprint reader was disconnected."
+    public static func readerFailed(_ detail: String) -> String { "The fingerprint reader reported an error: \(detail)." }
+    public static let readerBusy = "The fingerprint reader is busy. Try again in a moment."
+    public static let notEnrolled = "No finger is enrolled. Run: fingerseal enroll"
+    public static let noCompatiblePrints = "None of your enrolled fingers were enrolled on this reader. Run: fingerseal enroll"
+    public static func alreadyEnrolled(_ finger: String) -> String {
+        "The finger \(finger) is already enrolled. To enroll it again, first run: fingerseal forget \(finger)"
+    }
+    public static let duplicateFinger = "This finger is already enrolled on this reader."
+    public static func enrolled(_ finger: String) -> String { "Enrolled \(finger)." }
+    public static func forgotten(_ fingers: [String]) -> String {
+        fingers.isEmpty ? "No finger was enrolled." : "Forgot " + fingers.joined(separator: ", ") + "."
+    }
+    public static func notEnrolledFinger(_ finger: String) -> String { "The finger \(finger) is not enrolled." }
+    public static let onDeviceTemplateLeft = "The reader is not connected, so its stored copy of the print could not be deleted. Run fingerseal forget again with the reader connected to delete it."
+    public static func unknownFinger(_ name: String) -> String {
+        "Unknown finger \(name). Use one of: left-thumb, left-index-finger, left-middle-finger, left-ring-finger, left-little-finger, right-thumb, right-index-finger, right-middle-finger, right-ring-finger, right-little-finger."
+    }
+    public static let captureNotSupported = "This reader cannot capture images."
+    public static func captured(_ path: String, _ width: Int, _ height: Int) -> String { "Saved a \(width) by \(height) image to \(path)." }
+    public static let selftestNeedsStorage = "The self-test needs a reader that stores prints on the device."
+
     // Reset
     public static let resetConfirm = "This deletes the fingerseal vault for this account, with its PIN, enrolled fingers and sign-in. Type yes to continue: "
     public static let resetDone = "The fingerseal vault is deleted."

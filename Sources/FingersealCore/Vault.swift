@@ -53,13 +53,13 @@ public enum Vault {
                                          generation: 0, keyslots: [], records: [:], signIn: .none, fingers: [], mac: "")
             document.setKeyslot(try pin.wrap(masterKey, vaultID: vaultID))
             document.setKeyslot(try DeviceKeyslot(directory: directory).wrap(masterKey, vaultID: vaultID,
-                                                                             binding: enrollmentBinding(document.fingers)))
+                                                                             binding: enrollmentBinding(document)))
             let sealed = try UnlockedVault.sign(document, masterKey: masterKey)
             try store.writeDocument(sealed, directory)
             return sealed
         }
         guard let document else { throw FingersealError(.noVault, Messages.noVault) }
-        return UnlockedVault(store: store, vaultID: document.vaultID, masterKey: masterKey)
+        return UnlockedVault(store: store, vaultID: document.vaultID, masterKey: masterKey, unlockedBy: .pin)
     }
 
     /// Unlocks with the PIN, counting the try before checking it (lockout and delays apply).
@@ -84,7 +84,7 @@ public enum Vault {
                 throw FingersealError(kind == .pin ? .noPIN : .vaultUnusable,
                                       kind == .pin ? Messages.noVault : Messages.noDeviceSlot)
             }
-            if kind == .device && slot.binding != enrollmentBinding(document.fingers) {
+            if kind == .device && slot.binding != enrollmentBinding(document) {
                 throw FingersealError(.vaultUnusable, Messages.noDeviceSlot, detail: "device slot bound to another enrolled set")
             }
             guard let masterKey = try keyslot(directory).unwrap(slot, vaultID: document.vaultID, file: VaultFiles.vault) else {
@@ -92,7 +92,7 @@ public enum Vault {
                                    : FingersealError(.vaultUnusable, Messages.noDeviceSlot, detail: "device key does not open the vault")
             }
             try UnlockedVault.verify(document, masterKey: masterKey)
-            return UnlockedVault(store: store, vaultID: document.vaultID, masterKey: masterKey)
+            return UnlockedVault(store: store, vaultID: document.vaultID, masterKey: masterKey, unlockedBy: kind)
         }
         guard let opened else { throw FingersealError(.noVault, Messages.noVault) }
         return opened
@@ -115,10 +115,14 @@ public enum Vault {
         return removed ?? false
     }
 
-    /// The digest the device slot is bound to: changing the enrolled set without the PIN
-    /// leaves the device slot unable to unlock.
-    static func enrollmentBinding(_ fingers: [String]) -> String {
-        let digest = (try? GenericHash.hash(Array(fingers.sorted().joined(separator: "\n").utf8), length: 16)) ?? []
+    /// The digest the device slot is bound to: the enrolled fingers and their sealed
+    /// templates. Changing the enrolled set without the PIN leaves the device slot unable to
+    /// unlock (like iOS's biometryCurrentSet).
+    static func enrollmentBinding(_ document: VaultDocument) -> String {
+        let entries = document.fingers.sorted().map { finger in
+            finger + "=" + (document.records[VaultFiles.printRecord(finger)]?.ciphertext ?? "")
+        }
+        let digest = (try? GenericHash.hash(Array(entries.joined(separator: "\n").utf8), length: 16)) ?? []
         return Encoding.hex(digest)
     }
 }
@@ -129,11 +133,30 @@ public final class UnlockedVault {
     public let store: VaultStore
     let vaultID: String
     let masterKey: SecureBytes
+    /// Which keyslot opened it: changing the enrolled fingers needs `.pin`.
+    public let unlockedBy: KeyslotKind
 
-    init(store: VaultStore, vaultID: String, masterKey: SecureBytes) {
+    init(store: VaultStore, vaultID: String, masterKey: SecureBytes, unlockedBy: KeyslotKind) {
         self.store = store
         self.vaultID = vaultID
         self.masterKey = masterKey
+        self.unlockedBy = unlockedBy
+    }
+
+    /// The enrolled prints (finger name and serialized template), in enrollment order.
+    public func prints() throws -> [(finger: String, template: SecureBytes)] {
+        try withDocument(exclusive: false) { document, _ in
+            try document.fingers.map { finger in
+                guard let template = try open(document, VaultFiles.printRecord(finger)) else {
+                    throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, "the print for \(finger) is missing"))
+                }
+                return (finger, template)
+            }
+        }
+    }
+
+    public func enrolledFingers() throws -> [String] {
+        try withDocument(exclusive: false) { document, _ in document.fingers }
     }
 
     /// A secret by name, in secure memory, or nil when there is none.
@@ -241,6 +264,29 @@ public struct VaultEditor {
     /// A new device key and slot, bound to the current enrolled set.
     mutating func renewDeviceSlot() throws {
         document.setKeyslot(try DeviceKeyslot(directory: directory).wrap(
-            vault.masterKey, vaultID: vault.vaultID, binding: Vault.enrollmentBinding(document.fingers)))
+            vault.masterKey, vaultID: vault.vaultID, binding: Vault.enrollmentBinding(document)))
+    }
+
+    public var fingers: [String] { document.fingers }
+
+    /// Adds (or replaces) the template for `finger` and re-binds the device slot. Needs a
+    /// vault opened with the PIN: a finger added without it must never unlock.
+    public mutating func enroll(finger: String, template: SecureBytes) throws {
+        try requirePIN()
+        try setSecret(VaultFiles.printRecord(finger), template)
+        if !document.fingers.contains(finger) { document.fingers.append(finger) }
+        try renewDeviceSlot()
+    }
+
+    /// Removes the template for `finger` (PIN needed) and re-binds the device slot.
+    public mutating func forget(finger: String) throws {
+        try requirePIN()
+        removeSecret(VaultFiles.printRecord(finger))
+        document.fingers.removeAll { $0 == finger }
+        try renewDeviceSlot()
+    }
+
+    private func requirePIN() throws {
+        guard vault.unlockedBy == .pin else { throw FingersealError(.usage, Messages.pinNeeded) }
     }
 }

@@ -16,6 +16,9 @@ public enum VaultFiles {
 
     static func deviceKey(_ keyID: String) -> String { deviceKeyPrefix + keyID + deviceKeySuffix }
 
+    /// The vault record holding a finger's template.
+    static func printRecord(_ finger: String) -> String { "print." + finger }
+
     static func isKeyID(_ text: String) -> Bool {
         text.utf8.count == 16 && text.allSatisfy { $0.isHexDigit && ($0.isNumber || $0.isLowercase) }
     }

@@ -30,16 +30,30 @@ public final class EventQueue<Event: Sendable>: Sendable {
         events.withLock { $0.isEmpty ? nil : $0.removeFirst() }
     }
 
-    /// The oldest event, waiting at most `timeout` seconds (nil: no limit is not offered;
-    /// every wait is bounded).
+    public enum Wake: Sendable {
+        case event(Event)
+        /// The other descriptor became readable.
+        case other
+        case timedOut
+    }
+
+    /// The oldest event, waiting at most `timeout` seconds; every wait is bounded.
     public func next(timeout: Double) -> Event? {
+        if case let .event(event) = next(timeout: timeout, orReadable: nil) { return event }
+        return nil
+    }
+
+    /// The oldest event, or `.other` as soon as `other` is readable, or `.timedOut`.
+    public func next(timeout: Double, orReadable other: Int32?) -> Wake {
         let deadline = monotonicNow() + timeout
         while true {
-            if let event = pop() { return event }
+            if let event = pop() { return .event(event) }
             let remaining = deadline - monotonicNow()
-            if remaining <= 0 { return nil }
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            _ = poll(&pfd, 1, Int32(min(remaining * 1000, Double(Int32.max)).rounded(.up)))
+            if remaining <= 0 { return .timedOut }
+            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+            if let other { fds.append(pollfd(fd: other, events: Int16(POLLIN), revents: 0)) }
+            _ = poll(&fds, nfds_t(fds.count), Int32(min(remaining * 1000, Double(Int32.max)).rounded(.up)))
+            if fds.count > 1 && fds[1].revents != 0 { return .other }
             var counter: UInt64 = 0
             _ = read(fd, &counter, 8)
         }

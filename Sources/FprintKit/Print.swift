@@ -40,12 +40,23 @@ public final class Print: @unchecked Sendable {
 
     /// Reads a print back from `serialize()`'s bytes.
     public convenience init(serialized bytes: [UInt8]) throws(FprintError) {
-        var error: UnsafeMutablePointer<GError>? = nil
-        guard !bytes.isEmpty, let print = fp_print_deserialize(bytes, gsize(bytes.count), &error) else {
-            if let error { g_error_free(error) }
-            throw FprintError.invalidPrint
-        }
+        let print = bytes.withUnsafeBytes { Print.deserialize($0) }
+        guard let print else { throw FprintError.invalidPrint }
         self.init(owning: print)
+    }
+
+    /// Reads a print from bytes held elsewhere (e.g. secure memory), without copying them.
+    public convenience init(serialized bytes: UnsafeRawBufferPointer) throws(FprintError) {
+        guard let print = Print.deserialize(bytes) else { throw FprintError.invalidPrint }
+        self.init(owning: print)
+    }
+
+    private static func deserialize(_ bytes: UnsafeRawBufferPointer) -> OpaquePointer? {
+        guard let base = bytes.baseAddress?.assumingMemoryBound(to: guchar.self), bytes.count > 0 else { return nil }
+        var error: UnsafeMutablePointer<GError>? = nil
+        let print = fp_print_deserialize(base, gsize(bytes.count), &error)
+        if let error { g_error_free(error) }
+        return print
     }
 
     deinit {

@@ -3,6 +3,8 @@ import Glibc
 
 /// Something a reader operation reports while it runs, and finally its result.
 public enum ReaderEvent: Sendable {
+    /// The sensor is ready for a finger now (libfprint's finger status gained "needed").
+    case fingerNeeded
     /// Enrollment: `completed` of `total` scans are done.
     case enrollProgress(completed: Int, total: Int)
     /// The sensor wants the finger again, and says why.
@@ -46,17 +48,23 @@ public final class ReaderOperation: @unchecked Sendable {
     public static let cancelGrace = 2.0
 
     /// Waits for the result, handing every other event to `onEvent`. After `timeout` seconds
-    /// the operation is cancelled and the result is `.failed(.timedOut)`.
-    public func wait(timeout: Double, onEvent: (ReaderEvent) -> Void = { _ in }) -> OperationResult {
+    /// the operation is cancelled and the result is `.failed(.timedOut)`; when `cancelFD`
+    /// becomes readable (a signalfd, a terminal) it is cancelled with `.failed(.cancelled)`.
+    public func wait(timeout: Double, cancelFD: Int32? = nil,
+                     onEvent: (ReaderEvent) -> Void = { _ in }) -> OperationResult {
         let deadline = monotonicNow() + timeout
         while true {
-            let remaining = deadline - monotonicNow()
-            guard remaining > 0, let event = events.next(timeout: remaining) else { break }
-            if case let .finished(result) = event { return result }
-            onEvent(event)
+            switch events.next(timeout: deadline - monotonicNow(), orReadable: cancelFD) {
+            case let .event(.finished(result)): return result
+            case let .event(event): onEvent(event)
+            case .other:
+                cancel()
+                return finishAfterCancel(as: .cancelled)
+            case .timedOut:
+                cancel()
+                return finishAfterCancel(as: .timedOut)
+            }
         }
-        cancel()
-        return finishAfterCancel(as: .timedOut)
     }
 
     /// After `cancel()`: waits (bounded) for libfprint's confirmation and reports `error`
@@ -85,6 +93,15 @@ public final class Reader: @unchecked Sendable {
     private let context: OpaquePointer
     private let device: UnsafeMutablePointer<FpDevice>
     private var closed = false
+    private let relay = StatusRelay()
+    private var statusHandler: gulong = 0
+
+    /// Passes finger-status changes to the running operation. Touched only on the worker.
+    final class StatusRelay: @unchecked Sendable {
+        var current: ReaderOperation? = nil
+        /// Last seen "needed" bit: report only the moment it turns on.
+        var needed = false
+    }
 
     /// Readers libfprint can see now. Quick when there are none.
     public static func list(timeout: Double = 5) throws(FprintError) -> [ReaderInfo] {
@@ -128,6 +145,10 @@ public final class Reader: @unchecked Sendable {
         self.device = opened.device
         self.info = opened.info
         self.enrollStages = opened.stages
+        let relay = self.relay, device = self.device
+        statusHandler = worker.run(timeout: timeout) {
+            fs_connect_finger_status(device, Reader.fingerStatusChanged, Unmanaged.passUnretained(relay).toOpaque())
+        } ?? 0
         let operation = try start(.open)
         if case let .failed(error) = operation.wait(timeout: timeout) {
             closed = true
@@ -149,8 +170,10 @@ public final class Reader: @unchecked Sendable {
     }
 
     private func release() {
-        let context = self.context, device = self.device
+        let context = self.context, device = self.device, handler = statusHandler, relay = self.relay
         worker.post {
+            fs_disconnect(device, handler)
+            relay.current = nil
             fs_g_object_unref(UnsafeMutableRawPointer(device))
             fs_g_object_unref(UnsafeMutableRawPointer(context))
         }
@@ -161,8 +184,19 @@ public final class Reader: @unchecked Sendable {
 
     /// Enrolls a new print for `finger` and `username`; progress arrives as
     /// `.enrollProgress` and `.hint` events.
+    /// Whether `print` was enrolled on a reader of this kind (same driver and device).
+    public func isCompatible(_ print: Print) -> Bool {
+        fp_print_compatible(print.raw, device) != 0
+    }
+
     public func enroll(finger: Finger, username: String, description: String) throws(FprintError) -> ReaderOperation {
-        try start(.enroll(finger: finger, username: username, description: description))
+        try start(.enroll(Template(finger: finger, username: username, description: description)))
+    }
+
+    /// Enrolls with a bare template: no finger, user, description or date (what a reader
+    /// self-test needs, and what recorded sessions of match-on-chip sensors expect).
+    public func enrollBare() throws(FprintError) -> ReaderOperation {
+        try start(.enroll(nil))
     }
 
     /// Matches one scan against `print`.
@@ -210,11 +244,17 @@ public final class Reader: @unchecked Sendable {
 
     enum Kind {
         case open, close, list, clear
-        case enroll(finger: Finger, username: String, description: String)
+        case enroll(Template?)
         case verify(Print)
         case identify([Print])
         case capture(waitForFinger: Bool)
         case delete(Print)
+    }
+
+    struct Template {
+        let finger: Finger
+        let username: String
+        let description: String
     }
 
     /// State of one operation, alive (retained) from start until its finish callback.
@@ -238,8 +278,22 @@ public final class Reader: @unchecked Sendable {
     private func start(_ kind: Kind) throws(FprintError) -> ReaderOperation {
         let operation = try ReaderOperation()
         let box = Box(kind, operation, device, total: enrollStages)
-        worker.post { Reader.begin(box) }
+        let relay = self.relay
+        worker.post {
+            relay.current = operation
+            relay.needed = false
+            Reader.begin(box)
+        }
         return operation
+    }
+
+    private static let fingerStatusChanged: fs_notify_cb = { object, _, data in
+        guard let object, let data else { return }
+        let relay = Unmanaged<StatusRelay>.fromOpaque(data).takeUnretainedValue()
+        let status = fp_device_get_finger_status(UnsafeMutableRawPointer(object).assumingMemoryBound(to: FpDevice.self))
+        let needed = status.rawValue & FP_FINGER_STATUS_NEEDED.rawValue != 0
+        if needed && !relay.needed { relay.current?.events.push(.fingerNeeded) }
+        relay.needed = needed
     }
 
     /// On the worker thread: starts the async libfprint call.
@@ -263,20 +317,22 @@ public final class Reader: @unchecked Sendable {
             for print in prints { fs_object_array_add(array, UnsafeMutableRawPointer(print.raw)) }
             fp_device_identify(device, array, cancellable, Reader.matched, unretained, nil, Reader.ready, retained)
             g_ptr_array_unref(array)
-        case let .enroll(finger, username, description):
+        case let .enroll(details):
             guard let template = fp_print_new(device) else {
                 Unmanaged<Box>.fromOpaque(retained).release()
                 box.operation.events.push(.finished(.failed(.contextUnavailable)))
                 return
             }
             let print = Print(owning: template)
-            fp_print_set_finger(print.raw, FpFinger(rawValue: UInt32(finger.rawValue)))
-            fp_print_set_username(print.raw, username)
-            fp_print_set_description(print.raw, description)
-            if let today = g_date_new() {
-                g_date_set_time_t(today, time(nil))
-                fp_print_set_enroll_date(print.raw, today)
-                g_date_free(today)
+            if let details {
+                fp_print_set_finger(print.raw, FpFinger(rawValue: UInt32(details.finger.rawValue)))
+                fp_print_set_username(print.raw, details.username)
+                fp_print_set_description(print.raw, details.description)
+                if let today = g_date_new() {
+                    g_date_set_time_t(today, time(nil))
+                    fp_print_set_enroll_date(print.raw, today)
+                    g_date_free(today)
+                }
             }
             fp_device_enroll(device, print.raw, cancellable, Reader.progressed, unretained, nil,
                              Reader.ready, retained)

@@ -5,6 +5,7 @@ import FprintKit
 
 /// libfprint reads its driver selection from process-global environment variables when a
 /// context is created, and is single-threaded: these tests must never overlap.
+extension InProcessLibfprint {
 @Suite(.serialized) struct FprintKitTests {
     private static let variables = ["FP_DRIVERS_WHITELIST", "FP_VIRTUAL_DEVICE", "FP_VIRTUAL_IMAGE",
                                     "FP_VIRTUAL_DEVICE_STORAGE"]
@@ -73,4 +74,5 @@ import FprintKit
             #expect(readers.isEmpty)
         }
     }
+}
 }

@@ -2,9 +2,12 @@ import FprintKit
 import Glibc
 import Testing
 
-/// The reader layer in-process, on libfprint's virtual drivers. The drivers read their
-/// environment when a context is created, and the environment is process-wide: these tests
-/// run one at a time.
+/// Every in-process libfprint test: the drivers read their environment when a context is
+/// created, and the environment is process-wide, so these suites run one test at a time.
+@Suite(.serialized) enum InProcessLibfprint {}
+
+/// The reader layer in-process, on libfprint's virtual drivers.
+extension InProcessLibfprint {
 @Suite(.serialized) struct ReaderTests {
     /// Sets the driver environment for one test and removes it afterwards.
     final class VirtualEnvironment {
@@ -140,4 +143,5 @@ import Testing
         guard case .failed(.device(.removed, _, _)) = result else { throw TestFailure("got \(result)") }
         reader.close()
     }
+}
 }
