@@ -158,7 +158,9 @@ public enum Fingerprint {
             try vault.update { try $0.enroll(finger: finger.name, template: template) }
         } catch {
             // Do not leave an orphan template on a match-on-chip reader.
-            if print.isStoredOnDevice, let delete = try? reader.deleteStoredPrint(print) { _ = delete.wait(timeout: 10) }
+            if reader.info.features.contains(.storageDelete), let delete = try? reader.deleteStoredPrint(print) {
+                _ = delete.wait(timeout: 10)
+            }
             if let error = error as? FingersealError { throw error }
             throw translate(error as? FprintError ?? .invalidPrint)
         }
@@ -174,23 +176,23 @@ public enum Fingerprint {
         for finger in targets where !enrolled.contains(where: { $0.finger == finger }) {
             throw FingersealError(.usage, Messages.notEnrolledFinger(finger))
         }
-        let onDevice = enrolled.filter { targets.contains($0.finger) }.compactMap { entry -> Print? in
-            guard let print = try? entry.template.withUnsafeBytes({ try Print(serialized: $0) }), print.isStoredOnDevice
-            else { return nil }
-            return print
+        let prints = enrolled.filter { targets.contains($0.finger) }.compactMap { entry in
+            try? entry.template.withUnsafeBytes { try Print(serialized: $0) }
         }
-        if !onDevice.isEmpty {
-            if let reader = openReader() {
-                for print in onDevice where reader.isCompatible(print) {
+        // Delete on the reader first: if the vault write then fails, the vault names a
+        // template that is gone (a failed match), never the reverse (an orphan on the chip).
+        if let reader = openReader() {
+            if reader.info.features.contains(.storageDelete) {
+                for print in prints where reader.isCompatible(print) {
                     guard let operation = try? reader.deleteStoredPrint(print) else { continue }
                     if case let .failed(error) = operation.wait(timeout: 10) {
                         if case .device(.dataNotFound, _, _) = error { continue } // already gone
                         throw translate(error)
                     }
                 }
-            } else {
-                prompter.error(Messages.onDeviceTemplateLeft)
             }
+        } else if prints.contains(where: \.isStoredOnDevice) {
+            prompter.error(Messages.onDeviceTemplateLeft)
         }
         try vault.update { editor in for finger in targets { try editor.forget(finger: finger) } }
         return targets

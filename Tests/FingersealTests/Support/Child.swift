@@ -108,23 +108,45 @@ final class Child {
         return signal == 0 ? (status >> 8) & 0xff : 128 + signal
     }
 
-    /// Reads all output and waits.
-    func finish() -> Result {
-        let out = Child.drain(stdoutFD, prefix: buffered)
-        let err = Child.drain(stderrFD, prefix: [])
-        return Result(stdout: out, stderr: err, status: wait())
-    }
-
-    private static func drain(_ fd: Int32, prefix: [UInt8]) -> String {
-        var bytes = prefix
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = read(fd, &chunk, chunk.count)
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { break }
-            bytes += chunk[..<count]
+    /// Reads all output (both pipes at once, so a chatty stderr cannot block the child) and
+    /// waits for exit. A child still running after `limit` seconds is killed, so a stuck
+    /// program fails its test instead of hanging the run.
+    func finish(limit: Double = 120) -> Result {
+        var out = buffered, err: [UInt8] = []
+        var open: [Int32] = [stdoutFD, stderrFD]
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let deadline = VirtualSensor.now() + limit
+        var killed = false
+        while !open.isEmpty {
+            var fds = open.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            let remaining = Int32(max((deadline - VirtualSensor.now()) * 1000, 0))
+            let ready = poll(&fds, nfds_t(fds.count), killed ? 5000 : remaining)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            if ready == 0 {
+                if killed { break }
+                kill(pid, SIGKILL)
+                killed = true
+                err += Array("\n[test harness: killed after \(limit) s]\n".utf8)
+                continue
+            }
+            for entry in fds where entry.revents != 0 {
+                let count = read(entry.fd, &chunk, chunk.count)
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 {
+                    open.removeAll { $0 == entry.fd }
+                } else if entry.fd == stdoutFD {
+                    out += chunk[..<count]
+                } else {
+                    err += chunk[..<count]
+                }
+            }
         }
-        return String(decoding: bytes, as: UTF8.self)
+        buffered = []
+        return Result(stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self),
+                      status: wait())
     }
 
     static func run(_ path: String, _ arguments: [String], environment: [String: String] = [:],

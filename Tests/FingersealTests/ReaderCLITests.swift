@@ -1,0 +1,225 @@
+import Glibc
+import Testing
+
+/// The `fingerseal` binary driving libfprint's virtual_device in its own process (so these
+/// run in parallel with everything else), and replays of recorded real sensors.
+@Suite struct ReaderCLITests {
+    static let pin = "2580"
+
+    /// A vault with a PIN, and the environment that points libfprint at a private socket.
+    struct Rig {
+        let temp: TempDirectory
+        var environment: [String: String]
+        var socket: String { temp.file("sensor.sock") }
+
+        init(driver: String = "virtual_device", variable: String = "FP_VIRTUAL_DEVICE") throws {
+            temp = try TempDirectory()
+            environment = ["XDG_STATE_HOME": temp.path, "PATH": "/usr/bin:/bin", "NO_COLOR": "1",
+                           "FP_DRIVERS_WHITELIST": driver]
+            environment[variable] = temp.file("sensor.sock")
+            let set = try run(["pin", "set", "--pin-fd", "3"], fd3: ReaderCLITests.pin + "\n")
+            #expect(set.status == 0, "\(set.all)")
+        }
+
+        func start(_ arguments: [String], fd3: String? = nil) throws -> Child {
+            try Child(Paths.cli, arguments, environment: environment, fd3: fd3.map { Array($0.utf8) })
+        }
+
+        func run(_ arguments: [String], fd3: String? = nil) throws -> Child.Result {
+            try start(arguments, fd3: fd3).finish()
+        }
+
+        /// Runs `arguments` while feeding `commands` to the sensor, one at a time.
+        func scan(_ arguments: [String], _ commands: [String], fd3: String? = nil) throws -> Child.Result {
+            let child = try start(arguments, fd3: fd3)
+            for command in commands { try VirtualSensor.send(command, to: socket) }
+            return child.finish()
+        }
+
+        func enroll(_ id: String, finger: String = "right-index-finger") throws {
+            let result = try scan(["enroll", "--finger", finger, "--pin-fd", "3"], Array(repeating: "SCAN \(id)", count: 5),
+                                  fd3: ReaderCLITests.pin + "\n")
+            #expect(result.status == 0, "\(result.all)")
+            #expect(result.stdout.contains("Enrolled \(finger)."))
+            #expect(result.stderr.contains("Scan 3 of 5 done."), "\(result.stderr)")
+        }
+    }
+
+    @Test func enrollThenMatchAndNoMatch() throws {
+        let rig = try Rig()
+        try rig.enroll("finger-a")
+        #expect(try rig.run(["fingers"]).stdout == "right-index-finger\n")
+        let match = try rig.scan(["verify", "--json"], ["SCAN finger-a"])
+        #expect(match.status == 0, "\(match.all)")
+        #expect(match.stdout.contains("\"finger\" : \"right-index-finger\""))
+        #expect(match.stdout.contains("\"result\" : \"match\""))
+        let miss = try rig.scan(["verify", "--json"], ["SCAN finger-b"])
+        #expect(miss.status == 1, "\(miss.all)")
+        #expect(miss.stdout.contains("\"result\" : \"no-match\""))
+        #expect(try rig.run(["status"]).stdout.contains("failed scans in a row: 1"))
+    }
+
+    @Test func retryHintReachesTheUser() throws {
+        let rig = try Rig()
+        try rig.enroll("finger-a")
+        let result = try rig.scan(["verify"], ["RETRY 2", "SCAN finger-a"]) // FP_DEVICE_RETRY_CENTER_FINGER
+        #expect(result.status == 0, "\(result.all)")
+        #expect(result.stderr.contains("Your finger was not centred on the reader."), "\(result.stderr)")
+    }
+
+    @Test func deviceErrorIsAClearFailure() throws {
+        let rig = try Rig()
+        try rig.enroll("finger-a")
+        let result = try rig.scan(["verify"], ["ERROR 0"])
+        #expect(result.status == 8, "\(result.all)")
+        #expect(result.stderr.contains("The fingerprint reader reported an error"))
+        #expect(try rig.run(["status"]).stdout.contains("failed scans in a row: 0"))
+    }
+
+    @Test func unplugDuringVerify() throws {
+        let rig = try Rig()
+        try rig.enroll("finger-a")
+        let result = try rig.scan(["verify"], ["UNPLUG"])
+        #expect(result.status == 8, "\(result.all)")
+        #expect(result.stderr.contains("The fingerprint reader was disconnected."))
+    }
+
+    @Test func ctrlCCancelsWithoutCountingAFailure() throws {
+        let rig = try Rig()
+        try rig.enroll("finger-a")
+        let child = try rig.start(["verify", "--events-fd", "1"])
+        #expect(child.readLine() == #"{"event":"finger-needed"}"#)
+        let start = VirtualSensor.now()
+        child.signal(SIGINT)
+        let result = child.finish()
+        #expect(result.status == 3, "\(result.all)")
+        #expect(result.stderr.contains("Cancelled."))
+        #expect(VirtualSensor.now() - start < 2)
+        #expect(try rig.run(["status"]).stdout.contains("failed scans in a row: 0"))
+    }
+
+    @Test func slowSensorTimesOut() throws {
+        let rig = try Rig()
+        try rig.enroll("finger-a")
+        let start = VirtualSensor.now()
+        let result = try rig.scan(["verify", "--timeout", "1"], ["SLEEP 5000"])
+        #expect(result.status == 4, "\(result.all)")
+        #expect(result.stderr.contains("No finger was scanned in time."))
+        #expect(VirtualSensor.now() - start < 4.5)
+    }
+
+    @Test func missingReaderAnswersAtOnce() throws {
+        var rig = try Rig()
+        rig.environment["FP_VIRTUAL_DEVICE"] = nil
+        let start = VirtualSensor.now()
+        let verify = try rig.run(["verify"])
+        #expect(verify.status == 8)
+        #expect(verify.stderr.contains("No fingerprint reader is connected."))
+        let devices = try rig.run(["devices", "--json"])
+        #expect(devices.status == 0 && devices.stdout.contains("[") && !devices.stdout.contains("driver"))
+        #expect(VirtualSensor.now() - start < 2)
+    }
+
+    @Test func devicesDescribesTheReader() throws {
+        let rig = try Rig()
+        let result = try rig.run(["devices", "--json"])
+        #expect(result.status == 0, "\(result.all)")
+        #expect(result.stdout.contains("\"driver\" : \"virtual_device\""))
+        #expect(result.stdout.contains("\"scan_type\" : \"swipe\""))
+    }
+
+    @Test func enrollNeedsTheRightPIN() throws {
+        let rig = try Rig()
+        let result = try rig.run(["enroll", "--pin-fd", "3"], fd3: "0000\n")
+        #expect(result.status == 1)
+        #expect(try rig.run(["fingers"]).stdout == "No finger is enrolled.\n")
+    }
+
+    @Test func enrollRefusesAFingerTwice() throws {
+        let rig = try Rig()
+        try rig.enroll("finger-a")
+        let again = try rig.run(["enroll", "--finger", "right-index-finger", "--pin-fd", "3"], fd3: ReaderCLITests.pin + "\n")
+        #expect(again.status == 2)
+        #expect(again.stderr.contains("already enrolled"))
+    }
+
+    @Test func lockoutAfterMaxFailsAndResetByPIN() throws {
+        let rig = try Rig()
+        try rig.enroll("finger-a")
+        for _ in 0..<4 { #expect(try rig.scan(["verify"], ["SCAN stranger"]).status == 1) }
+        // The fifth failure locks, and says so.
+        let fifth = try rig.scan(["verify"], ["SCAN stranger"])
+        #expect(fifth.status == 5, "\(fifth.all)")
+        let locked = try rig.run(["verify"])
+        #expect(locked.status == 5, "\(locked.all)")
+        #expect(locked.stderr.contains("locked"))
+        // A PIN success clears the fingerprint lock.
+        #expect(try rig.run(["pin", "change", "--pin-fd", "3"], fd3: "\(ReaderCLITests.pin)\n\(ReaderCLITests.pin)\n").status == 0)
+        #expect(try rig.scan(["verify"], ["SCAN finger-a"]).status == 0)
+    }
+
+    @Test func forgetNeedsThePINAndStopsMatching() throws {
+        let rig = try Rig()
+        try rig.enroll("finger-a")
+        #expect(try rig.run(["forget", "right-index-finger", "--pin-fd", "3"], fd3: "0000\n").status == 1)
+        let forgot = try rig.run(["forget", "right-index-finger", "--pin-fd", "3"], fd3: ReaderCLITests.pin + "\n")
+        #expect(forgot.status == 0, "\(forgot.all)")
+        #expect(try rig.run(["fingers"]).stdout == "No finger is enrolled.\n")
+        #expect(try rig.run(["verify"]).status == 6)
+    }
+
+    @Test func forgetDeletesTheTemplateOnAMatchOnChipReader() throws {
+        let rig = try Rig(driver: "virtual_device_storage", variable: "FP_VIRTUAL_DEVICE_STORAGE")
+        try rig.enroll("chip-1")
+        let forget = try rig.scan(["forget", "--all", "--pin-fd", "3"], ["CONT "], fd3: ReaderCLITests.pin + "\n")
+        #expect(forget.status == 0, "\(forget.all)")
+        // The reader is closed now; open it to ask what it still stores.
+        let child = try rig.start(["verify", "--timeout", "5"])
+        let listing = try VirtualSensor.send("LIST", to: rig.socket)
+        try VirtualSensor.send("SCAN chip-1", to: rig.socket)
+        _ = child.finish()
+        #expect(listing.isEmpty, "still stored: \(listing)")
+    }
+
+    // MARK: recorded real sensors
+
+    static var umockdev: Bool { access("/usr/bin/umockdev-run", X_OK) == 0 }
+
+    @Test(.enabled(if: umockdev)) func captureReplaysTheVFS5011Recording() throws {
+        let temp = try TempDirectory()
+        let recording = Paths.fixtures + "/umockdev/vfs5011"
+        let out = temp.file("capture.pgm")
+        let result = try Child.run("/usr/bin/umockdev-run", [
+            "-d", recording + "/device", "-i", "/dev/bus/usb/002/017=" + recording + "/capture.ioctl", "--",
+            Paths.cli, "capture", "--out", out,
+        ], environment: ["FP_DEVICE_EMULATION": "1", "FP_DRIVERS_WHITELIST": "vfs5011", "PATH": "/usr/bin:/bin",
+                         "XDG_STATE_HOME": temp.path])
+        #expect(result.status == 0, "\(result.stdout)")
+        #expect(result.stdout.contains("Saved a 160 by 334 image"))
+        // Compare every pixel with the recording's reference image.
+        let compare = try Child.run("/usr/bin/python3", ["-c", """
+            import sys
+            from PIL import Image
+            ref = Image.open(sys.argv[1]).convert("L")
+            got = Image.open(sys.argv[2])
+            print("size", ref.size == got.size, "differ", sum(a != b for a, b in zip(ref.tobytes(), got.tobytes())))
+            """, recording + "/capture.png", out])
+        #expect(compare.stdout == "size True differ 0\n", "\(compare.all)")
+    }
+
+    @Test(.enabled(if: umockdev)) func selftestPassesOnTheSynapticsRecording() throws {
+        let temp = try TempDirectory()
+        let recording = Paths.fixtures + "/umockdev/synaptics"
+        let sysfs = "/sys/devices/pci0000:00/0000:00:14.0/usb1/1-9"
+        let result = try Child.run("/usr/bin/umockdev-run", [
+            "-d", recording + "/device", "-p", sysfs + "=" + recording + "/custom.pcapng", "--",
+            Paths.cli, "selftest", "--json",
+        ], environment: ["FP_DEVICE_EMULATION": "1", "FP_DRIVERS_WHITELIST": "synaptics", "PATH": "/usr/bin:/bin",
+                         "XDG_STATE_HOME": temp.path])
+        #expect(result.status == 0, "\(result.stdout)")
+        #expect(result.stdout.contains("\"passed\" : true"))
+        for step in ["open", "clear-storage", "enroll", "verify", "delete", "close"] {
+            #expect(result.stdout.contains("\"name\" : \"\(step)\""))
+        }
+    }
+}
