@@ -82,6 +82,12 @@ let package = Package(
             path: "Benchmarks/fingerseal-bench"
         ),
 
+        .executableTarget(
+            name: "verify-latency",
+            dependencies: ["FprintKit"],
+            path: "Benchmarks/verify-latency"
+        ),
+
         .testTarget(
             name: "FingersealTests",
             dependencies: [
