@@ -1,3 +1,4 @@
+import FingerprintFlows
 import FingersealCore
 import FprintKit
 import Glibc

@@ -1,3 +1,4 @@
+import FingersealCore
 import FprintKit
 import SodiumKit
 import SystemKit
