@@ -46,7 +46,7 @@ func command(_ text: String, _ path: String) {
 }
 
 func fixture(_ name: String) -> [UInt8] {
-    let directory = getenv("FIXTURES_DIR").map { String(cString: $0) } ?? "../shared/fixtures/prints"
+    let directory = getenv("FIXTURES_DIR").map { String(cString: $0) } ?? "Tests/Fixtures/prints"
     let fd = open(directory + "/" + name, O_RDONLY)
     if fd < 0 { fail("fixture \(name) not found (set FIXTURES_DIR)") }
     defer { close(fd) }

@@ -164,28 +164,24 @@ final class EasyHandle {
     // count other than the one given makes libcurl abort with CURLE_WRITE_ERROR.
     private static let onBody: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
         data, size, count, context in
-        let (total, overflow) = size.multipliedReportingOverflow(by: count)
-        guard !overflow, let context else { return 0 }
-        let state = Unmanaged<TransferState>.fromOpaque(context).takeUnretainedValue()
-        guard total > 0 else { return 0 }
-        guard let data, state.admit(total) else { return 0 }
-        data.withMemoryRebound(to: UInt8.self, capacity: total) {
-            state.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: total))
-        }
-        return total
+        receive(data, size, count, context) { state, bytes in state.body.append(contentsOf: bytes) }
     }
 
     private static let onHeader: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
         data, size, count, context in
+        receive(data, size, count, context) { state, bytes in state.addHeaderLine(bytes) }
+    }
+
+    /// What both callbacks do: check the size against the cap (headers count too: a server
+    /// must not stream them forever), then hand the bytes over.
+    private static func receive(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
+                                _ context: UnsafeMutableRawPointer?,
+                                _ deliver: (TransferState, UnsafeBufferPointer<UInt8>) -> Void) -> Int {
         let (total, overflow) = size.multipliedReportingOverflow(by: count)
-        guard !overflow, let context else { return 0 }
+        guard !overflow, total > 0, let data, let context else { return 0 }
         let state = Unmanaged<TransferState>.fromOpaque(context).takeUnretainedValue()
-        guard total > 0 else { return 0 }
-        // Headers count against the cap too: a server must not stream them forever.
-        guard let data, state.admit(total) else { return 0 }
-        data.withMemoryRebound(to: UInt8.self, capacity: total) {
-            state.addHeaderLine(UnsafeBufferPointer(start: $0, count: total))
-        }
+        guard state.admit(total) else { return 0 }
+        data.withMemoryRebound(to: UInt8.self, capacity: total) { deliver(state, UnsafeBufferPointer(start: $0, count: total)) }
         return total
     }
 }

@@ -27,12 +27,10 @@ enum Paths {
         return parts.joined(separator: "/")
     }()
 
-    /// ../shared/fixtures beside the checkout, or FINGERSEAL_FIXTURES.
+    /// Tests/Fixtures (copied from the shared fixtures), or FINGERSEAL_FIXTURES.
     static var fixtures: String {
         if let path = getenv("FINGERSEAL_FIXTURES") { return String(cString: path) }
-        var parts = packageRoot.split(separator: "/", omittingEmptySubsequences: false)
-        parts.removeLast()
-        return parts.joined(separator: "/") + "/shared/fixtures"
+        return packageRoot + "/Tests/Fixtures"
     }
 }
 
