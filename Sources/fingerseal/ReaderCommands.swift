@@ -132,6 +132,9 @@ extension Commands {
         let (store, options) = try context.vault()
         let scan = try settings(arguments, options)
         let interrupt = try InterruptWatch()
+        // The reader first: nobody should type a PIN only to hear there is no reader.
+        let reader = try Fingerprint.openReader(deviceID: arguments.values["--device"])
+        defer { reader.close() }
         let vault = try unlockWithPIN(arguments, store, options)
         let enrolled = try vault.enrolledFingers()
         let order: [Finger] = [.rightIndex, .leftIndex, .rightMiddle, .leftMiddle, .rightThumb, .leftThumb,
@@ -139,8 +142,6 @@ extension Commands {
         guard let finger = requested ?? order.first(where: { !enrolled.contains($0.name) }) else {
             throw FingersealError(.usage, Messages.alreadyEnrolled("every finger"))
         }
-        let reader = try Fingerprint.openReader(deviceID: arguments.values["--device"])
-        defer { reader.close() }
         try Fingerprint.enroll(vault: vault, reader: reader, finger: finger, settings: scan,
                                prompter: try prompter(arguments, context), cancelFD: interrupt.fd)
         context.output.out(Messages.enrolled(finger.name))

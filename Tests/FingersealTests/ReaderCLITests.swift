@@ -98,6 +98,30 @@ import Testing
         #expect(try rig.run(["status"]).stdout.contains("failed scans in a row: 0"))
     }
 
+    @Test func ctrlCDuringEnrollmentStoresNothing() throws {
+        let rig = try Rig()
+        let child = try rig.start(["enroll", "--pin-fd", "3", "--events-fd", "1"], fd3: ReaderCLITests.pin + "\n")
+        #expect(child.readLine() == #"{"event":"finger-needed"}"#)
+        try VirtualSensor.send("SCAN finger-a", to: rig.socket)
+        // finger-needed and progress may interleave; wait (bounded by the lines) for progress.
+        var progressed = false
+        for _ in 0..<5 where !progressed { progressed = child.readLine()?.contains("enroll-progress") ?? false }
+        #expect(progressed)
+        child.signal(SIGINT)
+        let result = child.finish()
+        #expect(result.status == 3, "\(result.all)")
+        #expect(try rig.run(["fingers"]).stdout == "No finger is enrolled.\n")
+    }
+
+    @Test func enrollWithoutAReaderSaysSoBeforeAskingForThePIN() throws {
+        var rig = try Rig()
+        rig.environment["FP_VIRTUAL_DEVICE"] = nil
+        // No PIN on descriptor 3: if the PIN were asked first, this would fail differently.
+        let result = try rig.run(["enroll"])
+        #expect(result.status == 8, "\(result.all)")
+        #expect(result.stderr.contains("No fingerprint reader is connected."))
+    }
+
     @Test func slowSensorTimesOut() throws {
         let rig = try Rig()
         try rig.enroll("finger-a")
