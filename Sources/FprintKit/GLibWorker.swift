@@ -1,4 +1,5 @@
 import CFprint
+import CLinux
 import Glibc
 
 /// The one thread that makes every libfprint call. libfprint is single-threaded and drives
@@ -55,14 +56,25 @@ final class GLibWorker: @unchecked Sendable {
         return results.next(timeout: timeout)
     }
 
-    /// Quits the loop and joins the thread. Idempotent.
+    /// How long `stop` waits for the thread to end.
+    static let joinLimit = 5.0
+
+    /// Quits the loop and joins the thread, waiting at most `joinLimit`. Idempotent. A thread
+    /// that does not end in time (a driver stuck in a callback) is detached, not waited for.
     func stop() {
         guard !joined else { return }
         joined = true
         let loop = self.loop
         post { g_main_loop_quit(loop) }
-        pthread_join(thread, nil)
-        g_main_loop_unref(loop)
+        var deadline = timespec()
+        clock_gettime(CLOCK_REALTIME, &deadline)
+        deadline.tv_sec += Int(GLibWorker.joinLimit)
+        if pthread_timedjoin_np(thread, nil, &deadline) == 0 {
+            g_main_loop_unref(loop)
+        } else {
+            // The loop may still be running on it: leave the loop alive rather than free it.
+            pthread_detach(thread)
+        }
     }
 
     deinit {

@@ -1,5 +1,6 @@
 import CTSS2
 import Glibc
+import Synchronization
 
 public enum TPMError: Error, Equatable, Sendable {
     /// The TCTI could not be loaded or could not reach the TPM (no device, nothing listening).
@@ -32,19 +33,38 @@ public final class TPMContext {
     public static let defaultTCTI = "device:/dev/tpmrm0"
 
     /// libtss2 logs errors to stderr by default, which would land in sshd's or sudo's
-    /// terminal; silence it unless the user asked for logs. Evaluated once.
-    private static let logsQuieted: Bool = {
-        setenv("TSS2_LOG", "all+none", 0)  // 0: an existing TSS2_LOG wins
-        return true
-    }()
+    /// terminal. While any context is alive, TSS2_LOG says "none" (unless the user set it);
+    /// the last one to go restores the environment, so a host process gets it back as it was.
+    private static let quietLogs = Mutex<(users: Int, ours: Bool)>((0, false))
+
+    private static func silenceLogs() {
+        quietLogs.withLock { state in
+            if state.users == 0 && getenv("TSS2_LOG") == nil {
+                setenv("TSS2_LOG", "all+none", 1)
+                state.ours = true
+            }
+            state.users += 1
+        }
+    }
+
+    private static func restoreLogs() {
+        quietLogs.withLock { state in
+            state.users -= 1
+            if state.users == 0 && state.ours {
+                unsetenv("TSS2_LOG")
+                state.ours = false
+            }
+        }
+    }
 
     /// Opens the TPM named by a TCTI configuration string, e.g. `device:/dev/tpmrm0` or
     /// `swtpm:host=127.0.0.1,port=2321`.
     public init(tcti configuration: String = TPMContext.defaultTCTI) throws(TPMError) {
-        _ = Self.logsQuieted
+        Self.silenceLogs()
         var tcti: OpaquePointer?
         let tctiRC = Tss2_TctiLdr_Initialize(configuration, &tcti)
         guard tctiRC == TSS2_RC_SUCCESS, tcti != nil else {
+            Self.restoreLogs()
             throw TPMError.tctiUnavailable(code: tctiRC, message: TPMError.decode(tctiRC))
         }
         var esys: OpaquePointer?
@@ -52,6 +72,7 @@ public final class TPMContext {
         guard esysRC == TSS2_RC_SUCCESS, esys != nil else {
             // Esys_Initialize cleans up after itself on failure, the TCTI is still ours.
             Tss2_TctiLdr_Finalize(&tcti)
+            Self.restoreLogs()
             throw TPMError.initializationFailed(code: esysRC, message: TPMError.decode(esysRC))
         }
         self.tcti = tcti
@@ -62,6 +83,7 @@ public final class TPMContext {
         // ESAPI first: it still talks through the TCTI while finalizing.
         Esys_Finalize(&esys)
         Tss2_TctiLdr_Finalize(&tcti)
+        Self.restoreLogs()
     }
 
     /// Whether this machine exposes a TPM character device. Only looks at /dev; never probes

@@ -131,7 +131,22 @@ private final class BoundSocket {
     deinit { close(fd) }
 }
 
-@Suite struct TPMKitTests {
+// Serialized: the environment check below must not see another test's live context.
+@Suite(.serialized) struct TPMKitTests {
+    @Test func environmentIsRestoredWhenTheLastContextGoes() throws {
+        unsetenv("TSS2_LOG")
+        let swtpm = try SwtpmProcess()
+        defer { swtpm.stop() }
+        do {
+            let tpm = try TPMContext(tcti: swtpm.tcti)
+            #expect(getenv("TSS2_LOG") != nil, "logs are quiet while a context is alive")
+            _ = try tpm.randomBytes(8)
+        }
+        #expect(getenv("TSS2_LOG") == nil, "the environment is left as it was found")
+        _ = try? TPMContext(tcti: "no-such-tcti-fingerseal")
+        #expect(getenv("TSS2_LOG") == nil, "also after a failed open")
+    }
+
     @Test func randomBytesFromSwtpm() throws {
         let swtpm = try SwtpmProcess()
         defer { swtpm.stop() }
