@@ -205,6 +205,17 @@ import Testing
         #expect(listing.isEmpty, "still stored: \(listing)")
     }
 
+    @Test func aDuplicateIsRefusedWhereTheReaderCanTell() throws {
+        let rig = try Rig(driver: "virtual_device_storage", variable: "FP_VIRTUAL_DEVICE_STORAGE")
+        // The virtual chip's storage lives as long as one process: put the finger on it first,
+        // as a real match-on-chip reader would already hold it.
+        let again = try rig.scan(["enroll", "--finger", "left-index-finger", "--pin-fd", "3"],
+                                 ["INSERT chip-1", "SCAN chip-1"], fd3: ReaderCLITests.pin + "\n")
+        #expect(again.status == 2, "\(again.all)")
+        #expect(again.stderr.contains("This finger is already enrolled on this reader."))
+        #expect(try rig.run(["fingers"]).stdout == "No finger is enrolled.\n")
+    }
+
     // MARK: recorded real sensors
 
     static var umockdev: Bool { access("/usr/bin/umockdev-run", X_OK) == 0 }

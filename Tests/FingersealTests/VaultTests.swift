@@ -372,3 +372,29 @@ func expectOutcome(_ outcome: Outcome, _ body: () throws -> Void, sourceLocation
         expectOutcome(.vaultUnusable) { _ = try Vault.status(store) }
     }
 }
+
+@Suite struct EnrollmentGuardTests {
+    @Test func aFingerAloneCannotChangeTheEnrolledSet() throws {
+        let v = try TestVault()
+        let vault = try v.create()
+        try vault.update { try $0.enroll(finger: "right-index-finger", template: secret("template-a")) }
+        let byDevice = try Vault.unlockWithDevice(v.store)
+        expectOutcome(.usage) { try byDevice.update { try $0.enroll(finger: "left-index-finger", template: secret("b")) } }
+        expectOutcome(.usage) { try byDevice.update { try $0.forget(finger: "right-index-finger") } }
+        #expect(try byDevice.enrolledFingers() == ["right-index-finger"])
+    }
+
+    @Test func enrollingRebindsTheDeviceSlot() throws {
+        let v = try TestVault()
+        try v.create().update { try $0.enroll(finger: "right-index-finger", template: secret("template-a")) }
+        // The device slot opens the vault with the new set, and is bound to it.
+        let byDevice = try Vault.unlockWithDevice(v.store)
+        #expect(text(try byDevice.prints().first?.template) == "template-a")
+        let bytes = try #require(readFile(v.directory + "/vault"))
+        let document = try VaultDocument.decode(try Container.decode(.vault, bytes, file: "vault"), file: "vault")
+        #expect(document.keyslot(.device)?.binding == Vault.enrollmentBinding(document))
+        #expect(Vault.enrollmentBinding(document) != Vault.enrollmentBinding(
+            VaultDocument(format: 1, vaultID: document.vaultID, createdAt: 0, generation: 0, keyslots: [], records: [:],
+                          signIn: .none, fingers: [], mac: "")))
+    }
+}
