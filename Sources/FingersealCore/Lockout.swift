@@ -85,6 +85,11 @@ public struct LockoutLedger: Sendable {
         self.clock = clock
     }
 
+    /// The ledger with the limits `options` set (`max_fails`).
+    public init(store: VaultStore, options: Options) {
+        self.init(store: store, policy: LockoutPolicy(maxFingerFailures: options.maxFails))
+    }
+
     /// The current state; throws `.vaultUnusable` if the record is damaged.
     public func current() throws -> LockoutState {
         try store.withDirectory(exclusive: false) { try read($0) } ?? LockoutState()

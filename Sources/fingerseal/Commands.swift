@@ -165,13 +165,19 @@ enum Commands {
         context.output.out(Messages.pinSet)
     }
 
+    /// The vault opened with the PIN (asked on the terminal or read from --pin-fd); lockout
+    /// rules apply.
+    static func unlockWithPIN(_ source: PINSource, _ store: VaultStore, _ options: Options,
+                              prompt: String = Messages.enterPIN) throws -> UnlockedVault {
+        guard try Vault.status(store) != nil else { throw FingersealError(.noVault, Messages.noVault) }
+        let pin = try source.read(prompt)
+        return try Vault.unlock(store, pin: PINKeyslot(pin: pin), ledger: LockoutLedger(store: store, options: options))
+    }
+
     static func runPINChange(_ arguments: ParsedArguments, _ context: Context) throws {
         let source = try PINSource(arguments)
         let (store, options) = try context.vault()
-        guard try Vault.status(store) != nil else { throw FingersealError(.noVault, Messages.noVault) }
-        let old = try source.read(Messages.enterOldPIN)
-        let ledger = LockoutLedger(store: store, policy: LockoutPolicy(maxFingerFailures: options.maxFails))
-        let vault = try Vault.unlock(store, pin: PINKeyslot(pin: old), ledger: ledger)
+        let vault = try unlockWithPIN(source, store, options, prompt: Messages.enterOldPIN)
         let new = try source.readNew()
         try vault.update { try $0.changePIN(PINKeyslot(pin: new)) }
         context.output.out(Messages.pinChanged)

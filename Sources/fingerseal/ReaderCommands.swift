@@ -79,14 +79,7 @@ extension Commands {
         return ScanSettings(timeout: Double(seconds), maxTries: maxTries ?? options.maxTries, cancelHint: Messages.pressCtrlC)
     }
 
-    /// The vault opened with the PIN (asked on the terminal or read from --pin-fd).
-    static func unlockWithPIN(_ arguments: ParsedArguments, _ store: VaultStore, _ options: Options) throws -> UnlockedVault {
-        let source = try PINSource(arguments)
-        guard try Vault.status(store) != nil else { throw FingersealError(.noVault, Messages.noVault) }
-        let pin = try source.read(Messages.enterPIN)
-        let ledger = LockoutLedger(store: store, policy: LockoutPolicy(maxFingerFailures: options.maxFails))
-        return try Vault.unlock(store, pin: PINKeyslot(pin: pin), ledger: ledger)
-    }
+
 
     // MARK: devices
 
@@ -135,7 +128,7 @@ extension Commands {
         // The reader first: nobody should type a PIN only to hear there is no reader.
         let reader = try Fingerprint.openReader(deviceID: arguments.values["--device"])
         defer { reader.close() }
-        let vault = try unlockWithPIN(arguments, store, options)
+        let vault = try unlockWithPIN(try PINSource(arguments), store, options)
         let enrolled = try vault.enrolledFingers()
         let order: [Finger] = [.rightIndex, .leftIndex, .rightMiddle, .leftMiddle, .rightThumb, .leftThumb,
                                .rightRing, .leftRing, .rightLittle, .leftLittle]
@@ -160,7 +153,7 @@ extension Commands {
             throw FingersealError(.usage, "Name one finger to forget, or use --all.")
         }
         let (store, options) = try context.vault()
-        let vault = try unlockWithPIN(arguments, store, options)
+        let vault = try unlockWithPIN(try PINSource(arguments), store, options)
         let forgotten = try Fingerprint.forget(vault: vault, fingers: all ? nil : arguments.positionals,
                                                openReader: { try? Fingerprint.openReader() },
                                                prompter: TerminalPrompter(output: context.output))
@@ -182,7 +175,7 @@ extension Commands {
         let interrupt = try InterruptWatch()
         let reader = try Fingerprint.openReader(deviceID: arguments.values["--device"])
         defer { reader.close() }
-        let ledger = LockoutLedger(store: store, policy: LockoutPolicy(maxFingerFailures: options.maxFails))
+        let ledger = LockoutLedger(store: store, options: options)
         let json = arguments.has("--json")
         do {
             let match = try Fingerprint.verify(store: store, ledger: ledger, reader: reader, settings: scan,
