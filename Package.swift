@@ -79,6 +79,9 @@ let package = Package(
             path: "Tests/Helpers/vault-torture"
         ),
 
+        // Test helper: many PAM transactions in one (Swift) process, counting what is left behind.
+        .executableTarget(name: "pam-cycles", dependencies: ["PAMKit"], path: "Tests/Helpers/pam-cycles"),
+
         // Benchmarks (`make bench`): prints figures, asserts nothing.
         .executableTarget(
             name: "fingerseal-bench",
@@ -96,7 +99,7 @@ let package = Package(
             name: "FingersealTests",
             dependencies: [
                 "FingersealCore", "FingerprintFlows", "SystemKit", "SodiumKit", "PAMKit", "CPAM",
-                "FprintKit", "CurlKit", "TPMKit", "QRKit", "vault-torture", "fingerseal",
+                "FprintKit", "CurlKit", "TPMKit", "QRKit", "vault-torture", "pam-cycles", "fingerseal",
             ],
             exclude: ["Support/pty_session.py"]
         ),

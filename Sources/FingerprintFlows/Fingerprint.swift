@@ -3,15 +3,12 @@ import FprintKit
 import SodiumKit
 import SystemKit
 
-/// Where prompts and progress go: the PAM conversation, or the terminal. Plain sentences.
-public protocol Prompter {
-    func info(_ text: String)
-    func error(_ text: String)
-    /// Every reader event, as it happens (for machine-readable progress); optional.
+/// A prompter that also wants every reader event as it happens (machine-readable progress).
+public protocol ScanPrompter: Prompter {
     func readerEvent(_ event: ReaderEvent)
 }
 
-extension Prompter {
+extension ScanPrompter {
     public func readerEvent(_ event: ReaderEvent) {}
 }
 
@@ -79,7 +76,7 @@ public enum Fingerprint {
     /// Scans until a match, `maxTries` failed matches, the timeout, or a cancel. Failed
     /// matches are counted in the lockout ledger (persisted); cancel and timeout are not.
     public static func verify(store: VaultStore, ledger: LockoutLedger, reader: Reader, settings: ScanSettings,
-                              prompter: Prompter, cancelFD: Int32?) throws -> Match {
+                              prompter: ScanPrompter, cancelFD: Int32?) throws -> Match {
         if try ledger.current().fingerLocked { throw FingersealError(.lockedOut, Messages.fingerLocked) }
         let vault = try Vault.unlockWithDevice(store)
         let enrolled = try vault.prints()
@@ -127,7 +124,7 @@ public enum Fingerprint {
 
     /// Enrolls `finger` on `reader` into a vault opened with the PIN.
     public static func enroll(vault: UnlockedVault, reader: Reader, finger: Finger, settings: ScanSettings,
-                              prompter: Prompter, cancelFD: Int32?) throws {
+                              prompter: ScanPrompter, cancelFD: Int32?) throws {
         guard vault.unlockedBy == .pin else { throw FingersealError(.usage, Messages.pinNeeded) }
         if try vault.enrolledFingers().contains(finger.name) {
             throw FingersealError(.usage, Messages.alreadyEnrolled(finger.name))

@@ -86,8 +86,8 @@ public struct LockoutLedger: Sendable {
     }
 
     /// The ledger with the limits `options` set (`max_fails`).
-    public init(store: VaultStore, options: Options) {
-        self.init(store: store, policy: LockoutPolicy(maxFingerFailures: options.maxFails))
+    public init(store: VaultStore, options: Options, clock: any Clock = SystemClock()) {
+        self.init(store: store, policy: LockoutPolicy(maxFingerFailures: options.maxFails), clock: clock)
     }
 
     /// The current state; throws `.vaultUnusable` if the record is damaged.

@@ -1,5 +1,14 @@
 import FingersealCore
+import Glibc
 import PAMKit
+import SodiumKit
+
+/// The PAM conversation as a Prompter.
+struct ConversationPrompter: Prompter {
+    let pam: PAMHandle
+    func info(_ text: String) { pam.info(text) }
+    func error(_ text: String) { pam.error(text) }
+}
 
 /// One call into the module: its options and its PAM handle.
 struct ModuleCall {
@@ -17,23 +26,43 @@ struct ModuleCall {
         self.arguments = arguments
     }
 
-    func authenticate() -> Outcome {
-        var options: Options
+    /// /etc/security/fingerseal.conf, then the module arguments (which win). Invalid values
+    /// are logged and end the call with PAM_SERVICE_ERR; unknown names are logged.
+    func options() -> Options? {
         do {
-            let (fromFile, fileWarnings) = try Options.loadSystem()
-            options = fromFile
-            for warning in fileWarnings + (try options.apply(arguments, source: "module arguments")) {
-                pam.log(.warning, warning)
-            }
+            var (options, warnings) = try Options.loadSystem()
+            warnings += try options.apply(arguments, source: "module arguments")
+            for warning in warnings { pam.log(.warning, warning) }
+            return options
         } catch let error as FingersealError {
-            pam.log(.error, "configuration: \(error.message)")
-            return error.outcome
+            pam.log(.error, "configuration: \(error.description)")
         } catch {
-            return .badConfiguration
+            pam.log(.error, "configuration: \(error)")
         }
-        let user = pam.user() ?? "(unknown)"
-        let service = pam.item(.service) ?? "(unknown)"
-        if options.debug { pam.log(.debug, "user=\(user) service=\(service): fingerprint unlock is not available yet") }
-        return .unavailable
+        return nil
+    }
+
+    func authenticate() -> Outcome {
+        guard let options = options() else { return .badConfiguration }
+        let ssh = ["SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY"].contains { pam.environment($0) != nil || getenv($0) != nil }
+        let request = AuthenticationRequest(user: pam.user(), service: pam.item(.service) ?? "", remoteHost: pam.item(.rhost),
+                                            sshSession: ssh, options: options)
+        let prompter = ConversationPrompter(pam: pam)
+        let result = Authentication(request: request, prompter: prompter).run(fingerprint: nil) {
+            // The PIN travels from PAM's buffer straight into secure memory.
+            pam.withSecretAnswer(Messages.enterPIN) { try? SecureBytes(copying: $0) } ?? nil
+        }
+        log(result, request)
+        return result.outcome
+    }
+
+    /// One line per decision at LOG_AUTHPRIV: outcome, user, service; never a secret. The
+    /// quiet outcomes (no vault, remote) are logged only with `debug`.
+    private func log(_ result: AuthenticationResult, _ request: AuthenticationRequest) {
+        let quiet: Set<Outcome> = [.noVault, .remoteSession, .notEnrolled]
+        if quiet.contains(result.outcome) && !request.options.debug { return }
+        let level: PAMHandle.LogLevel = result.outcome == .success ? .notice
+            : (result.outcome.pamReturn == .authError ? .warning : .notice)
+        pam.log(level, "authentication \(result.outcome.rawValue) for user=\(request.user ?? "?") service=\(request.service): \(result.detail)")
     }
 }

@@ -67,6 +67,21 @@ public struct PAMHandle {
         free(response)
     }
 
+    /// Asks for a secret without echo (PAM_PROMPT_ECHO_OFF) and lends the answer to `body`;
+    /// PAM's copy is wiped and freed afterwards. nil when the conversation gives no answer.
+    public func withSecretAnswer<T>(_ prompt: String, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T? {
+        var response: UnsafeMutablePointer<CChar>? = nil
+        let rc = fs_pam_prompt(raw, PAM_PROMPT_ECHO_OFF, &response, prompt)
+        guard let response else { return nil }
+        let length = strlen(response)
+        defer {
+            explicit_bzero(response, length)
+            free(response)
+        }
+        guard rc == PAM_SUCCESS else { return nil }
+        return try body(UnsafeRawBufferPointer(start: response, count: length))
+    }
+
     /// Shows an error line to the user.
     public func error(_ message: String) {
         var response: UnsafeMutablePointer<CChar>? = nil

@@ -49,3 +49,31 @@ public struct UserAccount: Equatable, Sendable {
         throw SystemError("getpwnam", code: ERANGE)
     }
 }
+
+extension UserAccount {
+    /// Whether the account belongs to `group` (primary or supplementary); false when the group
+    /// does not exist.
+    public func isMember(ofGroup groupName: String) -> Bool {
+        var entry = Glibc.group()
+        var result: UnsafeMutablePointer<Glibc.group>? = nil
+        var buffer = [CChar](repeating: 0, count: 16384)
+        let found = buffer.withUnsafeMutableBufferPointer { raw -> gid_t? in
+            guard let base = raw.baseAddress, getgrnam_r(groupName, &entry, base, raw.count, &result) == 0, result != nil else {
+                return nil
+            }
+            return entry.gr_gid
+        }
+        guard let groupID = found else { return false }
+        if groupID == gid { return true }
+        var count: Int32 = 64
+        while count <= 65536 {
+            var groups = [gid_t](repeating: 0, count: Int(count))
+            var wanted = count
+            if getgrouplist(name, gid, &groups, &wanted) >= 0 {
+                return groups.prefix(Int(wanted)).contains(groupID)
+            }
+            count = max(wanted, count * 2)
+        }
+        return false
+    }
+}

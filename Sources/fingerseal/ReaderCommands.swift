@@ -8,7 +8,7 @@ import SystemKit
 /// Prompts and progress go to stderr, so stdout carries only results (and --json). With
 /// --events-fd, every reader event also goes out as a JSON line, for rigs (a finger robot
 /// presses when it reads "finger-needed").
-struct TerminalPrompter: Prompter {
+struct TerminalPrompter: ScanPrompter {
     let output: Output
     var eventsFD: Int32? = nil
 

@@ -1,0 +1,123 @@
+import SodiumKit
+import SystemKit
+
+/// What a PAM `auth` call (and later `fingerseal unlock`) knows about its request.
+public struct AuthenticationRequest: Sendable {
+    public var user: String?
+    public var service: String
+    /// PAM_RHOST.
+    public var remoteHost: String?
+    /// SSH_CONNECTION, SSH_CLIENT or SSH_TTY present in the PAM or process environment.
+    public var sshSession: Bool
+    public var options: Options
+
+    public init(user: String?, service: String, remoteHost: String?, sshSession: Bool, options: Options) {
+        self.user = user
+        self.service = service
+        self.remoteHost = remoteHost
+        self.sshSession = sshSession
+        self.options = options
+    }
+
+    /// A login from another machine: an rhost that is not this one, or an SSH session.
+    public var isRemote: Bool {
+        if sshSession { return true }
+        guard let host = remoteHost, !host.isEmpty else { return false }
+        return !["localhost", "127.0.0.1", "::1"].contains(host)
+    }
+}
+
+/// How an authentication ended, with what to log (never a secret).
+public struct AuthenticationResult: Sendable {
+    public let outcome: Outcome
+    public let detail: String
+
+    public init(_ outcome: Outcome, _ detail: String) {
+        self.outcome = outcome
+        self.detail = detail
+    }
+}
+
+/// The unlock decision sequence of design §2, steps 1-8. Each step that cannot go on
+/// returns an outcome that lets the PAM stack move on to the password module; success only
+/// ever comes from a match or a correct PIN.
+public struct Authentication {
+    public let request: AuthenticationRequest
+    public let prompter: Prompter
+    public let clock: any Clock
+
+    /// The fingerprint step: given the user's vault and ledger, scan and return the outcome
+    /// (`.success` on a match). Plugged in by whoever owns a reader.
+    public typealias FingerprintStep = (VaultStore, LockoutLedger) -> AuthenticationResult
+
+    public init(request: AuthenticationRequest, prompter: Prompter, clock: any Clock = SystemClock()) {
+        self.request = request
+        self.prompter = prompter
+        self.clock = clock
+    }
+
+    /// `readPIN` asks for the PIN (no echo); nil or empty means the user skipped it.
+    public func run(fingerprint: FingerprintStep?, readPIN: () -> SecureBytes?) -> AuthenticationResult {
+        let options = request.options
+        // 1. The user and their vault.
+        guard let name = request.user, !name.isEmpty else { return AuthenticationResult(.unknownUser, "no user name") }
+        let account: UserAccount
+        do {
+            guard let found = try UserAccount.named(name) else { return AuthenticationResult(.unknownUser, "no such user") }
+            account = found
+        } catch {
+            return AuthenticationResult(.systemError, "user lookup failed: \(error)")
+        }
+        if let group = options.onlyGroup, !account.isMember(ofGroup: group) {
+            return AuthenticationResult(.unavailable, "not a member of \(group)")
+        }
+        // 2. Remote sessions do not get biometrics unless allowed.
+        if request.isRemote && !options.allowRemote {
+            return AuthenticationResult(.remoteSession, "remote session")
+        }
+        let status: VaultStatus
+        let store: VaultStore
+        do {
+            store = VaultStore(location: try VaultLocation.resolve(account: account, options: options, stateHome: nil))
+            guard let found = try Vault.status(store) else { return AuthenticationResult(.noVault, "no vault") }
+            status = found
+        } catch let error as FingersealError {
+            // Damaged, tampered or unsafe files: say so in the log, touch nothing, fall back.
+            return AuthenticationResult(error.outcome, error.description)
+        } catch {
+            return AuthenticationResult(.systemError, "\(error)")
+        }
+        let ledger = LockoutLedger(store: store, options: options, clock: clock)
+
+        // 3-7. The fingerprint, when one is enrolled and a reader step is plugged in.
+        var fallbackReason = AuthenticationResult(.notEnrolled, "no finger enrolled")
+        if !status.fingers.isEmpty, let fingerprint {
+            if status.lockout.fingerLocked {
+                prompter.error(Messages.fingerLocked)
+                fallbackReason = AuthenticationResult(.lockedOut, "fingerprint locked")
+            } else {
+                let scanned = fingerprint(store, ledger)
+                if scanned.outcome == .success { return scanned }
+                fallbackReason = scanned
+            }
+        }
+
+        // 8. The PIN, when the module offers it and one is set.
+        guard options.pin, status.pinSet else {
+            // Without a PIN step a failed match stays a failure; anything else moves on.
+            return fallbackReason
+        }
+        guard let pin = readPIN(), pin.count > 0 else {
+            return AuthenticationResult(.cancelled, "PIN skipped; " + fallbackReason.detail)
+        }
+        do {
+            _ = try Vault.unlock(store, pin: PINKeyslot(pin: pin), ledger: ledger)
+            return AuthenticationResult(.success, "PIN")
+        } catch let error as FingersealError {
+            prompter.error(error.message)
+            return AuthenticationResult(error.outcome, "PIN: " + error.description)
+        } catch {
+            return AuthenticationResult(.systemError, "PIN: \(error)")
+        }
+    }
+}
