@@ -29,6 +29,7 @@ build: deps
 check: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	scripts/system-test-pam
 	$(BUILD_RELEASE) --product fingerseal
 	FUZZ_SECONDS=$${FUZZ_SECONDS:-20} scripts/fuzz
 
