@@ -45,10 +45,12 @@ demo: build
 install: build
 	install -D -m 0644 $(RELEASE)/libpam_fingerseal.so $(DESTDIR)$(PAMDIR)/pam_fingerseal.so
 	install -D -m 0755 $(RELEASE)/fingerseal $(DESTDIR)$(PREFIX)/bin/fingerseal
+	install -D -m 0755 $(RELEASE)/fingerseal-scan $(DESTDIR)$(PREFIX)/libexec/fingerseal/fingerseal-scan
 	install -D -m 0644 udev/70-fingerseal.rules $(DESTDIR)$(UDEVDIR)/rules.d/70-fingerseal.rules
 
 uninstall:
 	rm -f $(DESTDIR)$(PAMDIR)/pam_fingerseal.so $(DESTDIR)$(PREFIX)/bin/fingerseal
+	rm -f $(DESTDIR)$(PREFIX)/libexec/fingerseal/fingerseal-scan
 	rm -f $(DESTDIR)$(UDEVDIR)/rules.d/70-fingerseal.rules
 
 clean:

@@ -29,6 +29,7 @@ let package = Package(
     products: [
         .library(name: "pam_fingerseal", type: .dynamic, targets: ["PAMFingerseal"]),
         .executable(name: "fingerseal", targets: ["fingerseal"]),
+        .executable(name: "fingerseal-scan", targets: ["fingerseal-scan"]),
         // For the fuzzing package in Fuzz/, which builds the core with -sanitize=fuzzer.
         .library(name: "FingersealCore", targets: ["FingersealCore"]),
     ],
@@ -72,6 +73,10 @@ let package = Package(
         // The CLI.
         .executableTarget(name: "fingerseal", dependencies: ["FingersealCore", "FingerprintFlows", "SystemKit", "SodiumKit", "FprintKit"]),
 
+        // The PAM module's fingerprint step, run as a helper process (libfprint stays out of
+        // the PAM host).
+        .executableTarget(name: "fingerseal-scan", dependencies: ["FingersealCore", "FingerprintFlows", "SystemKit"]),
+
         // Test helper: a process the crash and concurrency tests can SIGKILL and race.
         .executableTarget(
             name: "vault-torture",
@@ -99,7 +104,7 @@ let package = Package(
             name: "FingersealTests",
             dependencies: [
                 "FingersealCore", "FingerprintFlows", "SystemKit", "SodiumKit", "PAMKit", "CPAM",
-                "FprintKit", "CurlKit", "TPMKit", "QRKit", "vault-torture", "pam-cycles", "fingerseal",
+                "FprintKit", "CurlKit", "TPMKit", "QRKit", "vault-torture", "pam-cycles", "fingerseal", "fingerseal-scan",
             ],
             exclude: ["Support/pty_session.py"]
         ),

@@ -10,3 +10,12 @@
 /* A GNU extension Glibc's module does not declare (it is built without _GNU_SOURCE). */
 extern int pthread_timedjoin_np(pthread_t thread, void **result, const struct timespec *abstime);
 #endif
+
+#ifndef FINGERSEAL_CLINUX_SPAWN
+#define FINGERSEAL_CLINUX_SPAWN
+#include <spawn.h>
+/* glibc 2.34+, declared only under _GNU_SOURCE: close every descriptor from `from` up in the
+ * child, so a host's sockets never leak into a helper. */
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
+#define FS_POSIX_SPAWN_SETSID 0x80
+#endif

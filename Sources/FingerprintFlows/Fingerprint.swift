@@ -18,7 +18,7 @@ public struct ScanSettings: Sendable {
     public var timeout: Double
     /// Failed matches allowed in this attempt.
     public var maxTries: Int
-    /// Said after "Place your finger on the reader." (how to cancel, what comes next).
+    /// Ends "Place your finger on the reader, …": how to cancel, what comes next.
     public var cancelHint: String
 
     public init(timeout: Double, maxTries: Int, cancelHint: String) {
@@ -91,7 +91,7 @@ public enum Fingerprint {
 
         let deadline = monotonicSeconds() + settings.timeout
         var failures = 0
-        prompter.info(Messages.placeFinger(swipe: reader.info.scanType == .swipe) + " " + settings.cancelHint)
+        prompter.info(Messages.placeFinger(swipe: reader.info.scanType == .swipe, cancelHint: settings.cancelHint))
         while failures < settings.maxTries {
             let started = monotonicSeconds()
             let operation: ReaderOperation
@@ -130,7 +130,7 @@ public enum Fingerprint {
             throw FingersealError(.usage, Messages.alreadyEnrolled(finger.name))
         }
         let swipe = reader.info.scanType == .swipe
-        prompter.info(Messages.placeFinger(swipe: swipe) + " " + settings.cancelHint)
+        prompter.info(Messages.placeFinger(swipe: swipe, cancelHint: settings.cancelHint))
         let operation: ReaderOperation
         do {
             operation = try reader.enroll(finger: finger, username: vault.store.location.account.name,

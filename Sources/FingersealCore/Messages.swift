@@ -42,7 +42,12 @@ public enum Messages {
     public static func placeFinger(swipe: Bool) -> String {
         swipe ? "Swipe your finger across the reader." : "Place your finger on the reader."
     }
-    public static let pressCtrlC = "Press Ctrl-C to cancel."
+    /// The scan prompt with how to get out of it, as one sentence.
+    public static func placeFinger(swipe: Bool, cancelHint: String) -> String {
+        (swipe ? "Swipe your finger across the reader" : "Place your finger on the reader") + ", " + cancelHint
+    }
+    public static let pressCtrlC = "or press Ctrl-C to cancel."
+    public static let pressCtrlCForPassword = "or press Ctrl-C to use your password."
     public static func enrollProgress(_ done: Int, _ total: Int, swipe: Bool) -> String {
         done >= total ? "Scan \(done) of \(total) done."
             : "Scan \(done) of \(total) done. " + (swipe ? "Swipe your finger again." : "Lift your finger and place it again.")

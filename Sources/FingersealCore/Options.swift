@@ -18,6 +18,8 @@ public struct Options: Equatable, Sendable {
     public var requireToken = false
     /// Seconds after the last successful refresh during which an unreachable IdP is tolerated.
     public var offlineGrace = 7 * 24 * 3600
+    /// The fingerprint helper the PAM module runs (default: found in the libexec directories).
+    public var helper: String? = nil
 
     public init() {}
 
@@ -102,6 +104,9 @@ public struct Options: Equatable, Sendable {
                                  "it needs a group name")
         case "require_token": requireToken = try flag()
         case "offline_grace": offlineGrace = try integer(0...(365 * 24 * 3600))
+        case "helper":
+            helper = try text({ $0.hasPrefix("/") && !$0.contains("..") && !$0.hasSuffix("/") },
+                              "it needs an absolute path to a program")
         default: return false
         }
         return true

@@ -48,7 +48,10 @@ struct ModuleCall {
         let request = AuthenticationRequest(user: pam.user(), service: pam.item(.service) ?? "", remoteHost: pam.item(.rhost),
                                             sshSession: ssh, options: options)
         let prompter = ConversationPrompter(pam: pam)
-        let result = Authentication(request: request, prompter: prompter).run(fingerprint: nil) {
+        let scan: Authentication.FingerprintStep = { _, _ in
+            ScanHelper(options: options, user: request.user ?? "", prompter: prompter).run()
+        }
+        let result = Authentication(request: request, prompter: prompter).run(fingerprint: scan) {
             // The PIN travels from PAM's buffer straight into secure memory.
             pam.withSecretAnswer(Messages.enterPIN) { try? SecureBytes(copying: $0) } ?? nil
         }

@@ -206,7 +206,7 @@ extension Commands {
         defer { reader.close() }
         guard reader.info.features.contains(.capture) else { throw FingersealError(.unavailable, Messages.captureNotSupported) }
         let prompts = try prompter(arguments, context)
-        prompts.info(Messages.placeFinger(swipe: reader.info.scanType == .swipe) + " " + Messages.pressCtrlC)
+        prompts.info(Messages.placeFinger(swipe: reader.info.scanType == .swipe, cancelHint: Messages.pressCtrlC))
         let operation: ReaderOperation
         do { operation = try reader.capture() } catch { throw Fingerprint.translate(error) }
         let result = operation.wait(timeout: scan.timeout, cancelFD: interrupt.fd) { event in
@@ -287,7 +287,7 @@ extension Commands {
         if ok, let reader {
             ok = step("clear-storage") { _ = try finish(try reader.clearStorage(), timeout: scan.timeout) }
             ok = ok && step("enroll") {
-                prompter.info(Messages.placeFinger(swipe: reader.info.scanType == .swipe) + " " + Messages.pressCtrlC)
+                prompter.info(Messages.placeFinger(swipe: reader.info.scanType == .swipe, cancelHint: Messages.pressCtrlC))
                 let operation = try reader.enrollBare()
                 guard case let .enrolled(print) = try finish(operation, timeout: scan.timeout * Double(reader.enrollStages + 1)) else {
                     throw FingersealError(.unavailable, Messages.readerFailed("enrollment gave no print"))
@@ -296,7 +296,7 @@ extension Commands {
             }
             ok = ok && step("verify") {
                 guard let print = enrolled else { return }
-                prompter.info(Messages.placeFinger(swipe: reader.info.scanType == .swipe) + " " + Messages.pressCtrlC)
+                prompter.info(Messages.placeFinger(swipe: reader.info.scanType == .swipe, cancelHint: Messages.pressCtrlC))
                 guard case .verified(matched: true) = try finish(try reader.verify(print), timeout: scan.timeout) else {
                     throw FingersealError(.noMatch, Messages.noMatch)
                 }

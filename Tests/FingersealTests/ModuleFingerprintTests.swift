@@ -1,0 +1,126 @@
+import Glibc
+import Testing
+
+/// pam_fingerseal.so's fingerprint step (through the fingerseal-scan helper) in a real PAM
+/// stack: pamtester under pam_wrapper, fingerseal first, then pam_matrix as the password
+/// module, and libfprint's virtual_device as the reader. Each test has its own environment.
+@Suite struct ModuleFingerprintTests {
+    static let pin = "4826"
+
+    struct Rig {
+        let temp: TempDirectory
+        var environment: [String: String]
+        var socket: String { temp.file("sensor.sock") }
+
+        init(moduleOptions: String = "pin") throws {
+            temp = try TempDirectory()
+            environment = ["XDG_STATE_HOME": temp.file("state"), "PATH": "/usr/bin:/bin", "NO_COLOR": "1",
+                           "FP_DRIVERS_WHITELIST": "virtual_device", "FP_VIRTUAL_DEVICE": temp.file("sensor.sock")]
+            #expect(mkdir(temp.file("state"), 0o700) == 0 && mkdir(temp.file("pam.d"), 0o755) == 0)
+            // Enroll with the CLI, as a user would.
+            let cliEnvironment = environment, socket = temp.file("sensor.sock")
+            let cli = { (arguments: [String], commands: [String]) throws -> Child.Result in
+                let child = try Child(Paths.cli, arguments, environment: cliEnvironment,
+                                      fd3: Array((ModuleFingerprintTests.pin + "\n").utf8))
+                for command in commands { try VirtualSensor.send(command, to: socket) }
+                return child.finish()
+            }
+            #expect(try cli(["pin", "set", "--pin-fd", "3"], []).status == 0)
+            #expect(try cli(["enroll", "--pin-fd", "3"], Array(repeating: "SCAN finger-a", count: 5)).status == 0)
+            let user = String(cString: getpwuid(geteuid()).pointee.pw_name)
+            writeFile(temp.file("passdb"), Array("\(user):secret:fingerseal-scan-test\n".utf8))
+            writeFile(temp.file("pam.d/fingerseal-scan-test"), Array("""
+                auth [success=done default=ignore] \(Paths.module) store=\(temp.file("state"))/fingerseal helper=\(Paths.buildDirectory)/fingerseal-scan \(moduleOptions)
+                auth required \(PamtesterTests.matrix) passdb=\(temp.file("passdb"))
+
+                """.utf8), mode: 0o644)
+            environment["LD_PRELOAD"] = PamtesterTests.wrapper
+            environment["PAM_WRAPPER"] = "1"
+            environment["PAM_WRAPPER_SERVICE_DIR"] = temp.file("pam.d")
+        }
+
+        func start(answers: [String]) throws -> Child {
+            let user = String(cString: getpwuid(geteuid()).pointee.pw_name)
+            return try Child("/usr/bin/pamtester", ["fingerseal-scan-test", user, "authenticate"], environment: environment,
+                             stdin: Array(answers.map { $0 + "\n" }.joined().utf8))
+        }
+
+        func authenticate(answers: [String], sensor commands: [String]) throws -> Child.Result {
+            let child = try start(answers: answers)
+            for command in commands { try VirtualSensor.send(command, to: socket) }
+            return child.finish()
+        }
+
+        func status() throws -> String {
+            var env = environment
+            env["LD_PRELOAD"] = nil
+            return try Child.run(Paths.cli, ["status"], environment: env).stdout
+        }
+    }
+
+    static var available: Bool { PamtesterTests.available }
+
+    @Test(.enabled(if: available)) func aMatchNeedsNeitherPINNorPassword() throws {
+        let rig = try Rig()
+        let result = try rig.authenticate(answers: [], sensor: ["SCAN finger-a"])
+        #expect(result.status == 0, "\(result.all)")
+        #expect(result.all.contains("Swipe your finger across the reader, or press Ctrl-C to use your password."))
+        #expect(!result.stderr.contains("PIN: ") && !result.stderr.contains("Password: "))
+    }
+
+    @Test(.enabled(if: available)) func failedMatchesFallBackToPINThenPassword() throws {
+        let rig = try Rig()
+        let result = try rig.authenticate(answers: ["", "secret"], sensor: Array(repeating: "SCAN stranger", count: 3))
+        #expect(result.status == 0, "\(result.all)")
+        #expect(result.all.contains("The fingerprint did not match."))
+        #expect(result.stderr.contains("PIN: Password: "))
+        #expect(try rig.status().contains("failed scans in a row: 3"))
+    }
+
+    @Test(.enabled(if: available)) func ctrlCGoesToTheFallbackWithoutCounting() throws {
+        let rig = try Rig()
+        let child = try rig.start(answers: ["", "secret"])
+        // pamtester prints the module's text as it comes; Ctrl-C once the scan prompt shows.
+        var prompt = ""
+        while let line = child.readLine(), !line.contains("Ctrl-C") { prompt = line }
+        child.signal(SIGINT)
+        let result = child.finish()
+        #expect(result.status == 0, "\(prompt) \(result.all)")
+        #expect(result.stderr.contains("PIN: Password: "))
+        #expect(try rig.status().contains("failed scans in a row: 0"))
+    }
+
+    @Test(.enabled(if: available)) func noReaderGoesStraightToTheFallback() throws {
+        var rig = try Rig()
+        rig.environment["FP_VIRTUAL_DEVICE"] = nil
+        let start = VirtualSensor.now()
+        let result = try rig.authenticate(answers: [ModuleFingerprintTests.pin], sensor: [])
+        #expect(result.status == 0, "\(result.all)")
+        #expect(!result.all.contains("Swipe your finger"))
+        #expect(VirtualSensor.now() - start < 3)
+    }
+
+    @Test(.enabled(if: available)) func timeoutAndUnplugFallBack() throws {
+        let slow = try Rig(moduleOptions: "pin timeout=1")
+        let timedOut = try slow.authenticate(answers: ["", "secret"], sensor: ["SLEEP 5000"])
+        #expect(timedOut.status == 0, "\(timedOut.all)")
+        #expect(timedOut.all.contains("No finger was scanned in time."))
+        let unplugged = try Rig().authenticate(answers: ["", "secret"], sensor: ["UNPLUG"])
+        #expect(unplugged.status == 0, "\(unplugged.all)")
+        #expect(unplugged.stderr.contains("PIN: Password: "))
+    }
+
+    @Test(.enabled(if: available)) func lockoutAfterMaxFailsAndResetByPIN() throws {
+        let rig = try Rig(moduleOptions: "pin max_tries=1 max_fails=2")
+        for _ in 0..<2 {
+            #expect(try rig.authenticate(answers: ["", "secret"], sensor: ["SCAN stranger"]).status == 0)
+        }
+        // Locked: no scan is offered, the PIN is.
+        let locked = try rig.authenticate(answers: [ModuleFingerprintTests.pin], sensor: [])
+        #expect(locked.status == 0, "\(locked.all)")
+        #expect(locked.all.contains("Fingerprint unlock is locked"))
+        #expect(!locked.all.contains("Swipe your finger"))
+        // The PIN success cleared the lock: the finger works again.
+        #expect(try rig.authenticate(answers: [], sensor: ["SCAN finger-a"]).status == 0)
+    }
+}
