@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Glibc
 import Testing
 
@@ -122,5 +123,60 @@ import Testing
         #expect(!locked.all.contains("Swipe your finger"))
         // The PIN success cleared the lock: the finger works again.
         #expect(try rig.authenticate(answers: [], sensor: ["SCAN finger-a"]).status == 0)
+    }
+}
+
+/// The return-code table of design §2, row by row, with pam_fingerseal.so alone in the
+/// stack; pamtester reports the code through pam_strerror's text.
+@Suite struct ReturnCodeTableTests {
+    static let texts: [Int32: String] = [
+        0: "successfully authenticated",
+        7: "Authentication failure",
+        9: "Authentication service cannot retrieve authentication info",
+        10: "User not known to the underlying authentication module",
+        11: "Have exhausted maximum number of retries for service",
+        3: "Error in service module",
+    ]
+
+    func rig(_ options: String) throws -> ModuleFingerprintTests.Rig {
+        var rig = try ModuleFingerprintTests.Rig(moduleOptions: options)
+        // fingerseal alone: drop the password module line.
+        let path = rig.temp.file("pam.d/fingerseal-scan-test")
+        let first = String(decoding: readFile(path) ?? [], as: UTF8.self).split(separator: "\n")[0]
+        writeFile(path, Array((first.replacingOccurrences(of: "[success=done default=ignore]", with: "required") + "\n").utf8), mode: 0o644)
+        rig.environment["NO_COLOR"] = "1"
+        return rig
+    }
+
+    func expect(_ result: Child.Result, _ code: Int32, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(result.all.contains(ReturnCodeTableTests.texts[code] ?? "?"), "\(result.all)", sourceLocation: sourceLocation)
+    }
+
+    @Test(.enabled(if: PamtesterTests.available)) func everyRow() throws {
+        // success: a match
+        expect(try rig("").authenticate(answers: [], sensor: ["SCAN finger-a"]), 0)
+        // tries used up → PAM_MAXTRIES
+        expect(try rig("max_tries=2").authenticate(answers: [], sensor: ["SCAN x", "SCAN x"]), 11)
+        // a single failed match (max_tries=1) → PAM_AUTH_ERR
+        expect(try rig("max_tries=1").authenticate(answers: [], sensor: ["SCAN x"]), 7)
+        // timeout → PAM_AUTHINFO_UNAVAIL
+        expect(try rig("timeout=1").authenticate(answers: [], sensor: ["SLEEP 5000"]), 9)
+        // no reader → PAM_AUTHINFO_UNAVAIL
+        var noReader = try rig("")
+        noReader.environment["FP_VIRTUAL_DEVICE"] = nil
+        expect(try noReader.authenticate(answers: [], sensor: []), 9)
+        // locked → PAM_AUTH_ERR (no scan offered)
+        let locked = try rig("max_tries=1 max_fails=1")
+        expect(try locked.authenticate(answers: [], sensor: ["SCAN x"]), 7)
+        let stillLocked = try locked.authenticate(answers: [], sensor: [])
+        expect(stillLocked, 7)
+        #expect(stillLocked.all.contains("locked"))
+        // bad configuration → PAM_SERVICE_ERR
+        expect(try rig("timeout=0").authenticate(answers: [], sensor: []), 3)
+        // wrong PIN → PAM_AUTH_ERR; skipped PIN after cancel/no reader → PAM_AUTHINFO_UNAVAIL
+        var pinOnly = try rig("pin")
+        pinOnly.environment["FP_VIRTUAL_DEVICE"] = nil
+        expect(try pinOnly.authenticate(answers: ["0000"], sensor: []), 7)
+        expect(try pinOnly.authenticate(answers: [""], sensor: []), 9)
     }
 }
