@@ -11,6 +11,7 @@ DESTDIR   ?=
 MULTIARCH ?= $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 PAMDIR    ?= /lib/$(MULTIARCH)/security
 UDEVDIR   ?= /lib/udev
+PAMCONFIGDIR ?= /usr/share/pam-configs
 SWIFT     ?= swift
 RELEASE   := .build/release
 # lld: GNU ld warns about a mktemp reference inside the toolchain's static Foundation.
@@ -46,11 +47,17 @@ install: build
 	install -D -m 0644 $(RELEASE)/libpam_fingerseal.so $(DESTDIR)$(PAMDIR)/pam_fingerseal.so
 	install -D -m 0755 $(RELEASE)/fingerseal $(DESTDIR)$(PREFIX)/bin/fingerseal
 	install -D -m 0755 $(RELEASE)/fingerseal-scan $(DESTDIR)$(PREFIX)/libexec/fingerseal/fingerseal-scan
+	install -D -m 0644 pam/fingerseal.pam-config $(DESTDIR)$(PAMCONFIGDIR)/fingerseal
+	install -D -m 0644 man/pam_fingerseal.8 $(DESTDIR)$(PREFIX)/share/man/man8/pam_fingerseal.8
+	install -d $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam
+	install -m 0644 pam/examples/* $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam/
 	install -D -m 0644 udev/70-fingerseal.rules $(DESTDIR)$(UDEVDIR)/rules.d/70-fingerseal.rules
 
 uninstall:
 	rm -f $(DESTDIR)$(PAMDIR)/pam_fingerseal.so $(DESTDIR)$(PREFIX)/bin/fingerseal
-	rm -f $(DESTDIR)$(PREFIX)/libexec/fingerseal/fingerseal-scan
+	rm -f $(DESTDIR)$(PREFIX)/libexec/fingerseal/fingerseal-scan $(DESTDIR)$(PAMCONFIGDIR)/fingerseal
+	rm -rf $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam
+	rm -f $(DESTDIR)$(PREFIX)/share/man/man8/pam_fingerseal.8
 	rm -f $(DESTDIR)$(UDEVDIR)/rules.d/70-fingerseal.rules
 
 clean:
