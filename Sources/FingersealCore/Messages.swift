@@ -83,6 +83,8 @@ public enum Messages {
     public static func captured(_ path: String, _ width: Int, _ height: Int) -> String { "Saved a \(width) by \(height) image to \(path)." }
     public static let selftestNeedsStorage = "The self-test needs a reader that stores prints on the device."
 
+    public static let signInRequiredNotice = "Fingerprint unlock needs a new sign-in. Run: fingerseal login"
+
     // Reset
     public static let resetConfirm = "This deletes the fingerseal vault for this account, with its PIN, enrolled fingers and sign-in. Type yes to continue: "
     public static let resetDone = "The fingerseal vault is deleted."

@@ -7,6 +7,9 @@ public enum Outcome: String, CaseIterable, Sendable {
     // Nothing to authenticate with here: the stack goes on to the next module.
     case noReader, noPrints, notEnrolled, noVault, noPIN, timedOut, cancelled, remoteSession, vaultUnusable, unavailable
     case unknownUser, badConfiguration, conversationAgain
+    /// Account and session calls with nothing to check or do here (no vault): PAM_IGNORE.
+    /// Never the result of an error.
+    case notApplicable
     /// CLI only: the command line itself was wrong.
     case usage
     case systemError
@@ -21,11 +24,13 @@ public enum PAMReturn: Int32, Sendable {
     case authInfoUnavailable = 9
     case userUnknown = 10
     case maxTries = 11
+    case ignore = 25
     case incomplete = 31
 }
 
 extension Outcome {
-    /// The PAM code for this outcome. Never PAM_IGNORE, and success only for `.success`.
+    /// The PAM code for this outcome: success only for `.success`, PAM_IGNORE only for
+    /// `.notApplicable`.
     public var pamReturn: PAMReturn {
         switch self {
         case .success: return .success
@@ -37,6 +42,7 @@ extension Outcome {
         case .badConfiguration, .usage: return .serviceError
         case .noMatch, .wrongPIN, .lockedOut, .signInRequired: return .authError
         case .conversationAgain: return .incomplete
+        case .notApplicable: return .ignore
         }
     }
 
@@ -49,7 +55,7 @@ extension Outcome {
         case .cancelled: return 3
         case .timedOut: return 4
         case .lockedOut: return 5
-        case .noVault, .noPIN, .notEnrolled, .noPrints: return 6
+        case .noVault, .noPIN, .notEnrolled, .noPrints, .notApplicable: return 6
         case .signInRequired: return 7
         case .noReader, .remoteSession, .unavailable, .conversationAgain: return 8
         case .vaultUnusable: return 9

@@ -3,8 +3,6 @@ import PAMKit
 
 // The PAM entry points, and nothing else: every decision is made in FingersealCore and
 // every PAM code comes from `Outcome.pamReturn`. Nothing here may crash or block the host.
-// Until the unlock flow lands, authentication reports that no fingerprint method is
-// available, so the stack goes on to the password module.
 
 public typealias PAMArguments = UnsafeMutablePointer<UnsafePointer<CChar>?>?
 
@@ -18,4 +16,22 @@ public func pam_sm_authenticate(_ raw: OpaquePointer?, _ flags: Int32, _ argc: I
 public func pam_sm_setcred(_ raw: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv: PAMArguments) -> Int32 {
     // No credentials of our own to establish; the session token is handled in open_session.
     Outcome.success.pamReturn.rawValue
+}
+
+@_cdecl("pam_sm_acct_mgmt")
+public func pam_sm_acct_mgmt(_ raw: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv: PAMArguments) -> Int32 {
+    guard let pam = PAMHandle(raw) else { return Outcome.systemError.pamReturn.rawValue }
+    return ModuleCall(pam: pam, argc: argc, argv: argv).accountManagement().pamReturn.rawValue
+}
+
+@_cdecl("pam_sm_open_session")
+public func pam_sm_open_session(_ raw: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv: PAMArguments) -> Int32 {
+    guard let pam = PAMHandle(raw) else { return Outcome.systemError.pamReturn.rawValue }
+    return ModuleCall(pam: pam, argc: argc, argv: argv).openSession().pamReturn.rawValue
+}
+
+@_cdecl("pam_sm_close_session")
+public func pam_sm_close_session(_ raw: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv: PAMArguments) -> Int32 {
+    guard let pam = PAMHandle(raw) else { return Outcome.systemError.pamReturn.rawValue }
+    return ModuleCall(pam: pam, argc: argc, argv: argv).closeSession().pamReturn.rawValue
 }

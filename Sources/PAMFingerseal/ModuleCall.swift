@@ -2,6 +2,7 @@ import FingersealCore
 import Glibc
 import PAMKit
 import SodiumKit
+import SystemKit
 
 /// The PAM conversation as a Prompter.
 struct ConversationPrompter: Prompter {
@@ -42,11 +43,47 @@ struct ModuleCall {
         return nil
     }
 
+    func request(_ options: Options) -> AuthenticationRequest {
+        let ssh = ["SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY"].contains { pam.environment($0) != nil || getenv($0) != nil }
+        return AuthenticationRequest(user: pam.user(), service: pam.item(.service) ?? "", remoteHost: pam.item(.rhost),
+                                     sshSession: ssh, options: options)
+    }
+
+    func accountManagement() -> Outcome {
+        guard let options = options() else { return .badConfiguration }
+        let request = request(options)
+        let result = AccountCheck.run(request, prompter: ConversationPrompter(pam: pam))
+        log(result, request, action: "account")
+        return result.outcome
+    }
+
+    /// Nothing to place yet: the session's access token arrives with the sign-in chain.
+    func openSession() -> Outcome {
+        guard options() != nil else { return .badConfiguration }
+        return .success
+    }
+
+    /// Drops the session's access token and step-up grants.
+    func closeSession() -> Outcome {
+        guard let options = options() else { return .badConfiguration }
+        let request = request(options)
+        guard let name = request.user, let account = try? UserAccount.named(name) else { return .unknownUser }
+        let runtime = SessionFiles.runtimeDirectory(for: account, environment: pam.environment("XDG_RUNTIME_DIR"))
+        do {
+            let removed = try SessionFiles.drop(for: account, runtimeDirectory: runtime)
+            if options.debug { pam.log(.debug, "session closed for user=\(name): removed \(removed)") }
+            return .success
+        } catch let error as FingersealError {
+            log(AuthenticationResult(error.outcome, error.description), request, action: "session close")
+            return error.outcome
+        } catch {
+            return .systemError
+        }
+    }
+
     func authenticate() -> Outcome {
         guard let options = options() else { return .badConfiguration }
-        let ssh = ["SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY"].contains { pam.environment($0) != nil || getenv($0) != nil }
-        let request = AuthenticationRequest(user: pam.user(), service: pam.item(.service) ?? "", remoteHost: pam.item(.rhost),
-                                            sshSession: ssh, options: options)
+        let request = request(options)
         let prompter = ConversationPrompter(pam: pam)
         let scan: Authentication.FingerprintStep = { _, _ in
             ScanHelper(options: options, user: request.user ?? "", prompter: prompter).run()
@@ -55,17 +92,17 @@ struct ModuleCall {
             // The PIN travels from PAM's buffer straight into secure memory.
             pam.withSecretAnswer(Messages.enterPIN) { try? SecureBytes(copying: $0) } ?? nil
         }
-        log(result, request)
+        log(result, request, action: "authentication")
         return result.outcome
     }
 
     /// One line per decision at LOG_AUTHPRIV: outcome, user, service; never a secret. The
     /// quiet outcomes (no vault, remote) are logged only with `debug`.
-    private func log(_ result: AuthenticationResult, _ request: AuthenticationRequest) {
-        let quiet: Set<Outcome> = [.noVault, .remoteSession, .notEnrolled]
+    private func log(_ result: AuthenticationResult, _ request: AuthenticationRequest, action: String) {
+        let quiet: Set<Outcome> = [.noVault, .remoteSession, .notEnrolled, .notApplicable]
         if quiet.contains(result.outcome) && !request.options.debug { return }
         let level: PAMHandle.LogLevel = result.outcome == .success ? .notice
             : (result.outcome.pamReturn == .authError ? .warning : .notice)
-        pam.log(level, "authentication \(result.outcome.rawValue) for user=\(request.user ?? "?") service=\(request.service): \(result.detail)")
+        pam.log(level, "\(action) \(result.outcome.rawValue) for user=\(request.user ?? "?") service=\(request.service): \(result.detail)")
     }
 }

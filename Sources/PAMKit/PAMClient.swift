@@ -42,6 +42,11 @@ public final class PAMClient {
     public func openSession(flags: Int32 = 0) -> Int32 { record(pam_open_session(handle, flags)) }
     public func closeSession(flags: Int32 = 0) -> Int32 { record(pam_close_session(handle, flags)) }
 
+    /// Sets a variable in the PAM environment (pam_putenv).
+    public func setEnvironment(_ name: String, _ value: String) -> Int32 {
+        pam_putenv(handle, "\(name)=\(value)")
+    }
+
     public func setItem(_ item: PAMHandle.Item, _ value: String) -> Int32 {
         record(pam_set_item(handle, item.code, value))
     }

@@ -138,6 +138,24 @@ public final class SafeDirectory {
         try fd.sync()
     }
 
+    /// A subdirectory, opened with the same checks; nil when it does not exist.
+    public func subdirectory(_ name: String) throws -> SafeDirectory? {
+        do {
+            return try SafeDirectory(path: full(name), owner: owner)
+        } catch let error as SystemError where error.code == ENOENT {
+            return nil
+        }
+    }
+
+    /// Removes an empty subdirectory.
+    public func removeDirectory(_ name: String) throws {
+        do {
+            _ = try syscall("rmdir", full(name)) { unlinkat(fd.rawValue, name, AT_REMOVEDIR) }
+        } catch let error as SystemError where error.code == ENOENT {
+            return
+        }
+    }
+
     /// Names in the directory, without "." and "..".
     public func entries() throws -> [String] {
         let raw = try syscall("open", path) { openat(fd.rawValue, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }

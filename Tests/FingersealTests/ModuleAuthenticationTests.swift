@@ -134,6 +134,58 @@ import SystemKit
         #expect(try stack.authenticate(answer: ModuleAuthenticationTests.pin) == PAM_AUTHINFO_UNAVAIL)
     }
 
+    @Test func accountCheckSaysWhenSignInIsNeeded() throws {
+        let stack = try Stack()
+        let run = { () throws -> Int32 in
+            let client = try PAMClient(service: "fingerseal-test", user: stack.user.name, configDirectory: stack.services) {
+                stack.messages.append($0)
+                return nil
+            }
+            return client.accountManagement()
+        }
+        writeFile(stack.services + "/fingerseal-test",
+                  Array("account required \(Paths.module) store=\(stack.temp.path)/%u\n".utf8), mode: 0o644)
+        #expect(try run() == PAM_SUCCESS)
+        #expect(stack.messages.isEmpty)
+        let vault = try Vault.unlock(stack.store, pin: PINKeyslot(pin: secret(ModuleAuthenticationTests.pin)),
+                                     ledger: LockoutLedger(store: stack.store, policy: LockoutPolicy()))
+        try vault.update { $0.setSignIn(.required) }
+        #expect(try run() == PAM_SUCCESS)
+        #expect(stack.messages == [.textInfo("Fingerprint unlock needs a new sign-in. Run: fingerseal login")])
+    }
+
+    @Test func accountCheckWithoutAVaultHasNoOpinion() throws {
+        let stack = try Stack(vault: false)
+        // PAM_IGNORE from us, so pam_permit decides; any error from us would fail the stack.
+        writeFile(stack.services + "/fingerseal-test", Array("""
+            account [success=ok ignore=ignore default=bad] \(Paths.module) store=\(stack.temp.path)/%u
+            account required pam_permit.so
+
+            """.utf8), mode: 0o644)
+        let client = try PAMClient(service: "fingerseal-test", user: stack.user.name, configDirectory: stack.services) { _ in nil }
+        #expect(client.accountManagement() == PAM_SUCCESS)
+    }
+
+    @Test func closingTheSessionDropsTokenAndGrants() throws {
+        let stack = try Stack()
+        let runtime = stack.temp.file("runtime")
+        #expect(mkdir(runtime, 0o700) == 0 && mkdir(runtime + "/fingerseal", 0o700) == 0
+                && mkdir(runtime + "/fingerseal/grants", 0o700) == 0)
+        writeFile(runtime + "/fingerseal/access-token", Array("token".utf8))
+        writeFile(runtime + "/fingerseal/grants/contacts", Array("grant".utf8))
+        writeFile(stack.services + "/fingerseal-test",
+                  Array("session required \(Paths.module) store=\(stack.temp.path)/%u\n".utf8), mode: 0o644)
+        let client = try PAMClient(service: "fingerseal-test", user: stack.user.name, configDirectory: stack.services) { _ in nil }
+        #expect(client.setEnvironment("XDG_RUNTIME_DIR", runtime) == PAM_SUCCESS)
+        #expect(client.openSession() == PAM_SUCCESS)
+        #expect(readFile(runtime + "/fingerseal/access-token") != nil)
+        #expect(client.closeSession() == PAM_SUCCESS)
+        #expect(readFile(runtime + "/fingerseal/access-token") == nil)
+        #expect(readFile(runtime + "/fingerseal/grants/contacts") == nil)
+        var info = stat()
+        #expect(stat(runtime + "/fingerseal/grants", &info) != 0)
+    }
+
     /// In a process of its own (other tests open and close descriptors in this one), which
     /// also links the Swift runtime: the module must coexist with it.
     @Test func hundredCyclesLeaveTheHostAsFound() throws {

@@ -95,11 +95,13 @@ import Testing
         #expect(PAMReturn.userUnknown.rawValue == PAM_USER_UNKNOWN)
         #expect(PAMReturn.maxTries.rawValue == PAM_MAXTRIES)
         #expect(PAMReturn.incomplete.rawValue == PAM_INCOMPLETE)
+        #expect(PAMReturn.ignore.rawValue == PAM_IGNORE)
     }
 
     @Test func onlySuccessSucceeds() {
         for outcome in Outcome.allCases where outcome != .success {
             #expect(outcome.pamReturn != .success, "\(outcome)")
+            #expect(outcome.pamReturn != .ignore || outcome == .notApplicable, "\(outcome)")
             #expect(outcome.exitCode != 0, "\(outcome)")
         }
         #expect(Outcome.success.pamReturn == .success && Outcome.success.exitCode == 0)

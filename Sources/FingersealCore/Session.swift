@@ -1,0 +1,58 @@
+import Glibc
+import SystemKit
+
+/// The per-login-session files under `$XDG_RUNTIME_DIR/fingerseal/` (tmpfs): the session's
+/// access token and the step-up grants. Dropped when the session closes.
+public enum SessionFiles {
+    public static let directory = "fingerseal"
+    public static let accessToken = "access-token"
+    public static let grants = "grants"
+
+    /// `$XDG_RUNTIME_DIR` as the session sees it, else systemd's `/run/user/UID`.
+    public static func runtimeDirectory(for account: UserAccount, environment: String?) -> String {
+        if let environment, environment.hasPrefix("/") { return environment }
+        return "/run/user/\(account.uid)"
+    }
+
+    /// Removes the access token and every grant, as the user. Returns what was removed.
+    public static func drop(for account: UserAccount, runtimeDirectory: String) throws -> [String] {
+        try VaultStore.guarded("clear the session's fingerseal files") {
+            try asUser(account) {
+                guard let runtime = try? SafeDirectory(path: runtimeDirectory, owner: account.uid),
+                      let ours = try runtime.subdirectory(directory) else { return [] }
+                var removed: [String] = []
+                if try ours.exists(accessToken) {
+                    try ours.remove(accessToken)
+                    removed.append(accessToken)
+                }
+                if let grantDirectory = try ours.subdirectory(grants) {
+                    for name in try grantDirectory.entries() { try grantDirectory.remove(name) }
+                    try ours.removeDirectory(grants)
+                    removed.append(grants)
+                }
+                return removed
+            }
+        }
+    }
+}
+
+/// The account check: says when the vault needs a new sign-in. It never denies an account:
+/// that is the password stack's business. No vault: no opinion (PAM_IGNORE).
+public enum AccountCheck {
+    public static func run(_ request: AuthenticationRequest, prompter: Prompter) -> AuthenticationResult {
+        guard let name = request.user, let account = try? UserAccount.named(name) else {
+            return AuthenticationResult(.unknownUser, "no such user")
+        }
+        do {
+            let store = VaultStore(location: try VaultLocation.resolve(account: account, options: request.options, stateHome: nil))
+            guard let status = try Vault.status(store) else { return AuthenticationResult(.notApplicable, "no vault") }
+            if status.signIn == .required {
+                prompter.info(Messages.signInRequiredNotice)
+                return AuthenticationResult(.success, "sign-in required")
+            }
+            return AuthenticationResult(.success, "vault fine")
+        } catch {
+            return AuthenticationResult(.notApplicable, "vault unreadable: \(error)")
+        }
+    }
+}
