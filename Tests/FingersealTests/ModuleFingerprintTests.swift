@@ -111,6 +111,61 @@ import Testing
         #expect(unplugged.stderr.contains("PIN: Password: "))
     }
 
+    /// Many authentications that each start the helper (no reader here, then the PIN): the
+    /// host process keeps its threads, descriptors, signal state and environment.
+    @Test(.enabled(if: available)) func helperCyclesLeaveTheHostAsFound() throws {
+        var rig = try Rig()
+        rig.environment["FP_VIRTUAL_DEVICE"] = nil
+        rig.environment["LD_PRELOAD"] = nil
+        // pam-cycles uses pam_start_confdir itself: point it at the rig's service directory.
+        let user = String(cString: getpwuid(geteuid()).pointee.pw_name)
+        let run = try Child.run(Paths.buildDirectory + "/pam-cycles",
+                                [rig.temp.file("pam.d"), "fingerseal-scan-test", user, "30", ModuleFingerprintTests.pin],
+                                environment: rig.environment)
+        #expect(run.status == 0, "\(run.all)")
+        for line in run.stdout.split(separator: "\n").map({ $0.split(separator: " ").map(String.init) })
+        where line.first == "threads" || line.first == "fds" {
+            #expect(line.count == 3 && line[1] == line[2], "\(line.joined(separator: " "))")
+        }
+        #expect(run.stdout.contains("signals same") && run.stdout.contains("environment same"), "\(run.stdout)")
+        #expect(run.stdout.contains("codes 0:30"), "\(run.stdout)")
+    }
+
+    /// What the module sends to syslog (LOG_AUTHPRIV, through pam_syslog): one line per
+    /// decision with outcome, user and service, and one for a bad option.
+    @Test(.enabled(if: available && SyslogCapture.available)) func decisionsAreLogged() throws {
+        func logged(_ rig: Rig, answers: [String], sensor: [String]) throws -> (Child.Result, String) {
+            let capture = try SyslogCapture(directory: rig.temp.path)
+            let user = String(cString: getpwuid(geteuid()).pointee.pw_name)
+            let (path, arguments) = capture.wrap(["/usr/bin/pamtester", "fingerseal-scan-test", user, "authenticate"])
+            let child = try Child(path, arguments, environment: rig.environment,
+                                  stdin: Array(answers.map { $0 + "\n" }.joined().utf8))
+            for command in sensor { try VirtualSensor.send(command, to: rig.socket) }
+            let result = child.finish()
+            return (result, capture.messages().joined(separator: "\n"))
+        }
+        let rig = try Rig()
+        let (matched, matchLog) = try logged(rig, answers: [], sensor: ["SCAN finger-a"])
+        #expect(matched.status == 0, "\(matched.all)")
+        #expect(matchLog.contains("authentication success for user="), "\(matchLog)")
+        #expect(matchLog.contains("service=fingerseal-scan-test"))
+
+        let vault = rig.temp.file("state/fingerseal/vault")
+        var bytes = try #require(readFile(vault))
+        bytes[bytes.count / 2] ^= 0x04
+        writeFile(vault, bytes)
+        let (damaged, damagedLog) = try logged(rig, answers: ["secret"], sensor: [])
+        #expect(damaged.status == 0, "the password still works: \(damaged.all)")
+        #expect(damagedLog.contains("authentication vaultUnusable"), "\(damagedLog)")
+        #expect(readFile(vault) == bytes, "the damaged vault is left as it was")
+
+        var hostile = try Rig(moduleOptions: "timeout=" + String(repeating: "9", count: 5000))
+        hostile.environment["FP_VIRTUAL_DEVICE"] = nil
+        let (_, hostileLog) = try logged(hostile, answers: ["secret"], sensor: [])
+        #expect(hostileLog.contains("configuration:"), "\(hostileLog)")
+        #expect(!matchLog.contains(ModuleFingerprintTests.pin) && !damagedLog.contains("secret"))
+    }
+
     @Test(.enabled(if: available)) func lockoutAfterMaxFailsAndResetByPIN() throws {
         let rig = try Rig(moduleOptions: "pin max_tries=1 max_fails=2")
         for _ in 0..<2 {

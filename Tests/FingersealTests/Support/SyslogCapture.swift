@@ -1,0 +1,43 @@
+import Glibc
+
+/// Receives what a child process sends to syslog: the child runs in a private mount
+/// namespace where /dev/log is bind-mounted to this datagram socket. Needs root.
+final class SyslogCapture {
+    static var available: Bool { geteuid() == 0 && access("/usr/bin/unshare", X_OK) == 0 && access("/dev/log", F_OK) == 0 }
+
+    let path: String
+    private let fd: Int32
+
+    init(directory: String) throws {
+        path = directory + "/log.sock"
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in Array(path.utf8).prefix(raw.count - 1).enumerated() { raw[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard fd >= 0, bound == 0 else { throw TestFailure("cannot bind \(path)") }
+        chmod(path, 0o666)
+    }
+
+    deinit { close(fd) }
+
+    /// `command` wrapped so its syslog goes here.
+    func wrap(_ command: [String]) -> (String, [String]) {
+        ("/usr/bin/unshare", ["--mount", "--", "/bin/sh", "-c", #"mount --bind "$0" /dev/log && exec "$@""#, path] + command)
+    }
+
+    /// Every message received so far.
+    func messages() -> [String] {
+        var found: [String] = []
+        var buffer = [UInt8](repeating: 0, count: 8192)
+        while true {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count <= 0 { return found }
+            found.append(String(decoding: buffer[..<count], as: UTF8.self))
+        }
+    }
+}
