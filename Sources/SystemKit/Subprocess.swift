@@ -52,8 +52,10 @@ public final class Subprocess {
         terminate(grace: 0)
     }
 
+    /// Signals the child unless it is already gone. Checking first matters: a host's own
+    /// SIGCHLD handler may have reaped it, and its pid may belong to someone else by now.
     public func signal(_ number: Int32) {
-        if !reaped { kill(pid, number) }
+        if !reap(timeout: 0) { kill(pid, number) }
     }
 
     /// Reaps the child, waiting at most `timeout` seconds; true once it is gone. A host's
@@ -77,10 +79,9 @@ public final class Subprocess {
 
     /// Asks it to stop (SIGTERM), waits `grace` seconds, then SIGKILLs and reaps it.
     public func terminate(grace: Double) {
-        guard !reaped else { return }
-        kill(pid, SIGTERM)
+        signal(SIGTERM)
         if reap(timeout: grace) { return }
-        kill(pid, SIGKILL)
+        signal(SIGKILL)
         reap(timeout: 5)
     }
 }
