@@ -1,4 +1,5 @@
 import Glibc
+import SodiumKit
 import SystemKit
 
 /// The per-login-session files under `$XDG_RUNTIME_DIR/fingerseal/` (tmpfs): the session's
@@ -12,6 +13,20 @@ public enum SessionFiles {
     public static func runtimeDirectory(for account: UserAccount, environment: String?) -> String {
         if let environment, environment.hasPrefix("/") { return environment }
         return "/run/user/\(account.uid)"
+    }
+
+    /// Writes the session's access token (0600, as the user, atomically) into a 0700
+    /// `fingerseal` directory under the user's runtime directory.
+    public static func placeAccessToken(_ token: UnsafeRawBufferPointer, for account: UserAccount,
+                                        runtimeDirectory: String) throws {
+        var bytes = Array(token)
+        defer { Sodium.wipe(&bytes) }
+        try VaultStore.guarded("place the session's access token") {
+            try asUser(account) {
+                let runtime = try SafeDirectory(path: runtimeDirectory, owner: account.uid)
+                try runtime.makeSubdirectory(directory, mode: 0o700).replace(accessToken, with: bytes, mode: 0o600)
+            }
+        }
     }
 
     /// Removes the access token and every grant, as the user. Returns what was removed.

@@ -57,10 +57,26 @@ struct ModuleCall {
         return result.outcome
     }
 
-    /// Nothing to place yet: the session's access token arrives with the sign-in chain.
+    /// The PAM data name under which authentication leaves the fresh access token.
+    static let accessTokenData = "fingerseal-access-token"
+
+    /// Places the access token authentication obtained (if it did) for the session.
     func openSession() -> Outcome {
-        guard options() != nil else { return .badConfiguration }
-        return .success
+        guard let options = options() else { return .badConfiguration }
+        let request = request(options)
+        guard let name = request.user, let account = try? UserAccount.named(name) else { return .unknownUser }
+        let runtime = SessionFiles.runtimeDirectory(for: account, environment: pam.environment("XDG_RUNTIME_DIR"))
+        do {
+            try pam.withSecretData(ModuleCall.accessTokenData) { token in
+                try SessionFiles.placeAccessToken(token, for: account, runtimeDirectory: runtime)
+            }
+            return .success
+        } catch let error as FingersealError {
+            log(AuthenticationResult(error.outcome, error.description), request, action: "session open")
+            return error.outcome
+        } catch {
+            return .systemError
+        }
     }
 
     /// Drops the session's access token and step-up grants.

@@ -82,6 +82,36 @@ public struct PAMHandle {
         return try body(UnsafeRawBufferPointer(start: response, count: length))
     }
 
+    /// Keeps a secret with the PAM handle (pam_set_data) until a later call of the same
+    /// transaction (open_session) takes it; PAM's cleanup wipes and frees it at pam_end.
+    @discardableResult
+    public func setSecretData(_ name: String, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        let total = MemoryLayout<Int>.size + bytes.count
+        guard let buffer = malloc(total) else { return false }
+        buffer.storeBytes(of: bytes.count, as: Int.self)
+        if let base = bytes.baseAddress { memcpy(buffer + MemoryLayout<Int>.size, base, bytes.count) }
+        let stored = pam_set_data(raw, name, buffer, { _, data, _ in
+            guard let data else { return }
+            let count = data.load(as: Int.self)
+            explicit_bzero(data, MemoryLayout<Int>.size + count)
+            free(data)
+        })
+        if stored != PAM_SUCCESS {
+            explicit_bzero(buffer, total)
+            free(buffer)
+            return false
+        }
+        return true
+    }
+
+    /// Lends a secret kept with `setSecretData` to `body`; nil when there is none.
+    public func withSecretData<T>(_ name: String, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T? {
+        var data: UnsafeRawPointer? = nil
+        guard pam_get_data(raw, name, &data) == PAM_SUCCESS, let data else { return nil }
+        let count = data.load(as: Int.self)
+        return try body(UnsafeRawBufferPointer(start: data + MemoryLayout<Int>.size, count: count))
+    }
+
     /// Shows an error line to the user.
     public func error(_ message: String) {
         var response: UnsafeMutablePointer<CChar>? = nil

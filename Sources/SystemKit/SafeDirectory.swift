@@ -147,6 +147,14 @@ public final class SafeDirectory {
         }
     }
 
+    /// The subdirectory `name`, created with `mode` when missing, opened with the same checks.
+    public func makeSubdirectory(_ name: String, mode: mode_t) throws -> SafeDirectory {
+        if mkdirat(fd.rawValue, name, mode) != 0 && errno != EEXIST {
+            throw SystemError("mkdir", full(name), code: errno)
+        }
+        return try SafeDirectory(path: full(name), owner: owner)
+    }
+
     /// Removes an empty subdirectory.
     public func removeDirectory(_ name: String) throws {
         do {

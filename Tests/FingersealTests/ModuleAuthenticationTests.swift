@@ -202,3 +202,36 @@ import SystemKit
         #expect(run.stdout.contains("codes 0:101"), "\(run.stdout)")
     }
 }
+
+@Suite struct SessionFilesTests {
+    @Test func accessTokenIsPlacedOwnerOnlyAndDroppedAtClose() throws {
+        let temp = try TempDirectory()
+        let user = try #require(try UserAccount.current())
+        let runtime = temp.file("runtime")
+        #expect(mkdir(runtime, 0o700) == 0)
+        let token = Array("access-token-value".utf8)
+        try token.withUnsafeBytes { try SessionFiles.placeAccessToken($0, for: user, runtimeDirectory: runtime) }
+        let path = runtime + "/fingerseal/access-token"
+        #expect(readFile(path) == token)
+        var info = stat()
+        #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == 0o600 && info.st_uid == user.uid)
+        #expect(stat(runtime + "/fingerseal", &info) == 0 && info.st_mode & 0o777 == 0o700)
+        // A second login's token replaces the first.
+        try Array("newer".utf8).withUnsafeBytes { try SessionFiles.placeAccessToken($0, for: user, runtimeDirectory: runtime) }
+        #expect(readFile(path) == Array("newer".utf8))
+        #expect(try SessionFiles.drop(for: user, runtimeDirectory: runtime) == ["access-token"])
+        #expect(readFile(path) == nil)
+    }
+
+    @Test func aSymlinkedSessionDirectoryIsRefused() throws {
+        let temp = try TempDirectory()
+        let user = try #require(try UserAccount.current())
+        let runtime = temp.file("runtime")
+        #expect(mkdir(runtime, 0o700) == 0 && mkdir(temp.file("elsewhere"), 0o700) == 0)
+        #expect(symlink(temp.file("elsewhere"), runtime + "/fingerseal") == 0)
+        expectOutcome(.vaultUnusable) {
+            try Array("t".utf8).withUnsafeBytes { try SessionFiles.placeAccessToken($0, for: user, runtimeDirectory: runtime) }
+        }
+        #expect(readFile(temp.file("elsewhere/access-token")) == nil)
+    }
+}
