@@ -61,6 +61,10 @@ let package = Package(
         // own target so that what does not scan never loads libfprint (~5 ms of start-up).
         .target(name: "FingerprintFlows", dependencies: ["FingersealCore", "FprintKit", "SodiumKit", "SystemKit"]),
 
+        // The identity provider over HTTP (discovery, token requests): its own target, so
+        // that what does not talk to the IdP never loads libcurl.
+        .target(name: "IdentityClient", dependencies: ["FingersealCore", "CurlKit", "SodiumKit"]),
+
         // The PAM module: entry points only; everything else is in the core.
         .target(
             name: "PAMFingerseal",
@@ -103,7 +107,7 @@ let package = Package(
         .testTarget(
             name: "FingersealTests",
             dependencies: [
-                "FingersealCore", "FingerprintFlows", "SystemKit", "SodiumKit", "PAMKit", "CPAM",
+                "FingersealCore", "FingerprintFlows", "IdentityClient", "SystemKit", "SodiumKit", "PAMKit", "CPAM",
                 "FprintKit", "CurlKit", "TPMKit", "QRKit", "vault-torture", "pam-cycles", "fingerseal", "fingerseal-scan",
             ],
             exclude: ["Support/pty_session.py"]

@@ -1,0 +1,39 @@
+import SodiumKit
+
+/// Tokens an identity provider issued. Secrets stay in secure memory.
+public struct TokenSet {
+    public let accessToken: SecureBytes
+    /// The rotated refresh token, when the provider sent one.
+    public let refreshToken: SecureBytes?
+    /// Seconds the access token lives, when the provider said.
+    public let expiresIn: Int?
+    public let scope: String?
+
+    public init(accessToken: SecureBytes, refreshToken: SecureBytes?, expiresIn: Int?, scope: String?) {
+        self.accessToken = accessToken
+        self.refreshToken = refreshToken
+        self.expiresIn = expiresIn
+        self.scope = scope
+    }
+}
+
+/// Why a token request did not give tokens, sorted by what the caller must do about it.
+public enum TokenFailure: Error, Equatable, Sendable {
+    /// `invalid_grant`: the refresh-token chain is over; a new sign-in is needed.
+    case chainEnded(String)
+    /// Network error, timeout, TLS failure or a 5xx: try again later (offline policy).
+    case unreachable(String)
+    /// Any other refusal, standard or not, or an error without a body.
+    case rejected(status: Int, code: String?)
+    /// Not a token response: not JSON, oversized, missing fields.
+    case malformed(String)
+    /// Device grant (RFC 8628) states.
+    case authorizationPending, slowDown, expiredToken, accessDenied
+    /// The provider's configuration is not acceptable (issuer mismatch, plain http).
+    case badConfiguration(String)
+}
+
+/// What flows need from an identity provider; the real one speaks HTTP (IdentityClient).
+public protocol TokenClient {
+    func refresh(_ refreshToken: SecureBytes) throws(TokenFailure) -> TokenSet
+}

@@ -1,0 +1,77 @@
+import CurlKit
+import FingersealCore
+import FoundationEssentials
+
+/// The parts of an OIDC discovery document fingerseal uses.
+public struct ProviderMetadata: Codable, Equatable, Sendable {
+    public let issuer: String
+    public let tokenEndpoint: String
+    public let authorizationEndpoint: String?
+    public let deviceAuthorizationEndpoint: String?
+    public let revocationEndpoint: String?
+
+    enum CodingKeys: String, CodingKey {
+        case issuer
+        case tokenEndpoint = "token_endpoint"
+        case authorizationEndpoint = "authorization_endpoint"
+        case deviceAuthorizationEndpoint = "device_authorization_endpoint"
+        case revocationEndpoint = "revocation_endpoint"
+    }
+}
+
+public enum Discovery {
+    /// Fetches `<issuer>/.well-known/openid-configuration` and validates it: the document's
+    /// issuer must be the one asked for, and every URL must be https (plain http only on a
+    /// loopback address).
+    public static func discover(issuer: String, http: HTTPClient) throws(TokenFailure) -> ProviderMetadata {
+        try requireSecure(issuer)
+        let base = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
+        let response: HTTPResponse
+        do {
+            response = try http.send(.get(base + "/.well-known/openid-configuration", headers: [("Accept", "application/json")]))
+        } catch {
+            throw TokenRequests.failure(for: error)
+        }
+        guard response.status == 200 else {
+            throw response.status >= 500 ? .unreachable("discovery answered \(response.status)")
+                                         : .badConfiguration("discovery answered \(response.status)")
+        }
+        let metadata: ProviderMetadata
+        do {
+            metadata = try JSONDecoder().decode(ProviderMetadata.self, from: Data(response.body))
+        } catch {
+            throw .malformed("the discovery document is not valid")
+        }
+        let normalized = metadata.issuer.hasSuffix("/") ? String(metadata.issuer.dropLast()) : metadata.issuer
+        guard normalized == base else {
+            throw .badConfiguration("the provider says its issuer is \(metadata.issuer), not \(issuer)")
+        }
+        for url in [metadata.tokenEndpoint] + [metadata.authorizationEndpoint, metadata.deviceAuthorizationEndpoint,
+                                                metadata.revocationEndpoint].compactMap({ $0 }) {
+            try requireSecure(url)
+        }
+        return metadata
+    }
+
+    /// https, or http to a loopback address (RFC 8252's exception, and the local test IdP).
+    public static func requireSecure(_ url: String) throws(TokenFailure) {
+        if url.hasPrefix("https://") { return }
+        guard url.hasPrefix("http://") else { throw .badConfiguration("\(url) is not an https URL") }
+        let rest = url.dropFirst("http://".count)
+        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        let host: Substring
+        if authority.hasPrefix("[") {
+            host = authority.dropFirst().prefix { $0 != "]" }
+        } else {
+            host = authority.prefix { $0 != ":" }
+        }
+        // A dotted quad in 127.0.0.0/8, not merely a name starting with "127.".
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        let loopbackIPv4 = octets.count == 4 && octets[0] == "127"
+            && octets.allSatisfy { !$0.isEmpty && $0.count <= 3 && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) && (Int($0) ?? 256) < 256 }
+        let loopback = host == "localhost" || host == "::1" || loopbackIPv4
+        guard loopback, !authority.contains("@") else {
+            throw .badConfiguration("\(url) must use https (plain http is allowed only on loopback)")
+        }
+    }
+}
