@@ -32,6 +32,7 @@ let package = Package(
         .executable(name: "fingerseal-scan", targets: ["fingerseal-scan"]),
         // For the fuzzing package in Fuzz/, which builds the core with -sanitize=fuzzer.
         .library(name: "FingersealCore", targets: ["FingersealCore"]),
+        .library(name: "IdentityClient", targets: ["IdentityClient"]),
     ],
     targets: [
         // C libraries from Debian.

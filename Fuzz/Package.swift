@@ -10,7 +10,8 @@ let package = Package(
         .systemLibrary(name: "CLibFuzzer"),
         .executableTarget(
             name: "fuzz-parsers",
-            dependencies: ["CLibFuzzer", .product(name: "FingersealCore", package: "fingerseal")]
+            dependencies: ["CLibFuzzer", .product(name: "FingersealCore", package: "fingerseal"),
+                           .product(name: "IdentityClient", package: "fingerseal")]
         ),
     ]
 )

@@ -2,12 +2,14 @@
 // so one corpus and one build cover them all. Crashes, traps and leaks are the findings;
 // the round-trip checks below trap on a broken invariant.
 @testable import FingersealCore
+import FoundationEssentials
+@testable import IdentityClient
 
 func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     guard let data, size > 0 else { return 0 }
     let selector = data[0]
     let input = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
-    switch selector % 6 {
+    switch selector % 9 {
     case 0:
         // The envelope of every vault file: whatever it accepts must re-encode to the input.
         for kind in [Container.Kind.vault, .deviceKey, .lockout] {
@@ -36,6 +38,18 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
         var options = Options()
         let arguments = input.split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
         _ = try? options.apply(arguments, source: "fuzz")
+    case 6:
+        // An identity provider's token answer (untrusted network input).
+        _ = try? TokenRequests.parseTokens(input)
+    case 7:
+        // An identity provider's error answer, with the status from the next byte.
+        _ = TokenRequests.failure(status: 400 + Int(input.first ?? 0) % 200, body: Array(input.dropFirst()))
+    case 8:
+        // A discovery document, and the URL policy on whatever it names.
+        if let metadata = try? JSONDecoder().decode(ProviderMetadata.self, from: Data(input)) {
+            _ = try? Discovery.requireSecure(metadata.tokenEndpoint)
+            _ = try? Discovery.requireSecure(metadata.issuer)
+        }
     default:
         // A full vault file: envelope, then document.
         if let body = try? Container.decode(.vault, input, file: "fuzz") {
