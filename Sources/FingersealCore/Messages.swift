@@ -83,6 +83,9 @@ public enum Messages {
     public static func captured(_ path: String, _ width: Int, _ height: Int) -> String { "Saved a \(width) by \(height) image to \(path)." }
     public static let selftestNeedsStorage = "The self-test needs a reader that stores prints on the device."
 
+    public static let signInRequired = "Your sign-in has ended. Sign in again with: fingerseal login"
+    public static let idpUnreachable = "The identity provider cannot be reached, and the last sign-in check is too long ago to go on without it."
+    public static let idpRefused = "The identity provider refused to renew your sign-in."
     public static let signInRequiredNotice = "Fingerprint unlock needs a new sign-in. Run: fingerseal login"
 
     // Reset

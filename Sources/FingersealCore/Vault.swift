@@ -255,6 +255,14 @@ public struct VaultEditor {
         document.signIn = state
     }
 
+    public var signIn: SignInState { document.signIn }
+
+    public var lastRefreshAt: Int64? { document.lastRefreshAt }
+
+    public mutating func setLastRefresh(_ time: Int64) {
+        document.lastRefreshAt = time
+    }
+
     /// Replaces the PIN slot, and renews the device slot (which also repairs a lost device key).
     public mutating func changePIN(_ pin: PINKeyslot) throws {
         document.setKeyslot(try pin.wrap(vault.masterKey, vaultID: vault.vaultID))

@@ -64,6 +64,8 @@ struct VaultDocument: Codable, Equatable {
     var records: [String: SealedRecord]
     var signIn: SignInState
     var fingers: [String]
+    /// Unix time of the last successful refresh (the offline grace counts from it).
+    var lastRefreshAt: Int64? = nil
     var mac: String
 
     func keyslot(_ kind: KeyslotKind) -> KeyslotRecord? {
