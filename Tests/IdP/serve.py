@@ -115,6 +115,8 @@ def main():
     if len(sys.argv) != 2:
         raise SystemExit("usage: serve.py RUN_DIR")
     started = time.monotonic()
+    if not sys.argv[1] or not Path(sys.argv[1]).is_dir():
+        raise SystemExit(f"local-idp: not a directory: {sys.argv[1]!r}")
     run_dir = Path(sys.argv[1]).resolve()
     try:
         os.setsid()
