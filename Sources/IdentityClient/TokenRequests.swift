@@ -15,7 +15,7 @@ public struct DeviceAuthorization: Sendable, Equatable {
 }
 
 /// OAuth 2.0 token endpoint requests for one client, over libcurl (TLS always verified).
-public struct OAuthClient: TokenClient {
+public struct OAuthClient: TokenClient, Sendable {
     public let metadata: ProviderMetadata
     public let clientID: String
     public let clientSecret: String?
