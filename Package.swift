@@ -76,7 +76,8 @@ let package = Package(
         ),
 
         // The CLI.
-        .executableTarget(name: "fingerseal", dependencies: ["FingersealCore", "FingerprintFlows", "SystemKit", "SodiumKit", "FprintKit"]),
+        .executableTarget(name: "fingerseal", dependencies: ["FingersealCore", "FingerprintFlows", "IdentityClient", "SystemKit",
+                                                            "SodiumKit", "FprintKit", "CurlKit", "QRKit"]),
 
         // The PAM module's fingerprint step, run as a helper process (libfprint stays out of
         // the PAM host).

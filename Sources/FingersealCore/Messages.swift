@@ -86,6 +86,20 @@ public enum Messages {
     public static let signInRequired = "Your sign-in has ended. Sign in again with: fingerseal login"
     public static let idpUnreachable = "The identity provider cannot be reached, and the last sign-in check is too long ago to go on without it."
     public static let idpRefused = "The identity provider refused to renew your sign-in."
+    public static func openAndEnter(_ uri: String, _ code: String) -> String {
+        "To sign in, open \(uri) on any device and enter the code \(code)."
+    }
+    public static let orScanQR = "Or scan this QR code with your phone:"
+    public static let waitingForSignIn = "Waiting for you to finish signing in. Press Ctrl-C to cancel."
+    public static let codeExpired = "The sign-in code expired before it was used. Run fingerseal login again."
+    public static let signInRefused = "The sign-in was refused."
+    public static let credentialsRefused = "The identity provider refused the user name or password."
+    public static let noRefreshToken = "The identity provider issued no refresh token. Ask for the offline_access scope, or ask your administrator to allow refresh tokens for this client."
+    public static func signedIn(_ issuer: String) -> String { "Signed in to \(issuer). The sign-in is sealed in your vault." }
+    public static let offerEnroll = "To unlock with your finger from now on, run: fingerseal enroll"
+    public static func passwordPrompt(_ user: String) -> String { "Password for \(user): " }
+    public static func providerProblem(_ detail: String) -> String { "The identity provider cannot be used: \(detail)." }
+    public static func providerUnreachable(_ detail: String) -> String { "The identity provider cannot be reached (\(detail)). Check the network and try again." }
     public static let signInRequiredNotice = "Fingerprint unlock needs a new sign-in. Run: fingerseal login"
 
     // Reset

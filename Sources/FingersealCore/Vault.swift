@@ -15,6 +15,7 @@ public struct VaultStatus: Equatable, Sendable {
     public let keyslots: [Slot]
     public let fingers: [String]
     public let signIn: SignInState
+    public let provider: ProviderRecord?
     public let lockout: LockoutState
 
     public var pinSet: Bool { keyslots.contains { $0.kind == .pin } }
@@ -37,7 +38,8 @@ public enum Vault {
                 return VaultStatus.Slot(kind: slot.kind, protection: slot.protection, usable: usable)
             }
             return VaultStatus(directory: store.location.directory, createdAt: document.createdAt, keyslots: slots,
-                               fingers: document.fingers, signIn: document.signIn, lockout: lockout)
+                               fingers: document.fingers, signIn: document.signIn, provider: document.provider,
+                               lockout: lockout)
         }
         return result ?? nil
     }
@@ -258,6 +260,16 @@ public struct VaultEditor {
     public var signIn: SignInState { document.signIn }
 
     public var lastRefreshAt: Int64? { document.lastRefreshAt }
+
+    public var provider: ProviderRecord? { document.provider }
+
+    /// Records a completed sign-in: the new refresh token, its provider, the chain alive.
+    public mutating func signedIn(refreshToken: SecureBytes, provider: ProviderRecord, at time: Int64) throws {
+        try setSecret(TokenChain.refreshTokenRecord, refreshToken)
+        document.provider = provider
+        document.signIn = .active
+        document.lastRefreshAt = time
+    }
 
     public mutating func setLastRefresh(_ time: Int64) {
         document.lastRefreshAt = time

@@ -19,6 +19,17 @@ public enum KeyslotProtection: String, Codable, Sendable {
     case filePermissions = "file-permissions"
 }
 
+/// Which identity provider and client the refresh token belongs to.
+public struct ProviderRecord: Codable, Equatable, Sendable {
+    public var issuer: String
+    public var clientID: String
+
+    public init(issuer: String, clientID: String) {
+        self.issuer = issuer
+        self.clientID = clientID
+    }
+}
+
 /// One wrapped copy of the master key.
 struct KeyslotRecord: Codable, Equatable {
     var kind: KeyslotKind
@@ -66,6 +77,8 @@ struct VaultDocument: Codable, Equatable {
     var fingers: [String]
     /// Unix time of the last successful refresh (the offline grace counts from it).
     var lastRefreshAt: Int64? = nil
+    /// The provider the sign-in was made with.
+    var provider: ProviderRecord? = nil
     var mac: String
 
     func keyslot(_ kind: KeyslotKind) -> KeyslotRecord? {

@@ -12,7 +12,7 @@ enum Commands {
         name: "fingerseal",
         summary: "Unlock your identity-provider sign-in with a fingerprint, with a PIN as fallback.",
         options: [.flag("--version", "Show the version.")],
-        subcommands: [status, pin, reset] + readerCommands,
+        subcommands: [status, login, pin, reset] + readerCommands,
         discussion: "Exit codes are listed in the README; 0 always means success."
     )
 
@@ -56,6 +56,8 @@ enum Commands {
         var keyslots: [Slot]? = nil
         var fingers: [String]? = nil
         var signIn: String? = nil
+        var issuer: String? = nil
+        var clientId: String? = nil
         var lockout: Lockout? = nil
     }
 
@@ -94,6 +96,8 @@ enum Commands {
             }
             report.fingers = status.fingers
             report.signIn = status.signIn.rawValue
+            report.issuer = status.provider?.issuer
+            report.clientId = status.provider?.clientID
             report.lockout = .init(fingerFailures: status.lockout.fingerFailures, fingerLocked: status.lockout.fingerLocked,
                                    pinFailures: status.lockout.pinFailures, pinLocked: status.lockout.pinLocked)
             try printJSON(report, context)
@@ -107,7 +111,7 @@ enum Commands {
         ]
         lines += status.keyslots.map { "  \($0.kind.rawValue): \(describe($0))" }
         lines.append("Fingers enrolled: " + (status.fingers.isEmpty ? "none" : status.fingers.joined(separator: ", ")))
-        lines.append("Sign-in: " + describe(status.signIn))
+        lines.append("Sign-in: " + describe(status.signIn) + (status.provider.map { " (\($0.issuer), client \($0.clientID))" } ?? ""))
         lines.append("Fingerprint lock: " + (status.lockout.fingerLocked
             ? "locked after too many failed scans; a PIN or password success unlocks it"
             : "not locked; failed scans in a row: \(status.lockout.fingerFailures)"))
