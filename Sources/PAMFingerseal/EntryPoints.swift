@@ -6,10 +6,16 @@ import PAMKit
 
 public typealias PAMArguments = UnsafeMutablePointer<UnsafePointer<CChar>?>?
 
+/// One call into the module: its handle and arguments, to the ModuleCall method that decides.
+private func dispatch(_ raw: OpaquePointer?, _ argc: Int32, _ argv: PAMArguments,
+                      _ decide: (ModuleCall) -> Outcome) -> Int32 {
+    guard let pam = PAMHandle(raw) else { return Outcome.systemError.pamReturn.rawValue }
+    return decide(ModuleCall(pam: pam, argc: argc, argv: argv)).pamReturn.rawValue
+}
+
 @_cdecl("pam_sm_authenticate")
 public func pam_sm_authenticate(_ raw: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv: PAMArguments) -> Int32 {
-    guard let pam = PAMHandle(raw) else { return Outcome.systemError.pamReturn.rawValue }
-    return ModuleCall(pam: pam, argc: argc, argv: argv).authenticate().pamReturn.rawValue
+    dispatch(raw, argc, argv) { $0.authenticate() }
 }
 
 @_cdecl("pam_sm_setcred")
@@ -20,18 +26,15 @@ public func pam_sm_setcred(_ raw: OpaquePointer?, _ flags: Int32, _ argc: Int32,
 
 @_cdecl("pam_sm_acct_mgmt")
 public func pam_sm_acct_mgmt(_ raw: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv: PAMArguments) -> Int32 {
-    guard let pam = PAMHandle(raw) else { return Outcome.systemError.pamReturn.rawValue }
-    return ModuleCall(pam: pam, argc: argc, argv: argv).accountManagement().pamReturn.rawValue
+    dispatch(raw, argc, argv) { $0.accountManagement() }
 }
 
 @_cdecl("pam_sm_open_session")
 public func pam_sm_open_session(_ raw: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv: PAMArguments) -> Int32 {
-    guard let pam = PAMHandle(raw) else { return Outcome.systemError.pamReturn.rawValue }
-    return ModuleCall(pam: pam, argc: argc, argv: argv).openSession().pamReturn.rawValue
+    dispatch(raw, argc, argv) { $0.openSession() }
 }
 
 @_cdecl("pam_sm_close_session")
 public func pam_sm_close_session(_ raw: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv: PAMArguments) -> Int32 {
-    guard let pam = PAMHandle(raw) else { return Outcome.systemError.pamReturn.rawValue }
-    return ModuleCall(pam: pam, argc: argc, argv: argv).closeSession().pamReturn.rawValue
+    dispatch(raw, argc, argv) { $0.closeSession() }
 }

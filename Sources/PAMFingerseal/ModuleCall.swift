@@ -60,40 +60,36 @@ struct ModuleCall {
     /// The PAM data name under which authentication leaves the fresh access token.
     static let accessTokenData = "fingerseal-access-token"
 
-    /// Places the access token authentication obtained (if it did) for the session.
-    func openSession() -> Outcome {
+    /// What both session calls need: the request, the account and its runtime directory.
+    private func session(_ action: String, _ work: (UserAccount, String) throws -> Void) -> Outcome {
         guard let options = options() else { return .badConfiguration }
         let request = request(options)
         guard let name = request.user, let account = try? UserAccount.named(name) else { return .unknownUser }
         let runtime = SessionFiles.runtimeDirectory(for: account, environment: pam.environment("XDG_RUNTIME_DIR"))
         do {
-            try pam.withSecretData(ModuleCall.accessTokenData) { token in
-                try SessionFiles.placeAccessToken(token, for: account, runtimeDirectory: runtime)
-            }
+            try work(account, runtime)
             return .success
         } catch let error as FingersealError {
-            log(AuthenticationResult(error.outcome, error.description), request, action: "session open")
+            log(AuthenticationResult(error.outcome, error.description), request, action: action)
             return error.outcome
         } catch {
             return .systemError
         }
     }
 
+    /// Places the access token authentication obtained (if it did) for the session.
+    func openSession() -> Outcome {
+        session("session open") { account, runtime in
+            try pam.withSecretData(ModuleCall.accessTokenData) { token in
+                try SessionFiles.placeAccessToken(token, for: account, runtimeDirectory: runtime)
+            }
+        }
+    }
+
     /// Drops the session's access token and step-up grants.
     func closeSession() -> Outcome {
-        guard let options = options() else { return .badConfiguration }
-        let request = request(options)
-        guard let name = request.user, let account = try? UserAccount.named(name) else { return .unknownUser }
-        let runtime = SessionFiles.runtimeDirectory(for: account, environment: pam.environment("XDG_RUNTIME_DIR"))
-        do {
-            let removed = try SessionFiles.drop(for: account, runtimeDirectory: runtime)
-            if options.debug { pam.log(.debug, "session closed for user=\(name): removed \(removed)") }
-            return .success
-        } catch let error as FingersealError {
-            log(AuthenticationResult(error.outcome, error.description), request, action: "session close")
-            return error.outcome
-        } catch {
-            return .systemError
+        session("session close") { account, runtime in
+            _ = try SessionFiles.drop(for: account, runtimeDirectory: runtime)
         }
     }
 

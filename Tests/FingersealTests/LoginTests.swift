@@ -33,27 +33,30 @@ import Testing
         #expect(again.status == 1, "\(again.all)")
     }
 
-    @Test func deviceSignInApprovedThroughTheIdP() throws {
-        let idp = try LocalIdP()
-        let home = try Home()
+    /// Starts a device sign-in and returns it with the user code it shows (its --json line).
+    func startDeviceLogin(_ idp: LocalIdP, _ home: Home) throws -> (Child, String) {
         let child = try Child(Paths.cli, ["login", "--issuer", idp.issuer, "--client-id", "fingerseal-device", "--json",
                                           "--pin-fd", "3"], environment: home.environment, fd3: Array("2580\n".utf8))
         let prompt = try #require(child.readLine())
         let code = try #require(prompt.split(separator: "\"").drop { $0 != "user_code" }.dropFirst(2).first)
-        try idp.hook("/test/approve-device", [("user_code", String(code)), ("username", "alice")])
+        return (child, String(code))
+    }
+
+    @Test func deviceSignInApprovedThroughTheIdP() throws {
+        let idp = try LocalIdP()
+        let home = try Home()
+        let (child, code) = try startDeviceLogin(idp, home)
+        try idp.hook("/test/approve-device", [("user_code", code), ("username", "alice")])
         let result = child.finish()
-        #expect(result.status == 0, "\(prompt) \(result.all)")
+        #expect(result.status == 0, "\(result.all)")
         #expect(try home.run(["status"]).stdout.contains("Sign-in: signed in"))
     }
 
     @Test func deviceSignInRefused() throws {
         let idp = try LocalIdP()
         let home = try Home()
-        let child = try Child(Paths.cli, ["login", "--issuer", idp.issuer, "--client-id", "fingerseal-device", "--json",
-                                          "--pin-fd", "3"], environment: home.environment, fd3: Array("2580\n".utf8))
-        let prompt = try #require(child.readLine())
-        let code = try #require(prompt.split(separator: "\"").drop { $0 != "user_code" }.dropFirst(2).first)
-        try idp.hook("/test/deny-device", [("user_code", String(code))])
+        let (child, code) = try startDeviceLogin(idp, home)
+        try idp.hook("/test/deny-device", [("user_code", code)])
         let result = child.finish()
         #expect(result.status == 1, "\(result.all)")
         #expect(result.stderr.contains("The sign-in was refused."))
