@@ -52,14 +52,12 @@ public enum Messages {
         done >= total ? "Scan \(done) of \(total) done."
             : "Scan \(done) of \(total) done. " + (swipe ? "Swipe your finger again." : "Lift your finger and place it again.")
     }
-    public static func retryHint(_ hint: String) -> String { hint }
     public static let hintGeneral = "The scan did not work. Try again."
     public static let hintTooShort = "The swipe was too short. Swipe your finger again."
     public static let hintCenter = "Your finger was not centred on the reader. Centre it and try again."
     public static let hintRemove = "Remove your finger from the reader, then try again."
     public static let noMatch = "The fingerprint did not match."
     public static let noMatchTryAgain = "The fingerprint did not match. Try again."
-    public static let matched = "The fingerprint matched."
     public static let scanTimedOut = "No finger was scanned in time."
     public static let readerRemoved = "The fingerprint reader was disconnected."
     public static func readerFailed(_ detail: String) -> String { "The fingerprint reader reported an error: \(detail)." }

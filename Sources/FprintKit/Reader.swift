@@ -443,8 +443,23 @@ public final class Reader: @unchecked Sendable {
         for index in 0..<fs_ptr_array_length(array) {
             guard let raw = fs_ptr_array_index(array, index) else { continue }
             let device = raw.assumingMemoryBound(to: FpDevice.self)
-            found.append((device, FprintContext.info(device)))
+            found.append((device, Reader.info(device)))
         }
         return found
+    }
+
+    /// On the worker thread: a snapshot of one device, holding no libfprint pointer.
+    static func info(_ device: UnsafeMutablePointer<FpDevice>) -> ReaderInfo {
+        ReaderInfo(
+            deviceID: string(fp_device_get_device_id(device)),
+            driver: string(fp_device_get_driver(device)),
+            name: string(fp_device_get_name(device)),
+            scanType: fp_device_get_scan_type(device) == FP_SCAN_TYPE_SWIPE ? .swipe : .press,
+            features: ReaderFeatures(rawValue: UInt32(fp_device_get_features(device).rawValue)))
+    }
+
+    private static func string(_ pointer: UnsafePointer<gchar>?) -> String {
+        guard let pointer else { return "" }
+        return String(cString: pointer)
     }
 }

@@ -28,7 +28,9 @@ struct ScanHelper {
         let child: Subprocess
         do {
             interrupt = try InterruptWatch(signals: [SIGINT])
-            child = try Subprocess(path: path, arguments: [user] + settings, environment: ScanHelper.environment())
+            // The host's own environment (root-controlled), never the PAM environment a user
+            // may influence.
+            child = try Subprocess(path: path, arguments: [user] + settings, environment: environmentEntries())
         } catch {
             return AuthenticationResult(.systemError, "could not start \(path): \(error)")
         }
@@ -77,18 +79,6 @@ struct ScanHelper {
         guard try directory.openTrusted(String(path[path.index(after: slash)...]), sizeLimit: Int.max) != nil else {
             throw SystemError("open", path, code: ENOENT)
         }
-    }
-
-    /// The host's own environment (root-controlled), never the PAM environment a user may
-    /// influence.
-    private static func environment() -> [String] {
-        var entries: [String] = []
-        var pointer = environ
-        while let entry = pointer.pointee {
-            entries.append(String(cString: entry))
-            pointer += 1
-        }
-        return entries
     }
 }
 

@@ -9,13 +9,10 @@ struct Context: Sendable {
 
     init() {
         var environment: [String: String] = [:]
-        var pointer = environ
-        while let entry = pointer.pointee {
-            let text = String(cString: entry)
+        for text in environmentEntries() {
             if let equals = text.firstIndex(of: "=") {
                 environment[String(text[..<equals])] = String(text[text.index(after: equals)...])
             }
-            pointer += 1
         }
         self.environment = environment
         self.output = Output(environment: environment)

@@ -30,8 +30,7 @@ extension InProcessLibfprint {
 
     @Test func virtualDeviceIsEnumerated() throws {
         try withVirtualDriver("virtual_device", variable: "FP_VIRTUAL_DEVICE") {
-            let context = try FprintContext()
-            let readers = context.devices()
+            let readers = try Reader.list()
             #expect(readers.count == 1)
             let reader = try #require(readers.first)
             #expect(reader.driver == "virtual_device")
@@ -39,14 +38,14 @@ extension InProcessLibfprint {
             #expect(!reader.name.isEmpty)
             #expect(reader.features.contains(.verify))
             #expect(!reader.features.contains(.storage))
-            // A second call returns the same list without enumerating again.
-            #expect(context.devices() == readers)
+            // A second listing finds the same reader.
+            #expect(try Reader.list() == readers)
         }
     }
 
     @Test func virtualImageIsEnumeratedWithCapture() throws {
         try withVirtualDriver("virtual_image", variable: "FP_VIRTUAL_IMAGE") {
-            let readers = try FprintContext().devices()
+            let readers = try Reader.list()
             #expect(readers.count == 1)
             let reader = try #require(readers.first)
             #expect(reader.driver == "virtual_image")
@@ -58,7 +57,7 @@ extension InProcessLibfprint {
 
     @Test func storageDeviceReportsStorageFeatures() throws {
         try withVirtualDriver("virtual_device_storage", variable: "FP_VIRTUAL_DEVICE_STORAGE") {
-            let readers = try FprintContext().devices()
+            let readers = try Reader.list()
             let reader = try #require(readers.first)
             #expect(readers.count == 1)
             #expect(reader.driver == "virtual_device_storage")
@@ -70,7 +69,7 @@ extension InProcessLibfprint {
         try withVirtualDriver("virtual_image", variable: "FP_VIRTUAL_DEVICE") {
             // virtual_device has its socket variable but is not whitelisted; virtual_image is
             // whitelisted but has no variable: nothing may appear.
-            let readers = try FprintContext().devices()
+            let readers = try Reader.list()
             #expect(readers.isEmpty)
         }
     }
