@@ -1,5 +1,7 @@
 import FoundationEssentials
 import Glibc
+import FingersealCore
+import SystemKit
 import Testing
 
 /// pam_fingerseal.so's fingerprint step (through the fingerseal-scan helper) in a real PAM
@@ -52,6 +54,29 @@ import Testing
             return child.finish()
         }
 
+        /// Failed matches recorded in the user's vault.
+        func failedScans() throws -> Int {
+            guard let account = try UserAccount.current() else { throw TestFailure("no account") }
+            let store = VaultStore(location: VaultLocation(directory: temp.file("state/fingerseal"), account: account))
+            return try LockoutLedger(store: store, policy: LockoutPolicy()).current().fingerFailures
+        }
+
+        /// `misses` non-matching scans, each sent only after the previous one was counted: the
+        /// virtual driver may drop a command queued while an action is ending.
+        func authenticate(answers: [String], misses: Int) throws -> Child.Result {
+            let child = try start(answers: answers)
+            let before = try failedScans()
+            for miss in 1...misses {
+                try VirtualSensor.send("SCAN stranger", to: socket)
+                let deadline = VirtualSensor.now() + 20
+                while try failedScans() < before + miss && VirtualSensor.now() < deadline {
+                    var pause = timespec(tv_sec: 0, tv_nsec: 5_000_000)
+                    nanosleep(&pause, nil)
+                }
+            }
+            return child.finish()
+        }
+
         func status() throws -> String {
             var env = environment
             env["LD_PRELOAD"] = nil
@@ -71,7 +96,7 @@ import Testing
 
     @Test(.enabled(if: available)) func failedMatchesFallBackToPINThenPassword() throws {
         let rig = try Rig()
-        let result = try rig.authenticate(answers: ["", "secret"], sensor: Array(repeating: "SCAN stranger", count: 3))
+        let result = try rig.authenticate(answers: ["", "secret"], misses: 3)
         #expect(result.status == 0, "\(result.all)")
         #expect(result.all.contains("The fingerprint did not match."))
         #expect(result.stderr.contains("PIN: Password: "))
@@ -219,7 +244,7 @@ import Testing
         // success: a match
         expect(try rig("").authenticate(answers: [], sensor: ["SCAN finger-a"]), 0)
         // tries used up → PAM_MAXTRIES
-        expect(try rig("max_tries=2").authenticate(answers: [], sensor: ["SCAN x", "SCAN x"]), 11)
+        expect(try rig("max_tries=2").authenticate(answers: [], misses: 2), 11)
         // a single failed match (max_tries=1) → PAM_AUTH_ERR
         expect(try rig("max_tries=1").authenticate(answers: [], sensor: ["SCAN x"]), 7)
         // timeout → PAM_AUTHINFO_UNAVAIL

@@ -62,7 +62,15 @@ import Testing
     @Test func retryHintReachesTheUser() throws {
         let rig = try Rig()
         try rig.enroll("finger-a")
-        let result = try rig.scan(["verify"], ["RETRY 2", "SCAN finger-a"]) // FP_DEVICE_RETRY_CENTER_FINGER
+        // The scan that matches goes only after the hint arrived: a command queued while the
+        // first verify is ending may be dropped by the virtual driver.
+        let child = try rig.start(["verify", "--events-fd", "1"])
+        try VirtualSensor.send("RETRY 2", to: rig.socket) // FP_DEVICE_RETRY_CENTER_FINGER
+        var hinted = false
+        for _ in 0..<6 where !hinted { hinted = child.readLine()?.contains("center-finger") ?? false }
+        #expect(hinted)
+        try VirtualSensor.send("SCAN finger-a", to: rig.socket)
+        let result = child.finish()
         #expect(result.status == 0, "\(result.all)")
         #expect(result.stderr.contains("Your finger was not centred on the reader."), "\(result.stderr)")
     }
