@@ -79,13 +79,13 @@ public struct OAuthClient: TokenClient, Sendable {
         return true
     }
 
-    private func tokenRequest(_ fields: [(name: String, value: String)]) throws(TokenFailure) -> TokenSet {
+    func tokenRequest(_ fields: [(name: String, value: String)]) throws(TokenFailure) -> TokenSet {
         try TokenRequests.parseTokens(try post(metadata.tokenEndpoint, fields))
     }
 
     /// POSTs a form with the client's credentials; returns the body of a 200, or throws the
     /// classified error.
-    private func post(_ url: String, _ fields: [(name: String, value: String)]) throws(TokenFailure) -> [UInt8] {
+    func post(_ url: String, _ fields: [(name: String, value: String)]) throws(TokenFailure) -> [UInt8] {
         var form = fields
         var headers: [(name: String, value: String)] = [("Accept", "application/json")]
         if let clientSecret {
