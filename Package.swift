@@ -81,7 +81,8 @@ let package = Package(
 
         // The PAM module's fingerprint step, run as a helper process (libfprint stays out of
         // the PAM host).
-        .executableTarget(name: "fingerseal-scan", dependencies: ["FingersealCore", "FingerprintFlows", "SystemKit"]),
+        .executableTarget(name: "fingerseal-scan", dependencies: ["FingersealCore", "FingerprintFlows", "IdentityClient",
+                                                                 "SodiumKit", "SystemKit"]),
 
         // Test helper: a process the crash and concurrency tests can SIGKILL and race.
         .executableTarget(

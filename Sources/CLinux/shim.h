@@ -9,6 +9,15 @@
 
 /* A GNU extension Glibc's module does not declare (it is built without _GNU_SOURCE). */
 extern int pthread_timedjoin_np(pthread_t thread, void **result, const struct timespec *abstime);
+extern int pipe2(int fds[2], int flags);
+extern int memfd_create(const char *name, unsigned int flags);
+#include <linux/memfd.h>
+/* File sealing (linux/fcntl.h clashes with glibc's fcntl.h, so the values are restated). */
+#define FS_F_ADD_SEALS 1033
+#define FS_F_SEAL_SEAL 0x0001
+#define FS_F_SEAL_SHRINK 0x0002
+#define FS_F_SEAL_GROW 0x0004
+#define FS_F_SEAL_WRITE 0x0008
 #endif
 
 #ifndef FINGERSEAL_CLINUX_SPAWN

@@ -31,10 +31,13 @@ public struct AuthenticationRequest: Sendable {
 public struct AuthenticationResult: Sendable {
     public let outcome: Outcome
     public let detail: String
+    /// After a successful scan: how the token step went (the helper refreshes after a match).
+    public var tokenStep: TokenStep?
 
-    public init(_ outcome: Outcome, _ detail: String) {
+    public init(_ outcome: Outcome, _ detail: String, tokenStep: TokenStep? = nil) {
         self.outcome = outcome
         self.detail = detail
+        self.tokenStep = tokenStep
     }
 }
 
@@ -57,7 +60,10 @@ public struct Authentication {
     }
 
     /// `readPIN` asks for the PIN (no echo); nil or empty means the user skipped it.
-    public func run(fingerprint: FingerprintStep?, readPIN: () -> SecureBytes?) -> AuthenticationResult {
+    /// `refreshAfterPIN` refreshes the sealed sign-in after a correct PIN (after a match, the
+    /// fingerprint step reports its own token step).
+    public func run(fingerprint: FingerprintStep?, refreshAfterPIN: () -> TokenStep = { .failed },
+                    readPIN: () -> SecureBytes?) -> AuthenticationResult {
         let options = request.options
         // 1. The user and their vault.
         guard let name = request.user, !name.isEmpty else { return AuthenticationResult(.unknownUser, "no user name") }
@@ -97,7 +103,7 @@ public struct Authentication {
                 fallbackReason = AuthenticationResult(.lockedOut, "fingerprint locked")
             } else {
                 let scanned = fingerprint(store, ledger)
-                if scanned.outcome == .success { return scanned }
+                if scanned.outcome == .success { return tokenPolicy(scanned, status) { scanned.tokenStep ?? .failed } }
                 fallbackReason = scanned
             }
         }
@@ -112,12 +118,26 @@ public struct Authentication {
         }
         do {
             _ = try Vault.unlock(store, pin: PINKeyslot(pin: pin), ledger: ledger)
-            return AuthenticationResult(.success, "PIN")
+            return tokenPolicy(AuthenticationResult(.success, "PIN"), status, refreshAfterPIN)
         } catch let error as FingersealError {
             prompter.error(error.message)
             return AuthenticationResult(error.outcome, "PIN: " + error.description)
         } catch {
             return AuthenticationResult(.systemError, "PIN: \(error)")
         }
+    }
+
+    /// Step 9 of design §2: a vault that is signed in gets its token refreshed, and a token
+    /// problem denies (require_token) or falls back. The vault's state decides whether the
+    /// IdP is asked at all.
+    private func tokenPolicy(_ unlocked: AuthenticationResult, _ status: VaultStatus,
+                             _ refresh: () -> TokenStep) -> AuthenticationResult {
+        let step: TokenStep
+        switch status.signIn {
+        case .none: step = .notSignedIn
+        case .required: step = .signInRequired
+        case .active: step = refresh()
+        }
+        return step.applied(to: unlocked, requireToken: request.options.requireToken, prompter: prompter)
     }
 }

@@ -83,7 +83,20 @@ public enum Messages {
 
     public static let signInRequired = "Your sign-in has ended. Sign in again with: fingerseal login"
     public static let idpUnreachable = "The identity provider cannot be reached, and the last sign-in check is too long ago to go on without it."
-    public static let idpRefused = "The identity provider refused to renew your sign-in."
+    public static let idpRefused = "The identity provider did not renew your sign-in. Your sign-in is kept; try again later."
+    public static let notSignedIn = "This account is not signed in to an identity provider. Sign in with: fingerseal login"
+    public static func unlockedWith(_ method: String) -> String { "Unlocked with \(method)." }
+    public static func tokenReady(_ minutes: Int) -> String {
+        "A fresh access token is ready. It is valid for \(minutes) more minute\(minutes == 1 ? "" : "s")."
+    }
+    public static let offlineNoToken = "The identity provider cannot be reached, so there is no fresh access token. The offline grace still allows unlocking."
+    public static let fingerOrPIN = "or type your PIN and press Enter. Enter alone goes straight to the PIN."
+    public static let loggedOut = "Signed out. The sign-in is removed from your vault; your PIN and fingers are kept."
+    public static func revokeFailed(_ detail: String) -> String {
+        "The identity provider could not be told to end the sign-in (\(detail)). It is removed here; at the provider it ends when it expires."
+    }
+    public static func cannotRun(_ command: String, _ why: String) -> String { "Cannot run \(command): \(why)." }
+    public static let notRevocable = "The identity provider offers no way to end a sign-in early. It is removed here; at the provider it ends when it expires."
     public static func openAndEnter(_ uri: String, _ code: String) -> String {
         "To sign in, open \(uri) on any device and enter the code \(code)."
     }

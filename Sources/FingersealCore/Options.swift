@@ -18,6 +18,10 @@ public struct Options: Equatable, Sendable {
     public var requireToken = false
     /// Seconds after the last successful refresh during which an unreachable IdP is tolerated.
     public var offlineGrace = 7 * 24 * 3600
+    /// Seconds to connect to the identity provider (TLS included).
+    public var connectTimeout = 5
+    /// Seconds for a whole request to the identity provider.
+    public var idpTimeout = 10
     /// The fingerprint helper the PAM module runs (default: found in the libexec directories).
     public var helper: String? = nil
 
@@ -104,6 +108,8 @@ public struct Options: Equatable, Sendable {
                                  "it needs a group name")
         case "require_token": requireToken = try flag()
         case "offline_grace": offlineGrace = try integer(0...(365 * 24 * 3600))
+        case "connect_timeout": connectTimeout = try integer(1...60)
+        case "idp_timeout": idpTimeout = try integer(1...120)
         case "helper":
             helper = try text({ $0.hasPrefix("/") && !$0.contains("..") && !$0.hasSuffix("/") },
                               "it needs an absolute path to a program")

@@ -4,6 +4,9 @@ public enum Outcome: String, CaseIterable, Sendable {
     case success
     // Authentication did not succeed.
     case noMatch, wrongPIN, triesExhausted, lockedOut, signInRequired
+    /// `require_token` is set and the identity provider gave no token (unreachable beyond
+    /// the offline grace, or a bad answer).
+    case tokenUnavailable
     // Nothing to authenticate with here: the stack goes on to the next module.
     case noReader, noPrints, notEnrolled, noVault, noPIN, timedOut, cancelled, remoteSession, vaultUnusable, unavailable
     case unknownUser, badConfiguration, conversationAgain
@@ -40,7 +43,7 @@ extension Outcome {
             return .authInfoUnavailable
         case .unknownUser: return .userUnknown
         case .badConfiguration, .usage: return .serviceError
-        case .noMatch, .wrongPIN, .lockedOut, .signInRequired: return .authError
+        case .noMatch, .wrongPIN, .lockedOut, .signInRequired, .tokenUnavailable: return .authError
         case .conversationAgain: return .incomplete
         case .notApplicable: return .ignore
         }
@@ -57,7 +60,7 @@ extension Outcome {
         case .lockedOut: return 5
         case .noVault, .noPIN, .notEnrolled, .noPrints, .notApplicable: return 6
         case .signInRequired: return 7
-        case .noReader, .remoteSession, .unavailable, .conversationAgain: return 8
+        case .noReader, .remoteSession, .unavailable, .tokenUnavailable, .conversationAgain: return 8
         case .vaultUnusable: return 9
         case .badConfiguration: return 10
         case .unknownUser: return 11

@@ -15,16 +15,40 @@ public enum SessionFiles {
         return "/run/user/\(account.uid)"
     }
 
-    /// Writes the session's access token (0600, as the user, atomically) into a 0700
-    /// `fingerseal` directory under the user's runtime directory.
-    public static func placeAccessToken(_ token: UnsafeRawBufferPointer, for account: UserAccount,
+    /// Writes the session's access token (an `AccessTokenFile`, 0600, as the user, atomically)
+    /// into a 0700 `fingerseal` directory under the user's runtime directory.
+    public static func placeAccessToken(_ file: UnsafeRawBufferPointer, for account: UserAccount,
                                         runtimeDirectory: String) throws {
-        var bytes = Array(token)
+        var bytes = Array(file)
         defer { Sodium.wipe(&bytes) }
         try VaultStore.guarded("place the session's access token") {
             try asUser(account) {
                 let runtime = try SafeDirectory(path: runtimeDirectory, owner: account.uid)
                 try runtime.makeSubdirectory(directory, mode: 0o700).replace(accessToken, with: bytes, mode: 0o600)
+            }
+        }
+    }
+
+    /// The session's access token, when there is one in the format; nil otherwise (no
+    /// runtime directory, no file, or a file that is not ours, which is then ignored).
+    public static func readAccessToken(for account: UserAccount, runtimeDirectory: String) -> AccessTokenFile? {
+        try? asUser(account) { () -> AccessTokenFile? in
+            guard let runtime = try? SafeDirectory(path: runtimeDirectory, owner: account.uid),
+                  let ours = try runtime.subdirectory(directory),
+                  var bytes = try ours.read(accessToken, sizeLimit: AccessTokenFile.maxSize) else { return nil }
+            defer { Sodium.wipe(&bytes) }
+            return bytes.withUnsafeBytes { AccessTokenFile.parse($0) }
+        } ?? nil
+    }
+
+    /// Removes the session's access token (logout). Returns whether there was one.
+    public static func dropAccessToken(for account: UserAccount, runtimeDirectory: String) throws -> Bool {
+        try VaultStore.guarded("remove the session's access token") {
+            try asUser(account) {
+                guard let runtime = try? SafeDirectory(path: runtimeDirectory, owner: account.uid),
+                      let ours = try runtime.subdirectory(directory), try ours.exists(accessToken) else { return false }
+                try ours.remove(accessToken)
+                return true
             }
         }
     }

@@ -264,11 +264,25 @@ public struct VaultEditor {
     public var provider: ProviderRecord? { document.provider }
 
     /// Records a completed sign-in: the new refresh token, its provider, the chain alive.
-    public mutating func signedIn(refreshToken: SecureBytes, provider: ProviderRecord, at time: Int64) throws {
+    public mutating func signedIn(refreshToken: SecureBytes, provider: ProviderRecord, clientSecret: SecureBytes? = nil,
+                                  at time: Int64) throws {
         try setSecret(TokenChain.refreshTokenRecord, refreshToken)
+        if let clientSecret { try setSecret(TokenChain.clientSecretRecord, clientSecret) } else {
+            removeSecret(TokenChain.clientSecretRecord)
+        }
         document.provider = provider
         document.signIn = .active
         document.lastRefreshAt = time
+    }
+
+    /// Ends the sign-in: the refresh token, the client secret and the provider go; the PIN
+    /// and the enrolled fingers stay.
+    public mutating func signedOut() {
+        removeSecret(TokenChain.refreshTokenRecord)
+        removeSecret(TokenChain.clientSecretRecord)
+        document.provider = nil
+        document.signIn = .none
+        document.lastRefreshAt = nil
     }
 
     public mutating func setLastRefresh(_ time: Int64) {

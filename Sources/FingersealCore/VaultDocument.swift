@@ -19,14 +19,23 @@ public enum KeyslotProtection: String, Codable, Sendable {
     case filePermissions = "file-permissions"
 }
 
-/// Which identity provider and client the refresh token belongs to.
+/// Which identity provider and client the refresh token belongs to, and the endpoints
+/// discovery validated at sign-in: an unlock needs no discovery round trip.
 public struct ProviderRecord: Codable, Equatable, Sendable {
     public var issuer: String
     public var clientID: String
+    public var tokenEndpoint: String?
+    public var revocationEndpoint: String?
+    /// A confidential client: its secret is sealed in the vault as `client-secret`.
+    public var confidential: Bool?
 
-    public init(issuer: String, clientID: String) {
+    public init(issuer: String, clientID: String, tokenEndpoint: String? = nil, revocationEndpoint: String? = nil,
+                confidential: Bool = false) {
         self.issuer = issuer
         self.clientID = clientID
+        self.tokenEndpoint = tokenEndpoint
+        self.revocationEndpoint = revocationEndpoint
+        self.confidential = confidential
     }
 }
 

@@ -10,6 +10,15 @@ public struct ProviderMetadata: Codable, Equatable, Sendable {
     public let deviceAuthorizationEndpoint: String?
     public let revocationEndpoint: String?
 
+    public init(issuer: String, tokenEndpoint: String, authorizationEndpoint: String? = nil,
+                deviceAuthorizationEndpoint: String? = nil, revocationEndpoint: String? = nil) {
+        self.issuer = issuer
+        self.tokenEndpoint = tokenEndpoint
+        self.authorizationEndpoint = authorizationEndpoint
+        self.deviceAuthorizationEndpoint = deviceAuthorizationEndpoint
+        self.revocationEndpoint = revocationEndpoint
+    }
+
     enum CodingKeys: String, CodingKey {
         case issuer
         case tokenEndpoint = "token_endpoint"

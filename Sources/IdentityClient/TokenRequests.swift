@@ -33,6 +33,25 @@ public struct OAuthClient: TokenClient, Sendable {
         self.http = capped
     }
 
+    /// The client a sealed sign-in names, with the endpoints validated at sign-in (checked
+    /// again here: the vault's MAC covers them, but a vault from an older version may lack them).
+    public init(provider: ProviderRecord, clientSecret: String?, http: HTTPClient) throws(TokenFailure) {
+        guard let tokenEndpoint = provider.tokenEndpoint else {
+            throw .badConfiguration("the sign-in has no token endpoint; sign in again")
+        }
+        try Discovery.requireSecure(tokenEndpoint)
+        if let revocation = provider.revocationEndpoint { try Discovery.requireSecure(revocation) }
+        self.init(metadata: ProviderMetadata(issuer: provider.issuer, tokenEndpoint: tokenEndpoint,
+                                             revocationEndpoint: provider.revocationEndpoint),
+                  clientID: provider.clientID, clientSecret: clientSecret, http: http)
+    }
+
+    /// What the vault keeps of this client.
+    public var providerRecord: ProviderRecord {
+        ProviderRecord(issuer: metadata.issuer, clientID: clientID, tokenEndpoint: metadata.tokenEndpoint,
+                       revocationEndpoint: metadata.revocationEndpoint, confidential: clientSecret != nil)
+    }
+
     public func refresh(_ refreshToken: SecureBytes) throws(TokenFailure) -> TokenSet {
         try tokenRequest([("grant_type", "refresh_token"), ("refresh_token", TokenRequests.text(refreshToken))])
     }
@@ -50,19 +69,24 @@ public struct OAuthClient: TokenClient, Sendable {
         struct Answer: Decodable {
             let device_code: String
             let user_code: String
-            let verification_uri: String
+            let verification_uri: String?
             let verification_uri_complete: String?
-            let interval: Int?
-            let expires_in: Int
+            let verification_url: String? // Google's name for it
+            let interval: FlexibleInteger?
+            let expires_in: FlexibleInteger
         }
-        guard let answer = try? JSONDecoder().decode(Answer.self, from: Data(body)), !answer.device_code.isEmpty else {
+        guard let answer = try? JSONDecoder().decode(Answer.self, from: Data(body)), !answer.device_code.isEmpty,
+              let uri = answer.verification_uri ?? answer.verification_url,
+              answer.user_code.utf8.count <= 64, answer.user_code.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else {
             throw .malformed("the device authorization answer is not valid")
         }
-        try Discovery.requireSecure(answer.verification_uri)
+        try Discovery.requireSecure(uri)
+        if let complete = answer.verification_uri_complete { try Discovery.requireSecure(complete) }
+        // Bounded, whatever the provider says: poll at 1 to 60 s, for at most an hour.
         return DeviceAuthorization(deviceCode: answer.device_code, userCode: answer.user_code,
-                                   verificationURI: answer.verification_uri,
-                                   verificationURIComplete: answer.verification_uri_complete,
-                                   interval: max(answer.interval ?? 5, 1), expiresIn: answer.expires_in)
+                                   verificationURI: uri, verificationURIComplete: answer.verification_uri_complete,
+                                   interval: min(max(answer.interval?.value ?? 5, 1), 60),
+                                   expiresIn: min(max(answer.expires_in.value, 1), 3600))
     }
 
     /// One poll; throws `.authorizationPending` or `.slowDown` while the user has not acted.
@@ -125,9 +149,9 @@ enum TokenRequests {
 
     /// An error answer: the OAuth error code when there is one, whatever the body.
     static func failure(status: Int, body: [UInt8]) -> TokenFailure {
-        if status >= 500 { return .unreachable("the provider answered \(status)") }
-        struct OAuthErrorBody: Decodable { let error: String }
-        let code = (try? JSONDecoder().decode(OAuthErrorBody.self, from: Data(body)))?.error
+        // Overloaded or rate-limited: the same as unreachable for the offline policy.
+        if status >= 500 || status == 429 || status == 408 { return .unreachable("the provider answered \(status)") }
+        let code = errorCode(body)
         switch code {
         case "invalid_grant": return .chainEnded("invalid_grant")
         case "authorization_pending": return .authorizationPending
@@ -138,27 +162,82 @@ enum TokenRequests {
         }
     }
 
-    /// A token response (RFC 6749 5.1), strictly: an access token and a Bearer token type.
+    /// The `error` of an error body: JSON (RFC 6749 5.2), or a form-encoded body as some
+    /// providers send. Codes are short printable ASCII; anything else counts as no code.
+    static func errorCode(_ body: [UInt8]) -> String? {
+        struct OAuthErrorBody: Decodable { let error: String }
+        var code = (try? JSONDecoder().decode(OAuthErrorBody.self, from: Data(body)))?.error
+        if code == nil, body.count <= 4096, body.first != 0x7b {
+            let text = String(decoding: body, as: UTF8.self)
+            for pair in text.split(separator: "&") where pair.hasPrefix("error=") {
+                code = String(pair.dropFirst("error=".count))
+            }
+        }
+        guard let code, (1...64).contains(code.utf8.count),
+              code.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7e && $0 != 0x22 && $0 != 0x5c }) else { return nil }
+        return code
+    }
+
+    /// A token response (RFC 6749 5.1), strictly: an access token and a Bearer token type,
+    /// both tokens 1*VSCHAR. Tolerated, because real providers send them: `expires_in` as a
+    /// string of digits, `token_type` in any case, and unknown fields.
     static func parseTokens(_ body: [UInt8]) throws(TokenFailure) -> TokenSet {
         struct Answer: Decodable {
             let access_token: String
             let token_type: String
-            let expires_in: Int?
+            let expires_in: FlexibleInteger?
             let refresh_token: String?
             let scope: String?
         }
         guard let answer = try? JSONDecoder().decode(Answer.self, from: Data(body)) else {
             throw .malformed("the token answer is not valid JSON with an access token")
         }
-        guard !answer.access_token.isEmpty, answer.token_type.lowercased() == "bearer" else {
+        guard AccessTokenFile.isValidToken(answer.access_token.utf8), answer.token_type.lowercased() == "bearer" else {
             throw .malformed("the token answer has no bearer access token")
         }
+        if let refresh = answer.refresh_token, !AccessTokenFile.isValidToken(refresh.utf8) {
+            throw .malformed("the refresh token in the answer is not valid")
+        }
+        let lifetime = answer.expires_in?.value
+        if let lifetime, lifetime < 0 { throw .malformed("the token answer has a negative lifetime") }
         do {
             let refresh = try answer.refresh_token.map { try SecureBytes(copying: Array($0.utf8)) }
             return TokenSet(accessToken: try SecureBytes(copying: Array(answer.access_token.utf8)), refreshToken: refresh,
-                            expiresIn: answer.expires_in, scope: answer.scope)
+                            expiresIn: lifetime, scope: answer.scope)
         } catch {
             throw .malformed("no secure memory for the tokens")
         }
+    }
+}
+
+/// A JSON integer, or a string of digits (some providers quote `expires_in` and `interval`).
+struct FlexibleInteger: Decodable {
+    let value: Int
+
+    init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let number = try? container.decode(Int.self) {
+            value = number
+        } else {
+            let text = try container.decode(String.self)
+            guard (1...9).contains(text.utf8.count), text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let number = Int(text) else {
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a whole number")
+            }
+            value = number
+        }
+    }
+}
+
+extension OAuthClient {
+    /// The client for a sealed sign-in, with the timeouts in `options`.
+    public init(provider: ProviderRecord, clientSecret: SecureBytes?, options: Options) throws(TokenFailure) {
+        try self.init(provider: provider, clientSecret: clientSecret.map(TokenRequests.text),
+                      http: HTTPClient(configuration: .init(connectTimeout: Double(options.connectTimeout),
+                                                            timeout: Double(options.idpTimeout))))
+    }
+
+    /// Makes clients for `TokenChain.refresh`.
+    public static func factory(_ options: Options) -> TokenChain.ClientFactory {
+        { provider, secret throws(TokenFailure) in try OAuthClient(provider: provider, clientSecret: secret, options: options) }
     }
 }

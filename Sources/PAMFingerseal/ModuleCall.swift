@@ -81,7 +81,7 @@ struct ModuleCall {
     func openSession() -> Outcome {
         session("session open") { account, runtime in
             try pam.withSecretData(ModuleCall.accessTokenData) { token in
-                try SessionFiles.placeAccessToken(token, for: account, runtimeDirectory: runtime)
+                if token.count > 0 { try SessionFiles.placeAccessToken(token, for: account, runtimeDirectory: runtime) }
             }
         }
     }
@@ -97,12 +97,27 @@ struct ModuleCall {
         guard let options = options() else { return .badConfiguration }
         let request = request(options)
         let prompter = ConversationPrompter(pam: pam)
+        let helper = ScanHelper(options: options, user: request.user ?? "", prompter: prompter)
+        // A token from an earlier call on this handle must not outlive this one.
+        _ = pam.setSecretData(ModuleCall.accessTokenData, UnsafeRawBufferPointer(start: nil, count: 0))
+        var accessToken: SecureBytes? = nil
         let scan: Authentication.FingerprintStep = { _, _ in
-            ScanHelper(options: options, user: request.user ?? "", prompter: prompter).run()
+            let report = helper.run()
+            accessToken = report.accessToken
+            return report.result
         }
-        let result = Authentication(request: request, prompter: prompter).run(fingerprint: scan) {
+        let refreshAfterPIN = { () -> TokenStep in
+            let report = helper.run(refreshOnly: true)
+            accessToken = report.accessToken
+            return report.result.outcome == .success ? report.result.tokenStep ?? .failed : .failed
+        }
+        let result = Authentication(request: request, prompter: prompter).run(fingerprint: scan, refreshAfterPIN: refreshAfterPIN) {
             // The PIN travels from PAM's buffer straight into secure memory.
             pam.withSecretAnswer(Messages.enterPIN) { try? SecureBytes(copying: $0) } ?? nil
+        }
+        // For open_session: the session's access token (PAM data, wiped by libpam at pam_end).
+        if result.outcome == .success, let accessToken {
+            _ = accessToken.withUnsafeBytes { pam.setSecretData(ModuleCall.accessTokenData, $0) }
         }
         log(result, request, action: "authentication")
         return result.outcome

@@ -1,28 +1,38 @@
 import FingersealCore
 import Glibc
 import PAMKit
+import SodiumKit
 import SystemKit
 
-/// Runs `fingerseal-scan` for the fingerprint step and relays what it says to the PAM
-/// conversation. Ctrl-C (SIGINT, through a signalfd while the scan runs) asks it to stop;
+/// Runs `fingerseal-scan` for the fingerprint and token steps and relays what it says to the
+/// PAM conversation. Ctrl-C (SIGINT, through a signalfd while the scan runs) asks it to stop;
 /// every wait is bounded; the helper is always reaped.
 struct ScanHelper {
     static let defaultPaths = ["/usr/libexec/fingerseal/fingerseal-scan", "/usr/local/libexec/fingerseal/fingerseal-scan"]
-    /// Beyond the scan timeout: the helper's own start-up, reader open and close.
+    /// Beyond the scan and IdP timeouts: the helper's own start-up, reader open and close.
     static let slack = 10.0
 
     let options: Options
     let user: String
     let prompter: Prompter
 
-    func run() -> AuthenticationResult {
-        guard let path = locate() else { return AuthenticationResult(.noReader, "no fingerseal-scan helper installed") }
+    /// What the helper reported, and the access token it handed over (an AccessTokenFile).
+    struct Report {
+        var result: AuthenticationResult
+        var accessToken: SecureBytes? = nil
+    }
+
+    /// Scans (or, with `refreshOnly`, only refreshes the sealed sign-in after a PIN).
+    func run(refreshOnly: Bool = false) -> Report {
+        guard let path = locate() else { return Report(result: AuthenticationResult(.noReader, "no fingerseal-scan helper installed")) }
         do {
             try vet(path)
         } catch {
-            return AuthenticationResult(.unavailable, "refusing helper \(path): \(error)")
+            return Report(result: AuthenticationResult(.unavailable, "refusing helper \(path): \(error)"))
         }
-        var settings = ["timeout=\(options.timeout)", "max_tries=\(options.maxTries)", "max_fails=\(options.maxFails)"]
+        var settings = ["timeout=\(options.timeout)", "max_tries=\(options.maxTries)", "max_fails=\(options.maxFails)",
+                        "offline_grace=\(options.offlineGrace)", "connect_timeout=\(options.connectTimeout)",
+                        "idp_timeout=\(options.idpTimeout)"]
         if let store = options.store { settings.append("store=\(store)") }
         let interrupt: InterruptWatch
         let child: Subprocess
@@ -30,13 +40,15 @@ struct ScanHelper {
             interrupt = try InterruptWatch(signals: [SIGINT])
             // The host's own environment (root-controlled), never the PAM environment a user
             // may influence.
-            child = try Subprocess(path: path, arguments: [user] + settings, environment: environmentEntries())
+            child = try Subprocess(path: path, arguments: (refreshOnly ? ["--refresh-only"] : []) + ["--token-fd", "3", user] + settings,
+                                   environment: environmentEntries(), secondOutput: true)
         } catch {
-            return AuthenticationResult(.systemError, "could not start \(path): \(error)")
+            return Report(result: AuthenticationResult(.systemError, "could not start \(path): \(error)"))
         }
         defer { child.terminate(grace: 2) }
         var lines = LineReader(fd: child.output.rawValue)
-        var deadline = monotonicSeconds() + Double(options.timeout) + ScanHelper.slack
+        var deadline = monotonicSeconds() + Double(refreshOnly ? 0 : options.timeout)
+            + Double(options.connectTimeout + options.idpTimeout) + ScanHelper.slack
         var cancelled = false
         while true {
             switch lines.next(until: deadline, alsoWatching: cancelled ? nil : interrupt.fd) {
@@ -44,13 +56,20 @@ struct ScanHelper {
                 switch ScanMessage.parse(bytes) {
                 case .info(let text)?: prompter.info(text)
                 case .error(let text)?: prompter.error(text)
-                case let .result(outcome, finger, detail)?:
+                case let .result(outcome, finger, detail, token)?:
                     let result = Outcome(rawValue: outcome) ?? .unavailable
-                    if cancelled && result != .success { return AuthenticationResult(.cancelled, "cancelled with Ctrl-C") }
+                    if cancelled && result != .success { return Report(result: AuthenticationResult(.cancelled, "cancelled with Ctrl-C")) }
                     if [.noMatch, .triesExhausted, .lockedOut, .timedOut].contains(result) { prompter.error(detail) }
-                    return AuthenticationResult(result, finger.map { "finger \($0): \(detail)" } ?? detail)
+                    var report = Report(result: AuthenticationResult(result, finger.map { "finger \($0): \(detail)" } ?? detail,
+                                                                     tokenStep: token))
+                    if token == .refreshed, let second = child.secondOutput {
+                        report.accessToken = readAccessToken(second.rawValue, until: deadline)
+                        // Refreshed (the rotated token is sealed) but not handed over: no token.
+                        if report.accessToken == nil { report.result.tokenStep = .failed }
+                    }
+                    return report
                 case nil:
-                    return AuthenticationResult(.unavailable, "the helper said something unreadable")
+                    return Report(result: AuthenticationResult(.unavailable, "the helper said something unreadable"))
                 }
             case .other:
                 // Ctrl-C: ask the helper to cancel; it answers with a result soon after.
@@ -59,11 +78,34 @@ struct ScanHelper {
                 child.signal(SIGTERM)
                 deadline = min(deadline, monotonicSeconds() + 3)
             case .end:
-                return AuthenticationResult(cancelled ? .cancelled : .unavailable, "the helper ended without a result")
+                return Report(result: AuthenticationResult(cancelled ? .cancelled : .unavailable, "the helper ended without a result"))
             case .timedOut:
-                return AuthenticationResult(cancelled ? .cancelled : .timedOut, "the helper did not answer in time")
+                return Report(result: AuthenticationResult(cancelled ? .cancelled : .timedOut, "the helper did not answer in time"))
             }
         }
+    }
+
+    /// The AccessTokenFile the helper wrote to its descriptor 3 (it closes it before its
+    /// result line), read into secure memory; nil unless it is exactly in the format.
+    private func readAccessToken(_ fd: Int32, until deadline: Double) -> SecureBytes? {
+        guard let buffer = try? SecureBytes(capacity: AccessTokenFile.maxSize + 1) else { return nil }
+        var byte: UInt8 = 0
+        defer { byte = 0 }
+        while buffer.count <= AccessTokenFile.maxSize {
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let remaining = deadline - monotonicSeconds()
+            guard remaining > 0, poll(&pfd, 1, Int32(min(remaining * 1000, 60_000).rounded(.up))) >= 0 || errno == EINTR else {
+                return nil
+            }
+            if pfd.revents == 0 { continue }
+            let count = read(fd, &byte, 1)
+            if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+            if count < 0 { return nil }
+            if count == 0 { break }
+            buffer.append(byte)
+        }
+        let valid = buffer.withUnsafeBytes { AccessTokenFile.parse($0) } != nil
+        return valid ? buffer : nil
     }
 
     private func locate() -> String? {

@@ -39,13 +39,15 @@ public final class FileDescriptor {
     }
 
     public func writeAll(_ bytes: [UInt8], subject: String) throws {
+        try bytes.withUnsafeBytes { try writeAll($0, subject: subject) }
+    }
+
+    /// Writes every byte (secrets too: no copy is made).
+    public func writeAll(_ buffer: UnsafeRawBufferPointer, subject: String) throws {
+        guard let base = buffer.baseAddress else { return }
         var offset = 0
-        while offset < bytes.count {
-            let written = try bytes.withUnsafeBytes { buffer -> Int in
-                guard let base = buffer.baseAddress else { return buffer.count }
-                return try syscall("write", subject) { write(rawValue, base + offset, buffer.count - offset) }
-            }
-            offset += written
+        while offset < buffer.count {
+            offset += try syscall("write", subject) { write(rawValue, base + offset, buffer.count - offset) }
         }
     }
 }

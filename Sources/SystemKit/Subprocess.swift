@@ -1,29 +1,37 @@
 import CLinux
 import Glibc
 
-/// A helper process started from inside a host (a PAM module's sshd or sudo): only its
-/// stdout comes back through a pipe; stdin is /dev/null; no other descriptor of the host is
-/// inherited; signals are at their defaults and unblocked in the child. Every wait on it
+/// A helper process started from inside a host (a PAM module's sshd or sudo): its stdout
+/// (and, when asked, its descriptor 3) comes back through a pipe; stdin is /dev/null; no other
+/// descriptor of the host is inherited; signals are at their defaults and unblocked in the child. Every wait on it
 /// is bounded, and it is always reaped.
 public final class Subprocess {
     public let pid: pid_t
     /// The read end of the child's stdout.
     public let output: FileDescriptor
+    /// The read end of the child's descriptor 3, when `secondOutput` was asked for.
+    public let secondOutput: FileDescriptor?
     private var reaped = false
 
     /// `path` is exec'd directly (no shell, no PATH search).
-    public init(path: String, arguments: [String], environment: [String]) throws {
-        var pipeFDs: [Int32] = [0, 0]
-        _ = try syscall("pipe") { pipe(&pipeFDs) }
-        let (readEnd, writeEnd) = (pipeFDs[0], pipeFDs[1])
-        _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
+    public init(path: String, arguments: [String], environment: [String], secondOutput wantsSecond: Bool = false) throws {
+        let (readEnd, writeEnd) = try Subprocess.pipe()
+        var second: (read: Int32, write: Int32)? = nil
+        if wantsSecond {
+            do { second = try Subprocess.pipe() } catch {
+                close(readEnd)
+                close(writeEnd)
+                throw error
+            }
+        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addclosefrom_np(&actions, 3)
+        if let second { posix_spawn_file_actions_adddup2(&actions, second.write, 3) }
+        posix_spawn_file_actions_addclosefrom_np(&actions, second == nil ? 3 : 4)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -40,12 +48,22 @@ public final class Subprocess {
         var child: pid_t = 0
         let rc = posix_spawn(&child, path, &actions, &attributes, argv, envp)
         close(writeEnd)
+        if let second { close(second.write) }
         guard rc == 0 else {
             close(readEnd)
+            if let second { close(second.read) }
             throw SystemError("spawn", path, code: rc)
         }
         pid = child
         output = FileDescriptor(owning: readEnd)
+        secondOutput = second.map { FileDescriptor(owning: $0.read) }
+    }
+
+    /// A pipe whose ends are both close-on-exec (the child gets its end through dup2).
+    private static func pipe() throws -> (read: Int32, write: Int32) {
+        var fds: [Int32] = [0, 0]
+        _ = try syscall("pipe") { pipe2(&fds, O_CLOEXEC) }
+        return (fds[0], fds[1])
     }
 
     deinit {

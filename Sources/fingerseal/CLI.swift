@@ -14,7 +14,9 @@ enum CLI {
             rest = rest.dropFirst()
         }
         do {
-            if rest.contains("--help") || rest.contains("-h") {
+            // --help before the end of the options (a command after --exec has its own).
+            let ownArguments = rest.prefix { arg in !command.options.contains { $0.name == arg && $0.isRest } && arg != "--" }
+            if ownArguments.contains("--help") || ownArguments.contains("-h") {
                 context.output.out(command.helpText(path: path))
                 return Outcome.success.exitCode
             }

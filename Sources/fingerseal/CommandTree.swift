@@ -2,7 +2,9 @@ import FingersealCore
 
 /// One option a command accepts.
 struct OptionSpec: Sendable {
-    enum Kind: Sendable { case flag, value(placeholder: String) }
+    /// `rest`: this option ends the options; every later argument is a positional (a command
+    /// line to run, with options of its own).
+    enum Kind: Sendable { case flag, value(placeholder: String), rest(placeholder: String) }
     let name: String
     let kind: Kind
     let help: String
@@ -10,6 +12,14 @@ struct OptionSpec: Sendable {
     static func flag(_ name: String, _ help: String) -> OptionSpec { OptionSpec(name: name, kind: .flag, help: help) }
     static func value(_ name: String, _ placeholder: String, _ help: String) -> OptionSpec {
         OptionSpec(name: name, kind: .value(placeholder: placeholder), help: help)
+    }
+    var isRest: Bool {
+        if case .rest = kind { return true }
+        return false
+    }
+
+    static func rest(_ name: String, _ placeholder: String, _ help: String) -> OptionSpec {
+        OptionSpec(name: name, kind: .rest(placeholder: placeholder), help: help)
     }
 }
 
@@ -58,8 +68,10 @@ struct CommandSpec: Sendable {
         let all = options + [CommandSpec.help]
         lines += ["", "Options:"]
         let labels = all.map { option -> String in
-            if case let .value(placeholder) = option.kind { return "\(option.name) \(placeholder)" }
-            return option.name
+            switch option.kind {
+            case let .value(placeholder), let .rest(placeholder): return "\(option.name) \(placeholder)"
+            case .flag: return option.name
+            }
         }
         let width = labels.map(\.count).max() ?? 0
         for (label, option) in zip(labels, all) {
@@ -72,7 +84,7 @@ struct CommandSpec: Sendable {
     func parse(_ arguments: [String]) throws -> ParsedArguments {
         var parsed = ParsedArguments()
         var index = 0
-        while index < arguments.count {
+        parsing: while index < arguments.count {
             let argument = arguments[index]
             index += 1
             if argument == "--" {
@@ -89,6 +101,11 @@ struct CommandSpec: Sendable {
                 throw FingersealError(.usage, "Unknown option \(name.prefix(64)). Run with --help to see the options.")
             }
             switch option.kind {
+            case .rest:
+                guard parts.count == 1 else { throw FingersealError(.usage, "The option \(name) takes the rest of the line.") }
+                parsed.flags.insert(name)
+                parsed.positionals += arguments[index...]
+                break parsing
             case .flag:
                 guard parts.count == 1 else { throw FingersealError(.usage, "The option \(name) takes no value.") }
                 parsed.flags.insert(name)

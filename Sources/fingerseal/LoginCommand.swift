@@ -61,8 +61,11 @@ extension Commands {
         } else {
             vault = try Vault.create(store, pin: PINKeyslot(pin: try pins.readNew()))
         }
-        let provider = ProviderRecord(issuer: issuer, clientID: clientID)
-        try vault.update { try $0.signedIn(refreshToken: refreshToken, provider: provider, at: SystemClock().now()) }
+        let clientSecret = try secret.map { try SecureBytes(copying: Array($0.utf8)) }
+        try vault.update {
+            try $0.signedIn(refreshToken: refreshToken, provider: client.providerRecord, clientSecret: clientSecret,
+                            at: SystemClock().now())
+        }
         try LockoutLedger(store: store, options: options).clearAll()
         context.output.out(Messages.signedIn(issuer))
         if try vault.enrolledFingers().isEmpty { context.output.note(Messages.offerEnroll) }

@@ -66,6 +66,22 @@ struct SecretInput {
     /// Prompts on the controlling terminal and reads without echo. Ctrl-C or Ctrl-D on an
     /// empty line cancel; Backspace and Ctrl-U edit.
     static func prompt(_ text: String, echo: Bool = false) throws -> SecureBytes {
+        switch try prompt(text, echo: echo, wakingOn: []) {
+        case let .line(line): return line
+        case .woken: throw FingersealError(.cancelled, Messages.cancelled)
+        }
+    }
+
+    enum Answer {
+        case line(SecureBytes)
+        /// One of the descriptors became readable before the line was complete; what was
+        /// typed so far is wiped.
+        case woken(Int32)
+    }
+
+    /// As `prompt`, but also returns as soon as one of `descriptors` is readable: the reader
+    /// matched while the PIN was being typed, or a signal arrived.
+    static func prompt(_ text: String, echo: Bool = false, wakingOn descriptors: [Int32]) throws -> Answer {
         let raw = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY)
         guard raw >= 0 else { throw FingersealError(.usage, Messages.noTerminal) }
         let tty = FileDescriptor(owning: raw)
@@ -86,16 +102,30 @@ struct SecretInput {
             _ = tcsetattr(raw, TCSANOW, &saved)
             try? tty.writeAll([0x0a], subject: "/dev/tty")
         }
-        try? tty.writeAll(Array(text.utf8), subject: "/dev/tty")
+        if !text.isEmpty { try? tty.writeAll(Array(text.utf8), subject: "/dev/tty") }
         let line = try secureBuffer()
         var byte: UInt8 = 0
         defer { byte = 0 }
+        var watched = [pollfd(fd: raw, events: Int16(POLLIN), revents: 0)]
+            + descriptors.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
         while true {
+            if !descriptors.isEmpty {
+                for index in watched.indices { watched[index].revents = 0 }
+                if poll(&watched, nfds_t(watched.count), -1) < 0 {
+                    if errno == EINTR { continue }
+                    throw FingersealError(.systemError, Messages.systemFailure("wait for the terminal"))
+                }
+                if let woken = watched.dropFirst().first(where: { $0.revents != 0 }) {
+                    line.removeAll()
+                    return .woken(woken.fd)
+                }
+                if watched[0].revents == 0 { continue }
+            }
             let count = read(raw, &byte, 1)
-            if count < 0 && errno == EINTR { continue }
+            if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
             if count <= 0 { throw FingersealError(.cancelled, Messages.cancelled) }
             switch byte {
-            case 0x0a, 0x0d: return line
+            case 0x0a, 0x0d: return .line(line)
             case 0x03: throw FingersealError(.cancelled, Messages.cancelled)
             case 0x04 where line.count == 0: throw FingersealError(.cancelled, Messages.cancelled)
             case 0x7f, 0x08: line.removeLast()

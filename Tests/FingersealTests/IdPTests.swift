@@ -93,7 +93,7 @@ final class LocalIdP {
             let pair = VaultPair([try Vault.unlockWithDevice(v.store), try Vault.unlockWithDevice(v.store)])
             let failures = Failures()
             DispatchQueue.concurrentPerform(iterations: 2) { index in
-                do { _ = try TokenChain.refresh(pair.vaults[index], client: client, offlineGrace: 0) } catch { failures.add("\(error)") }
+                do { _ = try TokenChain.refresh(pair.vaults[index], client: client, offlineGrace: 0).checked() } catch { failures.add("\(error)") }
             }
             #expect(failures.all.isEmpty, "\(failures.all)")
         }
@@ -104,11 +104,11 @@ final class LocalIdP {
         let idp = try LocalIdP()
         let (v, vault) = try signedInVault(idp)
         try idp.hook("/test/revoke-user-tokens", [("username", "alice")])
-        expectOutcome(.signInRequired) { _ = try TokenChain.refresh(vault, client: try idp.client(), offlineGrace: 0) }
+        expectOutcome(.signInRequired) { _ = try TokenChain.refresh(vault, client: try idp.client(), offlineGrace: 0).checked() }
         #expect(try Vault.status(v.store)?.signIn == .required)
         // Without asking the IdP again.
         try idp.hook("/test/mode", [("mode", "down-5xx")])
-        expectOutcome(.signInRequired) { _ = try TokenChain.refresh(vault, client: try idp.client(), offlineGrace: 0) }
+        expectOutcome(.signInRequired) { _ = try TokenChain.refresh(vault, client: try idp.client(), offlineGrace: 0).checked() }
     }
 
     @Test func offlineGraceAllowsThenDenies() throws {
@@ -122,7 +122,7 @@ final class LocalIdP {
         guard case .offline(since: 1_000_000) = inside else { throw TestFailure("expected offline, got \(inside)") }
         expectOutcome(.unavailable) {
             _ = try TokenChain.refresh(vault, client: try idp.client(), offlineGrace: grace,
-                                       clock: FixedClock(time: 1_000_000 + Int64(grace) + 1))
+                                       clock: FixedClock(time: 1_000_000 + Int64(grace) + 1)).checked()
         }
         #expect(readFile(v.directory + "/vault") == before, "the refresh token is kept as it was")
         // The IdP back: the chain goes on.
@@ -138,7 +138,7 @@ final class LocalIdP {
         let (v, vault) = try signedInVault(idp)
         let before = try #require(readFile(v.directory + "/vault"))
         try idp.hook("/test/mode", [("mode", mode)])
-        expectOutcome(.unavailable) { _ = try TokenChain.refresh(vault, client: try idp.client(), offlineGrace: 0) }
+        expectOutcome(.unavailable) { _ = try TokenChain.refresh(vault, client: try idp.client(), offlineGrace: 0).checked() }
         #expect(readFile(v.directory + "/vault") == before)
         try idp.hook("/test/mode", [("mode", "normal")])
         guard case .refreshed = try TokenChain.refresh(vault, client: try idp.client(), offlineGrace: 0) else {
@@ -153,7 +153,7 @@ final class LocalIdP {
         let client = try idp.client(timeout: 2)
         try idp.hook("/test/mode", [("mode", "slow"), ("seconds", "20")])
         let start = VirtualSensor.now()
-        expectOutcome(.unavailable) { _ = try TokenChain.refresh(vault, client: client, offlineGrace: 0) }
+        expectOutcome(.unavailable) { _ = try TokenChain.refresh(vault, client: client, offlineGrace: 0).checked() }
         let elapsed = VirtualSensor.now() - start
         #expect(elapsed >= 1.9 && elapsed < 3.5, "\(elapsed) s")
     }

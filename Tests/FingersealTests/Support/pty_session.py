@@ -2,10 +2,11 @@
 
 usage: pty_session.py STEPS_JSON -- COMMAND...
 STEPS_JSON is a list of [expect, send]: wait (bounded) until `expect` appears in the output,
-then type `send`. Prints a JSON object: the whole transcript, the exit status, and whether
+then type `send`. A `send` of "@sensor COMMAND" goes to the virtual_device socket named in
+FP_VIRTUAL_DEVICE instead of the terminal (a finger on the reader while a prompt waits). Prints a JSON object: the whole transcript, the exit status, and whether
 the terminal still echoes afterwards (it must: a cancelled prompt restores the terminal).
 """
-import json, os, pty, select, sys, termios, time
+import json, os, pty, select, socket, sys, termios, time
 
 steps = json.loads(sys.argv[1])
 command = sys.argv[sys.argv.index("--") + 1:]
@@ -36,7 +37,14 @@ for expect, send in steps:
     if not read_until(expect, time.monotonic() + 10):
         ok = False
         break
-    os.write(fd, send.encode())
+    if send.startswith("@sensor "):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sensor:
+            sensor.settimeout(10)
+            sensor.connect(os.environ["FP_VIRTUAL_DEVICE"])
+            sensor.sendall(send[len("@sensor "):].encode())
+            sensor.recv(4096)  # the driver closes the connection once it took the command
+    else:
+        os.write(fd, send.encode())
 # Drain to EOF (bounded), then reap.
 deadline = time.monotonic() + 10
 while time.monotonic() < deadline:
