@@ -37,8 +37,13 @@ final class LocalIdP {
         return String(decoding: response.body, as: UTF8.self)
     }
 
+    /// The IdP's account of the user's newest refresh-token family (JSON).
+    func family(_ user: String) throws -> String {
+        String(decoding: try http.send(.get(origin + "/test/refresh-family-alive?username=\(user)")).body, as: UTF8.self)
+    }
+
     func familyAlive(_ user: String) throws -> Bool {
-        let body = String(decoding: try http.send(.get(origin + "/test/refresh-family-alive?username=\(user)")).body, as: UTF8.self)
+        let body = try family(user)
         return body.contains(#""alive": true"#) && body.contains(#""reuse_detected": false"#)
     }
 
