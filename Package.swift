@@ -87,7 +87,7 @@ let package = Package(
         // Test helper: a process the crash and concurrency tests can SIGKILL and race.
         .executableTarget(
             name: "vault-torture",
-            dependencies: ["FingersealCore", "SodiumKit"],
+            dependencies: ["FingersealCore", "IdentityClient", "SodiumKit"],
             path: "Tests/Helpers/vault-torture"
         ),
 

@@ -1,5 +1,7 @@
 import Glibc
 import Testing
+@testable import FingersealCore
+@testable import IdentityClient
 
 /// Crash safety and lost updates, with real processes: the torture helper writes, the test
 /// kills it with SIGKILL or races two of them.
@@ -60,5 +62,59 @@ import Testing
         for result in results { #expect(result.status == 0, "\(result.stderr)") }
         let check = try Child.run(Paths.torture, ["check", directory, CrashTests.pin])
         #expect(check.stdout.split(separator: "\n").first == "200", "\(check.all)")
+    }
+}
+
+/// SIGKILL during refreshes against the local IdP: the vault is never torn, and afterwards
+/// the chain either still works or says sign-in required (a response lost to the kill).
+@Suite(.enabled(if: LocalIdP.available)) struct RefreshCrashTests {
+    @Test func sigkillAtAHundredPointsDuringRefreshes() throws {
+        let idp = try LocalIdP()
+        let v = try TestVault()
+        let vault = try v.create()
+        let client = try idp.client()
+        func signIn() throws {
+            let tokens = try client.passwordGrant(username: "alice", password: secret("wonderland-7"), scope: "openid offline_access")
+            let refresh = try #require(tokens.refreshToken)
+            try vault.update { try $0.signedIn(refreshToken: refresh, provider: client.providerRecord, at: SystemClock().now()) }
+        }
+        try signIn()
+        var generator = SystemRandomNumberGenerator()
+        var (survived, ended, refreshes, idpErrors) = (0, 0, 0, 0)
+        for round in 0..<100 {
+            let refresher = try Child(Paths.torture, ["refresh", v.directory])
+            // A random number of sealed rotations, then a kill a random moment later: the
+            // kill lands before, during or after a request, or while sealing its answer.
+            for _ in 0..<Int.random(in: 0...2, using: &generator) {
+                guard refresher.readLine() == "refreshed" else { break }
+                refreshes += 1
+            }
+            var pause = timespec(tv_sec: 0, tv_nsec: Int.random(in: 0...60_000_000, using: &generator))
+            nanosleep(&pause, nil)
+            refresher.signal(SIGKILL)
+            _ = refresher.finish()
+
+            // Never torn: it opens, its MAC holds, and the sign-in is alive or ended. The IdP
+            // itself may answer 500 for a moment (DOT races with the killed request it is still
+            // serving); that is "unreachable", the token is kept, and the next try decides.
+            let reopened = try Vault.unlockWithDevice(v.store)
+            var result = try TokenChain.refresh(reopened, client: client, offlineGrace: 0)
+            for _ in 0..<3 where [.offline, .unreachable].contains(result.step) {
+                idpErrors += 1
+                result = try TokenChain.refresh(reopened, client: client, offlineGrace: 0)
+            }
+            switch result {
+            case .refreshed: survived += 1
+            case .signInRequired:
+                ended += 1
+                #expect(try Vault.status(v.store)?.signIn == .required)
+                try signIn() // a new chain for the next round
+            case let other: Issue.record("round \(round): \(other)")
+            }
+        }
+        #expect(survived + ended == 100)
+        #expect(survived > 0, "the chain survived no kill at all")
+        print("refresh crash test: \(refreshes) rotations seen, \(survived) kills survived, \(ended) ended the chain, "
+              + "\(idpErrors) passing IdP errors")
     }
 }

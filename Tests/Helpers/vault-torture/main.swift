@@ -7,7 +7,11 @@
 //                                     prints each committed counter value
 //   vault-torture check DIR PIN       prints the counter after verifying token, PIN and device
 //   vault-torture put DIR NAME        stores stdin's first line as secret NAME (device slot)
+//   vault-torture refresh DIR         refreshes the sealed sign-in forever (device slot);
+//                                     prints "refreshed" after each sealed rotation, and
+//                                     exits 3 once the vault says sign-in required
 import FingersealCore
+import IdentityClient
 import Glibc
 import SodiumKit
 import SystemKit
@@ -75,6 +79,17 @@ do {
             fail("token does not match counter \(counter)")
         }
         print(counter)
+    case "refresh":
+        let vault = try Vault.unlockWithDevice(store)
+        while true {
+            switch try TokenChain.refresh(vault, offlineGrace: 0, makeClient: OAuthClient.factory(Options())) {
+            case .refreshed:
+                let line = Array("refreshed\n".utf8)
+                _ = line.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+            case .signInRequired: exit(3)
+            case let other: fail("refresh: \(other)")
+            }
+        }
     case "put":
         guard let line = readLine() else { fail("no input") }
         let vault = try Vault.unlockWithDevice(store)
