@@ -44,6 +44,7 @@ let package = Package(
         cLibrary("CCurl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
         cLibrary("CTSS2", pkgConfig: "tss2-esys", apt: ["libtss2-dev"]),
         cLibrary("CQRencode", pkgConfig: "libqrencode", apt: ["libqrencode-dev"]),
+        cLibrary("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: ["libmicrohttpd-dev"]),
         .systemLibrary(name: "CLinux"),
 
         // Thin wrappers: each owns its C pointers; no C types in their public API.
@@ -54,6 +55,8 @@ let package = Package(
         .target(name: "CurlKit", dependencies: ["CCurl"]),
         .target(name: "TPMKit", dependencies: ["CTSS2"]),
         .target(name: "QRKit", dependencies: ["CQRencode"]),
+        // The browser sign-in's loopback redirect receiver (one request, then it stops).
+        .target(name: "LoopbackKit", dependencies: ["CMicroHTTPD", "CLinux", "SodiumKit", "SystemKit"]),
 
         // Pure-Swift core: vault, keyslots, config, outcomes, lockout.
         .target(name: "FingersealCore", dependencies: ["SystemKit", "SodiumKit"]),
@@ -77,7 +80,7 @@ let package = Package(
 
         // The CLI.
         .executableTarget(name: "fingerseal", dependencies: ["FingersealCore", "FingerprintFlows", "IdentityClient", "SystemKit",
-                                                            "SodiumKit", "FprintKit", "CurlKit", "QRKit"]),
+                                                            "SodiumKit", "FprintKit", "CurlKit", "QRKit", "LoopbackKit"]),
 
         // The PAM module's fingerprint step, run as a helper process (libfprint stays out of
         // the PAM host).
@@ -111,7 +114,7 @@ let package = Package(
             name: "FingersealTests",
             dependencies: [
                 "FingersealCore", "FingerprintFlows", "IdentityClient", "SystemKit", "SodiumKit", "PAMKit", "CPAM",
-                "FprintKit", "CurlKit", "TPMKit", "QRKit", "vault-torture", "pam-cycles", "fingerseal", "fingerseal-scan",
+                "FprintKit", "CurlKit", "TPMKit", "QRKit", "LoopbackKit", "vault-torture", "pam-cycles", "fingerseal", "fingerseal-scan",
             ],
             exclude: ["Support/pty_session.py"]
         ),

@@ -113,6 +113,14 @@ public enum Messages {
     public static func providerUnreachable(_ detail: String) -> String { "The identity provider cannot be reached (\(detail)). Check the network and try again." }
     public static let signInRequiredNotice = "Fingerprint unlock needs a new sign-in. Run: fingerseal login"
 
+    // Browser sign-in (the pages are what the browser shows when it comes back)
+    public static let openInBrowser = "Open this address in a browser to sign in:"
+    public static let browserTimedOut = "The browser did not come back in time. Run fingerseal login again."
+    public static let codeNotAccepted = "The identity provider did not accept the sign-in. Run fingerseal login again."
+    public static let browserPageReceived = "You can close this window and return to the terminal."
+    public static let browserPageFailed = "The sign-in did not complete. You can close this window and return to the terminal."
+    public static let browserPageIgnored = "This page does not belong to the sign-in in progress, so it was ignored."
+
     // Reset
     public static let resetConfirm = "This deletes the fingerseal vault for this account, with its PIN, enrolled fingers and sign-in. Type yes to continue: "
     public static let resetDone = "The fingerseal vault is deleted."

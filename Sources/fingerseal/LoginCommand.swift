@@ -15,10 +15,12 @@ extension Commands {
             .value("--client-id", "ID", "The OAuth client id. Required."),
             .value("--client-secret-file", "FILE", "Read a client secret from FILE (confidential clients)."),
             .value("--scope", "SCOPE", "Scopes to ask for (default: openid offline_access)."),
-            .value("--flow", "device|password", "How to sign in (default: device)."),
+            .value("--flow", "device|password|browser", "How to sign in (default: device)."),
             .value("--user", "NAME", "Password flow: the user name (default: your login name)."),
             .value("--password-fd", "N", "Password flow: read the password from descriptor N instead of the terminal."),
             .flag("--no-qr", "Do not draw the QR code."),
+            .flag("--no-browser", "Browser flow: only print the address; do not start a browser."),
+            .value("--timeout", "S", "Browser flow: seconds to wait for the browser (default: 300)."),
             pinFD, json,
         ],
         discussion: "A new vault asks for a new PIN; an existing one asks for its PIN. A full sign-in clears every lock.",
@@ -30,8 +32,8 @@ extension Commands {
             throw FingersealError(.usage, "Say which identity provider and client with --issuer URL --client-id ID.")
         }
         let flow = arguments.values["--flow"] ?? "device"
-        guard ["device", "password"].contains(flow) else {
-            throw FingersealError(.usage, "The option --flow takes device or password.")
+        guard ["device", "password", "browser"].contains(flow) else {
+            throw FingersealError(.usage, "The option --flow takes device, password or browser.")
         }
         let scope = arguments.values["--scope"] ?? "openid offline_access"
         let secret = try arguments.values["--client-secret-file"].map(readClientSecret)
@@ -46,6 +48,8 @@ extension Commands {
                                  clientSecret: secret, http: http)
             if flow == "password" {
                 tokens = try passwordFlow(client, arguments, context)
+            } else if flow == "browser" {
+                tokens = try browserFlow(client, scope: scope, arguments, context)
             } else {
                 tokens = try deviceFlow(client, scope: scope, arguments, context)
             }

@@ -1,0 +1,118 @@
+import CurlKit
+import FingersealCore
+import FoundationEssentials
+import SodiumKit
+
+/// Proof Key for Code Exchange (RFC 7636), S256 only: the verifier stays on this machine,
+/// the challenge travels in the authorization URL.
+public struct PKCE: Sendable, Equatable {
+    public let verifier: String
+    public let challenge: String
+
+    /// The challenge for a given verifier (RFC 7636 §4.2); `AuthorizationRequest()` makes
+    /// random ones.
+    public init(verifier: String) throws {
+        self.verifier = verifier
+        challenge = AuthorizationRequest.base64URL(try SHA256.hash(Array(verifier.utf8)))
+    }
+}
+
+/// One authorization code request (RFC 6749 §4.1) with PKCE and an OIDC nonce, for a
+/// loopback redirect (RFC 8252): its random values and the URL that carries them.
+public struct AuthorizationRequest: Sendable, Equatable {
+    public let state: String
+    public let nonce: String
+    public let pkce: PKCE
+
+    /// Fresh values, each 32 random bytes from libsodium as base64url (43 characters).
+    public init() throws {
+        try self.init(state: Self.randomText(), nonce: Self.randomText(), pkce: PKCE(verifier: Self.randomText()))
+    }
+
+    public init(state: String, nonce: String, pkce: PKCE) {
+        self.state = state
+        self.nonce = nonce
+        self.pkce = pkce
+    }
+
+    /// The address to open in a browser. The endpoint may have a query of its own (RFC 6749 §3.1).
+    public func url(endpoint: String, clientID: String, scope: String, redirectURI: String) -> String {
+        let query = FormEncoding.encode([
+            ("response_type", "code"), ("client_id", clientID), ("redirect_uri", redirectURI), ("scope", scope),
+            ("state", state), ("nonce", nonce), ("code_challenge", pkce.challenge), ("code_challenge_method", "S256"),
+        ])
+        let separator = !endpoint.contains("?") ? "?" : endpoint.hasSuffix("?") || endpoint.hasSuffix("&") ? "" : "&"
+        return endpoint + separator + query
+    }
+
+    static func randomText() throws -> String {
+        var bytes = try Sodium.randomBytes(32)
+        defer { Sodium.wipe(&bytes) }
+        return base64URL(bytes)
+    }
+
+    /// Base64url without padding (RFC 4648 §5), as PKCE and JWTs use it.
+    static func base64URL(_ bytes: [UInt8]) -> String {
+        String(Data(bytes).base64EncodedString().compactMap { character -> Character? in
+            switch character {
+            case "+": return "-"
+            case "/": return "_"
+            case "=": return nil
+            default: return character
+            }
+        })
+    }
+}
+
+/// What the browser brought back to the redirect URI (RFC 6749 §4.1.2), once its `state`
+/// has been checked.
+public enum AuthorizationResponse: Equatable, Sendable {
+    case code(String)
+    /// `access_denied`: the person, or the provider's policy, said no.
+    case refused
+    /// Another error code, reduced to printable ASCII and capped: anyone can put text in a URL.
+    case failed(String)
+    /// Neither a code nor an error.
+    case malformed
+
+    public init(_ parameters: [String: String]) {
+        if let error = parameters["error"] {
+            self = error == "access_denied" ? .refused : .failed(Self.printable(error))
+        } else if let code = parameters["code"], !code.isEmpty {
+            self = .code(code)
+        } else {
+            self = .malformed
+        }
+    }
+
+    /// RFC 6749's characters for an error code (printable ASCII but `"` and `\`), at most 64.
+    static func printable(_ text: String) -> String {
+        let kept = text.unicodeScalars.filter { (0x20..<0x7f).contains($0.value) && $0 != "\"" && $0 != "\\" }.prefix(64)
+        return kept.isEmpty ? "unknown" : String(String.UnicodeScalarView(kept))
+    }
+
+    /// An error the provider may not give next time (RFC 6749 §4.1.2.1); the others mean the
+    /// client or its configuration is wrong.
+    public var isTransient: Bool {
+        self == .failed("server_error") || self == .failed("temporarily_unavailable")
+    }
+}
+
+extension OAuthClient {
+    /// The provider's authorization endpoint with `request`, sending the browser back to
+    /// `redirectURI`.
+    public func authorizationURL(_ request: AuthorizationRequest, scope: String,
+                                 redirectURI: String) throws(TokenFailure) -> String {
+        guard let endpoint = metadata.authorizationEndpoint else {
+            throw .badConfiguration("the provider offers no authorization endpoint")
+        }
+        guard !endpoint.contains("#") else { throw .badConfiguration("its authorization endpoint has a fragment") }
+        return request.url(endpoint: endpoint, clientID: clientID, scope: scope, redirectURI: redirectURI)
+    }
+
+    /// Redeems an authorization code (RFC 6749 §4.1.3) with its PKCE verifier.
+    public func exchangeCode(_ code: String, redirectURI: String, verifier: String) throws(TokenFailure) -> TokenSet {
+        try tokenRequest([("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI),
+                          ("code_verifier", verifier)])
+    }
+}
