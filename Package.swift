@@ -109,6 +109,11 @@ let package = Package(
             dependencies: ["FprintKit"],
             path: "Benchmarks/verify-latency"
         ),
+        .executableTarget(
+            name: "unlock-latency",
+            dependencies: ["FingerprintFlows", "FingersealCore", "IdentityClient", "FprintKit", "CurlKit", "SodiumKit", "SystemKit"],
+            path: "Benchmarks/unlock-latency"
+        ),
 
         .testTarget(
             name: "FingersealTests",

@@ -9,7 +9,7 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     guard let data, size > 0 else { return 0 }
     let selector = data[0]
     let input = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
-    switch selector % 9 {
+    switch selector % 12 {
     case 0:
         // The envelope of every vault file: whatever it accepts must re-encode to the input.
         for kind in [Container.Kind.vault, .deviceKey, .lockout] {
@@ -50,6 +50,24 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
             _ = try? Discovery.requireSecure(metadata.tokenEndpoint)
             _ = try? Discovery.requireSecure(metadata.issuer)
         }
+    case 9:
+        // The session's access-token file (and what fingerseal-scan hands the module):
+        // whatever it accepts must encode back to the input.
+        let parsed = input.withUnsafeBytes { AccessTokenFile.parse($0) }
+        if let parsed {
+            guard let encoded = try? parsed.encoded(), encoded.copyBytes() == input else { trap() }
+        }
+    case 10:
+        // A line from fingerseal-scan, as the module reads it.
+        _ = ScanMessage.parse(input)
+    case 11:
+        // The browser's redirect: NUL-separated name=value pairs, as the listener hands them over.
+        var parameters: [String: String] = [:]
+        for pair in input.split(separator: 0) {
+            let parts = pair.split(separator: 0x3d, maxSplits: 1, omittingEmptySubsequences: false)
+            parameters[String(decoding: parts[0], as: UTF8.self)] = parts.count > 1 ? String(decoding: parts[1], as: UTF8.self) : ""
+        }
+        _ = AuthorizationResponse(parameters)
     default:
         // A full vault file: envelope, then document.
         if let body = try? Container.decode(.vault, input, file: "fuzz") {
