@@ -23,7 +23,9 @@ public struct AccessTokenFile {
     public static let assumedLifetime: Int64 = 300
 
     public init(_ tokens: TokenSet, issuedAt now: Int64) {
-        self.init(token: tokens.accessToken, expiresAt: now &+ Int64(tokens.expiresIn ?? Int(AccessTokenFile.assumedLifetime)))
+        // Bounded, whatever the provider said: a day at most is kept for a session.
+        let lifetime = min(max(Int64(tokens.expiresIn ?? Int(AccessTokenFile.assumedLifetime)), 0), 86_400)
+        self.init(token: tokens.accessToken, expiresAt: max(now, 0) + lifetime)
     }
 
     /// Valid for at least `margin` more seconds.

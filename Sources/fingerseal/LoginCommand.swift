@@ -40,7 +40,7 @@ extension Commands {
         let pins = try PINSource(arguments)
         let (store, options) = try context.vault()
 
-        let http = HTTPClient(configuration: .init(connectTimeout: 5, timeout: 15))
+        let http = HTTPClient(configuration: .init(connectTimeout: Double(options.connectTimeout), timeout: Double(options.idpTimeout)))
         let client: OAuthClient
         let tokens: TokenSet
         do {
