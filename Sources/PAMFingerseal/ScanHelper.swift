@@ -89,8 +89,8 @@ struct ScanHelper {
     /// result line), read into secure memory; nil unless it is exactly in the format.
     private func readAccessToken(_ fd: Int32, until deadline: Double) -> SecureBytes? {
         guard let buffer = try? SecureBytes(capacity: AccessTokenFile.maxSize + 1) else { return nil }
-        var byte: UInt8 = 0
-        defer { byte = 0 }
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        defer { Sodium.wipe(&chunk) }
         while buffer.count <= AccessTokenFile.maxSize {
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let remaining = deadline - monotonicSeconds()
@@ -98,11 +98,12 @@ struct ScanHelper {
                 return nil
             }
             if pfd.revents == 0 { continue }
-            let count = read(fd, &byte, 1)
+            let count = read(fd, &chunk, chunk.count)
             if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
             if count < 0 { return nil }
             if count == 0 { break }
-            buffer.append(byte)
+            // Stops at the capacity: an over-long answer then fails the format check.
+            for byte in chunk[..<count] { if !buffer.append(byte) { break } }
         }
         let valid = buffer.withUnsafeBytes { AccessTokenFile.parse($0) } != nil
         return valid ? buffer : nil

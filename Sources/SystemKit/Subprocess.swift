@@ -2,9 +2,9 @@ import CLinux
 import Glibc
 
 /// A helper process started from inside a host (a PAM module's sshd or sudo): its stdout
-/// (and, when asked, its descriptor 3) comes back through a pipe; stdin is /dev/null; no other
-/// descriptor of the host is inherited; signals are at their defaults and unblocked in the child. Every wait on it
-/// is bounded, and it is always reaped.
+/// (and, when asked, its descriptor 3) comes back through a pipe; stdin is /dev/null; no
+/// other descriptor of the host is inherited; signals are at their defaults and unblocked in
+/// the child. Every wait on it is bounded, and it is always reaped.
 public final class Subprocess {
     public let pid: pid_t
     /// The read end of the child's stdout.
