@@ -46,9 +46,11 @@ public struct AccessTokenFile {
     /// Parses the file's bytes; nil for anything not exactly in the format.
     public static func parse(_ bytes: UnsafeRawBufferPointer) -> AccessTokenFile? {
         guard bytes.count <= maxSize, bytes.count > 5, bytes[0] == 0x76, bytes[1] == 0x31, bytes[2] == 0x20,
-              let newline = bytes.firstIndex(of: 0x0a), bytes[bytes.count - 1] == 0x0a else { return nil }
+              let newline = bytes.firstIndex(of: 0x0a), newline < bytes.count - 1, bytes[bytes.count - 1] == 0x0a else { return nil }
         let digits = bytes[3..<newline]
+        // Canonical decimal only (no leading zero), so a file has exactly one spelling.
         guard (1...18).contains(digits.count), digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+              digits.first != 0x30 || digits.count == 1,
               let expiresAt = Int64(String(decoding: digits, as: UTF8.self)) else { return nil }
         let token = bytes[(newline + 1)..<(bytes.count - 1)]
         guard isValidToken(token), let secure = try? SecureBytes(copying: token) else { return nil }

@@ -72,7 +72,7 @@ import SodiumKit
         let parsed = try #require(bytes.withUnsafeBytes { AccessTokenFile.parse($0) })
         #expect(parsed.expiresAt == 1_800_000_000 && parsed.token.copyBytes() == Array("abc.DEF-1".utf8))
         #expect(parsed.isValid(at: 1_800_000_000 - 31) && !parsed.isValid(at: 1_800_000_000 - 30))
-        for bad in ["", "v1 1\n\n", "v2 1\nabc\n", "v1 -1\nabc\n", "v1 1\nabc", "v1 1\na\tb\n", "v1 x\nabc\n", "token"] {
+        for bad in ["", "v1 9000\n", "v1 1\n\n", "v2 1\nabc\n", "v1 -1\nabc\n", "v1 1\nabc", "v1 1\na\tb\n", "v1 x\nabc\n", "token"] {
             #expect(Array(bad.utf8).withUnsafeBytes { AccessTokenFile.parse($0) } == nil, "\(bad)")
         }
     }
