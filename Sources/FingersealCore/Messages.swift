@@ -95,6 +95,28 @@ public enum Messages {
     public static func revokeFailed(_ detail: String) -> String {
         "The identity provider could not be told to end the sign-in (\(detail)). It is removed here; at the provider it ends when it expires."
     }
+    // Step-up and sealed data
+    public static let badContext = "A context name is 1 to 64 letters, digits, dots, dashes or underscores."
+    public static let noRuntimeDirectory = "There is no runtime directory for this session (XDG_RUNTIME_DIR), so the step-up cannot be kept; it is asked for again next time."
+    public static func runtimeNotTmpfs(_ path: String) -> String {
+        "The runtime directory \(path) is not in memory, so no step-up is kept there; it is asked for again next time."
+    }
+    public static func steppedUp(_ context: String, _ method: String, ttl: Int) -> String {
+        "Confirmed with \(method) for \(context), for \(ttl / 60 > 0 ? "\(ttl / 60) minute\(ttl / 60 == 1 ? "" : "s")" : "\(ttl) seconds")."
+    }
+    public static func grantHeld(_ context: String) -> String { "Already confirmed for \(context) in this session." }
+    public static func grantEnded(_ context: String) -> String { "The confirmation for \(context) is ended." }
+    public static func noGrant(_ context: String) -> String { "There is no confirmation for \(context) in this session." }
+    public static func stepUpPrompt(_ context: String) -> String { "Confirm it is you for \(context)." }
+    public static let personalDataFollows = "Personal data follows."
+    public static let notSealedFile = "This is not a file sealed by fingerseal, or it is damaged."
+    public static let sealedByAnotherVault = "This file was sealed with another fingerseal vault; this vault cannot open it."
+    public static let sealedTampered = "This sealed file was changed after it was sealed, or its context was altered. Nothing was revealed."
+    public static func sealedFor(_ context: String) -> String { "Sealed for the context \(context)." }
+    public static func tooLargeToSeal(_ limit: Int) -> String { "This is too large to seal; the limit is \(limit / (1024 * 1024)) MiB." }
+    public static func cannotRead(_ path: String) -> String { "Cannot read \(path)." }
+    public static func cannotWrite(_ path: String, _ why: String) -> String { "Cannot write \(path): \(why)." }
+    public static let pinForReset = "Deleting the vault needs your PIN. If you have forgotten it, delete the vault directory yourself (see fingerseal status)."
     public static func cannotRun(_ command: String, _ why: String) -> String { "Cannot run \(command): \(why)." }
     public static let notRevocable = "The identity provider offers no way to end a sign-in early. It is removed here; at the provider it ends when it expires."
     public static func openAndEnter(_ uri: String, _ code: String) -> String {

@@ -22,6 +22,10 @@ public struct Options: Equatable, Sendable {
     public var connectTimeout = 5
     /// Seconds for a whole request to the identity provider.
     public var idpTimeout = 10
+    /// `stepup=CONTEXT`: the module answers a step-up for CONTEXT; a confirmation held for it
+    /// in the login session means no prompt, and a success records one for `ttl` seconds.
+    public var stepUp: String? = nil
+    public var stepUpTTL = 300
     /// The fingerprint helper the PAM module runs (default: found in the libexec directories).
     public var helper: String? = nil
 
@@ -110,6 +114,8 @@ public struct Options: Equatable, Sendable {
         case "offline_grace": offlineGrace = try integer(0...(365 * 24 * 3600))
         case "connect_timeout": connectTimeout = try integer(1...60)
         case "idp_timeout": idpTimeout = try integer(1...120)
+        case "stepup": stepUp = try text(StepUpGrants.isValidContext, "it needs a context name (letters, digits, . - _)")
+        case "ttl": stepUpTTL = try integer(1...StepUpGrants.maxTTL)
         case "helper":
             helper = try text({ $0.hasPrefix("/") && !$0.contains("..") && !$0.hasSuffix("/") },
                               "it needs an absolute path to a program")

@@ -205,6 +205,12 @@ public final class UnlockedVault {
         Array(["fingerseal", "v1", "record", vaultID, name].joined(separator: "\u{1f}").utf8)
     }
 
+    /// A key for one purpose, derived from the master key (libsodium KDF). Ids in use:
+    /// 1 the vault MAC, 3 step-up grants, 4 sealed data.
+    func subkey(id: UInt64, context: String) throws -> SecureBytes {
+        try KeyDerivation.subkey(of: masterKey, id: id, context: context)
+    }
+
     static func macKey(_ masterKey: SecureBytes) throws -> SecureBytes {
         try KeyDerivation.subkey(of: masterKey, id: 1, context: "fsvaultm")
     }

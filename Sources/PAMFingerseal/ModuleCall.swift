@@ -93,9 +93,44 @@ struct ModuleCall {
         }
     }
 
+    /// The step-up grants of the session this PAM call belongs to (`stepup=`).
+    private func grants(for account: UserAccount) -> StepUpGrants {
+        let runtime = SessionFiles.runtimeDirectory(for: account, environment: pam.environment("XDG_RUNTIME_DIR")
+            ?? getenv("XDG_RUNTIME_DIR").map { String(cString: $0) })
+        let session = pam.environment("XDG_SESSION_ID") ?? getenv("XDG_SESSION_ID").map { String(cString: $0) }
+        return StepUpGrants(account: account, runtimeDirectory: runtime, identity: SessionIdentity.current(sessionVariable: session))
+    }
+
+    /// The vault of `request`'s user, opened through its device slot (asks nothing).
+    private func deviceVault(_ request: AuthenticationRequest) -> (UserAccount, UnlockedVault)? {
+        guard let name = request.user, let account = try? UserAccount.named(name),
+              let location = try? VaultLocation.resolve(account: account, options: request.options, stateHome: nil),
+              let vault = try? Vault.unlockWithDevice(VaultStore(location: location)) else { return nil }
+        return (account, vault)
+    }
+
     func authenticate() -> Outcome {
         guard let options = options() else { return .badConfiguration }
         let request = request(options)
+        // stepup=CONTEXT: a confirmation held for CONTEXT in this session answers at once.
+        if let context = options.stepUp, let (account, vault) = deviceVault(request),
+           let held = grants(for: account).valid(context, vault: vault) {
+            log(AuthenticationResult(.success, "step-up for \(context) held (\(held.method))"), request, action: "authentication")
+            return .success
+        }
+        let result = authenticateNow(options, request)
+        if result.outcome == .success, let context = options.stepUp, let (account, vault) = deviceVault(request) {
+            do {
+                let method = result.detail.hasPrefix("PIN") ? "pin" : "finger"
+                try grants(for: account).grant(context, ttl: options.stepUpTTL, method: method, vault: vault)
+            } catch {
+                pam.log(.notice, "step-up for \(context) confirmed but not kept: \(error)")
+            }
+        }
+        return result.outcome
+    }
+
+    private func authenticateNow(_ options: Options, _ request: AuthenticationRequest) -> AuthenticationResult {
         let prompter = ConversationPrompter(pam: pam)
         let helper = ScanHelper(options: options, user: request.user ?? "", prompter: prompter)
         // A token from an earlier call on this handle must not outlive this one.
@@ -120,7 +155,7 @@ struct ModuleCall {
             _ = accessToken.withUnsafeBytes { pam.setSecretData(ModuleCall.accessTokenData, $0) }
         }
         log(result, request, action: "authentication")
-        return result.outcome
+        return result
     }
 
     /// One line per decision at LOG_AUTHPRIV: outcome, user, service; never a secret. The

@@ -15,9 +15,14 @@ public enum AEAD {
         }
     }
 
-    public static func seal(_ plaintext: SecureBytes, key: SecureBytes, aad: [UInt8]) throws -> Sealed {
+    /// Encrypts with a random nonce, or `nonce` when the caller needs it first (to put it in
+    /// the associated data); a nonce must never be used twice with one key.
+    public static func seal(_ plaintext: SecureBytes, key: SecureBytes, aad: [UInt8], nonce given: [UInt8]? = nil) throws -> Sealed {
         try check(key: key)
-        let nonce = try Sodium.randomBytes(nonceLength)
+        let nonce = try given ?? Sodium.randomBytes(nonceLength)
+        guard nonce.count == nonceLength else {
+            throw SodiumError.invalidLength(what: "nonce", expected: nonceLength, actual: nonce.count)
+        }
         var ciphertext = [UInt8](repeating: 0, count: plaintext.count + tagLength)
         var written: UInt64 = 0
         let rc = plaintext.withBytePointer { message, messageLength in

@@ -23,6 +23,13 @@ public final class InterruptWatch {
         self.fd = fd
     }
 
+    /// The next signal that arrived, consumed; nil when none is pending.
+    public func next() -> Int32? {
+        var info = signalfd_siginfo()
+        guard read(fd, &info, MemoryLayout<signalfd_siginfo>.size) == MemoryLayout<signalfd_siginfo>.size else { return nil }
+        return Int32(info.ssi_signo)
+    }
+
     /// True once one of the signals arrived (consumes it).
     public func fired() -> Bool {
         var info = signalfd_siginfo()

@@ -103,3 +103,18 @@ public final class Subprocess {
         reap(timeout: 5)
     }
 }
+
+/// When process `pid` started, in clock ticks since boot (field 22 of /proc/PID/stat); nil
+/// when there is no such process. With the pid it names one process, whatever reuses the pid.
+public func processStartTime(_ pid: pid_t) -> UInt64? {
+    let path = "/proc/\(pid)/stat"
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    let file = FileDescriptor(owning: fd)
+    guard let bytes = try? file.readAll(limit: 4096, subject: path),
+          let close = bytes.lastIndex(of: 0x29) else { return nil } // after the ")" of the command name
+    let fields = bytes[(close + 1)...].split(separator: 0x20)
+    // fields[0] is the state (field 3), so field 22 is fields[19].
+    guard fields.count > 19 else { return nil }
+    return UInt64(String(decoding: fields[19], as: UTF8.self))
+}

@@ -12,7 +12,7 @@ enum Commands {
         name: "fingerseal",
         summary: "Unlock your identity-provider sign-in with a fingerprint, with a PIN as fallback.",
         options: [.flag("--version", "Show the version.")],
-        subcommands: [status, login] + tokenCommands + [pin, reset] + readerCommands,
+        subcommands: [status, login] + tokenCommands + stepUpCommands + [pin, reset] + readerCommands,
         discussion: "Exit codes are listed in the README; 0 always means success."
     )
 
@@ -32,7 +32,9 @@ enum Commands {
 
     static let reset = CommandSpec(
         name: "reset", summary: "Delete your vault: PIN, enrolled fingers and sign-in.",
-        options: [.flag("--yes", "Do not ask for confirmation.")], run: runReset)
+        options: [.flag("--yes", "Do not ask to type yes (the PIN is still needed)."), pinFD],
+        discussion: "Needs the PIN. A forgotten PIN: delete the vault directory that fingerseal status shows.",
+        run: runReset)
 
     // MARK: status
 
@@ -190,14 +192,32 @@ enum Commands {
     // MARK: reset
 
     static func runReset(_ arguments: ParsedArguments, _ context: Context) throws {
-        let (store, _) = try context.vault()
-        guard try Vault.status(store) != nil else {
-            context.output.out(Messages.resetNothing)
-            return
+        let pins = try PINSource(arguments)
+        let (store, options) = try context.vault()
+        let damaged: Bool
+        do {
+            guard try Vault.status(store) != nil else {
+                context.output.out(Messages.resetNothing)
+                return
+            }
+            damaged = false
+        } catch let error as FingersealError where error.outcome == .vaultUnusable {
+            // A damaged vault protects nothing and cannot check a PIN: confirmation is enough.
+            context.output.note(error.message)
+            damaged = true
         }
         if !arguments.has("--yes") {
             let answer = try SecretInput.prompt(Messages.resetConfirm, echo: true)
             guard answer.copyBytes() == Array("yes".utf8) else { throw FingersealError(.cancelled, Messages.resetCancelled) }
+        }
+        if !damaged {
+            // A sensitive operation: the PIN itself, never a finger or a held confirmation.
+            do {
+                _ = try unlockWithPIN(pins, store, options)
+            } catch let error as FingersealError where [.wrongPIN, .lockedOut].contains(error.outcome) {
+                context.output.note(Messages.pinForReset)
+                throw error
+            }
         }
         _ = try Vault.reset(store)
         context.output.out(Messages.resetDone)
