@@ -84,8 +84,11 @@ import Testing
         let refused = try home.run(["reset"])
         #expect(refused.status == 2, "\(refused.all)")
         #expect(readFile(home.vaultDirectory + "/vault") != nil)
-        let done = try home.run(["reset", "--yes"])
-        #expect(done.status == 0)
+        // The PIN is needed too (a sensitive operation); a wrong one deletes nothing.
+        #expect(try home.run(["reset", "--yes", "--pin-fd", "3"], fd3: "1111\n").status == 1)
+        #expect(readFile(home.vaultDirectory + "/vault") != nil)
+        let done = try home.run(["reset", "--yes", "--pin-fd", "3"], fd3: "4321\n")
+        #expect(done.status == 0, "\(done.all)")
         #expect(readFile(home.vaultDirectory + "/vault") == nil)
         #expect(try home.run(["status"]).status == 6)
         #expect(try home.run(["reset", "--yes"]).status == 0)

@@ -61,7 +61,7 @@ import Testing
         let no = try run([["Type yes to continue: ", "y\r"]], ["reset"], home: home)
         #expect(no.status == 3)
         #expect(readFile(home.path + "/fingerseal/vault") != nil)
-        let yes = try run([["Type yes to continue: ", "yes\r"]], ["reset"], home: home)
+        let yes = try run([["Type yes to continue: ", "yes\r"], ["PIN: ", "73915\r"]], ["reset"], home: home)
         #expect(yes.status == 0, "\(yes.transcript)")
         #expect(readFile(home.path + "/fingerseal/vault") == nil)
     }

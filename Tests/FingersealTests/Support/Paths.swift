@@ -38,8 +38,9 @@ enum Paths {
 final class TempDirectory {
     let path: String
 
-    init() throws {
-        var template = Array("/tmp/fingerseal-test-XXXXXX".utf8CString)
+    /// `base`: /dev/shm for a memory-backed directory (a session's runtime directory).
+    init(base: String = "/tmp") throws {
+        var template = Array("\(base)/fingerseal-test-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw TestFailure("mkdtemp failed") }
         path = String(cString: made)
     }
