@@ -3,6 +3,8 @@ import Glibc
 import Testing
 @testable import FingersealCore
 import SystemKit
+import CPAM
+import PAMKit
 
 /// Step-up grants in the core, with an injectable clock and session.
 @Suite struct StepUpGrantTests {
@@ -266,5 +268,42 @@ import SystemKit
         #expect(session.ok && session.status == 3, "\(session.transcript)")
         #expect(!session.transcript.contains("TOP-SECRET-42") && !session.transcript.contains("Personal data follows"))
         #expect(session.echo)
+    }
+}
+
+/// `stepup=CONTEXT ttl=S` in the module honours the same grants as the CLI.
+@Suite struct StepUpPAMTests {
+    @Test func aConfirmationFromPAMOrTheCLIAnswersWithoutAPrompt() throws {
+        let stack = try ModuleAuthenticationTests.Stack()
+        let runtime = try TempDirectory(base: "/dev/shm")
+        writeFile(stack.services + "/fingerseal-test", Array(
+            "auth required \(Paths.module) store=\(stack.temp.path)/%u pin stepup=sudo ttl=120\n".utf8), mode: 0o644)
+        func authenticate(session: String, answer: String?) throws -> (Int32, prompted: Bool) {
+            var prompted = false
+            let client = try PAMClient(service: "fingerseal-test", user: stack.user.name, configDirectory: stack.services) { message in
+                if case .promptEchoOff = message { prompted = true; return answer }
+                return nil
+            }
+            #expect(client.setEnvironment("XDG_RUNTIME_DIR", runtime.path) == PAM_SUCCESS)
+            #expect(client.setEnvironment("XDG_SESSION_ID", session) == PAM_SUCCESS)
+            return (client.authenticate(), prompted)
+        }
+        let first = try authenticate(session: "4", answer: ModuleAuthenticationTests.pin)
+        #expect(first.0 == PAM_SUCCESS && first.prompted)
+        let second = try authenticate(session: "4", answer: nil)
+        #expect(second.0 == PAM_SUCCESS && !second.prompted, "the confirmation is held")
+        if StepUpCLITests.sessionsFromEnvironment {
+            let other = try authenticate(session: "5", answer: nil)
+            #expect(other.0 != PAM_SUCCESS && other.prompted, "another session is asked")
+        }
+        let grants = try Child.run("/bin/ls", [runtime.file("fingerseal/grants")]).stdout
+        #expect(grants.contains(".sudo"), "\(grants)")
+        // Logout drops it.
+        writeFile(stack.services + "/fingerseal-test", Array(
+            "session required \(Paths.module) store=\(stack.temp.path)/%u\n".utf8), mode: 0o644)
+        let session = try PAMClient(service: "fingerseal-test", user: stack.user.name, configDirectory: stack.services) { _ in nil }
+        #expect(session.setEnvironment("XDG_RUNTIME_DIR", runtime.path) == PAM_SUCCESS)
+        #expect(session.closeSession() == PAM_SUCCESS)
+        #expect(try Child.run("/bin/ls", ["-A", runtime.file("fingerseal")]).stdout.isEmpty)
     }
 }
