@@ -167,7 +167,11 @@ public struct StepUpGrants {
     /// Refuses a runtime directory that is not memory-backed: grants never touch a disk.
     private func grantsDirectory(create: Bool) throws -> SafeDirectory? {
         guard let runtime = try? SafeDirectory(path: runtimeDirectory, owner: account.uid) else { return nil }
-        guard runtime.isMemoryBacked else { throw FingersealError(.unavailable, Messages.runtimeNotTmpfs(runtimeDirectory)) }
+        guard runtime.isMemoryBacked else {
+            // Nothing can have been kept there; only keeping one is an error to report.
+            if create { throw FingersealError(.unavailable, Messages.runtimeNotTmpfs(runtimeDirectory)) }
+            return nil
+        }
         if create {
             return try runtime.makeSubdirectory(SessionFiles.directory, mode: 0o700)
                 .makeSubdirectory(SessionFiles.grants, mode: 0o700)

@@ -55,8 +55,14 @@ import PAMKit
         try s.grants().grant("payroll", ttl: 60, method: "finger", vault: s.vault)
         let path = s.runtime.file("fingerseal/grants/logind-1.payroll")
         let text = String(decoding: try #require(readFile(path)), as: UTF8.self)
-        writeFile(path, Array(text.replacing("\"expires_at\":1000060", with: "\"expires_at\":9000060").utf8))
-        #expect(s.grants(at: 1_000_100).valid("payroll", vault: s.vault) == nil)
+        #expect(text.contains("\"expiresAt\":1000060"), "\(text)")
+        writeFile(path, Array(text.replacing("\"expiresAt\":1000060", with: "\"expiresAt\":9000060").utf8))
+        #expect(s.grants(at: 1_000_100).valid("payroll", vault: s.vault) == nil, "stretched")
+        #expect(readFile(path) == nil)
+        try s.grants().grant("payroll", ttl: 60, method: "pin", vault: s.vault)
+        let pin = String(decoding: try #require(readFile(path)), as: UTF8.self)
+        writeFile(path, Array(pin.replacing("\"method\":\"pin\"", with: "\"method\":\"finger\"").utf8))
+        #expect(s.grants(at: 1_000_030).valid("payroll", vault: s.vault) == nil, "edited within its TTL")
         #expect(readFile(path) == nil)
     }
 

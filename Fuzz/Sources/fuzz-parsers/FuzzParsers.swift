@@ -9,7 +9,7 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     guard let data, size > 0 else { return 0 }
     let selector = data[0]
     let input = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
-    switch selector % 12 {
+    switch selector % 14 {
     case 0:
         // The envelope of every vault file: whatever it accepts must re-encode to the input.
         for kind in [Container.Kind.vault, .deviceKey, .lockout] {
@@ -68,6 +68,12 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
             parameters[String(decoding: parts[0], as: UTF8.self)] = parts.count > 1 ? String(decoding: parts[1], as: UTF8.self) : ""
         }
         _ = AuthorizationResponse(parameters)
+    case 12:
+        // A sealed file given to `fingerseal reveal` (any file a user may be handed).
+        _ = try? SealedFile.parse(input)
+    case 13:
+        // A step-up grant file from the runtime directory.
+        _ = try? JSONDecoder().decode(StepUpGrant.self, from: Data(input))
     default:
         // A full vault file: envelope, then document.
         if let body = try? Container.decode(.vault, input, file: "fuzz") {
