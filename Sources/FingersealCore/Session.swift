@@ -16,15 +16,20 @@ public enum SessionFiles {
     }
 
     /// Writes the session's access token (an `AccessTokenFile`, 0600, as the user, atomically)
-    /// into a 0700 `fingerseal` directory under the user's runtime directory.
+    /// into a 0700 `fingerseal` directory under the user's runtime directory. Only when that
+    /// is in memory (tmpfs, as /run/user/UID is): a token is never written to a disk. Returns
+    /// whether it was placed.
+    @discardableResult
     public static func placeAccessToken(_ file: UnsafeRawBufferPointer, for account: UserAccount,
-                                        runtimeDirectory: String) throws {
+                                        runtimeDirectory: String) throws -> Bool {
         var bytes = Array(file)
         defer { Sodium.wipe(&bytes) }
-        try VaultStore.guarded("place the session's access token") {
+        return try VaultStore.guarded("place the session's access token") {
             try asUser(account) {
                 let runtime = try SafeDirectory(path: runtimeDirectory, owner: account.uid)
+                guard runtime.isMemoryBacked else { return false }
                 try runtime.makeSubdirectory(directory, mode: 0o700).replace(accessToken, with: bytes, mode: 0o600)
+                return true
             }
         }
     }

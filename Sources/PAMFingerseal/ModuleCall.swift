@@ -81,7 +81,9 @@ struct ModuleCall {
     func openSession() -> Outcome {
         session("session open") { account, runtime in
             try pam.withSecretData(ModuleCall.accessTokenData) { token in
-                if token.count > 0 { try SessionFiles.placeAccessToken(token, for: account, runtimeDirectory: runtime) }
+                if token.count > 0, try !SessionFiles.placeAccessToken(token, for: account, runtimeDirectory: runtime) {
+                    pam.log(.notice, "access token not placed: \(runtime) is not in memory")
+                }
             }
         }
     }

@@ -71,7 +71,7 @@ extension Commands {
         var token: AccessTokenFile? = nil
         if let fresh = try result.checked() {
             let file = AccessTokenFile(fresh, issuedAt: clock.now())
-            if let session { try? file.encoded().withUnsafeBytes { try SessionFiles.placeAccessToken($0, for: session.0, runtimeDirectory: session.1) } }
+            if let session { _ = try? file.encoded().withUnsafeBytes { try SessionFiles.placeAccessToken($0, for: session.0, runtimeDirectory: session.1) } }
             token = file
         } else if let session, let cached = SessionFiles.readAccessToken(for: session.0, runtimeDirectory: session.1),
                   cached.isValid(at: clock.now()) {

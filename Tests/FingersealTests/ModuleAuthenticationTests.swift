@@ -205,32 +205,36 @@ import SystemKit
 
 @Suite struct SessionFilesTests {
     @Test func accessTokenIsPlacedOwnerOnlyAndDroppedAtClose() throws {
-        let temp = try TempDirectory()
+        let temp = try TempDirectory(base: "/dev/shm")
         let user = try #require(try UserAccount.current())
         let runtime = temp.file("runtime")
         #expect(mkdir(runtime, 0o700) == 0)
         let token = Array("access-token-value".utf8)
-        try token.withUnsafeBytes { try SessionFiles.placeAccessToken($0, for: user, runtimeDirectory: runtime) }
+        #expect(try token.withUnsafeBytes { try SessionFiles.placeAccessToken($0, for: user, runtimeDirectory: runtime) })
         let path = runtime + "/fingerseal/access-token"
         #expect(readFile(path) == token)
         var info = stat()
         #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == 0o600 && info.st_uid == user.uid)
         #expect(stat(runtime + "/fingerseal", &info) == 0 && info.st_mode & 0o777 == 0o700)
         // A second login's token replaces the first.
-        try Array("newer".utf8).withUnsafeBytes { try SessionFiles.placeAccessToken($0, for: user, runtimeDirectory: runtime) }
+        #expect(try Array("newer".utf8).withUnsafeBytes { try SessionFiles.placeAccessToken($0, for: user, runtimeDirectory: runtime) })
+        // Never on a disk: a runtime directory that is not in memory gets nothing.
+        let disk = try TempDirectory()
+        #expect(try !Array("t".utf8).withUnsafeBytes { try SessionFiles.placeAccessToken($0, for: user, runtimeDirectory: disk.path) })
+        #expect(readFile(disk.file("fingerseal/access-token")) == nil)
         #expect(readFile(path) == Array("newer".utf8))
         #expect(try SessionFiles.drop(for: user, runtimeDirectory: runtime) == ["access-token"])
         #expect(readFile(path) == nil)
     }
 
     @Test func aSymlinkedSessionDirectoryIsRefused() throws {
-        let temp = try TempDirectory()
+        let temp = try TempDirectory(base: "/dev/shm")
         let user = try #require(try UserAccount.current())
         let runtime = temp.file("runtime")
         #expect(mkdir(runtime, 0o700) == 0 && mkdir(temp.file("elsewhere"), 0o700) == 0)
         #expect(symlink(temp.file("elsewhere"), runtime + "/fingerseal") == 0)
         expectOutcome(.vaultUnusable) {
-            try Array("t".utf8).withUnsafeBytes { try SessionFiles.placeAccessToken($0, for: user, runtimeDirectory: runtime) }
+            _ = try Array("t".utf8).withUnsafeBytes { try SessionFiles.placeAccessToken($0, for: user, runtimeDirectory: runtime) }
         }
         #expect(readFile(temp.file("elsewhere/access-token")) == nil)
     }

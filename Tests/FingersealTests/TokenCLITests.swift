@@ -12,13 +12,14 @@ import Testing
     struct SignedIn {
         let idp: LocalIdP
         var rig: ReaderCLITests.Rig
-        var runtime: String { rig.temp.file("runtime") }
+        let runtimeDirectory: TempDirectory
+        var runtime: String { runtimeDirectory.path }
 
         init(client: String = "fingerseal-test") throws {
             idp = try LocalIdP()
             rig = try ReaderCLITests.Rig()
-            #expect(mkdir(rig.temp.file("runtime"), 0o700) == 0)
-            rig.environment["XDG_RUNTIME_DIR"] = rig.temp.file("runtime")
+            runtimeDirectory = try TempDirectory(base: "/dev/shm")
+            rig.environment["XDG_RUNTIME_DIR"] = runtimeDirectory.path
             let login = try rig.run(["login", "--issuer", idp.issuer, "--client-id", client, "--flow", "password",
                                      "--user", "alice", "--password-fd", "3", "--pin-fd", "3"],
                                     fd3: "wonderland-7\n\(TokenCLITests.pin)\n")

@@ -18,12 +18,13 @@ import SystemKit
     struct SignedInStack {
         let idp: LocalIdP
         let stack: ModuleAuthenticationTests.Stack
-        var runtime: String { stack.temp.file("runtime") }
+        let runtimeDirectory: TempDirectory
+        var runtime: String { runtimeDirectory.path }
 
         init(options: String, lastRefresh: Int64? = nil) throws {
             idp = try LocalIdP()
             stack = try ModuleAuthenticationTests.Stack()
-            #expect(mkdir(stack.temp.file("runtime"), 0o700) == 0)
+            runtimeDirectory = try TempDirectory(base: "/dev/shm")
             let line = "\(Paths.module) store=\(stack.temp.path)/%u helper=\(Paths.buildDirectory)/fingerseal-scan pin \(options)"
             writeFile(stack.services + "/fingerseal-test", Array("auth required \(line)\nsession required \(line)\n".utf8),
                       mode: 0o644)
