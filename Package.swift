@@ -41,10 +41,12 @@ let package = Package(
         // SwiftPM refuses with a warning; the libraries themselves are linked by the module map.
         cLibrary("CFprint", pkgConfig: "glib-2.0", apt: ["libfprint-2-dev", "libglib2.0-dev"]),
         cLibrary("CSodium", pkgConfig: "libsodium", apt: ["libsodium-dev"]),
-        cLibrary("CCurl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
+        // No pkg-config: its -lcurl would link libcurl, which CCurl loads only when used.
+        .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         cLibrary("CTSS2", pkgConfig: "tss2-esys", apt: ["libtss2-dev"]),
         cLibrary("CQRencode", pkgConfig: "libqrencode", apt: ["libqrencode-dev"]),
-        cLibrary("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: ["libmicrohttpd-dev"]),
+        // No pkg-config: its -lmicrohttpd would link the library, which CMicroHTTPD loads only when used.
+        .systemLibrary(name: "CMicroHTTPD", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CLinux"),
 
         // Thin wrappers: each owns its C pointers; no C types in their public API.

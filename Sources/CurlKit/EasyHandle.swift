@@ -4,7 +4,7 @@ import Glibc
 /// libcurl's process-wide setup. curl_global_init is not thread-safe, so it runs exactly
 /// once, behind Swift's thread-safe static initialisation, before the first handle exists.
 enum CurlGlobal {
-    static let initResult: CURLcode = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+    static let initResult: CURLcode = fs_curl_global_init(Int(CURL_GLOBAL_DEFAULT))
 
     static func ensureReady() throws(HTTPError) {
         if initResult != CURLE_OK {
@@ -76,7 +76,7 @@ final class EasyHandle {
 
     init() throws(HTTPError) {
         try CurlGlobal.ensureReady()
-        guard let handle = curl_easy_init() else {
+        guard let handle = fs_curl_easy_init() else {
             throw HTTPError.other(code: Int(CURLE_FAILED_INIT.rawValue), message: "curl_easy_init failed")
         }
         self.handle = handle
@@ -86,8 +86,8 @@ final class EasyHandle {
 
     deinit {
         // The handle goes first: libcurl may touch the list, body and buffer until cleanup.
-        curl_easy_cleanup(handle)
-        curl_slist_free_all(headerList)
+        fs_curl_easy_cleanup(handle)
+        fs_curl_slist_free_all(headerList)
         postBody?.deallocate()
         errorBuffer.deallocate()
     }
@@ -114,7 +114,7 @@ final class EasyHandle {
                   !name.contains(":") else {
                 throw HTTPError.invalidRequest("invalid header \(name)")
             }
-            guard let appended = curl_slist_append(headerList, line) else {
+            guard let appended = fs_curl_slist_append(headerList, line) else {
                 throw HTTPError.other(code: Int(CURLE_OUT_OF_MEMORY.rawValue), message: "curl_slist_append failed")
             }
             headerList = appended
@@ -144,7 +144,7 @@ final class EasyHandle {
         try check(fs_curl_setopt_ptr(handle, CURLOPT_ERRORBUFFER, errorBuffer))
         errorBuffer[0] = 0
 
-        let code = withExtendedLifetime(state) { curl_easy_perform(handle) }
+        let code = withExtendedLifetime(state) { fs_curl_easy_perform(handle) }
         // Unhook the callbacks' context: the state dies when this function returns.
         _ = fs_curl_setopt_ptr(handle, CURLOPT_WRITEDATA, nil)
         _ = fs_curl_setopt_ptr(handle, CURLOPT_HEADERDATA, nil)

@@ -33,7 +33,7 @@ public enum HTTPError: Error, Equatable, Sendable {
     }
 
     static func strerror(_ code: CURLcode) -> String {
-        guard let text = curl_easy_strerror(code) else { return "CURLcode \(code.rawValue)" }
+        guard let text = fs_curl_easy_strerror(code) else { return "CURLcode \(code.rawValue)" }
         return String(cString: text)
     }
 }

@@ -38,7 +38,7 @@ public final class RedirectReceiver {
         }
         let port = fs_mhd_bound_port(started)
         guard port != 0 else {
-            MHD_stop_daemon(started)
+            fs_MHD_stop_daemon(started)
             throw SystemError("listen", "on 127.0.0.1", code: EADDRNOTAVAIL)
         }
         daemon = started
@@ -61,7 +61,7 @@ public final class RedirectReceiver {
 
     /// Closes the socket and every connection; joins MHD's thread, so no callback runs after.
     public func stop() {
-        if let daemon { MHD_stop_daemon(daemon) }
+        if let daemon { fs_MHD_stop_daemon(daemon) }
         daemon = nil
     }
 
@@ -90,7 +90,7 @@ public final class RedirectReceiver {
         }
         let collected = Collected()
         withExtendedLifetime(collected) {
-            _ = MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, { context, _, key, value in
+            _ = fs_MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, { context, _, key, value in
                 guard let context, let key else { return .NO }
                 let collected = Unmanaged<Collected>.fromOpaque(context).takeUnretainedValue()
                 let name = String(cString: key)
@@ -109,12 +109,12 @@ public final class RedirectReceiver {
     private static func respond(_ page: Page, on connection: OpaquePointer) -> MHD_Result {
         var body = Array(page.html.utf8)
         guard let response = body.withUnsafeMutableBytes({
-            MHD_create_response_from_buffer($0.count, $0.baseAddress, .RESPMEM_MUST_COPY)
+            fs_MHD_create_response_from_buffer($0.count, $0.baseAddress, .RESPMEM_MUST_COPY)
         }) else { return .NO }
-        defer { MHD_destroy_response(response) }
-        for (name, value) in Page.headers { _ = MHD_add_response_header(response, name, value) }
-        if page.status == 405 { _ = MHD_add_response_header(response, "Allow", "GET") }
-        return MHD_queue_response(connection, page.status, response)
+        defer { fs_MHD_destroy_response(response) }
+        for (name, value) in Page.headers { _ = fs_MHD_add_response_header(response, name, value) }
+        if page.status == 405 { _ = fs_MHD_add_response_header(response, "Allow", "GET") }
+        return fs_MHD_queue_response(connection, page.status, response)
     }
 }
 
