@@ -111,7 +111,9 @@ struct ModuleCall {
             accessToken = report.accessToken
             return report.result.outcome == .success ? report.result.tokenStep ?? .failed : .failed
         }
-        let result = Authentication(request: request, prompter: prompter).run(fingerprint: scan, refreshAfterPIN: refreshAfterPIN) {
+        var authentication = Authentication(request: request, prompter: prompter)
+        authentication.auditSink = auditSink
+        let result = authentication.run(fingerprint: scan, refreshAfterPIN: refreshAfterPIN) {
             // The PIN travels from PAM's buffer straight into secure memory.
             pam.withSecretAnswer(Messages.enterPIN) { try? SecureBytes(copying: $0) } ?? nil
         }
@@ -123,6 +125,14 @@ struct ModuleCall {
         return result.outcome
     }
 
+    /// Audit events go to pam_syslog (LOG_AUTHPRIV), as the module's other lines do.
+    var auditSink: AuditSink {
+        let handle = BorrowedHandle(pam: pam)
+        return .custom { level, message in
+            handle.pam.log(level == .notice ? .notice : .warning, message)
+        }
+    }
+
     /// One line per decision at LOG_AUTHPRIV: outcome, user, service; never a secret. The
     /// quiet outcomes (no vault, remote) are logged only with `debug`.
     private func log(_ result: AuthenticationResult, _ request: AuthenticationRequest, action: String) {
@@ -132,4 +142,10 @@ struct ModuleCall {
             : (result.outcome.pamReturn == .authError ? .warning : .notice)
         pam.log(level, "\(action) \(result.outcome.rawValue) for user=\(request.user ?? "?") service=\(request.service): \(result.detail)")
     }
+}
+
+/// The PAM handle for the audit sink. The sink runs only inside this call, on this thread
+/// (nothing keeps it), so the handle PAM lends for the call is never used after it.
+private struct BorrowedHandle: @unchecked Sendable {
+    let pam: PAMHandle
 }
