@@ -29,3 +29,13 @@ extern int memfd_create(const char *name, unsigned int flags);
 extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
 #define FS_POSIX_SPAWN_SETSID 0x80
 #endif
+
+#ifndef FINGERSEAL_CLINUX_SYSLOG
+#define FINGERSEAL_CLINUX_SYSLOG
+#include <syslog.h>
+/* syslog is variadic; Swift cannot call it. The message goes through "%s", so it is never read
+ * as a format string. */
+static inline void fs_syslog(int priority, const char *message) {
+    syslog(priority, "%s", message);
+}
+#endif

@@ -85,22 +85,22 @@ public enum TokenStep: String, Codable, Sendable {
         guard unlock.outcome == .success else { return unlock }
         switch self {
         case .refreshed:
-            return AuthenticationResult(.success, unlock.detail + "; token refreshed")
+            return unlock.replacing(.success, unlock.detail + "; token refreshed")
         case .offline:
-            return AuthenticationResult(.success, unlock.detail + "; identity provider unreachable, within the offline grace")
+            return unlock.replacing(.success, unlock.detail + "; identity provider unreachable, within the offline grace")
         case .notSignedIn:
             if requireToken {
                 prompter.error(Messages.notSignedIn)
-                return AuthenticationResult(.signInRequired, unlock.detail + "; require_token and not signed in")
+                return unlock.replacing(.signInRequired, unlock.detail + "; require_token and not signed in")
             }
             return unlock
         case .signInRequired:
             prompter.error(Messages.signInRequired)
-            return AuthenticationResult(requireToken ? .signInRequired : .unavailable, unlock.detail + "; sign-in required")
+            return unlock.replacing(requireToken ? .signInRequired : .unavailable, unlock.detail + "; sign-in required")
         case .unreachable, .failed:
             prompter.error(self == .unreachable ? Messages.idpUnreachable : Messages.idpRefused)
-            return AuthenticationResult(requireToken ? .tokenUnavailable : .unavailable,
-                                        unlock.detail + (self == .unreachable ? "; identity provider unreachable beyond the offline grace"
+            return unlock.replacing(requireToken ? .tokenUnavailable : .unavailable,
+                                    unlock.detail + (self == .unreachable ? "; identity provider unreachable beyond the offline grace"
                                                                               : "; identity provider gave no token"))
         }
     }

@@ -33,11 +33,23 @@ public struct AuthenticationResult: Sendable {
     public let detail: String
     /// After a successful scan: how the token step went (the helper refreshes after a match).
     public var tokenStep: TokenStep?
+    /// What opened the vault, when it was opened (kept when the token step changes the outcome).
+    public var method: UnlockMethod?
+    /// Why the fingerprint gave way to the PIN, when it did (an outcome name).
+    public var fallback: String?
 
     public init(_ outcome: Outcome, _ detail: String, tokenStep: TokenStep? = nil) {
         self.outcome = outcome
         self.detail = detail
         self.tokenStep = tokenStep
+    }
+
+    /// Another outcome and detail for the same unlock: the method and fallback stay.
+    public func replacing(_ outcome: Outcome, _ detail: String) -> AuthenticationResult {
+        var result = AuthenticationResult(outcome, detail)
+        result.method = method
+        result.fallback = fallback
+        return result
     }
 }
 
@@ -48,6 +60,9 @@ public struct Authentication {
     public let request: AuthenticationRequest
     public let prompter: Prompter
     public let clock: any Clock
+    /// Where audit events are logged (the PAM module: pam_syslog). The audit trail records
+    /// them whatever the sink.
+    public var auditSink: AuditSink = .none
 
     /// The fingerprint step: given the user's vault and ledger, scan and return the outcome
     /// (`.success` on a match). Plugged in by whoever owns a reader.
@@ -64,6 +79,40 @@ public struct Authentication {
     /// fingerprint step reports its own token step).
     public func run(fingerprint: FingerprintStep?, refreshAfterPIN: () -> TokenStep = { .failed },
                     readPIN: () -> SecureBytes?) -> AuthenticationResult {
+        var store: VaultStore? = nil
+        var pinVault: UnlockedVault? = nil
+        let result = decide(fingerprint: fingerprint, refreshAfterPIN: refreshAfterPIN, readPIN: readPIN,
+                            store: &store, pinVault: &pinVault)
+        if let store { audit(result, store, pinVault) }
+        return result
+    }
+
+    /// The audit trail of one decision (design §2: every unlock, fallback, lockout and
+    /// failure is audited). A match is recorded by the fingerprint step, which holds the
+    /// vault it opened (fingerseal-scan); an engaged lock by the ledger. Outcomes that say
+    /// nothing to the user (no vault, not enrolled, remote) record nothing. Recording never
+    /// changes the result.
+    private func audit(_ result: AuthenticationResult, _ store: VaultStore, _ pinVault: UnlockedVault?) {
+        var events: [AuditEvent] = []
+        if let reason = result.fallback { events.append(.fallback(reason: reason)) }
+        switch result.outcome.pamReturn {
+        case .success:
+            if result.method == .pin { events.append(.unlock(method: .pin, via: .pam)) }
+        case .authInfoUnavailable:
+            // The stack moves on to the password module.
+            if ![.noVault, .notEnrolled, .remoteSession].contains(result.outcome) {
+                events.append(.fallback(reason: result.outcome.rawValue))
+            }
+        case .ignore, .userUnknown:
+            break
+        case .authError, .maxTries, .serviceError, .incomplete:
+            events.append(.failure(action: "unlock", reason: result.outcome.rawValue))
+        }
+        AuditTrail(store: store, clock: clock, sink: auditSink).record(events, vault: pinVault)
+    }
+
+    private func decide(fingerprint: FingerprintStep?, refreshAfterPIN: () -> TokenStep, readPIN: () -> SecureBytes?,
+                        store resolved: inout VaultStore?, pinVault: inout UnlockedVault?) -> AuthenticationResult {
         let options = request.options
         // 1. The user and their vault.
         guard let name = request.user, !name.isEmpty else { return AuthenticationResult(.unknownUser, "no user name") }
@@ -87,13 +136,14 @@ public struct Authentication {
             store = VaultStore(location: try VaultLocation.resolve(account: account, options: options, stateHome: nil))
             guard let found = try Vault.status(store) else { return AuthenticationResult(.noVault, "no vault") }
             status = found
+            resolved = store
         } catch let error as FingersealError {
             // Damaged, tampered or unsafe files: say so in the log, touch nothing, fall back.
             return AuthenticationResult(error.outcome, error.description)
         } catch {
             return AuthenticationResult(.systemError, "\(error)")
         }
-        let ledger = LockoutLedger(store: store, options: options, clock: clock)
+        let ledger = LockoutLedger(store: store, options: options, clock: clock, auditSink: auditSink)
 
         // 3-7. The fingerprint, when one is enrolled and a reader step is plugged in.
         var fallbackReason = AuthenticationResult(.notEnrolled, "no finger enrolled")
@@ -102,8 +152,11 @@ public struct Authentication {
                 prompter.error(Messages.fingerLocked)
                 fallbackReason = AuthenticationResult(.lockedOut, "fingerprint locked")
             } else {
-                let scanned = fingerprint(store, ledger)
-                if scanned.outcome == .success { return tokenPolicy(scanned, status) { scanned.tokenStep ?? .failed } }
+                var scanned = fingerprint(store, ledger)
+                if scanned.outcome == .success {
+                    scanned.method = .finger
+                    return tokenPolicy(scanned, status) { scanned.tokenStep ?? .failed }
+                }
                 fallbackReason = scanned
             }
         }
@@ -113,17 +166,26 @@ public struct Authentication {
             // Without a PIN step a failed match stays a failure; anything else moves on.
             return fallbackReason
         }
+        // The fingerprint was tried (or locked) and gave way to the PIN.
+        let fellBack = fallbackReason.outcome == .notEnrolled ? nil : fallbackReason.outcome.rawValue
+        func pinResult(_ outcome: Outcome, _ detail: String) -> AuthenticationResult {
+            var result = AuthenticationResult(outcome, detail)
+            result.fallback = fellBack
+            return result
+        }
         guard let pin = readPIN(), pin.count > 0 else {
-            return AuthenticationResult(.cancelled, "PIN skipped; " + fallbackReason.detail)
+            return pinResult(.cancelled, "PIN skipped; " + fallbackReason.detail)
         }
         do {
-            _ = try Vault.unlock(store, pin: PINKeyslot(pin: pin), ledger: ledger)
-            return tokenPolicy(AuthenticationResult(.success, "PIN"), status, refreshAfterPIN)
+            pinVault = try Vault.unlock(store, pin: PINKeyslot(pin: pin), ledger: ledger)
+            var unlocked = pinResult(.success, "PIN")
+            unlocked.method = .pin
+            return tokenPolicy(unlocked, status, refreshAfterPIN)
         } catch let error as FingersealError {
             prompter.error(error.message)
-            return AuthenticationResult(error.outcome, "PIN: " + error.description)
+            return pinResult(error.outcome, "PIN: " + error.description)
         } catch {
-            return AuthenticationResult(.systemError, "PIN: \(error)")
+            return pinResult(.systemError, "PIN: \(error)")
         }
     }
 

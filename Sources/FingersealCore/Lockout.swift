@@ -78,16 +78,25 @@ public struct LockoutLedger: Sendable {
     public let store: VaultStore
     public let policy: LockoutPolicy
     public let clock: any Clock
+    /// Where an engaged lock is logged (the audit trail records it too).
+    public var auditSink: AuditSink
 
-    public init(store: VaultStore, policy: LockoutPolicy, clock: any Clock = SystemClock()) {
+    public init(store: VaultStore, policy: LockoutPolicy, clock: any Clock = SystemClock(), auditSink: AuditSink = .syslog) {
         self.store = store
         self.policy = policy
         self.clock = clock
+        self.auditSink = auditSink
     }
 
     /// The ledger with the limits `options` set (`max_fails`).
-    public init(store: VaultStore, options: Options, clock: any Clock = SystemClock()) {
-        self.init(store: store, policy: LockoutPolicy(maxFingerFailures: options.maxFails), clock: clock)
+    public init(store: VaultStore, options: Options, clock: any Clock = SystemClock(), auditSink: AuditSink = .syslog) {
+        self.init(store: store, policy: LockoutPolicy(maxFingerFailures: options.maxFails), clock: clock, auditSink: auditSink)
+    }
+
+    /// Records that a lock engaged. After the ledger's own update, never under its lock (the
+    /// trail takes the vault lock itself); failures are logged, never thrown.
+    private func recordLockout(_ method: UnlockMethod) {
+        AuditTrail(store: store, clock: clock, sink: auditSink).record(.lockout(method), vault: nil)
     }
 
     /// The current state; throws `.vaultUnusable` if the record is damaged.
@@ -108,6 +117,13 @@ public struct LockoutLedger: Sendable {
         }
     }
 
+    /// A PIN was checked and was wrong (the try was counted in `beginPINAttempt`): when that
+    /// try locked the PIN, the lockout is recorded. (Recorded here, not when the try was
+    /// counted: a correct last PIN clears the lock at once, and is no lockout.)
+    public func pinRejected() {
+        if (try? current())?.pinLocked == true { recordLockout(.pin) }
+    }
+
     /// A correct PIN: clears the PIN counters and the fingerprint lock.
     public func pinSucceeded() throws {
         try modify { state in state = LockoutState() }
@@ -116,10 +132,16 @@ public struct LockoutLedger: Sendable {
     /// A failed match; returns the state after counting it.
     @discardableResult
     public func fingerFailed() throws -> LockoutState {
-        try modify { state in
+        var engaged = false
+        let state = try modify { state in
             state.fingerFailures = min(state.fingerFailures + 1, 1_000_000)
-            if state.fingerFailures >= policy.maxFingerFailures { state.fingerLocked = true }
+            if state.fingerFailures >= policy.maxFingerFailures && !state.fingerLocked {
+                state.fingerLocked = true
+                engaged = true
+            }
         }
+        if engaged { recordLockout(.finger) }
+        return state
     }
 
     public func fingerSucceeded() throws {

@@ -157,4 +157,99 @@ public enum Messages {
     public static func badOption(_ option: String, _ why: String) -> String { "The option \(option) is not valid: \(why)." }
     public static func unknownOption(_ option: String) -> String { "Unknown option \(option) was ignored." }
     public static let unknownUser = "That user does not exist."
+
+    // Audit trail: what `fingerseal audit` lists and syslog receives (one sentence per event)
+    public static func auditSignedIn(_ issuer: String, _ flow: String) -> String { "Signed in to \(issuer) with the \(flow) sign-in." }
+    public static func auditUnlocked(method: String, via: String) -> String {
+        "Unlocked with " + (method == "finger" ? "a finger" : method == "pin" ? "the PIN" : method)
+            + (via == "pam" ? " at a system sign-in (PAM)." : via == "cli" ? ", using the fingerseal command." : " (\(via)).")
+    }
+    public static func auditFallback(_ reason: String) -> String { "Moved on to the next way to sign in: \(reason)." }
+    public static func auditStepUp(_ context: String, _ result: String) -> String { "Step-up for \(context): \(result)." }
+    public static func auditReveal(_ context: String, _ file: String) -> String { "Revealed \(file) for \(context)." }
+    public static func auditLockout(_ method: String) -> String {
+        method == "finger" ? "Fingerprint unlock was locked after too many failed scans."
+            : method == "pin" ? "The PIN was locked after too many wrong tries." : "\(method) was locked."
+    }
+    public static func auditFailure(_ action: String, _ reason: String) -> String {
+        (action.first.map { $0.uppercased() + action.dropFirst() } ?? "An action") + " did not succeed: \(reason)."
+    }
+    public static let auditLoggedOut = "Signed out."
+    public static func auditRotated(_ file: String) -> String { "Older events were moved to \(file)." }
+    public static func auditUnknownEvent(_ event: String) -> String { "An event this fingerseal does not know: \(event)." }
+    /// A reason word (usually an outcome name) as words.
+    public static func auditReason(_ reason: String) -> String {
+        switch reason {
+        case "success": return "success"
+        case "noMatch": return "the fingerprint did not match"
+        case "wrongPIN": return "the PIN was wrong"
+        case "triesExhausted": return "too many failed tries"
+        case "lockedOut": return "locked after too many failures"
+        case "signInRequired": return "a new sign-in is required"
+        case "tokenUnavailable": return "no access token"
+        case "noReader": return "no fingerprint reader"
+        case "noPrints": return "no print for this reader"
+        case "notEnrolled": return "no finger enrolled"
+        case "noVault": return "not set up"
+        case "noPIN": return "no PIN"
+        case "timedOut": return "timed out"
+        case "cancelled": return "cancelled"
+        case "remoteSession": return "a remote session"
+        case "vaultUnusable": return "the vault could not be used"
+        case "unavailable": return "not available"
+        case "unknownUser": return "unknown user"
+        case "badConfiguration": return "bad configuration"
+        case "conversationAgain": return "interrupted"
+        case "usage": return "wrong usage"
+        case "systemError": return "a system error"
+        default: return reason
+        }
+    }
+    public static func auditListed(_ seq: UInt64, _ time: String, _ sentence: String) -> String { "Event \(seq), \(time): \(sentence)" }
+    public static let auditNone = "No events are recorded yet."
+    public static func auditUnreadableLines(_ count: Int) -> String {
+        "\(count) line\(count == 1 ? "" : "s") of the audit trail cannot be read. Run: fingerseal audit --verify"
+    }
+    public static func auditIntact(_ events: Int) -> String { "The audit trail is intact: \(events) event\(events == 1 ? "" : "s")." }
+    public static let auditInterruptedAppend = "Its last line is incomplete because an append was interrupted; it held no recorded event, and the next event recorded removes it."
+    public static func auditTampered(_ problem: String) -> String { "The audit trail is not intact: \(problem)." }
+    public static func auditUnreadable(_ file: String, _ line: Int) -> String { "line \(line) of \(file) is not an audit entry (edited or damaged)" }
+    public static func auditEdited(_ file: String, _ line: Int, _ entry: UInt64) -> String {
+        "line \(line) of \(file), event \(entry), does not match its seal (edited)"
+    }
+    public static func auditInserted(_ file: String, _ line: Int) -> String { "line \(line) of \(file) was not written by fingerseal (inserted)" }
+    public static func auditDuplicate(_ file: String, _ line: Int, _ entry: UInt64) -> String {
+        "line \(line) of \(file) is a second copy of event \(entry) (inserted)"
+    }
+    public static func auditDoesNotFollow(_ file: String, _ line: Int) -> String {
+        "line \(line) of \(file) does not follow the entry before it (inserted or deleted)"
+    }
+    public static func auditDeleted(_ file: String, _ line: Int, _ from: UInt64, _ to: UInt64) -> String {
+        (from == to ? "event \(from) is" : "events \(from) to \(to) are") + " missing before line \(line) of \(file) (deleted)"
+    }
+    public static func auditDeletedBefore(_ file: String, _ line: Int, _ entry: UInt64) -> String {
+        "the events before event \(entry), on line \(line) of \(file), are missing (deleted)"
+    }
+    public static func auditFileMissing(_ file: String, _ recorded: UInt64) -> String {
+        "the file \(file) is missing or empty, but the vault recorded \(recorded) event\(recorded == 1 ? "" : "s") (deleted)"
+    }
+    public static func auditOlderFileMissing(_ file: String, _ from: UInt64, _ to: UInt64) -> String {
+        "the file \(file) with events \(from) to \(to) is missing or empty (deleted)"
+    }
+    public static func auditReordered(_ file: String, _ line: Int, _ entry: UInt64) -> String {
+        "event \(entry) on line \(line) of \(file) is out of order (reordered)"
+    }
+    public static func auditTruncated(_ file: String, _ last: UInt64, _ recorded: UInt64) -> String {
+        "\(file) ends at event \(last), but the vault recorded \(recorded) (truncated: the last events were cut off)"
+    }
+    public static func auditTornLine(_ file: String, _ line: Int, _ entry: UInt64) -> String {
+        "the last line of \(file), line \(line), is incomplete and event \(entry) is cut off (torn last line)"
+    }
+    public static func auditWrongVault(_ file: String, _ line: Int) -> String {
+        "line \(line) of \(file) belongs to another vault (wrong vault)"
+    }
+    public static func auditOversized(_ file: String) -> String { "\(file) is larger than fingerseal ever writes it (edited)" }
+    public static func auditNotRecorded(_ entry: UInt64) -> String {
+        "event \(entry) is not the one the vault recorded (the trail was replaced)"
+    }
 }

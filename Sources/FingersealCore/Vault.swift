@@ -68,7 +68,13 @@ public enum Vault {
     public static func unlock(_ store: VaultStore, pin: PINKeyslot, ledger: LockoutLedger) throws -> UnlockedVault {
         guard try status(store) != nil else { throw FingersealError(.noVault, Messages.noVault) }
         try ledger.beginPINAttempt()
-        let vault = try unlock(store, slot: .pin) { _ in pin }
+        let vault: UnlockedVault
+        do {
+            vault = try unlock(store, slot: .pin) { _ in pin }
+        } catch let error as FingersealError where error.outcome == .wrongPIN {
+            ledger.pinRejected()
+            throw error
+        }
         try ledger.pinSucceeded()
         return vault
     }
@@ -105,7 +111,7 @@ public enum Vault {
         let removed = try store.withDirectory(exclusive: true) { directory -> Bool in
             let names = try VaultStore.guarded("list the vault") { try directory.entries() }
             let ours = names.filter {
-                $0 == VaultFiles.vault || $0 == VaultFiles.lockout
+                $0 == VaultFiles.vault || $0 == VaultFiles.lockout || $0 == AuditFiles.current || $0 == AuditFiles.older
                     || ($0.hasPrefix(VaultFiles.deviceKeyPrefix) && $0.hasSuffix(VaultFiles.deviceKeySuffix))
             }
             // The vault file first: once it is gone, nothing else can be unlocked.
@@ -179,7 +185,7 @@ public final class UnlockedVault {
         }
     }
 
-    private func withDocument<T>(exclusive: Bool, _ body: (VaultDocument, SafeDirectory) throws -> T) throws -> T {
+    func withDocument<T>(exclusive: Bool, _ body: (VaultDocument, SafeDirectory) throws -> T) throws -> T {
         let result = try store.withDirectory(exclusive: exclusive) { directory -> T in
             guard let document = try store.readDocument(directory) else { throw FingersealError(.noVault, Messages.noVault) }
             guard document.vaultID == vaultID else { throw FingersealError(.vaultUnusable, Messages.vaultReplaced) }

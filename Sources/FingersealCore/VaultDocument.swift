@@ -88,6 +88,8 @@ struct VaultDocument: Codable, Equatable {
     var lastRefreshAt: Int64? = nil
     /// The provider the sign-in was made with.
     var provider: ProviderRecord? = nil
+    /// The audit trail's newest entry (see `AuditHead`); nil before the first.
+    var auditHead: AuditHead? = nil
     var mac: String
 
     func keyslot(_ kind: KeyslotKind) -> KeyslotRecord? {

@@ -121,12 +121,15 @@ struct ModuleCall {
             return .success
         }
         let result = authenticateNow(options, request)
-        if result.outcome == .success, let context = options.stepUp, let (account, vault) = deviceVault(request) {
-            do {
-                let method = result.detail.hasPrefix("PIN") ? "pin" : "finger"
-                try grants(for: account).grant(context, ttl: options.stepUpTTL, method: method, vault: vault)
-            } catch {
-                pam.log(.notice, "step-up for \(context) confirmed but not kept: \(error)")
+        if let context = options.stepUp, let (account, vault) = deviceVault(request) {
+            AuditTrail(store: vault.store, sink: auditSink).record(.stepUp(context: context, result: result.outcome), vault: vault)
+            if result.outcome == .success {
+                do {
+                    try grants(for: account).grant(context, ttl: options.stepUpTTL, method: (result.method ?? .finger).rawValue,
+                                                   vault: vault)
+                } catch {
+                    pam.log(.notice, "step-up for \(context) confirmed but not kept: \(error)")
+                }
             }
         }
         return result.outcome
@@ -148,7 +151,9 @@ struct ModuleCall {
             accessToken = report.accessToken
             return report.result.outcome == .success ? report.result.tokenStep ?? .failed : .failed
         }
-        let result = Authentication(request: request, prompter: prompter).run(fingerprint: scan, refreshAfterPIN: refreshAfterPIN) {
+        var authentication = Authentication(request: request, prompter: prompter)
+        authentication.auditSink = auditSink
+        let result = authentication.run(fingerprint: scan, refreshAfterPIN: refreshAfterPIN) {
             // The PIN travels from PAM's buffer straight into secure memory.
             pam.withSecretAnswer(Messages.enterPIN) { try? SecureBytes(copying: $0) } ?? nil
         }
@@ -160,6 +165,14 @@ struct ModuleCall {
         return result
     }
 
+    /// Audit events go to pam_syslog (LOG_AUTHPRIV), as the module's other lines do.
+    var auditSink: AuditSink {
+        let handle = BorrowedHandle(pam: pam)
+        return .custom { level, message in
+            handle.pam.log(level == .notice ? .notice : .warning, message)
+        }
+    }
+
     /// One line per decision at LOG_AUTHPRIV: outcome, user, service; never a secret. The
     /// quiet outcomes (no vault, remote) are logged only with `debug`.
     private func log(_ result: AuthenticationResult, _ request: AuthenticationRequest, action: String) {
@@ -169,4 +182,10 @@ struct ModuleCall {
             : (result.outcome.pamReturn == .authError ? .warning : .notice)
         pam.log(level, "\(action) \(result.outcome.rawValue) for user=\(request.user ?? "?") service=\(request.service): \(result.detail)")
     }
+}
+
+/// The PAM handle for the audit sink. The sink runs only inside this call, on this thread
+/// (nothing keeps it), so the handle PAM lends for the call is never used after it.
+private struct BorrowedHandle: @unchecked Sendable {
+    let pam: PAMHandle
 }

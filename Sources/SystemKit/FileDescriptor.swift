@@ -38,6 +38,27 @@ public final class FileDescriptor {
         return result
     }
 
+    /// Up to `count` bytes from `offset` (fewer at end of file), without moving the offset.
+    public func readBytes(at offset: Int, count: Int, subject: String) throws -> [UInt8] {
+        var result = [UInt8](repeating: 0, count: max(count, 0))
+        var filled = 0
+        while filled < result.count {
+            let got = try result.withUnsafeMutableBytes { buffer -> Int in
+                guard let base = buffer.baseAddress else { return 0 }
+                return try syscall("read", subject) { pread(rawValue, base + filled, buffer.count - filled, off_t(offset + filled)) }
+            }
+            if got == 0 { break }
+            filled += got
+        }
+        result.removeSubrange(filled...)
+        return result
+    }
+
+    /// Cuts the file to `length` bytes.
+    public func truncate(to length: Int, subject: String) throws {
+        _ = try syscall("truncate", subject) { ftruncate(rawValue, off_t(length)) }
+    }
+
     public func writeAll(_ bytes: [UInt8], subject: String) throws {
         try bytes.withUnsafeBytes { try writeAll($0, subject: subject) }
     }

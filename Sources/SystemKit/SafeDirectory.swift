@@ -137,6 +137,46 @@ public final class SafeDirectory {
         try fd.sync()
     }
 
+    /// Opens `name` for appending (`O_APPEND`, never following a symlink), creating it with
+    /// `mode` when missing, with the trusted-file checks of `openTrusted` (no size cap: an
+    /// appender reads only what it needs). `created` says the file is new: after its first
+    /// write is synced, sync the directory (`sync()`) so the new name is durable too.
+    public func openForAppend(_ name: String, mode: mode_t = 0o600) throws -> (file: FileDescriptor, created: Bool) {
+        let flags = O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY
+        while true {
+            do {
+                let raw = try syscall("open", full(name)) { openat(fd.rawValue, name, flags) }
+                let file = FileDescriptor(owning: raw)
+                try checkTrusted(try file.status(), path: full(name), directory: false, owner: owner, sizeLimit: nil)
+                return (file, false)
+            } catch let error as SystemError where error.code == ELOOP {
+                throw UnsafeFileError(path: full(name), reason: .symlink)
+            } catch let error as SystemError where error.code == ENOENT {
+                // Missing: create it (exclusively, so a name planted meanwhile is not taken over).
+            }
+            do {
+                let raw = try syscall("create", full(name)) { openat(fd.rawValue, name, flags | O_CREAT | O_EXCL, mode) }
+                let file = FileDescriptor(owning: raw)
+                _ = try syscall("fchmod", full(name)) { fchmod(raw, mode) }
+                try checkTrusted(try file.status(), path: full(name), directory: false, owner: owner, sizeLimit: nil)
+                return (file, true)
+            } catch let error as SystemError where error.code == EEXIST {
+                continue // created by someone else between the two opens: open that one, checked
+            }
+        }
+    }
+
+    /// Renames `from` to `to` in this directory (replacing `to`) and makes it durable.
+    public func rename(_ from: String, to: String) throws {
+        _ = try syscall("rename", full(from)) { renameat(fd.rawValue, from, fd.rawValue, to) }
+        try fd.sync()
+    }
+
+    /// Makes the directory's entries durable (after creating a file in it).
+    public func sync() throws {
+        try fd.sync()
+    }
+
     /// Removes `name` (not following symlinks) and makes the removal durable.
     public func remove(_ name: String) throws {
         do {

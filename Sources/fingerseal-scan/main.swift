@@ -32,6 +32,7 @@ func finish(_ outcome: Outcome, finger: String? = nil, _ detail: String, token: 
     exit(outcome == .success ? 0 : 1)
 }
 
+Syslog.open()
 var arguments = Array(CommandLine.arguments.dropFirst())
 var refreshOnly = false
 var tokenFD: Int32? = nil
@@ -90,9 +91,18 @@ do {
     defer { reader.close() }
     let settings = ScanSettings(timeout: Double(options.timeout), maxTries: options.maxTries,
                                 cancelHint: Messages.pressCtrlCForPassword)
-    let match = try Fingerprint.verify(store: store, ledger: LockoutLedger(store: store, options: options), reader: reader,
+    // The audit trail: a match, or no match (an engaged lock is recorded by the ledger).
+    let trail = AuditTrail(store: store)
+    let match: Fingerprint.Match
+    do {
+        match = try Fingerprint.verify(store: store, ledger: LockoutLedger(store: store, options: options), reader: reader,
                                        settings: settings, prompter: prompter, cancelFD: interrupt.fd)
+    } catch let error as FingersealError where error.outcome == .noMatch || error.outcome == .triesExhausted {
+        trail.record(.failure(action: "fingerprint scan", reason: error.outcome.rawValue), vault: nil)
+        throw error
+    }
     reader.close()
+    trail.record(.unlock(method: .finger, via: .pam), vault: match.vault)
     let (step, detail) = tokenStep(match.vault, options, tokenFD)
     finish(.success, finger: match.finger, "matched \(match.finger) in \(Int(match.milliseconds)) ms; token \(detail)", token: step)
 } catch let error as FingersealError {

@@ -1,9 +1,11 @@
 import FingersealCore
+import SystemKit
 
 /// Finds the command, parses its options, runs it, and turns every error into a message
 /// and an exit code (`Outcome.exitCode`): the one place the CLI decides either.
 enum CLI {
     static func run(_ arguments: [String]) -> Int32 {
+        Syslog.open() // audit events also go to syslog (LOG_AUTHPRIV)
         let context = Context()
         var command = Commands.root
         var path = [command.name]

@@ -12,7 +12,7 @@ enum Commands {
         name: "fingerseal",
         summary: "Unlock your identity-provider sign-in with a fingerprint, with a PIN as fallback.",
         options: [.flag("--version", "Show the version.")],
-        subcommands: [status, login] + tokenCommands + stepUpCommands + [pin, reset] + readerCommands,
+        subcommands: [status, login] + tokenCommands + stepUpCommands + [pin, reset] + readerCommands + [audit],
         discussion: "Exit codes are listed in the README; 0 always means success."
     )
 

@@ -66,14 +66,16 @@ extension Commands {
         guard let status = try Vault.status(store) else { throw FingersealError(.noVault, Messages.noVault) }
         let pins = try PINSource(arguments)
         let ledger = LockoutLedger(store: store, options: options)
-        func withPIN() throws -> Unlocked {
-            Unlocked(vault: try unlockWithPIN(pins, store, options), method: "pin", finger: nil)
+        /// The PIN; `fallback` says why the finger gave way to it (for the audit trail).
+        func withPIN(fallback reason: Outcome? = nil) throws -> Unlocked {
+            if let reason { AuditTrail(store: store).record(.fallback(reason: reason.rawValue), vault: nil) }
+            return Unlocked(vault: try unlockWithPIN(pins, store, options), method: "pin", finger: nil)
         }
         if pins.fd != nil || arguments.has("--pin") { return try withPIN() }
         if status.fingers.isEmpty { return try withPIN() }
         if status.lockout.fingerLocked {
             context.output.note(Messages.fingerLocked)
-            return try withPIN()
+            return try withPIN(fallback: .lockedOut)
         }
         let interrupt = try InterruptWatch()
         let reader: Reader
@@ -81,7 +83,7 @@ extension Commands {
             reader = try Fingerprint.openReader(deviceID: arguments.values["--device"])
         } catch let error as FingersealError where error.outcome == .noReader {
             context.output.note(error.message)
-            return try withPIN()
+            return try withPIN(fallback: .noReader)
         }
         defer { reader.close() }
         let hasTerminal = access("/dev/tty", R_OK | W_OK) == 0 && isatty(STDIN_FILENO) == 1
@@ -131,15 +133,17 @@ extension Commands {
                 // The scan ended: a match wins; otherwise the PIN is the fallback.
                 let result = job.wait()
                 if let won = matched(result) { return won }
+                var reason = Outcome.systemError
                 if case let .failure(error as FingersealError)? = result {
                     if error.outcome == .cancelled { throw error }
                     context.output.note(error.message)
+                    reason = error.outcome
                 }
-                return try withPIN()
+                return try withPIN(fallback: reason)
             case let .line(pin):
                 if pin.count == 0 {
                     if let won = matched(job.stop()) { return won }
-                    return try withPIN()
+                    return try withPIN(fallback: .cancelled)
                 }
                 do {
                     let vault = try Vault.unlock(store, pin: PINKeyslot(pin: pin), ledger: ledger)

@@ -24,7 +24,7 @@ extension Commands {
             pinFD, json,
         ],
         discussion: "A new vault asks for a new PIN; an existing one asks for its PIN. A full sign-in clears every lock.",
-        run: runLogin)
+        run: { arguments, context in try loggingFailure("sign-in", context) { try runLogin(arguments, context) } })
 
     static func runLogin(_ arguments: ParsedArguments, _ context: Context) throws {
         guard let issuer = arguments.values["--issuer"], let clientID = arguments.values["--client-id"],
@@ -71,6 +71,7 @@ extension Commands {
                             at: SystemClock().now())
         }
         try LockoutLedger(store: store, options: options).clearAll()
+        AuditTrail(store: store).record(.signIn(issuer: issuer, flow: flow), vault: vault)
         context.output.out(Messages.signedIn(issuer))
         if try vault.enrolledFingers().isEmpty { context.output.note(Messages.offerEnroll) }
     }

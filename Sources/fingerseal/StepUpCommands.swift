@@ -74,8 +74,16 @@ extension Commands {
             }
         }
         context.output.note(Messages.stepUpPrompt(contextName))
-        let unlocked = fresh ? Unlocked(vault: try unlockWithPIN(try PINSource(arguments), store, options), method: "pin", finger: nil)
+        let trail = AuditTrail(store: store)
+        let unlocked: Unlocked
+        do {
+            unlocked = fresh ? Unlocked(vault: try unlockWithPIN(try PINSource(arguments), store, options), method: "pin", finger: nil)
                              : try unlockWithFingerOrPIN(arguments, context, store: store, options: options)
+        } catch let error as FingersealError {
+            if error.outcome != .usage { trail.record(.stepUp(context: contextName, result: error.outcome), vault: nil) }
+            throw error
+        }
+        trail.record(.stepUp(context: contextName, result: .success), vault: unlocked.vault)
         if record {
             do {
                 try grants.grant(contextName, ttl: ttl, method: unlocked.method, holder: holder, vault: unlocked.vault)
@@ -238,6 +246,7 @@ extension Commands {
         }
         let (vault, _) = try stepUp(parsed.context, fresh: false, ttl: try ttlSeconds(arguments), arguments, context)
         let plaintext = try SealedFile.open(parsed, vault: vault)
+        AuditTrail(store: vault.store).record(.reveal(context: parsed.context, fileID: parsed.fileID), vault: vault)
         if !arguments.has("--no-notice") { context.output.note(Messages.personalDataFollows) }
         let out = FileDescriptor(owning: dup(STDOUT_FILENO))
         try plaintext.withUnsafeBytes { try out.writeAll($0, subject: "standard output") }

@@ -63,13 +63,17 @@ extension Commands {
         case .required: throw FingersealError(.signInRequired, Messages.signInRequired)
         case .active: break
         }
-        let unlocked = try unlockWithFingerOrPIN(arguments, context, store: store, options: options)
+        let trail = AuditTrail(store: store)
+        let unlocked = try recordingFailure("unlock", trail) {
+            try unlockWithFingerOrPIN(arguments, context, store: store, options: options)
+        }
+        trail.record(.unlock(method: unlocked.method == "pin" ? .pin : .finger, via: .cli), vault: unlocked.vault)
         let clock = SystemClock()
         let result = try TokenChain.refresh(unlocked.vault, offlineGrace: options.offlineGrace,
                                             makeClient: OAuthClient.factory(options))
         let session = sessionPlace(context)
         var token: AccessTokenFile? = nil
-        if let fresh = try result.checked() {
+        if let fresh = try recordingFailure("token refresh", trail, vault: unlocked.vault, { try result.checked() }) {
             let file = AccessTokenFile(fresh, issuedAt: clock.now())
             if let session { _ = try? file.encoded().withUnsafeBytes { try SessionFiles.placeAccessToken($0, for: session.0, runtimeDirectory: session.1) } }
             token = file
@@ -179,7 +183,9 @@ extension Commands {
             throw FingersealError(.signInRequired, Messages.notSignedIn)
         }
         // A sensitive operation: the PIN, not a finger.
-        let vault = try unlockWithPIN(try PINSource(arguments), store, options)
+        let vault = try recordingFailure("sign-out", AuditTrail(store: store)) {
+            try unlockWithPIN(try PINSource(arguments), store, options)
+        }
         var revoked = false
         var warning: String? = nil
         if status.signIn == .active, let refreshToken = try vault.secret(TokenChain.refreshTokenRecord) {
@@ -193,6 +199,7 @@ extension Commands {
         }
         // The sign-in goes even when the provider could not be told: the user asked for it.
         try vault.update { $0.signedOut() }
+        AuditTrail(store: store).record(.logout, vault: vault)
         if let session = sessionPlace(context) { _ = try? SessionFiles.dropAccessToken(for: session.0, runtimeDirectory: session.1) }
         if arguments.has("--json") {
             struct LogoutReport: Encodable { let result: String; let revoked: Bool; let message: String? }

@@ -4,12 +4,13 @@
 @testable import FingersealCore
 import FoundationEssentials
 @testable import IdentityClient
+import SodiumKit
 
 func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     guard let data, size > 0 else { return 0 }
     let selector = data[0]
     let input = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
-    switch selector % 14 {
+    switch selector % 15 {
     case 0:
         // The envelope of every vault file: whatever it accepts must re-encode to the input.
         for kind in [Container.Kind.vault, .deviceKey, .lockout] {
@@ -74,6 +75,21 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     case 13:
         // A step-up grant file from the runtime directory.
         _ = try? JSONDecoder().decode(StepUpGrant.self, from: Data(input))
+    case 14:
+        // The audit trail (audit.jsonl): the file split into lines, each line's parser, and
+        // the chain walk over whatever comes out (with a fixed key: nothing verifies, every
+        // classification path runs). A line the parser accepts must parse the same again.
+        let contents = AuditFileContents.parse(input)
+        guard contents.lines.count == input.lazy.filter({ $0 == 0x0a }).count else { trap() }
+        for line in contents.lines {
+            guard let parsed = line.parsed else { continue }
+            guard AuditLine.parse(parsed.raw[...]) == parsed, parsed.body.last == 0x7d else { trap() }
+            _ = parsed.entry.sentence
+        }
+        if let key = try? SecureBytes(count: 32) {
+            var verifier = AuditVerifier(key: key, vaultID: String(repeating: "0", count: 32))
+            _ = verifier.walk(contents, "fuzz", expected: 1, prev: AuditLine.genesis)
+        }
     default:
         // A full vault file: envelope, then document.
         if let body = try? Container.decode(.vault, input, file: "fuzz") {

@@ -4,11 +4,16 @@ import Glibc
 /// namespace where /dev/log is bind-mounted to this datagram socket. Needs root.
 final class SyslogCapture {
     static var available: Bool { geteuid() == 0 && access("/usr/bin/unshare", X_OK) == 0 && access("/dev/log", F_OK) == 0 }
+    /// Also where the machine has no /dev/log: then the namespace gets a /dev of its own (a
+    /// tmpfs with the real devices bound in) that has one; the real /dev is never touched.
+    static var availableAnywhere: Bool { geteuid() == 0 && access("/usr/bin/unshare", X_OK) == 0 }
 
     let path: String
+    private let directory: String
     private let fd: Int32
 
     init(directory: String) throws {
+        self.directory = directory
         path = directory + "/log.sock"
         fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         let bound = withUnixAddress(path) { bind(fd, $0, $1) }
@@ -20,7 +25,18 @@ final class SyslogCapture {
 
     /// `command` wrapped so its syslog goes here.
     func wrap(_ command: [String]) -> (String, [String]) {
-        ("/usr/bin/unshare", ["--mount", "--", "/bin/sh", "-c", #"mount --bind "$0" /dev/log && exec "$@""#, path] + command)
+        if access("/dev/log", F_OK) == 0 {
+            return ("/usr/bin/unshare", ["--mount", "--", "/bin/sh", "-c", #"mount --bind "$0" /dev/log && exec "$@""#, path] + command)
+        }
+        let ownDev = #"""
+            set -e; real="$1/real-dev"; shift; mkdir -p "$real"; mount --rbind /dev "$real"
+            mount -t tmpfs -o mode=755 tmpfs /dev
+            for n in null zero full random urandom tty ptmx; do touch "/dev/$n"; mount --bind "$real/$n" "/dev/$n"; done
+            for d in pts shm; do mkdir "/dev/$d"; mount --rbind "$real/$d" "/dev/$d"; done
+            ln -s /proc/self/fd /dev/fd; ln -s fd/0 /dev/stdin; ln -s fd/1 /dev/stdout; ln -s fd/2 /dev/stderr
+            touch /dev/log; mount --bind "$0" /dev/log; exec "$@"
+            """#
+        return ("/usr/bin/unshare", ["--mount", "--", "/bin/sh", "-c", ownDev, path, directory] + command)
     }
 
     /// Every message received so far.

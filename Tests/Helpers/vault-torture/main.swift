@@ -7,6 +7,8 @@
 //                                     prints each committed counter value
 //   vault-torture check DIR PIN       prints the counter after verifying token, PIN and device
 //   vault-torture put DIR NAME        stores stdin's first line as secret NAME (device slot)
+//   vault-torture audit DIR           appends audit events forever (device slot); prints
+//                                     "recorded" after each append the vault has committed
 //   vault-torture refresh DIR         refreshes the sealed sign-in forever (device slot);
 //                                     prints "refreshed" after each sealed rotation, and
 //                                     exits 3 once the vault says sign-in required
@@ -89,6 +91,14 @@ do {
             case .signInRequired: exit(3)
             case let other: fail("refresh: \(other)")
             }
+        }
+    case "audit":
+        let vault = try Vault.unlockWithDevice(store)
+        let trail = AuditTrail(store: store, sink: .none)
+        while true {
+            guard trail.record(.unlock(method: .finger, via: .cli), vault: vault) else { fail("an append failed") }
+            let line = Array("recorded\n".utf8)
+            _ = line.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
         }
     case "put":
         guard let line = readLine() else { fail("no input") }
