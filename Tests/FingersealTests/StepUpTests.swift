@@ -215,6 +215,13 @@ import PAMKit
         // The confirmation is now held for the context: no PIN the second time.
         let quiet = try home.run(["reveal", "--no-notice", sealed])
         #expect(quiet.status == 0 && quiet.stdout == "IBAN DE00 1234\n" && quiet.stderr.isEmpty, "\(quiet.all)")
+        // The audit trail has the refused and the granted step-up and both reveals, and verifies.
+        let audit = try home.run(["audit", "--json"]).stdout
+        #expect(audit.components(separatedBy: "\"event\":\"reveal\"").count == 3, "\(audit)")
+        #expect(audit.contains("\"event\":\"step-up\"") && audit.contains("\"context\":\"bank\""), "\(audit)")
+        #expect(!audit.contains("IBAN"))
+        let verify = try home.run(["audit", "--verify"])
+        #expect(verify.status == 0 && verify.stdout.contains("intact"), "\(verify.all)")
     }
 
     @Test func foreignOrAlteredSealedFilesAreRefused() throws {
