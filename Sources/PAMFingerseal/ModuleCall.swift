@@ -114,8 +114,12 @@ struct ModuleCall {
     func authenticate() -> Outcome {
         guard let options = options() else { return .badConfiguration }
         let request = request(options)
-        // stepup=CONTEXT: a confirmation held for CONTEXT in this session answers at once.
-        if let context = options.stepUp, let (account, vault) = deviceVault(request),
+        // stepup=CONTEXT: a confirmation held for CONTEXT in this session answers at once, for
+        // the same requests the fingerprint would be offered to (not remote unless allowed, and
+        // only_group), so a grant never widens who gets in.
+        if let context = options.stepUp, !request.isRemote || options.allowRemote,
+           let (account, vault) = deviceVault(request),
+           options.onlyGroup.map({ account.isMember(ofGroup: $0) }) ?? true,
            let held = grants(for: account).valid(context, vault: vault) {
             log(AuthenticationResult(.success, "step-up for \(context) held (\(held.method))"), request, action: "authentication")
             return .success

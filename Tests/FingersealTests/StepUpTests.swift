@@ -305,6 +305,12 @@ import PAMKit
         #expect(first.0 == PAM_SUCCESS && first.prompted)
         let second = try authenticate(session: "4", answer: nil)
         #expect(second.0 == PAM_SUCCESS && !second.prompted, "the confirmation is held")
+        // A held confirmation never answers for a remote login (allow_remote is off).
+        let remote = try PAMClient(service: "fingerseal-test", user: stack.user.name, configDirectory: stack.services) { _ in nil }
+        #expect(remote.setEnvironment("XDG_RUNTIME_DIR", runtime.path) == PAM_SUCCESS)
+        #expect(remote.setEnvironment("XDG_SESSION_ID", "4") == PAM_SUCCESS)
+        #expect(remote.setItem(.rhost, "203.0.113.9") == PAM_SUCCESS)
+        #expect(remote.authenticate() != PAM_SUCCESS)
         if StepUpCLITests.sessionsFromEnvironment {
             let other = try authenticate(session: "5", answer: nil)
             #expect(other.0 != PAM_SUCCESS && other.prompted, "another session is asked")
