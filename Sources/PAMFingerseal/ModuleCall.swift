@@ -114,18 +114,20 @@ struct ModuleCall {
     func authenticate() -> Outcome {
         guard let options = options() else { return .badConfiguration }
         let request = request(options)
-        // stepup=CONTEXT: a confirmation held for CONTEXT in this session answers at once, for
-        // the same requests the fingerprint would be offered to (not remote unless allowed, and
+        // stepup=CONTEXT: the user's vault, opened through its device slot once, serves both
+        // the held-grant check and recording the new grant.
+        let stepUp = options.stepUp.flatMap { context in deviceVault(request).map { (context, $0.0, $0.1) } }
+        // A confirmation held for CONTEXT in this session answers at once, for the same
+        // requests the fingerprint would be offered to (not remote unless allowed, and
         // only_group), so a grant never widens who gets in.
-        if let context = options.stepUp, !request.isRemote || options.allowRemote,
-           let (account, vault) = deviceVault(request),
+        if let (context, account, vault) = stepUp, !request.isRemote || options.allowRemote,
            options.onlyGroup.map({ account.isMember(ofGroup: $0) }) ?? true,
            let held = grants(for: account).valid(context, vault: vault) {
             log(AuthenticationResult(.success, "step-up for \(context) held (\(held.method))"), request, action: "authentication")
             return .success
         }
         let result = authenticateNow(options, request)
-        if let context = options.stepUp, let (account, vault) = deviceVault(request) {
+        if let (context, account, vault) = stepUp {
             AuditTrail(store: vault.store, sink: auditSink).record(.stepUp(context: context, result: result.outcome), vault: vault)
             if result.outcome == .success {
                 do {

@@ -32,28 +32,17 @@ public final class Subprocess {
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         if let second { posix_spawn_file_actions_adddup2(&actions, second.write, 3) }
         posix_spawn_file_actions_addclosefrom_np(&actions, second == nil ? 3 : 4)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t(), all = sigset_t()
-        sigemptyset(&none)
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
         // Its own session: a terminal's Ctrl-C reaches the host, which decides what to do.
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | FS_POSIX_SPAWN_SETSID))
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup($0) } + [nil]
-        defer { (argv + envp).forEach { free($0) } }
-        var child: pid_t = 0
-        let rc = posix_spawn(&child, path, &actions, &attributes, argv, envp)
+        let child: pid_t
+        do {
+            child = try spawnProgram(path, arguments: [path] + arguments, environment: environment, actions: &actions,
+                                     newSession: true)
+        } catch {
+            for fd in [readEnd, writeEnd] + (second.map { [$0.read, $0.write] } ?? []) { close(fd) }
+            throw error
+        }
         close(writeEnd)
         if let second { close(second.write) }
-        guard rc == 0 else {
-            close(readEnd)
-            if let second { close(second.read) }
-            throw SystemError("spawn", path, code: rc)
-        }
         pid = child
         output = FileDescriptor(owning: readEnd)
         secondOutput = second.map { FileDescriptor(owning: $0.read) }
@@ -117,4 +106,33 @@ public func processStartTime(_ pid: pid_t) -> UInt64? {
     // fields[0] is the state (field 3), so field 22 is fields[19].
     guard fields.count > 19 else { return nil }
     return UInt64(String(decoding: fields[19], as: UTF8.self))
+}
+
+/// Starts a program the way a new program should start, whoever calls: no signal blocked and
+/// every signal at its default (the caller may have blocked some for a signalfd). With
+/// `searchPath`, `path` is looked up in PATH; `environment` nil passes this process's own.
+public func spawnProgram(_ path: String, arguments: [String], environment: [String]?, searchPath: Bool = false,
+                         actions: UnsafeMutablePointer<posix_spawn_file_actions_t>? = nil,
+                         newSession: Bool = false) throws -> pid_t {
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var none = sigset_t(), all = sigset_t()
+    sigemptyset(&none)
+    sigfillset(&all)
+    posix_spawnattr_setsigmask(&attributes, &none)
+    posix_spawnattr_setsigdefault(&attributes, &all)
+    let session = newSession ? FS_POSIX_SPAWN_SETSID : 0
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | session))
+    let argv = arguments.map { strdup($0) } + [nil]
+    var envp = (environment ?? []).map { strdup($0) } + [nil]
+    defer { (argv + envp).forEach { free($0) } }
+    var child: pid_t = 0
+    let rc = envp.withUnsafeMutableBufferPointer { own -> Int32 in
+        let env = environment == nil ? environ : own.baseAddress
+        return searchPath ? posix_spawnp(&child, path, actions, &attributes, argv, env)
+                          : posix_spawn(&child, path, actions, &attributes, argv, env)
+    }
+    guard rc == 0 else { throw SystemError("spawn", path, code: rc) }
+    return child
 }

@@ -61,15 +61,16 @@ extension Commands {
     }
 
     /// A confirmation for `contextName`: the grant held in this session, or a finger (the PIN
-    /// as fallback; only the PIN with `fresh`). Returns the vault it opened and, when it asked,
-    /// how; a new grant is recorded unless `record` is false.
-    static func stepUp(_ contextName: String, fresh: Bool, ttl: Int, holder: pid_t? = nil, record: Bool = true,
+    /// as fallback; only the PIN with `fresh`), which records a new grant. Returns the vault it
+    /// opened and, when it asked, how. `device` is the vault already opened through its device
+    /// slot, when the caller has it.
+    static func stepUp(_ contextName: String, fresh: Bool, ttl: Int, holder: pid_t? = nil,
+                       store: VaultStore, options: Options, device: UnlockedVault? = nil,
                        _ arguments: ParsedArguments, _ context: Context) throws -> (vault: UnlockedVault, asked: String?) {
-        let (store, options) = try context.vault()
         let grants = try grants(context)
         if !fresh {
             // Opening through the device slot asks nothing; the grant's MAC needs the vault key.
-            if let vault = try? Vault.unlockWithDevice(store), grants.valid(contextName, vault: vault) != nil {
+            if let vault = device ?? (try? Vault.unlockWithDevice(store)), grants.valid(contextName, vault: vault) != nil {
                 return (vault, nil)
             }
         }
@@ -84,12 +85,10 @@ extension Commands {
             throw error
         }
         trail.record(.stepUp(context: contextName, result: .success), vault: unlocked.vault)
-        if record {
-            do {
-                try grants.grant(contextName, ttl: ttl, method: unlocked.method, holder: holder, vault: unlocked.vault)
-            } catch let error as FingersealError where holder == nil && error.outcome == .unavailable {
-                context.output.note(error.message) // no memory-backed runtime directory: confirmed, not kept
-            }
+        do {
+            try grants.grant(contextName, ttl: ttl, method: unlocked.method, holder: holder, vault: unlocked.vault)
+        } catch let error as FingersealError where holder == nil && error.outcome == .unavailable {
+            context.output.note(error.message) // no memory-backed runtime directory: confirmed, not kept
         }
         return (unlocked.vault, unlocked.method == "pin" ? "your PIN" : "your finger")
     }
@@ -122,14 +121,17 @@ extension Commands {
         }
         let ttl = try ttlSeconds(arguments)
         if command.isEmpty {
-            let (_, asked) = try stepUp(contextName, fresh: arguments.has("--fresh"), ttl: ttl, arguments, context)
+            let (store, options) = try context.vault()
+            let (_, asked) = try stepUp(contextName, fresh: arguments.has("--fresh"), ttl: ttl, store: store, options: options,
+                                        arguments, context)
             context.output.out(asked.map { Messages.steppedUp(contextName, $0, ttl: ttl) } ?? Messages.grantHeld(contextName))
             return
         }
         // The grant lives as long as this process, which lives exactly as long as COMMAND.
         let interrupt = try InterruptWatch(signals: [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD])
+        let (store, options) = try context.vault()
         let (_, asked) = try stepUp(contextName, fresh: arguments.has("--fresh"), ttl: StepUpGrants.maxTTL, holder: getpid(),
-                                    arguments, context)
+                                    store: store, options: options, arguments, context)
         // A confirmation that was already held keeps its own expiry; one made for COMMAND ends with it.
         let grants = try grants(context)
         let status: Int32
@@ -147,22 +149,12 @@ extension Commands {
     /// and returns its exit status (128 + the signal when a signal ended it). Ctrl-C reaches
     /// the command through the terminal; this process waits for it to end.
     static func runForeground(_ command: [String], interrupt: InterruptWatch) throws -> Int32 {
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t(), defaults = sigset_t()
-        sigemptyset(&none)
-        sigemptyset(&defaults)
-        for signal in [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGPIPE] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv = command.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var child: pid_t = 0
-        let rc = posix_spawnp(&child, command[0], nil, &attributes, argv, environ)
-        guard rc == 0 else {
-            throw FingersealError(rc == ENOENT ? .usage : .systemError, Messages.cannotRun(command[0], String(cString: strerror(rc))))
+        let child: pid_t
+        do {
+            child = try spawnProgram(command[0], arguments: command, environment: nil, searchPath: true)
+        } catch let error as SystemError {
+            throw FingersealError(error.code == ENOENT ? .usage : .systemError,
+                                  Messages.cannotRun(command[0], String(cString: strerror(error.code))))
         }
         while true {
             var status: Int32 = 0
@@ -240,11 +232,13 @@ extension Commands {
         }
         let parsed = try SealedFile.parse(bytes)
         // Another vault's file is refused before anyone is asked for a finger.
-        let (store, _) = try context.vault()
-        if let vault = try? Vault.unlockWithDevice(store), !SealedFile.belongs(parsed, to: vault) {
+        let (store, options) = try context.vault()
+        let device = try? Vault.unlockWithDevice(store)
+        if let device, !SealedFile.belongs(parsed, to: device) {
             throw FingersealError(.vaultUnusable, Messages.sealedByAnotherVault)
         }
-        let (vault, _) = try stepUp(parsed.context, fresh: false, ttl: try ttlSeconds(arguments), arguments, context)
+        let (vault, _) = try stepUp(parsed.context, fresh: false, ttl: try ttlSeconds(arguments), store: store, options: options,
+                                    device: device, arguments, context)
         let plaintext = try SealedFile.open(parsed, vault: vault)
         AuditTrail(store: vault.store).record(.reveal(context: parsed.context, fileID: parsed.fileID), vault: vault)
         if !arguments.has("--no-notice") { context.output.note(Messages.personalDataFollows) }
