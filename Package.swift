@@ -106,14 +106,16 @@ let package = Package(
             path: "Benchmarks/fingerseal-bench"
         ),
 
+        // What the benchmarks share (virtual-sensor sockets).
+        .target(name: "BenchSupport", path: "Benchmarks/BenchSupport"),
         .executableTarget(
             name: "verify-latency",
-            dependencies: ["FprintKit"],
+            dependencies: ["BenchSupport", "FprintKit"],
             path: "Benchmarks/verify-latency"
         ),
         .executableTarget(
             name: "unlock-latency",
-            dependencies: ["FingerprintFlows", "FingersealCore", "IdentityClient", "FprintKit", "CurlKit", "SodiumKit", "SystemKit"],
+            dependencies: ["BenchSupport", "FingerprintFlows", "FingersealCore", "IdentityClient", "FprintKit", "CurlKit", "SodiumKit", "SystemKit"],
             path: "Benchmarks/unlock-latency"
         ),
 

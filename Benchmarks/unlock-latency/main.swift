@@ -3,6 +3,7 @@
 // access token in hand. Prints median and p95 of each part and of the whole.
 //
 //   unlock-latency ISSUER [runs]        (scripts/bench starts the local IdP)
+import BenchSupport
 import CurlKit
 import FingerprintFlows
 import FingersealCore
@@ -11,31 +12,6 @@ import Glibc
 import IdentityClient
 import SodiumKit
 import SystemKit
-
-func fail(_ message: String) -> Never {
-    let line = Array("unlock-latency: \(message)\n".utf8)
-    _ = line.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
-    exit(1)
-}
-
-/// virtual_device: one command per connection; EOF means the driver took it.
-func command(_ text: String, _ path: String) {
-    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &address.sun_path) { raw in
-        for (index, byte) in Array(path.utf8).prefix(raw.count - 1).enumerated() { raw[index] = byte }
-    }
-    let rc = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-    }
-    if rc != 0 { fail("cannot connect to \(path)") }
-    let bytes = Array(text.utf8)
-    _ = write(fd, bytes, bytes.count)
-    var byte: UInt8 = 0
-    while read(fd, &byte, 1) > 0 {}
-}
 
 struct Quiet: ScanPrompter {
     func info(_ text: String) {}

@@ -3,46 +3,14 @@
 // calls directly in C, so the two medians in one run give the layer's overhead.
 //
 //   verify-latency virtual_device|virtual_image [runs]
+import BenchSupport
 import FprintKit
 import Glibc
-
-func fail(_ message: String) -> Never {
-    let line = Array("verify-latency: \(message)\n".utf8)
-    _ = line.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
-    exit(1)
-}
 
 func now() -> Double {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
-
-/// Connects to the driver's socket (libfprint creates it at open).
-func connectSocket(_ path: String) -> Int32 {
-    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &address.sun_path) { raw in
-        for (index, byte) in Array(path.utf8).prefix(raw.count - 1).enumerated() { raw[index] = byte }
-    }
-    let rc = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-    }
-    if rc != 0 { fail("cannot connect to \(path)") }
-    var limit = timeval(tv_sec: 5, tv_usec: 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-    return fd
-}
-
-/// virtual_device: one command per connection; EOF means the driver took it.
-func command(_ text: String, _ path: String) {
-    let fd = connectSocket(path)
-    defer { close(fd) }
-    let bytes = Array(text.utf8)
-    _ = write(fd, bytes, bytes.count)
-    var byte: UInt8 = 0
-    while read(fd, &byte, 1) > 0 {}
 }
 
 func fixture(_ name: String) -> [UInt8] {
