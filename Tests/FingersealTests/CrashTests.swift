@@ -73,12 +73,7 @@ import Testing
         let v = try TestVault()
         let vault = try v.create()
         let client = try idp.client()
-        func signIn() throws {
-            let tokens = try client.passwordGrant(username: "alice", password: secret("wonderland-7"), scope: "openid offline_access")
-            let refresh = try #require(tokens.refreshToken)
-            try vault.update { try $0.signedIn(refreshToken: refresh, provider: client.providerRecord, at: SystemClock().now()) }
-        }
-        try signIn()
+        try idp.signIn(vault)
         var generator = SystemRandomNumberGenerator()
         var (survived, ended, refreshes, idpErrors) = (0, 0, 0, 0)
         for round in 0..<100 {
@@ -108,7 +103,7 @@ import Testing
             case .signInRequired:
                 ended += 1
                 #expect(try Vault.status(v.store)?.signIn == .required)
-                try signIn() // a new chain for the next round
+                try idp.signIn(vault) // a new chain for the next round
             case let other: Issue.record("round \(round): \(other)")
             }
         }

@@ -47,6 +47,15 @@ final class LocalIdP {
         return body.contains(#""alive": true"#) && body.contains(#""reuse_detected": false"#)
     }
 
+    /// Signs alice in (password grant) and seals the chain in `vault`, as `fingerseal login`
+    /// does: refresh token, provider, sign-in active, last refresh at `time`.
+    func signIn(_ vault: UnlockedVault, at time: Int64 = SystemClock().now()) throws {
+        let client = try client()
+        let tokens = try client.passwordGrant(username: "alice", password: secret("wonderland-7"), scope: "openid offline_access")
+        guard let refresh = tokens.refreshToken else { throw TestFailure("the IdP issued no refresh token") }
+        try vault.update { try $0.signedIn(refreshToken: refresh, provider: client.providerRecord, at: time) }
+    }
+
     func client(_ id: String = "fingerseal-test", timeout: Double = 10) throws -> OAuthClient {
         let http = HTTPClient(configuration: .init(connectTimeout: 2, timeout: timeout))
         return OAuthClient(metadata: try Discovery.discover(issuer: issuer, http: http), clientID: id, http: http)
@@ -58,14 +67,7 @@ final class LocalIdP {
     func signedInVault(_ idp: LocalIdP) throws -> (TestVault, UnlockedVault) {
         let v = try TestVault()
         let vault = try v.create()
-        let tokens = try idp.client().passwordGrant(username: "alice", password: secret("wonderland-7"),
-                                                    scope: "openid offline_access")
-        let refresh = try #require(tokens.refreshToken)
-        try vault.update { editor in
-            try editor.setSecret(TokenChain.refreshTokenRecord, refresh)
-            editor.setSignIn(.active)
-            editor.setLastRefresh(1_000_000)
-        }
+        try idp.signIn(vault, at: 1_000_000)
         return (v, vault)
     }
 

@@ -28,13 +28,7 @@ import SystemKit
             let line = "\(Paths.module) store=\(stack.temp.path)/%u helper=\(Paths.buildDirectory)/fingerseal-scan pin \(options)"
             writeFile(stack.services + "/fingerseal-test", Array("auth required \(line)\nsession required \(line)\n".utf8),
                       mode: 0o644)
-            let client = try idp.client()
-            let tokens = try client.passwordGrant(username: "alice", password: secret("wonderland-7"), scope: "openid offline_access")
-            let refresh = try #require(tokens.refreshToken)
-            let vault = try Vault.unlockWithDevice(stack.store)
-            try vault.update {
-                try $0.signedIn(refreshToken: refresh, provider: client.providerRecord, at: lastRefresh ?? SystemClock().now())
-            }
+            try idp.signIn(try Vault.unlockWithDevice(stack.store), at: lastRefresh ?? SystemClock().now())
         }
 
         /// authenticate with the PIN, then open_session; returns both codes.
