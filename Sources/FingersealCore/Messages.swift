@@ -117,6 +117,9 @@ public enum Messages {
     public static func cannotRead(_ path: String) -> String { "Cannot read \(path)." }
     public static func cannotWrite(_ path: String, _ why: String) -> String { "Cannot write \(path): \(why)." }
     public static let pinForReset = "Deleting the vault needs your PIN. If you have forgotten it, delete the vault directory yourself (see fingerseal status)."
+    public static func redirectPortBusy(_ port: Int) -> String {
+        "Port \(port) on 127.0.0.1 is in use, so the browser cannot come back to fingerseal. Close what uses it, or choose another port."
+    }
     public static func cannotRun(_ command: String, _ why: String) -> String { "Cannot run \(command): \(why)." }
     public static let notRevocable = "The identity provider offers no way to end a sign-in early. It is removed here; at the provider it ends when it expires."
     public static func openAndEnter(_ uri: String, _ code: String) -> String {

@@ -23,12 +23,15 @@ public final class RedirectReceiver {
     static let connectionLimit: UInt32 = 16
     static let idleSeconds: UInt32 = 10
 
-    /// Starts listening on 127.0.0.1 at once; throws a `SystemError` when it cannot.
-    public init(path: String = "/callback", state: String, pages: Pages) throws {
+    /// Starts listening on 127.0.0.1 at once, on `port` (0: one the kernel picks); throws a
+    /// `SystemError` when it cannot.
+    public init(path: String = "/callback", port requested: UInt16 = 0, state: String, pages: Pages) throws {
         inbox = try Inbox(path: path, state: Array(state.utf8), pages: pages)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0 // the kernel picks a free port
+        // RFC 8252 wants any port accepted; a provider that matches redirect URIs exactly needs
+        // the one registered.
+        address.sin_port = requested.bigEndian
         address.sin_addr = in_addr(s_addr: in_addr_t(0x7f00_0001).bigEndian)
         let context = Unmanaged.passUnretained(inbox).toOpaque()
         errno = 0

@@ -18,13 +18,19 @@ extension Commands {
         guard (1...86_400).contains(seconds) else {
             throw FingersealError(.usage, "The option --timeout takes 1 to 86400 seconds.")
         }
+        let port = try arguments.integer("--redirect-port") ?? 0
+        guard port == 0 || (1024...65535).contains(port) else {
+            throw FingersealError(.usage, "The option --redirect-port takes a port from 1024 to 65535.")
+        }
         let request = try AuthorizationRequest()
         // Before the listener's thread starts: it inherits the blocked signals, so Ctrl-C
         // reaches the signalfd and not that thread.
         let interrupt = try InterruptWatch()
         let receiver: RedirectReceiver
         do {
-            receiver = try RedirectReceiver(state: request.state, pages: browserPages)
+            receiver = try RedirectReceiver(port: UInt16(port), state: request.state, pages: browserPages)
+        } catch let error as SystemError where error.code == EADDRINUSE {
+            throw FingersealError(.unavailable, Messages.redirectPortBusy(port))
         } catch {
             throw FingersealError(.systemError, Messages.systemFailure("listen for the browser on 127.0.0.1"),
                                   detail: "\(error)")

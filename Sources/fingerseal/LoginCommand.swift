@@ -21,6 +21,7 @@ extension Commands {
             .flag("--no-qr", "Do not draw the QR code."),
             .flag("--no-browser", "Browser flow: only print the address; do not start a browser."),
             .value("--timeout", "S", "Browser flow: seconds to wait for the browser (default: 300)."),
+            .value("--redirect-port", "N", "Browser flow: listen on 127.0.0.1 port N, for providers that match redirect URIs exactly (default: any free port)."),
             pinFD, json,
         ],
         discussion: "A new vault asks for a new PIN; an existing one asks for its PIN. A full sign-in clears every lock.",

@@ -106,6 +106,34 @@ import Testing
         #expect(listeningAddresses(port: UInt16(port), table: "/proc/net/tcp").isEmpty, "the listener is gone")
     }
 
+    /// For providers that match redirect URIs exactly: a fixed port, and a clear error when it
+    /// is taken.
+    @Test func aFixedRedirectPortIsUsedAndABusyOneIsReported() throws {
+        let idp = try LocalIdP()
+        let home = try Home()
+        // A port nobody listens on: the kernel picks it, and it is handed over.
+        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr = in_addr(s_addr: in_addr_t(0x7f00_0001).bigEndian)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(probe, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(probe, $0, &length) } }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        #expect(listen(probe, 1) == 0)
+        // Taken (by the probe): refused with a message, nothing sealed.
+        let busy = try home.run(["login", "--issuer", idp.issuer, "--client-id", "fingerseal-browser", "--flow", "browser",
+                                 "--no-browser", "--redirect-port", "\(port)"])
+        #expect(busy.status == 8 && busy.stderr.contains("Port \(port) on 127.0.0.1 is in use"), "\(busy.all)")
+        close(probe)
+        let (child, url) = try startBrowserLogin(idp, home, ["--redirect-port", "\(port)"])
+        #expect(parameter("redirect_uri", of: url) == "http://127.0.0.1:\(port)/callback")
+        #expect(try Browser.signIn(url).status == 0)
+        #expect(child.finish().status == 0)
+        #expect(try home.run(["login", "--issuer", idp.issuer, "--client-id", "x", "--flow", "browser",
+                              "--redirect-port", "80"]).status == 2)
+    }
+
     @Test func theWaitIsBounded() throws {
         let idp = try LocalIdP()
         let home = try Home()
