@@ -60,8 +60,12 @@ let package = Package(
         // The browser sign-in's loopback redirect receiver (one request, then it stops).
         .target(name: "LoopbackKit", dependencies: ["CMicroHTTPD", "CLinux", "SodiumKit", "SystemKit"]),
 
-        // Pure-Swift core: vault, keyslots, config, outcomes, lockout.
-        .target(name: "FingersealCore", dependencies: ["SystemKit", "SodiumKit"]),
+        // The broker's wire protocol and the outcome table: stdlib and Glibc only, so the PAM
+        // module that links it stays small (no Foundation).
+        .target(name: "FingersealWire", dependencies: ["CLinux"]),
+
+        // Pure-Swift core: vault, keyslots, config, lockout.
+        .target(name: "FingersealCore", dependencies: ["FingersealWire", "SystemKit", "SodiumKit"]),
 
         // Fingerprint flows (verify, enroll, forget) over the core and the reader layer; its
         // own target so that what does not scan never loads libfprint (~5 ms of start-up).

@@ -30,6 +30,23 @@ extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *
 #define FS_POSIX_SPAWN_SETSID 0x80
 #endif
 
+#ifndef FINGERSEAL_CLINUX_WIPE
+#define FINGERSEAL_CLINUX_WIPE
+#include <string.h>
+#include <sys/socket.h>
+/* explicit_bzero: a wipe the compiler may not remove as a dead store. */
+static inline void fs_wipe(void *bytes, size_t count) {
+    explicit_bzero(bytes, count);
+}
+/* SO_PEERPIDFD (Linux 6.5); the 6.1 kernel headers on the build machines lack it. */
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+#define FS_SO_PEERPIDFD SO_PEERPIDFD
+/* struct ucred is declared only under _GNU_SOURCE. */
+struct fs_ucred { int pid; unsigned int uid; unsigned int gid; };
+#endif
+
 #ifndef FINGERSEAL_CLINUX_SYSLOG
 #define FINGERSEAL_CLINUX_SYSLOG
 #include <syslog.h>

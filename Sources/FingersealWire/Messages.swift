@@ -1,0 +1,285 @@
+/// What a client asks the broker for. The broker decides who may ask for what (design §2);
+/// nothing here says who the caller is: that comes from the socket.
+public enum Command: String, CaseIterable, Sendable {
+    // The PAM module (the host is root, or the user for a lock screen).
+    case pamAuthenticate = "pam.authenticate"
+    case pamAccount = "pam.account"
+    case pamOpenSession = "pam.open-session"
+    case pamCloseSession = "pam.close-session"
+    // The CLI.
+    case status, login, unlock, token, logout, audit
+    case stepUp = "step-up"
+    case seal, reveal
+    case pinSet = "pin.set"
+    case pinChange = "pin.change"
+    case reset
+    case devices, enroll, fingers, forget, verify, capture, selftest
+}
+
+/// The PAM items a module passes (root callers only are believed about the user).
+public struct PAMItems: Equatable, Sendable {
+    public var user: String?
+    public var service: String?
+    public var tty: String?
+    public var rhost: String?
+    public var ruser: String?
+    public var xdisplay: String?
+
+    public init(user: String? = nil, service: String? = nil, tty: String? = nil, rhost: String? = nil,
+                ruser: String? = nil, xdisplay: String? = nil) {
+        self.user = user
+        self.service = service
+        self.tty = tty
+        self.rhost = rhost
+        self.ruser = ruser
+        self.xdisplay = xdisplay
+    }
+
+    /// A graphical host (a display, or gdm's services): its prompts never say "press Ctrl-C".
+    public var isGraphical: Bool {
+        if let xdisplay, !xdisplay.isEmpty { return true }
+        if let tty, tty.hasPrefix(":") { return true }
+        return service?.hasPrefix("gdm-") ?? false
+    }
+}
+
+/// client → broker: the one request of a connection.
+public struct Request: Sendable {
+    public var command: Command
+    public var pam: PAMItems?
+    /// Module arguments (`name=value`), as the PAM configuration gives them.
+    public var moduleOptions: [String] = []
+    /// The CLI's parsed command line: flags set, options with values, positional arguments.
+    public var flags: [String] = []
+    public var values: [String: String] = [:]
+    public var arguments: [String] = []
+    /// The client can take a typed answer while the reader waits (a CLI on a terminal).
+    public var answersWhileScanning = false
+    /// The client wants reader events (`event` messages) as they happen (`--events-fd`).
+    public var wantsEvents = false
+    /// pam.open-session: what authentication handed back, to find its access token.
+    public var ticket: String?
+
+    public init(_ command: Command) { self.command = command }
+
+    public func has(_ flag: String) -> Bool { flags.contains(flag) }
+}
+
+/// client → broker: an answer to the last `ask`. `skip` is an empty answer (Enter alone,
+/// or a conversation the host ended).
+public struct Answer: Sendable {
+    public enum Kind: String, Sendable { case secret, text, skip }
+    public var kind: Kind
+    /// Wiped by whoever consumes it.
+    public var value: [UInt8]
+
+    public init(_ kind: Kind, _ value: [UInt8] = []) {
+        self.kind = kind
+        self.value = value
+    }
+}
+
+/// broker → client: a question for the person. `whileScanning`: the reader is armed
+/// meanwhile, and the broker may withdraw the question (a `result` or another message
+/// follows without waiting for the answer).
+public struct Ask: Equatable, Sendable {
+    public enum Kind: String, Sendable { case secret, visible }
+    /// What is asked for, so a client can answer from where its user pointed it (the CLI's
+    /// `--pin-fd`, `--password-fd`, `--client-secret-file`) rather than the terminal.
+    public enum Purpose: String, Sendable {
+        case pin, newPIN = "new-pin", accountPassword = "account-password", idpPassword = "idp-password"
+        case clientSecret = "client-secret", confirm, other
+    }
+    public var kind: Kind
+    public var purpose: Purpose
+    public var prompt: String
+    public var whileScanning: Bool
+
+    public init(_ kind: Kind, _ purpose: Purpose, _ prompt: String, whileScanning: Bool = false) {
+        self.kind = kind
+        self.purpose = purpose
+        self.prompt = prompt
+        self.whileScanning = whileScanning
+    }
+}
+
+/// broker → client: how the request ended. `token` (an access token) only for its owner.
+public struct Reply: Sendable {
+    public var outcome: Outcome
+    /// A sentence for the person; empty when there is nothing to say.
+    public var message: String
+    public var token: [UInt8]?
+    public var expiresAt: Int64?
+    /// pam.authenticate: hands the session's access token on to pam.open-session.
+    public var ticket: String?
+
+    public init(_ outcome: Outcome, _ message: String = "", token: [UInt8]? = nil, expiresAt: Int64? = nil,
+                ticket: String? = nil) {
+        self.outcome = outcome
+        self.message = message
+        self.token = token
+        self.expiresAt = expiresAt
+        self.ticket = ticket
+    }
+}
+
+public enum ClientMessage: Sendable {
+    case request(Request)
+    case answer(Answer)
+    case cancel
+    /// A chunk of a payload (`seal`'s input); `end` closes it.
+    case data([UInt8], end: Bool)
+}
+
+public enum BrokerMessage: Sendable {
+    /// Sentences for the person: progress (info) and problems (error), on stderr or in the
+    /// PAM conversation.
+    case info(String)
+    case error(String)
+    /// The command's output proper (stdout): text, or JSON with --json.
+    case output(String)
+    /// One reader event as a JSON object, for rigs (`--events-fd`).
+    case event(String)
+    case ask(Ask)
+    /// An address the person should open in a browser (the browser sign-in); the CLI runs
+    /// xdg-open as the user, the broker never starts programs for a caller.
+    case browse(String)
+    /// A chunk of a binary result (`reveal`'s plaintext, `seal`'s file, a captured image).
+    case data([UInt8], end: Bool)
+    case result(Reply)
+}
+
+/// Packet kinds.
+enum Kind: UInt8 {
+    case request = 1, answer = 2, cancel = 3, data = 4
+    case info = 16, error = 17, output = 18, event = 19, ask = 20, result = 21, browse = 22
+}
+
+extension ClientMessage {
+    public func encoded() -> [UInt8] {
+        var fields = WireFields()
+        switch self {
+        case let .request(request):
+            fields.add("command", request.command.rawValue)
+            if let pam = request.pam {
+                fields.add("pam", true)
+                fields.add("pam.user", pam.user)
+                fields.add("pam.service", pam.service)
+                fields.add("pam.tty", pam.tty)
+                fields.add("pam.rhost", pam.rhost)
+                fields.add("pam.ruser", pam.ruser)
+                fields.add("pam.xdisplay", pam.xdisplay)
+            }
+            for option in request.moduleOptions { fields.add("option", option) }
+            for flag in request.flags { fields.add("flag", flag) }
+            for (name, value) in request.values.sorted(by: { $0.key < $1.key }) { fields.add("value", name + "=" + value) }
+            for argument in request.arguments { fields.add("arg", argument) }
+            fields.add("answers-while-scanning", request.answersWhileScanning)
+            fields.add("events", request.wantsEvents)
+            fields.add("ticket", request.ticket)
+            return Wire.encode(kind: Kind.request.rawValue, fields)
+        case let .answer(answer):
+            fields.add("kind", answer.kind.rawValue)
+            fields.add("value", answer.value)
+            return Wire.encode(kind: Kind.answer.rawValue, fields)
+        case .cancel:
+            return Wire.encode(kind: Kind.cancel.rawValue, fields)
+        case let .data(bytes, end):
+            fields.add("bytes", bytes)
+            fields.add("end", end)
+            return Wire.encode(kind: Kind.data.rawValue, fields)
+        }
+    }
+
+    public static func decode(_ packet: UnsafeRawBufferPointer) throws(WireError) -> ClientMessage {
+        let (rawKind, fields) = try Wire.decode(packet)
+        switch Kind(rawValue: rawKind) {
+        case .request?:
+            guard let command = Command(rawValue: try fields.required("command")) else { throw .badValue("command") }
+            var request = Request(command)
+            if try fields.flag("pam") {
+                request.pam = PAMItems(user: try fields.string("pam.user"), service: try fields.string("pam.service"),
+                                       tty: try fields.string("pam.tty"), rhost: try fields.string("pam.rhost"),
+                                       ruser: try fields.string("pam.ruser"), xdisplay: try fields.string("pam.xdisplay"))
+            }
+            request.moduleOptions = try fields.list("option")
+            request.flags = try fields.list("flag")
+            for pair in try fields.list("value") {
+                guard let equals = pair.firstIndex(of: "=") else { throw .badValue("value") }
+                let name = String(pair[..<equals])
+                if request.values[name] != nil { throw .repeatedField("value " + name) }
+                request.values[name] = String(pair[pair.index(after: equals)...])
+            }
+            request.arguments = try fields.list("arg")
+            request.answersWhileScanning = try fields.flag("answers-while-scanning")
+            request.wantsEvents = try fields.flag("events")
+            request.ticket = try fields.string("ticket")
+            return .request(request)
+        case .answer?:
+            guard let kind = Answer.Kind(rawValue: try fields.required("kind")) else { throw .badValue("kind") }
+            return .answer(Answer(kind, try fields.bytes("value") ?? []))
+        case .cancel?:
+            return .cancel
+        case .data?:
+            return .data(try fields.bytes("bytes") ?? [], end: try fields.flag("end"))
+        default:
+            throw .unknownKind(rawKind)
+        }
+    }
+}
+
+extension BrokerMessage {
+    public func encoded() -> [UInt8] {
+        var fields = WireFields()
+        let kind: Kind
+        switch self {
+        case let .info(text): kind = .info; fields.add("text", text)
+        case let .error(text): kind = .error; fields.add("text", text)
+        case let .output(text): kind = .output; fields.add("text", text)
+        case let .event(json): kind = .event; fields.add("json", json)
+        case let .browse(url): kind = .browse; fields.add("url", url)
+        case let .ask(ask):
+            kind = .ask
+            fields.add("kind", ask.kind.rawValue)
+            fields.add("purpose", ask.purpose.rawValue)
+            fields.add("prompt", ask.prompt)
+            fields.add("while-scanning", ask.whileScanning)
+        case let .data(bytes, end):
+            kind = .data
+            fields.add("bytes", bytes)
+            fields.add("end", end)
+        case let .result(reply):
+            kind = .result
+            fields.add("outcome", reply.outcome.rawValue)
+            fields.add("message", reply.message)
+            if let token = reply.token { fields.add("token", token) }
+            fields.add("expires-at", reply.expiresAt)
+            fields.add("ticket", reply.ticket)
+        }
+        return Wire.encode(kind: kind.rawValue, fields)
+    }
+
+    public static func decode(_ packet: UnsafeRawBufferPointer) throws(WireError) -> BrokerMessage {
+        let (rawKind, fields) = try Wire.decode(packet)
+        switch Kind(rawValue: rawKind) {
+        case .info?: return .info(try fields.required("text"))
+        case .error?: return .error(try fields.required("text"))
+        case .output?: return .output(try fields.required("text"))
+        case .event?: return .event(try fields.required("json"))
+        case .ask?:
+            guard let kind = Ask.Kind(rawValue: try fields.required("kind")) else { throw .badValue("kind") }
+            // An unknown purpose from a newer broker is still a question a person can answer.
+            let purpose = Ask.Purpose(rawValue: try fields.string("purpose") ?? "") ?? .other
+            return .ask(Ask(kind, purpose, try fields.required("prompt"), whileScanning: try fields.flag("while-scanning")))
+        case .browse?: return .browse(try fields.required("url"))
+        case .data?:
+            return .data(try fields.bytes("bytes") ?? [], end: try fields.flag("end"))
+        case .result?:
+            guard let outcome = Outcome(rawValue: try fields.required("outcome")) else { throw .badValue("outcome") }
+            return .result(Reply(outcome, try fields.string("message") ?? "", token: try fields.bytes("token"),
+                                 expiresAt: try fields.integer("expires-at"), ticket: try fields.string("ticket")))
+        default:
+            throw .unknownKind(rawKind)
+        }
+    }
+}
