@@ -30,6 +30,7 @@ let package = Package(
         .library(name: "pam_fingerseal", type: .dynamic, targets: ["PAMFingerseal"]),
         .executable(name: "fingerseal", targets: ["fingerseal"]),
         .executable(name: "fingerseal-scan", targets: ["fingerseal-scan"]),
+        .executable(name: "fingersealed", targets: ["fingersealed"]),
         // For the fuzzing package in Fuzz/, which builds the core with -sanitize=fuzzer.
         .library(name: "FingersealCore", targets: ["FingersealCore"]),
         .library(name: "IdentityClient", targets: ["IdentityClient"]),
@@ -48,6 +49,7 @@ let package = Package(
         // No pkg-config: its -lmicrohttpd would link the library, which CMicroHTTPD loads only when used.
         .systemLibrary(name: "CMicroHTTPD", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CLinux"),
+        cLibrary("CSystemd", pkgConfig: "libsystemd", apt: ["libsystemd-dev"]),
 
         // Thin wrappers: each owns its C pointers; no C types in their public API.
         .target(name: "SystemKit", dependencies: ["CLinux"]),
@@ -74,6 +76,12 @@ let package = Package(
         // The identity provider over HTTP (discovery, token requests): its own target, so
         // that what does not talk to the IdP never loads libcurl.
         .target(name: "IdentityClient", dependencies: ["FingersealCore", "CurlKit", "SodiumKit"]),
+
+        // The broker: the socket server, the caller's identity, the authorization table, and
+        // every flow (design §2, §5).
+        .target(name: "Broker", dependencies: ["FingersealCore", "FingerprintFlows", "IdentityClient", "FprintKit", "CurlKit",
+                                               "QRKit", "LoopbackKit", "SodiumKit", "SystemKit", "CSystemd", "CLinux"]),
+        .executableTarget(name: "fingersealed", dependencies: ["Broker", "FingersealWire", "SystemKit"]),
 
         // The PAM module: entry points only; everything else is in the core.
         .target(

@@ -43,6 +43,15 @@ static inline void fs_wipe(void *bytes, size_t count) {
 #define SO_PEERPIDFD 77
 #endif
 #define FS_SO_PEERPIDFD SO_PEERPIDFD
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <signal.h>
+/* pidfd_send_signal has no glibc wrapper in Debian 12's glibc headers. */
+static inline int fs_pidfd_send_signal(int pidfd, int sig) {
+    return (int)syscall(424 /* SYS_pidfd_send_signal */, pidfd, sig, (void *)0, 0);
+}
+/* accept4 is declared only under _GNU_SOURCE. */
+extern int accept4(int fd, struct sockaddr *address, socklen_t *length, int flags);
 /* struct ucred is declared only under _GNU_SOURCE. */
 struct fs_ucred { int pid; unsigned int uid; unsigned int gid; };
 #endif

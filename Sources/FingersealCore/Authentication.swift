@@ -63,15 +63,19 @@ public struct Authentication {
     /// Where audit events are logged (the PAM module: pam_syslog). The audit trail records
     /// them whatever the sink.
     public var auditSink: AuditSink = .none
+    /// Where a user's vault is (the broker's store).
+    public let locate: @Sendable (UserAccount) -> VaultStore
 
     /// The fingerprint step: given the user's vault and ledger, scan and return the outcome
     /// (`.success` on a match). Plugged in by whoever owns a reader.
     public typealias FingerprintStep = (VaultStore, LockoutLedger) -> AuthenticationResult
 
-    public init(request: AuthenticationRequest, prompter: Prompter, clock: any Clock = SystemClock()) {
+    public init(request: AuthenticationRequest, prompter: Prompter, clock: any Clock = SystemClock(),
+                locate: @escaping @Sendable (UserAccount) -> VaultStore) {
         self.request = request
         self.prompter = prompter
         self.clock = clock
+        self.locate = locate
     }
 
     /// `readPIN` asks for the PIN (no echo); nil or empty means the user skipped it.
@@ -133,7 +137,7 @@ public struct Authentication {
         let status: VaultStatus
         let store: VaultStore
         do {
-            store = VaultStore(location: try VaultLocation.resolve(account: account, options: options, stateHome: nil))
+            store = locate(account)
             guard let found = try Vault.status(store) else { return AuthenticationResult(.noVault, "no vault") }
             status = found
             resolved = store

@@ -48,6 +48,7 @@ public enum Messages {
     }
     public static let pressCtrlC = "or press Ctrl-C to cancel."
     public static let pressCtrlCForPassword = "or press Ctrl-C to use your password."
+    public static let orUsePassword = "or use your password."
     public static func enrollProgress(_ done: Int, _ total: Int, swipe: Bool) -> String {
         done >= total ? "Scan \(done) of \(total) done."
             : "Scan \(done) of \(total) done. " + (swipe ? "Swipe your finger again." : "Lift your finger and place it again.")
@@ -255,4 +256,21 @@ public enum Messages {
     public static func auditNotRecorded(_ entry: UInt64) -> String {
         "event \(entry) is not the one the vault recorded (the trail was replaced)"
     }
+
+    // The broker.
+    public static let brokerBusy = "The fingerseal service is busy with too many requests. Try again in a moment."
+    public static func wrongProtocol(_ version: Int) -> String {
+        "This program speaks version \(version) of the fingerseal protocol, and the service another. Update fingerseal."
+    }
+    public static let readerBusyWaiting = "The fingerprint reader is busy with another request. Waiting for it."
+    public static let answerTimedOut = "No answer came in time."
+    public static let badAnswer = "The answer could not be read."
+    public static func needsWholeNumber(_ option: String) -> String { "The option \(option) needs a whole number." }
+    public static let onlyRootNamesUser = "Only root can act for another user."
+    public static let notYourAccount = "You can act only for your own account."
+    public static func rigOnly(_ group: String) -> String {
+        "Only root and members of the group \(group) can use this command, because it reads biometric data or changes the reader."
+    }
+    public static let clearStorageRootOnly = "Only root can clear the reader's storage."
+    public static let notAvailableYet = "This command is not available from the fingerseal service yet."
 }

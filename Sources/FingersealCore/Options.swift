@@ -26,8 +26,10 @@ public struct Options: Equatable, Sendable {
     /// in the login session means no prompt, and a success records one for `ttl` seconds.
     public var stepUp: String? = nil
     public var stepUpTTL = 300
-    /// The fingerprint helper the PAM module runs (default: found in the libexec directories).
-    public var helper: String? = nil
+    /// PAM services a person always answers, or never does (a mail or VPN server using
+    /// common-auth): the broker's interactivity guess is overridden for them.
+    public var interactiveServices: [String] = []
+    public var unattendedServices: [String] = []
 
     public init() {}
 
@@ -97,6 +99,10 @@ public struct Options: Equatable, Sendable {
             }
             return value
         }
+        func services() throws -> [String] {
+            try text({ $0.utf8.count <= 1024 && !$0.contains(where: { $0 == "\n" || $0 == " " }) },
+                     "it needs service names separated by commas").split(separator: ",").map(String.init)
+        }
         switch name {
         case "debug": debug = try flag()
         case "timeout": timeout = try integer(1...300)
@@ -116,9 +122,10 @@ public struct Options: Equatable, Sendable {
         case "idp_timeout": idpTimeout = try integer(1...120)
         case "stepup": stepUp = try text(StepUpGrants.isValidContext, "it needs a context name (letters, digits, . - _)")
         case "ttl": stepUpTTL = try integer(1...StepUpGrants.maxTTL)
-        case "helper":
-            helper = try text({ $0.hasPrefix("/") && !$0.contains("..") && !$0.hasSuffix("/") },
-                              "it needs an absolute path to a program")
+        case "interactive_services": interactiveServices = try services()
+        case "unattended_services": unattendedServices = try services()
+        // The PAM module's own: where the broker's socket is.
+        case "socket": _ = try text({ $0.hasPrefix("/") && !$0.contains("..") }, "it needs an absolute path")
         default: return false
         }
         return true

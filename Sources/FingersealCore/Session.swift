@@ -83,12 +83,8 @@ public enum SessionFiles {
 /// The account check: says when the vault needs a new sign-in. It never denies an account:
 /// that is the password stack's business. No vault: no opinion (PAM_IGNORE).
 public enum AccountCheck {
-    public static func run(_ request: AuthenticationRequest, prompter: Prompter) -> AuthenticationResult {
-        guard let name = request.user, let account = try? UserAccount.named(name) else {
-            return AuthenticationResult(.unknownUser, "no such user")
-        }
+    public static func run(_ store: VaultStore, prompter: Prompter) -> AuthenticationResult {
         do {
-            let store = VaultStore(location: try VaultLocation.resolve(account: account, options: request.options, stateHome: nil))
             guard let status = try Vault.status(store) else { return AuthenticationResult(.notApplicable, "no vault") }
             if status.signIn == .required {
                 prompter.info(Messages.signInRequiredNotice)

@@ -133,7 +133,7 @@ struct VaultDocument: Codable, Equatable {
     }
 }
 
-enum Encoding {
+public enum Encoding {
     static func base64(_ bytes: [UInt8]) -> String { Data(bytes).base64EncodedString() }
 
     static func bytes(base64 text: String, file: String) throws -> [UInt8] {
@@ -143,7 +143,7 @@ enum Encoding {
         return Array(data)
     }
 
-    static func hex(_ bytes: [UInt8]) -> String {
+    public static func hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count * 2)

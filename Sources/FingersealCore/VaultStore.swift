@@ -24,14 +24,24 @@ public enum VaultFiles {
     }
 }
 
-/// Where a user's vault lives and whose it is.
+/// Where a user's vault lives, whose it is, and who owns its files.
 public struct VaultLocation: Equatable, Sendable {
     public let directory: String
     public let account: UserAccount
+    /// The files' owner: the broker (root) for the store under its state directory; the user
+    /// for a vault in the user's own directories.
+    public let owner: UInt32
 
-    public init(directory: String, account: UserAccount) {
+    public init(directory: String, account: UserAccount, owner: UInt32? = nil) {
         self.directory = directory
         self.account = account
+        self.owner = owner ?? account.uid
+    }
+
+    /// The broker's store: `STATE/<uid>`, owned by the broker, never by the user, so nothing
+    /// running as the user can read, replace or reset it (design §4).
+    public static func broker(stateDirectory: String, account: UserAccount) -> VaultLocation {
+        VaultLocation(directory: stateDirectory + "/" + String(account.uid), account: account, owner: geteuid())
     }
 
     /// `store=` (with `%u` and `%h` expanded) when set, else `$XDG_STATE_HOME/fingerseal`
@@ -72,11 +82,11 @@ public struct VaultStore: Sendable {
     /// directory does not exist and `create` is false.
     func withDirectory<T>(create: Bool = false, exclusive: Bool, _ body: (SafeDirectory) throws -> T) throws -> T? {
         try VaultStore.guarded("open the vault") {
-            try asUser(location.account) {
+            try asOwner {
                 if create { try createDirectories(location.directory, mode: 0o700) }
                 let directory: SafeDirectory
                 do {
-                    directory = try SafeDirectory(path: location.directory, owner: location.account.uid)
+                    directory = try SafeDirectory(path: location.directory, owner: location.owner)
                 } catch let error as SystemError where error.code == ENOENT {
                     return nil
                 }
@@ -91,6 +101,12 @@ public struct VaultStore: Sendable {
                 return try body(directory)
             }
         }
+    }
+
+    /// Runs `body` with the file owner's filesystem identity: the user's for a vault the user
+    /// owns (called by root in a PAM host), the broker's own for the broker's store.
+    func asOwner<T>(_ body: () throws -> T) throws -> T {
+        location.owner == location.account.uid ? try asUser(location.account, body) : try body()
     }
 
     /// Turns system and file-safety errors into user-facing errors; passes ours through.

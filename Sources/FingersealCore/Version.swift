@@ -1,8 +1,5 @@
 import Glibc
 
-public enum Fingerseal {
-    public static let version = "0.1.0"
-}
 
 /// "2026-11-29T17:10:00Z" for a Unix time, without pulling ICU into anything.
 public func isoTimestamp(_ seconds: Int64) -> String {

@@ -10,6 +10,9 @@ public enum Outcome: String, CaseIterable, Sendable {
     // Nothing to authenticate with here: the stack goes on to the next module.
     case noReader, noPrints, notEnrolled, noVault, noPIN, timedOut, cancelled, remoteSession, vaultUnusable, unavailable
     case unknownUser, badConfiguration, conversationAgain
+    /// The authorization table refuses this caller this request (another user's vault, a rig
+    /// command outside its group).
+    case notPermitted
     /// Account and session calls with nothing to check or do here (no vault): PAM_IGNORE.
     /// Never the result of an error.
     case notApplicable
@@ -43,7 +46,7 @@ extension Outcome {
             return .authInfoUnavailable
         case .unknownUser: return .userUnknown
         case .badConfiguration, .usage: return .serviceError
-        case .noMatch, .wrongPIN, .lockedOut, .signInRequired, .tokenUnavailable: return .authError
+        case .noMatch, .wrongPIN, .lockedOut, .signInRequired, .tokenUnavailable, .notPermitted: return .authError
         case .conversationAgain: return .incomplete
         case .notApplicable: return .ignore
         }
@@ -65,6 +68,11 @@ extension Outcome {
         case .badConfiguration: return 10
         case .unknownUser: return 11
         case .systemError: return 12
+        case .notPermitted: return 13
         }
     }
+}
+
+public enum Fingerseal {
+    public static let version = "0.2.0"
 }

@@ -1,0 +1,204 @@
+import FingerprintFlows
+import FingersealCore
+import FprintKit
+import Glibc
+import SodiumKit
+
+/// One client connection, seen from a flow: sentences out, questions answered, a cancel or
+/// a vanished client noticed. Every send and every wait is bounded; a client that stops
+/// reading or leaves ends the conversation (`isGone`), and the flow then cancels.
+public final class Conversation: ScanPrompter, @unchecked Sendable {
+    let connection: WireConnection
+    let wantsEvents: Bool
+    /// A graphical host (gdm, a lock screen): its prompts never mention Ctrl-C.
+    let graphical: Bool
+    public private(set) var isGone = false
+    private var cancelled = false
+    /// How long a client may take to read a message before it counts as gone.
+    public static let sendLimit = 10.0
+    /// How long a person may take to answer a question.
+    public static let answerLimit = 300.0
+
+    init(connection: WireConnection, wantsEvents: Bool, graphical: Bool) {
+        self.connection = connection
+        self.wantsEvents = wantsEvents
+        self.graphical = graphical
+    }
+
+    /// Readable when the client sends something (a cancel) or leaves: what a reader wait polls.
+    public var cancelFD: Int32 { connection.fd }
+
+    func send(_ message: BrokerMessage) {
+        guard !isGone else { return }
+        var packet = message.encoded()
+        defer { Wire.wipe(&packet) }
+        do { try connection.send(packet, until: monotonicNow() + Conversation.sendLimit) } catch { isGone = true }
+    }
+
+    public func info(_ text: String) { send(.info(text)) }
+    public func error(_ text: String) { send(.error(text)) }
+    public func output(_ text: String) { send(.output(text)) }
+    public func browse(_ url: String) { send(.browse(url)) }
+
+    /// Sends `bytes` as data chunks, the last one marked `end`.
+    public func data(_ bytes: UnsafeRawBufferPointer) {
+        let chunk = Wire.maxPacket - 64
+        var offset = 0
+        repeat {
+            let end = min(offset + chunk, bytes.count)
+            send(.data(Array(bytes[offset..<end]), end: end == bytes.count))
+            offset = end
+        } while offset < bytes.count
+    }
+
+    public func readerEvent(_ event: ReaderEvent) {
+        guard wantsEvents else { return }
+        switch event {
+        case .fingerNeeded: send(.event(#"{"event":"finger-needed"}"#))
+        case let .enrollProgress(done, total): send(.event(#"{"event":"enroll-progress","completed":\#(done),"total":\#(total)}"#))
+        case let .hint(hint): send(.event(#"{"event":"hint","hint":"\#(Conversation.hintName(hint))"}"#))
+        case .finished: break
+        }
+    }
+
+    static func hintName(_ hint: RetryHint) -> String {
+        switch hint {
+        case .general: return "general"
+        case .tooShort: return "too-short"
+        case .centerFinger: return "center-finger"
+        case .removeFinger: return "remove-finger"
+        }
+    }
+
+    /// The end of a prompt such as "Place your finger on the reader, …": how to cancel.
+    var cancelHint: String { graphical ? Messages.orUsePassword : Messages.pressCtrlCForPassword }
+
+    /// Asks and waits for the answer. A cancel, a client that leaves, or no answer in time
+    /// throws `.cancelled` / `.timedOut`. A secret answer goes straight to secure memory.
+    public func ask(_ question: Ask, wakingOn others: [Int32] = []) throws -> AnswerOrWake {
+        send(.ask(question))
+        return try awaitAnswer(wakingOn: others)
+    }
+
+    public enum AnswerOrWake {
+        case secret(SecureBytes)
+        case text(String)
+        case skipped
+        case woken(Int32)
+    }
+
+    public func awaitAnswer(wakingOn others: [Int32] = [], limit: Double = Conversation.answerLimit) throws -> AnswerOrWake {
+        if isGone || cancelled { throw FingersealError(.cancelled, Messages.cancelled) }
+        let deadline = monotonicNow() + limit
+        let incoming: WireConnection.Incoming<ClientMessage>
+        do {
+            incoming = try connection.receive(until: deadline, alsoWatching: others, ClientMessage.decode)
+        } catch .timedOut {
+            throw FingersealError(.timedOut, Messages.answerTimedOut)
+        } catch {
+            isGone = true
+            throw FingersealError(.cancelled, Messages.cancelled)
+        }
+        switch incoming {
+        case let .other(fd): return .woken(fd)
+        case let .message(.answer(answer)):
+            var value = answer.value
+            defer { Wire.wipe(&value) }
+            switch answer.kind {
+            case .skip: return .skipped
+            case .text:
+                guard value.count <= 4096, let text = String(validating: value, as: UTF8.self) else {
+                    throw FingersealError(.usage, Messages.badAnswer)
+                }
+                return .text(text)
+            case .secret:
+                guard value.count <= 1024 else { throw FingersealError(.usage, Messages.pinTooLong(PINRules.maximumLength)) }
+                do { return .secret(try SecureBytes(copying: value)) } catch {
+                    throw FingersealError(.systemError, Messages.secureMemory)
+                }
+            }
+        case .message(.cancel):
+            cancelled = true
+            throw FingersealError(.cancelled, Messages.cancelled)
+        case .message:
+            isGone = true
+            throw FingersealError(.usage, Messages.badAnswer)
+        }
+    }
+
+    /// After the reader reported a cancel: was it the client (a cancel message or a hang-up)?
+    /// Consumes the cancel.
+    public func takeCancel() -> Bool {
+        if cancelled || isGone { return true }
+        switch connection.wait(until: monotonicNow()) {
+        case .packet:
+            _ = try? awaitAnswer(limit: 0.5)
+            return cancelled || isGone
+        case .closed:
+            isGone = true
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// The secret answer to `question`, nil when skipped.
+    public func askSecret(_ purpose: Ask.Purpose, _ prompt: String) throws -> SecureBytes? {
+        switch try ask(Ask(.secret, purpose, prompt)) {
+        case let .secret(bytes): return bytes.count > 0 ? bytes : nil
+        case .skipped: return nil
+        case .text: throw FingersealError(.usage, Messages.badAnswer)
+        case .woken: return nil
+        }
+    }
+
+    public func askText(_ purpose: Ask.Purpose, _ prompt: String) throws -> String? {
+        switch try ask(Ask(.visible, purpose, prompt)) {
+        case let .text(text): return text
+        case .skipped, .woken: return nil
+        case .secret: throw FingersealError(.usage, Messages.badAnswer)
+        }
+    }
+
+    /// Payload the client streams after its request (`seal`, `reveal`), at most `limit` bytes.
+    public func receiveData(limit: Int) throws -> SecureBytes {
+        let buffer: SecureBytes
+        do { buffer = try SecureBytes(capacity: limit) } catch { throw FingersealError(.systemError, Messages.secureMemory) }
+        while true {
+            let incoming: WireConnection.Incoming<ClientMessage>
+            do {
+                incoming = try connection.receive(until: monotonicNow() + Conversation.sendLimit, ClientMessage.decode)
+            } catch {
+                isGone = true
+                throw FingersealError(.cancelled, Messages.cancelled)
+            }
+            guard case let .message(.data(bytes, end)) = incoming else {
+                throw FingersealError(.usage, Messages.badAnswer)
+            }
+            var chunk = bytes
+            defer { Wire.wipe(&chunk) }
+            for byte in chunk where !buffer.append(byte) { throw FingersealError(.usage, Messages.tooLargeToSeal(limit)) }
+            if end { return buffer }
+        }
+    }
+
+    /// The last message: how the request ended.
+    func finish(_ reply: Reply) {
+        var reply = reply
+        send(.result(reply))
+        if var token = reply.token { Wire.wipe(&token) }
+        reply.token = nil
+    }
+
+    /// Waits until the client hangs up (a grant held for a command), at most `limit` seconds.
+    func waitForHangUp(limit: Double) {
+        let deadline = monotonicNow() + limit
+        while !isGone {
+            switch connection.wait(until: deadline) {
+            case .packet:
+                if (try? connection.withPacket { _ in () }) == nil { isGone = true }
+            case .closed, .timedOut, .other: return
+            }
+        }
+    }
+}

@@ -1,0 +1,141 @@
+import FingersealCore
+import Glibc
+import SystemKit
+
+/// One request in the broker: who asks (from the kernel), for which user and session,
+/// through which conversation, with which options in force. Every flow is a function of it.
+struct Call {
+    let caller: Caller
+    let request: Request
+    let conversation: Conversation
+    let state: BrokerState
+    /// The user acted on.
+    let account: UserAccount
+    let options: Options
+
+    var store: VaultStore { state.store(for: account) }
+    var session: SessionKey { SessionKey(uid: account.uid, session: caller.session) }
+
+    func has(_ flag: String) -> Bool { request.has(flag) }
+    func value(_ name: String) -> String? { request.values[name] }
+
+    func integer(_ name: String) throws -> Int? {
+        guard let text = request.values[name] else { return nil }
+        guard let number = Int(text), number >= 0 else { throw FingersealError(.usage, Messages.needsWholeNumber(name)) }
+        return number
+    }
+}
+
+/// Who may ask for what (design §2). This table and nothing else decides it.
+enum Authorization {
+    enum Rule {
+        /// A PAM host: root for any user; a host running as the user (a lock screen) for
+        /// that user only.
+        case pamHost
+        /// The caller's own account; root may name another with --user.
+        case ownAccount
+        /// Biometric data or reader storage: root, or members of `fingerseal-rig`.
+        case rig
+    }
+
+    static let rigGroup = "fingerseal-rig"
+
+    static func rule(_ command: Command) -> Rule {
+        switch command {
+        case .pamAuthenticate, .pamAccount, .pamOpenSession, .pamCloseSession: return .pamHost
+        case .capture, .selftest: return .rig
+        case .status, .login, .unlock, .token, .logout, .audit, .stepUp, .seal, .reveal, .pinSet, .pinChange, .reset,
+             .devices, .enroll, .fingers, .forget, .verify:
+            return .ownAccount
+        }
+    }
+
+    /// The account the request acts on, or why it may not.
+    static func account(for request: Request, caller: Caller) throws -> UserAccount {
+        let named: String?
+        switch rule(request.command) {
+        case .pamHost:
+            guard let user = request.pam?.user, !user.isEmpty else { throw FingersealError(.unknownUser, Messages.unknownUser) }
+            named = user
+        case .ownAccount, .rig:
+            named = request.values["--user"]
+            if named != nil && !caller.isRoot { throw FingersealError(.notPermitted, Messages.onlyRootNamesUser) }
+            if request.command == .selftest || request.command == .capture {
+                guard caller.isRoot || caller.isInGroup(named: rigGroup) else {
+                    throw FingersealError(.notPermitted, Messages.rigOnly(rigGroup))
+                }
+                if request.has("--clear-storage") && !caller.isRoot {
+                    throw FingersealError(.notPermitted, Messages.clearStorageRootOnly)
+                }
+            }
+        }
+        let found: UserAccount?
+        do {
+            if let named {
+                guard named.utf8.count <= 256, !named.contains("/") else { throw FingersealError(.unknownUser, Messages.unknownUser) }
+                found = try UserAccount.named(named)
+            } else {
+                found = try UserAccount.withID(caller.uid)
+            }
+        } catch let error as FingersealError {
+            throw error
+        } catch {
+            throw FingersealError(.systemError, Messages.systemFailure("look up the user account"), detail: "\(error)")
+        }
+        guard let account = found else { throw FingersealError(.unknownUser, Messages.unknownUser) }
+        // A caller other than root acts only on its own uid, whatever it names.
+        if !caller.isRoot && account.uid != caller.uid { throw FingersealError(.notPermitted, Messages.notYourAccount) }
+        return account
+    }
+
+    /// Module options a PAM host running as the user may set: presentation only. Policy
+    /// (lockout, remote, groups, tokens, timeouts towards the IdP) stays the administrator's.
+    static let optionsForUserHosts: Set<String> = ["debug", "timeout", "max_tries", "pin", "stepup", "ttl", "socket"]
+}
+
+enum Dispatcher {
+    typealias Handler = (Call) throws -> Reply
+
+    static func handler(_ command: Command) -> Handler {
+        switch command {
+        case .pamAuthenticate: return PAMFlows.authenticate
+        case .pamAccount: return PAMFlows.account
+        case .pamOpenSession: return PAMFlows.openSession
+        case .pamCloseSession: return PAMFlows.closeSession
+        default: return { _ in throw FingersealError(.usage, Messages.notAvailableYet) }
+        }
+    }
+
+    /// Authorizes, runs the flow, and sends its result. Never throws: every error is an
+    /// outcome and a sentence.
+    static func handle(_ request: Request, from caller: Caller, conversation: Conversation, state: BrokerState) {
+        let reply: Reply
+        do {
+            let account = try Authorization.account(for: request, caller: caller)
+            let options = try effectiveOptions(request, caller: caller, state: state)
+            let call = Call(caller: caller, request: request, conversation: conversation, state: state, account: account,
+                            options: options)
+            reply = try handler(request.command)(call)
+        } catch let error as FingersealError {
+            reply = Reply(error.outcome, error.message)
+            if error.outcome == .notPermitted || error.outcome == .systemError {
+                Syslog.log(.warning, "fingersealed: \(request.command.rawValue) from \(caller): \(error.description)")
+            }
+        } catch {
+            reply = Reply(.systemError, Messages.systemFailure("finish the request"))
+            Syslog.log(.warning, "fingersealed: \(request.command.rawValue) from \(caller): \(error)")
+        }
+        conversation.finish(reply)
+    }
+
+    /// The system configuration, then the module arguments of a PAM request (all of them
+    /// from a root host, presentation only from a host running as the user).
+    static func effectiveOptions(_ request: Request, caller: Caller, state: BrokerState) throws -> Options {
+        var (options, _) = try state.systemOptions()
+        let arguments = caller.isRoot ? request.moduleOptions : request.moduleOptions.filter { option in
+            Authorization.optionsForUserHosts.contains(String(option.prefix { $0 != "=" }))
+        }
+        try options.apply(arguments, source: "module arguments")
+        return options
+    }
+}

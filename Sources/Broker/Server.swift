@@ -1,0 +1,152 @@
+import CLinux
+import CSystemd
+import FingersealCore
+import Glibc
+import SystemKit
+
+/// How the broker runs.
+public struct BrokerSettings: Sendable {
+    /// Where the store lives: one directory per uid (root, 0700).
+    public var stateDirectory: String
+    public var configPath: String = Options.configPath
+    /// Exit after this many seconds without a connection (socket activation restarts it).
+    public var idleExit: Double?
+
+    public init(stateDirectory: String, idleExit: Double? = nil) {
+        self.stateDirectory = stateDirectory
+        self.idleExit = idleExit
+    }
+}
+
+/// The accept loop: one thread per connection, bounded in number overall and per user, so
+/// a hostile or stuck client never stops the broker from serving everyone else.
+public final class Server: @unchecked Sendable {
+    public static let maxConnections = 64
+    public static let maxPerUser = 16
+    /// A client must send its request this soon after connecting.
+    static let requestLimit = 5.0
+
+    let listener: Listener
+    let state: BrokerState
+    private let lock = Mutex()
+    private var active = 0
+    private var perUser: [UInt32: Int] = [:]
+    private var lastActivity = monotonicNow()
+
+    public init(listener: Listener, settings: BrokerSettings) throws {
+        self.listener = listener
+        self.state = try BrokerState(settings: settings)
+    }
+
+    /// Serves until idle for `settings.idleExit` seconds (never, when nil).
+    public func run() {
+        _ = sd_notify(0, "READY=1\nSTATUS=Waiting for requests.")
+        while true {
+            var pfd = pollfd(fd: listener.fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&pfd, 1, 1000)
+            if ready < 0 && errno != EINTR { Syslog.log(.warning, "fingersealed: poll failed: \(errno)"); return }
+            if ready <= 0 {
+                if let idle = state.settings.idleExit, lock.locked({ active == 0 && monotonicNow() - lastActivity >= idle }) {
+                    _ = sd_notify(0, "STOPPING=1\nSTATUS=Idle; exiting until the next request.")
+                    return
+                }
+                continue
+            }
+            let fd = accept4(listener.fd, nil, nil, Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
+            guard fd >= 0 else { continue }
+            let connection = WireConnection(owning: fd)
+            let caller: Caller
+            do { caller = try Caller.of(socket: fd) } catch { continue } // a peer that is gone already
+            let admitted = lock.locked { () -> Bool in
+                lastActivity = monotonicNow()
+                guard active < Server.maxConnections, perUser[caller.uid, default: 0] < Server.maxPerUser else { return false }
+                active += 1
+                perUser[caller.uid, default: 0] += 1
+                return true
+            }
+            guard admitted else {
+                Conversation(connection: connection, wantsEvents: false, graphical: false)
+                    .finish(Reply(.unavailable, Messages.brokerBusy))
+                continue
+            }
+            let done: @Sendable () -> Void = { [self] in
+                lock.locked {
+                    active -= 1
+                    perUser[caller.uid, default: 1] -= 1
+                    if perUser[caller.uid] == 0 { perUser[caller.uid] = nil }
+                    lastActivity = monotonicNow()
+                }
+            }
+            let started = startThread { [self] in
+                serve(connection, caller)
+                done()
+            }
+            if !started {
+                Conversation(connection: connection, wantsEvents: false, graphical: false).finish(Reply(.unavailable, Messages.brokerBusy))
+                done()
+            }
+        }
+    }
+
+    /// One connection: its request, the flow, the result.
+    func serve(_ connection: WireConnection, _ caller: Caller) {
+        let request: Request
+        do {
+            guard case let .message(.request(first)) = try connection.receive(until: monotonicNow() + Server.requestLimit,
+                                                                               ClientMessage.decode) else { return }
+            request = first
+        } catch .protocolError(.badVersion(let version)) {
+            Conversation(connection: connection, wantsEvents: false, graphical: false)
+                .finish(Reply(.usage, Messages.wrongProtocol(Int(version))))
+            return
+        } catch {
+            Syslog.log(.notice, "fingersealed: dropped a client (\(caller)) that sent no valid request: \(error)")
+            return
+        }
+        let conversation = Conversation(connection: connection, wantsEvents: request.wantsEvents,
+                                        graphical: request.pam?.isGraphical ?? false)
+        Dispatcher.handle(request, from: caller, conversation: conversation, state: state)
+    }
+}
+
+/// A pthread mutex for the broker's shared state.
+final class Mutex: @unchecked Sendable {
+    private var mutex = pthread_mutex_t()
+    init() { pthread_mutex_init(&mutex, nil) }
+    deinit { pthread_mutex_destroy(&mutex) }
+    func locked<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return try body()
+    }
+}
+
+/// What a new thread runs.
+private final class ThreadBody {
+    let body: @Sendable () -> Void
+    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+}
+
+/// Starts a detached thread running `body` with every signal blocked (the main thread owns
+/// signal handling). Returns false when no thread could be started.
+@discardableResult
+func startThread(_ body: @escaping @Sendable () -> Void) -> Bool {
+    var attributes = pthread_attr_t()
+    pthread_attr_init(&attributes)
+    pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+    defer { pthread_attr_destroy(&attributes) }
+    var all = sigset_t()
+    sigfillset(&all)
+    var previous = sigset_t()
+    pthread_sigmask(SIG_BLOCK, &all, &previous)
+    defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+    let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
+    var thread = pthread_t()
+    let rc = pthread_create(&thread, &attributes, { raw in
+        guard let raw else { return nil }
+        Unmanaged<ThreadBody>.fromOpaque(raw).takeRetainedValue().body()
+        return nil
+    }, box)
+    if rc != 0 { Unmanaged<ThreadBody>.fromOpaque(box).release() }
+    return rc == 0
+}

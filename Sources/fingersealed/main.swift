@@ -1,0 +1,66 @@
+// fingersealed: the broker. Owns the store, the reader, the counters, the grants and every
+// identity-provider request; the PAM module and the CLI ask it over its socket.
+//
+//   fingersealed                               under systemd (fingerseal.socket)
+//   fingersealed --socket PATH --state DIR [--config FILE] [--idle-exit SECONDS]
+//                                              in the foreground (tests, the demo, containers)
+import Broker
+import FingersealWire
+import Glibc
+import SystemKit
+
+func fail(_ message: String) -> Never {
+    var text = "fingersealed: " + message + "\n"
+    _ = text.withUTF8 { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+    exit(10)
+}
+
+Syslog.open()
+var arguments = CommandLine.arguments.dropFirst()
+var socketPath: String? = nil
+var settings = BrokerSettings(stateDirectory: "/var/lib/fingerseal")
+// Under systemd, the state directory comes from StateDirectory= (root's own environment).
+if let state = getenv("STATE_DIRECTORY") { settings.stateDirectory = String(cString: state) }
+while let argument = arguments.first {
+    arguments = arguments.dropFirst()
+    func value() -> String {
+        guard let next = arguments.first else { fail("\(argument) needs a value.") }
+        arguments = arguments.dropFirst()
+        return next
+    }
+    switch argument {
+    case "--socket": socketPath = value()
+    case "--state": settings.stateDirectory = value()
+    case "--config": settings.configPath = value()
+    case "--idle-exit":
+        guard let seconds = Double(value()), seconds > 0 else { fail("--idle-exit needs a number of seconds.") }
+        settings.idleExit = seconds
+    case "--version":
+        print("fingersealed \(Fingerseal.version)")
+        exit(0)
+    case "--help":
+        print("Usage: fingersealed [--socket PATH --state DIR] [--config FILE] [--idle-exit SECONDS]")
+        exit(0)
+    default: fail("Unknown option \(argument.prefix(64)).")
+    }
+}
+guard settings.stateDirectory.hasPrefix("/") else { fail("--state needs an absolute path.") }
+// A client that hangs up mid-answer must not kill the broker.
+signal(SIGPIPE, SIG_IGN)
+do {
+    let listener: Listener
+    if let socketPath {
+        listener = try Listener.bind(path: socketPath)
+    } else if let activated = try Listener.activated() {
+        listener = activated
+        // Socket activation starts it again on the next connection.
+        if settings.idleExit == nil { settings.idleExit = 60 }
+    } else {
+        fail("No socket: start it through fingerseal.socket, or give --socket PATH.")
+    }
+    let server = try Server(listener: listener, settings: settings)
+    server.run()
+    if let socketPath, !listener.activated { unlink(socketPath) }
+} catch {
+    fail("\(error)")
+}
