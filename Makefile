@@ -4,7 +4,9 @@
 #   make bench      benchmarks, printed against baselines measured in the same run
 #   make demo       a walk through fingerseal on this machine, in a throwaway vault
 #   make fuzz       libFuzzer on every parser of untrusted input (FUZZ_SECONDS, default 60)
-#   make install    DESTDIR and PREFIX honoured; the module goes to the PAM module directory
+#   make install    DESTDIR and PREFIX honoured; the module goes to the PAM module directory,
+#                   the broker to PREFIX/libexec/fingerseal (the unit's ExecStart is rewritten
+#                   to match), its units to SYSTEMDUNITDIR, its PAM service to PAMDDIR
 
 PREFIX    ?= /usr/local
 DESTDIR   ?=
@@ -12,6 +14,8 @@ MULTIARCH ?= $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 PAMDIR    ?= /lib/$(MULTIARCH)/security
 UDEVDIR   ?= /lib/udev
 PAMCONFIGDIR ?= /usr/share/pam-configs
+PAMDDIR   ?= /etc/pam.d
+SYSTEMDUNITDIR ?= /lib/systemd/system
 SWIFT     ?= swift
 RELEASE   := .build/release
 # lld: GNU ld warns about a mktemp reference inside the toolchain's static Foundation.
@@ -32,6 +36,7 @@ check: deps
 	$(SWIFT) test --skip-build
 	scripts/system-test-pam
 	$(BUILD_RELEASE) --product fingerseal
+	$(BUILD_RELEASE) --product fingersealed
 	FUZZ_SECONDS=$${FUZZ_SECONDS:-20} scripts/fuzz
 
 fuzz: build
@@ -46,7 +51,12 @@ demo: build
 install: build
 	install -D -m 0644 $(RELEASE)/libpam_fingerseal.so $(DESTDIR)$(PAMDIR)/pam_fingerseal.so
 	install -D -m 0755 $(RELEASE)/fingerseal $(DESTDIR)$(PREFIX)/bin/fingerseal
-	install -D -m 0755 $(RELEASE)/fingerseal-scan $(DESTDIR)$(PREFIX)/libexec/fingerseal/fingerseal-scan
+	install -D -m 0755 $(RELEASE)/fingersealed $(DESTDIR)$(PREFIX)/libexec/fingerseal/fingersealed
+	install -D -m 0644 systemd/fingerseal.socket $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.socket
+	sed 's|^ExecStart=/usr/libexec/fingerseal/fingersealed|ExecStart=$(PREFIX)/libexec/fingerseal/fingersealed|' \
+		systemd/fingerseal.service >$(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.service
+	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.service
+	install -D -m 0644 pam/fingerseal-verify $(DESTDIR)$(PAMDDIR)/fingerseal-verify
 	install -D -m 0644 pam/fingerseal.pam-config $(DESTDIR)$(PAMCONFIGDIR)/fingerseal
 	install -D -m 0644 man/pam_fingerseal.8 $(DESTDIR)$(PREFIX)/share/man/man8/pam_fingerseal.8
 	install -d $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam
@@ -55,7 +65,9 @@ install: build
 
 uninstall:
 	rm -f $(DESTDIR)$(PAMDIR)/pam_fingerseal.so $(DESTDIR)$(PREFIX)/bin/fingerseal
-	rm -f $(DESTDIR)$(PREFIX)/libexec/fingerseal/fingerseal-scan $(DESTDIR)$(PAMCONFIGDIR)/fingerseal
+	rm -f $(DESTDIR)$(PREFIX)/libexec/fingerseal/fingersealed $(DESTDIR)$(PAMCONFIGDIR)/fingerseal
+	rm -f $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.socket $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.service
+	rm -f $(DESTDIR)$(PAMDDIR)/fingerseal-verify
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam
 	rm -f $(DESTDIR)$(PREFIX)/share/man/man8/pam_fingerseal.8
 	rm -f $(DESTDIR)$(UDEVDIR)/rules.d/70-fingerseal.rules

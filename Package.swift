@@ -108,6 +108,10 @@ let package = Package(
             path: "Tests/Helpers/vault-torture"
         ),
 
+        // Test helper: a wire-protocol client that can run as another user (authorization rows,
+        // hostile clients).
+        .executableTarget(name: "wire-client", dependencies: ["FingersealWire"], path: "Tests/Helpers/wire-client"),
+
         // Test helper: many PAM transactions in one (Swift) process, counting what is left behind.
         .executableTarget(name: "pam-cycles", dependencies: ["PAMKit"], path: "Tests/Helpers/pam-cycles"),
 
@@ -136,6 +140,7 @@ let package = Package(
             dependencies: [
                 "FingersealCore", "FingerprintFlows", "IdentityClient", "SystemKit", "SodiumKit", "PAMKit", "CPAM",
                 "FprintKit", "CurlKit", "TPMKit", "QRKit", "LoopbackKit", "vault-torture", "pam-cycles", "fingerseal", "fingerseal-scan",
+                "fingersealed", "wire-client", "FingersealWire",
             ],
             exclude: ["Support/pty_session.py"]
         ),

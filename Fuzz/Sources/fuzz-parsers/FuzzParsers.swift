@@ -59,8 +59,19 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
             guard let encoded = try? parsed.encoded(), encoded.copyBytes() == input else { trap() }
         }
     case 10:
-        // A line from fingerseal-scan, as the module reads it.
-        _ = ScanMessage.parse(input)
+        // The broker's wire decoder: any packet a client (or, for the module and the CLI, a
+        // broker) can send. Whatever decodes must encode to a packet that decodes to the same
+        // encoding again.
+        input.withUnsafeBytes { packet in
+            if let message = try? ClientMessage.decode(packet) {
+                let again = message.encoded()
+                guard let second = again.withUnsafeBytes({ try? ClientMessage.decode($0) }), second.encoded() == again else { trap() }
+            }
+            if let message = try? BrokerMessage.decode(packet) {
+                let again = message.encoded()
+                guard let second = again.withUnsafeBytes({ try? BrokerMessage.decode($0) }), second.encoded() == again else { trap() }
+            }
+        }
     case 11:
         // The browser's redirect: NUL-separated name=value pairs, as the listener hands them over.
         var parameters: [String: String] = [:]

@@ -1,0 +1,132 @@
+import FingersealWire
+import Glibc
+import Testing
+
+/// The broker as a server: readiness, hostile clients, and the authorization table of
+/// design §2 tried with real processes running as real users.
+@Suite(.serialized) struct BrokerTests {
+    /// A raw SOCK_SEQPACKET connection to `path` that sends whatever it is given.
+    static func rawConnection(_ path: String) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0, withUnixAddress(path, { connect(fd, $0, $1) }) == 0 else { throw TestFailure("connect \(path) failed") }
+        return fd
+    }
+
+    /// Reads one packet within `timeout`; nil when the broker closed the connection or said nothing.
+    static func readPacket(_ fd: Int32, timeout: Int32 = 10_000) -> [UInt8]? {
+        var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&pfd, 1, timeout) > 0 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: Wire.maxPacket + 1)
+        let count = recv(fd, &buffer, buffer.count, 0)
+        return count > 0 ? Array(buffer[..<count]) : nil
+    }
+
+    @Test func hostileClientsDoNotStopOthers() throws {
+        let broker = try TestBroker()
+        var hostile: [Int32] = []
+        defer { hostile.forEach { close($0) } }
+        // Garbage, a truncated field, an oversized packet, a silent client, one that leaves mid-request.
+        let packets: [[UInt8]] = [
+            Array("GET / HTTP/1.0\r\n\r\n".utf8),
+            [0x46, 0x53, Wire.version, 1, 7, 0x63, 0x6f, 0x6d, 0x6d, 0x61, 0x6e, 0x64, 0xff, 0xff, 0, 0],
+            [UInt8](repeating: 0x41, count: Wire.maxPacket + 100),
+        ]
+        for packet in packets {
+            let fd = try Self.rawConnection(broker.socket)
+            hostile.append(fd)
+            _ = packet.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        }
+        hostile.append(try Self.rawConnection(broker.socket)) // says nothing
+        let leaving = try Self.rawConnection(broker.socket)
+        var request = Request(.pamAuthenticate)
+        request.pam = PAMItems(user: "root", service: "test", tty: "/dev/pts/9")
+        _ = ClientMessage.request(request).encoded().withUnsafeBytes { send(leaving, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        close(leaving)
+
+        // Everyone else is still served, at once.
+        let started = VirtualSensor.now()
+        let served = try broker.wire(["pam.account", "pam.user=root"])
+        #expect(served.stdout.contains("result: notApplicable"), "\(served.all)")
+        #expect(VirtualSensor.now() - started < 3)
+        // The garbage senders were dropped without an answer that could be mistaken for one.
+        for fd in hostile.prefix(3) {
+            if let packet = Self.readPacket(fd, timeout: 3000) {
+                let message = try? packet.withUnsafeBytes { try BrokerMessage.decode($0) }
+                if case let .result(reply)? = message { #expect(reply.outcome != .success) }
+            }
+        }
+        #expect(broker.process != nil)
+        #expect(kill(broker.process?.pid ?? 0, 0) == 0, "the broker is still running")
+    }
+
+    @Test func anotherProtocolVersionIsToldSo() throws {
+        let broker = try TestBroker()
+        let fd = try Self.rawConnection(broker.socket)
+        defer { close(fd) }
+        var packet = ClientMessage.request(Request(.status)).encoded()
+        packet[2] = Wire.version + 1
+        _ = packet.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        let answer = try #require(Self.readPacket(fd))
+        guard case let .result(reply) = try answer.withUnsafeBytes({ try BrokerMessage.decode($0) }) else {
+            Issue.record("no result")
+            return
+        }
+        #expect(reply.outcome == .usage)
+        #expect(reply.message.contains("version"))
+    }
+
+    @Test func theBrokerIsAbsentTheClientIsToldAtOnce() throws {
+        let temp = try TempDirectory()
+        let started = VirtualSensor.now()
+        #expect(throws: ConnectionError.self) { try WireConnection.connect(path: temp.file("none"), timeout: 2) }
+        #expect(VirtualSensor.now() - started < 0.1)
+    }
+
+    // MARK: the authorization table
+
+    @Test(.enabled(if: getuid() == 0)) func aUserActsOnlyForThemselves() throws {
+        try #require(TestUsers.ensure(TestUsers.alice) && TestUsers.ensure(TestUsers.bob))
+        let broker = try TestBroker()
+        // A PAM host running as the user (a lock screen): for that user only.
+        let own = try broker.wire(["pam.account", "pam.user=\(TestUsers.alice)"], as: TestUsers.alice)
+        #expect(own.stdout.contains("result: notApplicable"), "\(own.all)")
+        let other = try broker.wire(["pam.authenticate", "pam.user=\(TestUsers.bob)"], as: TestUsers.alice)
+        #expect(other.stdout.contains("result: notPermitted"), "\(other.all)")
+        let rootAccount = try broker.wire(["pam.open-session", "pam.user=root"], as: TestUsers.alice)
+        #expect(rootAccount.stdout.contains("result: notPermitted"), "\(rootAccount.all)")
+        // The CLI's commands: a user cannot name another account.
+        let named = try broker.wire(["status", "value=--user=\(TestUsers.bob)"], as: TestUsers.alice)
+        #expect(named.stdout.contains("result: notPermitted"), "\(named.all)")
+        // Root (a PAM host, an administrator) may act for anyone.
+        let host = try broker.wire(["pam.account", "pam.user=\(TestUsers.bob)"])
+        #expect(host.stdout.contains("result: notApplicable"), "\(host.all)")
+        let admin = try broker.wire(["status", "value=--user=\(TestUsers.bob)"])
+        #expect(!admin.stdout.contains("notPermitted"), "\(admin.all)")
+    }
+
+    @Test(.enabled(if: getuid() == 0)) func rigCommandsNeedRootOrTheRigGroup() throws {
+        try #require(TestUsers.ensure(TestUsers.alice) && TestUsers.ensure(TestUsers.bob))
+        #expect(Child.runQuietly("/usr/sbin/groupadd", ["-f", "fingerseal-rig"]) == 0)
+        #expect(Child.runQuietly("/usr/sbin/usermod", ["-a", "-G", "fingerseal-rig", TestUsers.bob]) == 0)
+        #expect(Child.runQuietly("/usr/bin/gpasswd", ["-d", TestUsers.alice, "fingerseal-rig"]) >= 0)
+        let broker = try TestBroker()
+        for command in ["capture", "selftest"] {
+            let outsider = try broker.wire([command], as: TestUsers.alice)
+            #expect(outsider.stdout.contains("result: notPermitted"), "\(command): \(outsider.all)")
+            #expect(outsider.stdout.contains("fingerseal-rig"))
+            let member = try broker.wire([command], as: TestUsers.bob)
+            #expect(member.stdout.contains("result: ") && !member.stdout.contains("notPermitted"), "\(command): \(member.all)")
+        }
+        // Clearing a reader's storage: root only, even for the rig group.
+        let clear = try broker.wire(["selftest", "flag=--clear-storage"], as: TestUsers.bob)
+        #expect(clear.stdout.contains("result: notPermitted"), "\(clear.all)")
+    }
+
+    @Test func theStoreIsRootsAndNotInAnyHome() throws {
+        let broker = try TestBroker()
+        var info = stat()
+        #expect(stat(broker.state, &info) == 0)
+        #expect(info.st_uid == geteuid())
+        #expect(info.st_mode & 0o777 == 0o700)
+    }
+}

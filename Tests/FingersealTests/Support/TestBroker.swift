@@ -1,0 +1,98 @@
+import Glibc
+
+/// A real `fingersealed` in the foreground on a private socket and state directory, ready
+/// when it says READY=1 on its NOTIFY_SOCKET (sd_notify), stopped and cleaned up when dropped.
+final class TestBroker {
+    let temp: TempDirectory
+    let socket: String
+    let state: String
+    let config: String
+    private(set) var process: Child?
+    private let environment: [String: String]
+
+    /// `environment` is the broker's own (root's, as systemd would give it): FP_* for the
+    /// virtual readers, never a client's.
+    init(environment: [String: String] = [:], config: String = "") throws {
+        temp = try TempDirectory()
+        // Test users' clients must reach the socket (the store inside stays root's, 0700).
+        chmod(temp.path, 0o755)
+        socket = temp.file("socket")
+        state = temp.file("state")
+        self.config = temp.file("fingerseal.conf")
+        writeFile(self.config, Array(config.utf8), mode: 0o644)
+        self.environment = environment
+        try start()
+    }
+
+    deinit { stop() }
+
+    /// The vault directory of `uid` in this broker's store.
+    func vaultDirectory(uid: UInt32 = getuid()) -> String { state + "/" + String(uid) }
+
+    /// Environment for a client (the CLI) that should talk to this broker.
+    var clientEnvironment: [String: String] { ["FINGERSEAL_SOCKET": socket, "PATH": "/usr/bin:/bin", "NO_COLOR": "1"] }
+
+    func start() throws {
+        let notify = temp.file("notify")
+        unlink(notify)
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket failed") }
+        defer { close(fd) }
+        guard withUnixAddress(notify, { bind(fd, $0, $1) }) == 0 else { throw TestFailure("bind \(notify) failed") }
+        var environment = self.environment
+        environment["NOTIFY_SOCKET"] = notify
+        let child = try Child(Paths.buildDirectory + "/fingersealed",
+                              ["--socket", socket, "--state", state, "--config", config], environment: environment)
+        process = child
+        // Readiness: READY=1 within 20 s, or the broker's own words on why not.
+        var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let deadline = VirtualSensor.now() + 20
+        while VirtualSensor.now() < deadline {
+            guard poll(&pfd, 1, 200) > 0 else { continue }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count > 0, String(decoding: buffer[..<count], as: UTF8.self).contains("READY=1") { return }
+        }
+        let result = child.finish(limit: 2)
+        throw TestFailure("fingersealed did not become ready: \(result.all)")
+    }
+
+    /// Stops the broker (SIGTERM, then SIGKILL) and waits for it.
+    func stop() {
+        guard let process else { return }
+        process.signal(SIGKILL)
+        _ = process.finish(limit: 5)
+        self.process = nil
+    }
+
+    func restart() throws {
+        stop()
+        try start()
+    }
+
+    /// Runs the wire-client helper against this broker.
+    func wire(_ arguments: [String], as user: String? = nil, answers: [String] = []) throws -> Child.Result {
+        var full = [socket]
+        if let user { full += ["--as", user] }
+        for answer in answers { full += ["--answer", answer] }
+        return try Child.run(Paths.buildDirectory + "/wire-client", full + arguments)
+    }
+}
+
+/// Test accounts, created with useradd when the tests run as root (once per machine).
+enum TestUsers {
+    static let alice = "fs-alice"
+    static let bob = "fs-bob"
+
+    /// Creates the account if missing; returns false when it cannot (not root).
+    @discardableResult
+    static func ensure(_ name: String, password: String = "correct horse") -> Bool {
+        if getpwnam(name) != nil { return true }
+        guard getuid() == 0 else { return false }
+        guard Child.runQuietly("/usr/sbin/useradd", ["--create-home", "--shell", "/bin/sh", name]) == 0 else { return false }
+        let result = try? Child.run("/usr/sbin/chpasswd", [], stdin: Array("\(name):\(password)\n".utf8))
+        return result?.status == 0
+    }
+
+    static func uid(_ name: String) -> UInt32? { getpwnam(name).map { $0.pointee.pw_uid } }
+}

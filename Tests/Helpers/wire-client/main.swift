@@ -1,0 +1,95 @@
+// A test client for the broker that speaks the wire protocol directly, optionally as
+// another user, so the tests can try each row of the authorization table and each kind of
+// hostile client with a real process. Not part of the product.
+//
+//   wire-client SOCKET [--as USER] [--answer TEXT]... [--raw HEX] [--hang-up-after-ask]
+//               COMMAND [pam.user=NAME] [option=NAME=VALUE] [flag=NAME] [value=NAME=VALUE] [arg=TEXT]
+//
+// Prints each broker message as one line ("info: …", "ask: secret pin …", "result: OUTCOME
+// MESSAGE"); exits 0 when a result came, 1 when none did.
+import FingersealWire
+import Glibc
+
+func die(_ text: String) -> Never {
+    print("wire-client: \(text)")
+    exit(2)
+}
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+guard arguments.count >= 2 else { die("usage") }
+let socketPath = arguments.removeFirst()
+var answers: [String] = []
+var raw: [UInt8]? = nil
+var hangUpAfterAsk = false
+while let first = arguments.first, first.hasPrefix("--") {
+    arguments.removeFirst()
+    switch first {
+    case "--as":
+        let name = arguments.removeFirst()
+        guard let entry = getpwnam(name) else { die("no user \(name)") }
+        let uid = entry.pointee.pw_uid, gid = entry.pointee.pw_gid
+        guard initgroups(name, gid) == 0, setgid(gid) == 0, setuid(uid) == 0 else { die("cannot become \(name)") }
+    case "--answer": answers.append(arguments.removeFirst())
+    case "--raw":
+        let hex = Array(arguments.removeFirst().utf8)
+        var bytes: [UInt8] = []
+        var index = 0
+        while index + 1 < hex.count {
+            bytes.append(UInt8(String(decoding: hex[index...index + 1], as: UTF8.self), radix: 16) ?? 0)
+            index += 2
+        }
+        raw = bytes
+    case "--hang-up-after-ask": hangUpAfterAsk = true
+    default: die("unknown option \(first)")
+    }
+}
+guard let commandName = arguments.first else { die("no command") }
+
+let connection: WireConnection
+do { connection = try WireConnection.connect(path: socketPath, timeout: 5) } catch { die("connect: \(error)") }
+let deadline = monotonicNow() + 60
+do {
+    if let raw {
+        try connection.send(raw, until: deadline)
+    } else {
+        guard let command = Command(rawValue: commandName) else { die("unknown command \(commandName)") }
+        var request = Request(command)
+        for item in arguments.dropFirst() {
+            let parts = item.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { die("bad item \(item)") }
+            switch parts[0] {
+            case "pam.user": request.pam = PAMItems(user: parts[1], service: "wire-client", tty: "/dev/pts/99")
+            case "option": request.moduleOptions.append(parts[1])
+            case "flag": request.flags.append(parts[1])
+            case "value":
+                let pair = parts[1].split(separator: "=", maxSplits: 1).map(String.init)
+                request.values[pair[0]] = pair.count > 1 ? pair[1] : ""
+            case "arg": request.arguments.append(parts[1])
+            default: die("bad item \(item)")
+            }
+        }
+        try connection.send(ClientMessage.request(request).encoded(), until: deadline)
+    }
+    while true {
+        guard case let .message(message) = try connection.receive(until: deadline, BrokerMessage.decode) else { continue }
+        switch message {
+        case let .info(text): print("info: \(text)")
+        case let .error(text): print("error: \(text)")
+        case let .output(text): print("output: \(text)")
+        case let .event(json): print("event: \(json)")
+        case let .browse(url): print("browse: \(url)")
+        case let .data(bytes, end): print("data: \(bytes.count)\(end ? " end" : "")")
+        case let .ask(ask):
+            print("ask: \(ask.kind.rawValue) \(ask.purpose.rawValue) \(ask.prompt)")
+            if hangUpAfterAsk { exit(1) }
+            let answer = answers.isEmpty ? Answer(.skip) : Answer(ask.kind == .secret ? .secret : .text, Array(answers.removeFirst().utf8))
+            try connection.send(ClientMessage.answer(answer).encoded(), until: deadline)
+        case let .result(reply):
+            print("result: \(reply.outcome.rawValue) \(reply.message)" + (reply.token != nil ? " (token)" : ""))
+            exit(0)
+        }
+    }
+} catch {
+    print("closed: \(error)")
+    exit(1)
+}
