@@ -16,6 +16,7 @@ UDEVDIR   ?= /lib/udev
 PAMCONFIGDIR ?= /usr/share/pam-configs
 PAMDDIR   ?= /etc/pam.d
 SYSTEMDUNITDIR ?= /lib/systemd/system
+SYSUSERSDIR ?= /usr/lib/sysusers.d
 SWIFT     ?= swift
 RELEASE   := .build/release
 # lld: GNU ld warns about a mktemp reference inside the toolchain's static Foundation.
@@ -34,6 +35,7 @@ build: deps
 check: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	scripts/test-units
 	scripts/system-test-pam
 	$(BUILD_RELEASE) --product fingerseal
 	$(BUILD_RELEASE) --product fingersealed
@@ -57,6 +59,9 @@ install: build
 		systemd/fingerseal.service >$(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.service
 	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.service
 	install -D -m 0644 pam/fingerseal-verify $(DESTDIR)$(PAMDDIR)/fingerseal-verify
+	install -D -m 0644 systemd/fingerseal.sysusers $(DESTDIR)$(SYSUSERSDIR)/fingerseal.conf
+	# The rig group now, on this machine (a package's postinst does this through sysusers).
+	if [ -z "$(DESTDIR)" ]; then groupadd -f -r fingerseal-rig; fi
 	install -D -m 0644 pam/fingerseal.pam-config $(DESTDIR)$(PAMCONFIGDIR)/fingerseal
 	install -D -m 0644 man/pam_fingerseal.8 $(DESTDIR)$(PREFIX)/share/man/man8/pam_fingerseal.8
 	install -d $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam
@@ -67,7 +72,7 @@ uninstall:
 	rm -f $(DESTDIR)$(PAMDIR)/pam_fingerseal.so $(DESTDIR)$(PREFIX)/bin/fingerseal
 	rm -f $(DESTDIR)$(PREFIX)/libexec/fingerseal/fingersealed $(DESTDIR)$(PAMCONFIGDIR)/fingerseal
 	rm -f $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.socket $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.service
-	rm -f $(DESTDIR)$(PAMDDIR)/fingerseal-verify
+	rm -f $(DESTDIR)$(PAMDDIR)/fingerseal-verify $(DESTDIR)$(SYSUSERSDIR)/fingerseal.conf
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam
 	rm -f $(DESTDIR)$(PREFIX)/share/man/man8/pam_fingerseal.8
 	rm -f $(DESTDIR)$(UDEVDIR)/rules.d/70-fingerseal.rules

@@ -83,10 +83,11 @@ let package = Package(
                                                "QRKit", "LoopbackKit", "SodiumKit", "SystemKit", "CSystemd", "CLinux"]),
         .executableTarget(name: "fingersealed", dependencies: ["Broker", "FingersealWire", "SystemKit"]),
 
-        // The PAM module: entry points only; everything else is in the core.
+        // The PAM module: a thin client of the broker (entry points, the wire protocol, the PAM
+        // conversation); no Foundation, libfprint or libcurl in the host.
         .target(
             name: "PAMFingerseal",
-            dependencies: ["FingersealCore", "PAMKit"],
+            dependencies: ["FingersealWire", "PAMKit", "SystemKit"],
             exclude: ["exports.map"],
             swiftSettings: [.unsafeFlags(["-static-stdlib"])],
             linkerSettings: [.unsafeFlags(moduleLinkerFlags)]

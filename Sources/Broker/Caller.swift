@@ -41,7 +41,9 @@ public struct Caller: Sendable, CustomStringConvertible {
         let remote = isRemoteSession(pid)
         // The process we read about must still be the peer.
         if pidfd >= 0 {
-            guard fs_pidfd_send_signal(pidfd, 0) == 0 else { throw SystemError("pidfd", "peer", code: ESRCH) }
+            // Signal 0 only asks whether it lives; EPERM (no CAP_KILL over another user's
+            // process, as the unit bounds it) still means it does. ESRCH: it is gone.
+            guard fs_pidfd_send_signal(pidfd, 0) == 0 || errno == EPERM else { throw SystemError("pidfd", "peer", code: ESRCH) }
         } else {
             guard let started, processStartTime(pid) == started else { throw SystemError("peer", "start time", code: ESRCH) }
         }

@@ -1,12 +1,13 @@
-import FingersealCore
+import FingersealWire
 import PAMKit
 
-// The PAM entry points, and nothing else: every decision is made in FingersealCore and
-// every PAM code comes from `Outcome.pamReturn`. Nothing here may crash or block the host.
+// The PAM entry points, and nothing else: the broker decides every outcome, ModuleCall asks it
+// and relays the conversation, and every PAM code comes from `Outcome.pamReturn`. Nothing here
+// may crash or block the host.
 
 public typealias PAMArguments = UnsafeMutablePointer<UnsafePointer<CChar>?>?
 
-/// One call into the module: its handle and arguments, to the ModuleCall method that decides.
+/// One call into the module: its handle and arguments, to the ModuleCall method that asks.
 private func dispatch(_ raw: OpaquePointer?, _ argc: Int32, _ argv: PAMArguments,
                       _ decide: (ModuleCall) -> Outcome) -> Int32 {
     guard let pam = PAMHandle(raw) else { return Outcome.systemError.pamReturn.rawValue }
@@ -20,7 +21,7 @@ public func pam_sm_authenticate(_ raw: OpaquePointer?, _ flags: Int32, _ argc: I
 
 @_cdecl("pam_sm_setcred")
 public func pam_sm_setcred(_ raw: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv: PAMArguments) -> Int32 {
-    // No credentials of our own to establish; the session token is handled in open_session.
+    // No credentials of our own to establish; the session's token is the broker's, in open_session.
     Outcome.success.pamReturn.rawValue
 }
 

@@ -11,7 +11,7 @@ public struct PAMHandle {
     }
 
     public enum Item {
-        case service, rhost, ruser, tty
+        case service, rhost, ruser, tty, xdisplay
 
         var code: Int32 {
             switch self {
@@ -19,6 +19,7 @@ public struct PAMHandle {
             case .rhost: return PAM_RHOST
             case .ruser: return PAM_RUSER
             case .tty: return PAM_TTY
+            case .xdisplay: return PAM_XDISPLAY
             }
         }
     }
@@ -70,8 +71,15 @@ public struct PAMHandle {
     /// Asks for a secret without echo (PAM_PROMPT_ECHO_OFF) and lends the answer to `body`;
     /// PAM's copy is wiped and freed afterwards. nil when the conversation gives no answer.
     public func withSecretAnswer<T>(_ prompt: String, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T? {
+        try withAnswer(prompt, echo: false, body)
+    }
+
+    /// Asks a question, with echo (PAM_PROMPT_ECHO_ON) or without, and lends the answer to
+    /// `body` without making a String of it; PAM's copy is wiped and freed afterwards. nil
+    /// when the conversation gives no answer (it failed, or the host ended it).
+    public func withAnswer<T>(_ prompt: String, echo: Bool, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T? {
         var response: UnsafeMutablePointer<CChar>? = nil
-        let rc = fs_pam_prompt(raw, PAM_PROMPT_ECHO_OFF, &response, prompt)
+        let rc = fs_pam_prompt(raw, echo ? PAM_PROMPT_ECHO_ON : PAM_PROMPT_ECHO_OFF, &response, prompt)
         guard let response else { return nil }
         let length = strlen(response)
         defer {
@@ -102,6 +110,11 @@ public struct PAMHandle {
             return false
         }
         return true
+    }
+
+    /// Drops what `setSecretData` kept under `name` (its cleanup wipes and frees it).
+    public func removeData(_ name: String) {
+        _ = pam_set_data(raw, name, nil, nil)
     }
 
     /// Lends a secret kept with `setSecretData` to `body`; nil when there is none.

@@ -421,7 +421,7 @@ import SystemKit
 
     /// The PAM module (in this process, PIN through the conversation): an unlock by PIN, a
     /// wrong PIN, and a skipped PIN.
-    @Test func thePAMModuleRecordsPINUnlocksAndFailures() throws {
+    @Test(.disabled("moves to the broker (issue 10)")) func thePAMModuleRecordsPINUnlocksAndFailures() throws {
         let stack = try ModuleAuthenticationTests.Stack()
         #expect(try stack.authenticate(answer: ModuleAuthenticationTests.pin) == PAM_SUCCESS)
         #expect(try stack.authenticate(answer: "0000") == PAM_AUTH_ERR)
@@ -437,7 +437,7 @@ import SystemKit
 
     /// Through pamtester with the fingerseal-scan helper and a virtual reader: a match is
     /// recorded by the helper; failed matches, the PIN fallback and the PIN unlock by both.
-    @Test(.enabled(if: ModuleFingerprintTests.available)) func thePAMFingerprintPathRecordsMatchesAndFallbacks() throws {
+    @Test(.disabled("moves to the broker (issue 10)"), .enabled(if: ModuleFingerprintTests.available)) func thePAMFingerprintPathRecordsMatchesAndFallbacks() throws {
         let rig = try ModuleFingerprintTests.Rig()
         let matched = try rig.authenticate(answers: [], sensor: ["SCAN finger-a"])
         #expect(matched.status == 0, "\(matched.all)")
@@ -455,7 +455,7 @@ import SystemKit
 
     /// Each event also goes to syslog at LOG_AUTHPRIV as one sentence: from the CLI, from
     /// fingerseal-scan, and from the module through pam_syslog.
-    @Test(.enabled(if: SyslogCapture.availableAnywhere && ModuleFingerprintTests.available)) func eventsGoToSyslog() throws {
+    @Test(.disabled("moves to the broker (issue 10)"), .enabled(if: SyslogCapture.availableAnywhere && ModuleFingerprintTests.available)) func eventsGoToSyslog() throws {
         var rig = try ModuleFingerprintTests.Rig()
         rig.environment["PAM_WRAPPER_USE_SYSLOG"] = "1" // pam_wrapper's pam_syslog goes to syslog, not stderr
         let user = String(cString: getpwuid(geteuid()).pointee.pw_name)

@@ -32,12 +32,12 @@ import Testing
             [UInt8](repeating: 0x41, count: Wire.maxPacket + 100),
         ]
         for packet in packets {
-            let fd = try Self.rawConnection(broker.socket)
+            let fd = try Self.rawConnection(broker.socketPath)
             hostile.append(fd)
             _ = packet.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         }
-        hostile.append(try Self.rawConnection(broker.socket)) // says nothing
-        let leaving = try Self.rawConnection(broker.socket)
+        hostile.append(try Self.rawConnection(broker.socketPath)) // says nothing
+        let leaving = try Self.rawConnection(broker.socketPath)
         var request = Request(.pamAuthenticate)
         request.pam = PAMItems(user: "root", service: "test", tty: "/dev/pts/9")
         _ = ClientMessage.request(request).encoded().withUnsafeBytes { send(leaving, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -61,7 +61,7 @@ import Testing
 
     @Test func anotherProtocolVersionIsToldSo() throws {
         let broker = try TestBroker()
-        let fd = try Self.rawConnection(broker.socket)
+        let fd = try Self.rawConnection(broker.socketPath)
         defer { close(fd) }
         var packet = ClientMessage.request(Request(.status)).encoded()
         packet[2] = Wire.version + 1

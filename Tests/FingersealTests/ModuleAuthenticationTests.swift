@@ -8,7 +8,7 @@ import SystemKit
 
 /// pam_fingerseal.so's authenticate through a real PAM stack, with the PIN fallback, against
 /// a vault in a private store (`store=` points at a temp directory).
-@Suite struct ModuleAuthenticationTests {
+@Suite(.disabled("moves to the broker (issue 10)")) struct ModuleAuthenticationTests {
     static let pin = "4826"
 
     final class Stack {

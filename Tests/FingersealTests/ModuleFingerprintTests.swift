@@ -7,7 +7,7 @@ import Testing
 /// pam_fingerseal.so's fingerprint step (through the fingerseal-scan helper) in a real PAM
 /// stack: pamtester under pam_wrapper, fingerseal first, then pam_matrix as the password
 /// module, and libfprint's virtual_device as the reader. Each test has its own environment.
-@Suite struct ModuleFingerprintTests {
+@Suite(.disabled("moves to the broker (issue 10)")) struct ModuleFingerprintTests {
     static let pin = "4826"
 
     struct Rig {
@@ -221,7 +221,7 @@ import Testing
 
 /// The return-code table of design §2, row by row, with pam_fingerseal.so alone in the
 /// stack; pamtester reports the code through pam_strerror's text.
-@Suite struct ReturnCodeTableTests {
+@Suite(.disabled("moves to the broker (issue 10)")) struct ReturnCodeTableTests {
     static let texts: [Int32: String] = [
         0: "successfully authenticated",
         7: "Authentication failure",

@@ -34,28 +34,53 @@ import Testing
         #expect(dynamic.contains("NODELETE"))
     }
 
+    /// A thin client of the broker (design §2): no Foundation, libfprint, GLib, libcurl or
+    /// libsodium in the PAM host; NEEDED holds libpam and the C/C++ runtime only (design §6).
+    @Test func linksNothingButLibpamAndTheCRuntime() throws {
+        let dynamic = try Child.run("/usr/bin/readelf", ["-d", Paths.module])
+        #expect(dynamic.status == 0, "\(dynamic.stderr)")
+        let needed = dynamic.stdout.split(separator: "\n").filter { $0.contains("(NEEDED)") }.compactMap { line -> String? in
+            guard let open = line.firstIndex(of: "["), let close = line.lastIndex(of: "]") else { return nil }
+            return String(line[line.index(after: open)..<close])
+        }
+        #expect(!needed.isEmpty)
+        for library in needed {
+            for banned in ["Foundation", "fprint", "curl", "glib", "gio", "gobject", "sodium", "dispatch", "icu"] {
+                #expect(!library.lowercased().contains(banned.lowercased()), "\(library) is linked")
+            }
+        }
+        let allowed: Set = ["libpam.so.0", "libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1", "ld-linux-x86-64.so.2",
+                            "ld-linux-aarch64.so.1"]
+        #expect(Set(needed).isSubset(of: allowed), "\(needed)")
+        // ldd too: nothing comes in indirectly.
+        let ldd = try Child.run("/usr/bin/ldd", [Paths.module]).stdout
+        for banned in ["Foundation", "fprint", "curl", "glib", "sodium"] {
+            #expect(!ldd.contains(banned), "\(ldd)")
+        }
+    }
+
     @Test func dlsymFindsOnlyTheEntryPoints() throws {
         let handle = try #require(dlopen(Paths.module, RTLD_NOW | RTLD_LOCAL))
         defer { dlclose(handle) }
         #expect(dlsym(handle, "pam_sm_authenticate") != nil)
         #expect(dlsym(handle, "pam_sm_setcred") != nil)
-        for hidden in ["swift_retain", "sodium_init", "$s14FingersealCore7OutcomeO8pamReturnAA9PAMReturnOvg", "main"] {
-            #expect(dlsym(handle, hidden) == nil || hidden == "sodium_init", "\(hidden) is exported")
+        for hidden in ["swift_retain", "$s14FingersealWire7OutcomeO9pamReturnAA9PAMReturnOvg", "main"] {
+            #expect(dlsym(handle, hidden) == nil, "\(hidden) is exported")
         }
     }
 
     @Test func loadsThroughARealPAMStack() throws {
         let services = try serviceDirectory([
-            "auth [success=done default=ignore] \(Paths.module) debug",
+            "auth [success=done default=ignore] \(Paths.module) debug socket=/nonexistent/fingerseal/socket",
             "auth requisite pam_deny.so",
         ])
         let client = try PAMClient(service: "fingerseal-test", user: "root", configDirectory: services.path) { _ in nil }
-        // Nothing to authenticate with yet: the stack moves on to the next module (pam_deny).
+        // No broker to ask: the stack moves on to the next module (pam_deny).
         #expect(client.authenticate() == PAM_AUTH_ERR)
     }
 
     @Test func moduleAloneReportsUnavailableNotSuccess() throws {
-        let services = try serviceDirectory(["auth required \(Paths.module)"])
+        let services = try serviceDirectory(["auth required \(Paths.module) socket=/nonexistent/fingerseal/socket"])
         let client = try PAMClient(service: "fingerseal-test", user: "root", configDirectory: services.path) { _ in nil }
         #expect(client.authenticate() == PAM_AUTHINFO_UNAVAIL)
         // setcred has nothing to establish; in its own transaction it succeeds.
@@ -63,11 +88,20 @@ import Testing
         #expect(fresh.setCredentials() == PAM_SUCCESS)
     }
 
-    @Test(arguments: ["timeout=abc", "timeout=0", "max_fails=100000", "store=relative/path", "debug=maybe",
-                      "timeout=" + String(repeating: "9", count: 100 * 1024)])
+    /// The module's own options (socket, timeout, debug) are checked by the module.
+    @Test(arguments: ["timeout=abc", "timeout=0", "debug=maybe", "socket=relative/path", "socket=/run/../tmp/socket",
+                      "socket=/" + String(repeating: "s", count: 120), "timeout=" + String(repeating: "9", count: 100 * 1024)])
     func hostileOptionsGiveServiceError(option: String) throws {
-        let services = try serviceDirectory(["auth required \(Paths.module) \(option)"])
+        let services = try serviceDirectory(["auth required \(Paths.module) socket=/nonexistent/fingerseal/socket \(option)"])
         let client = try PAMClient(service: "fingerseal-test", user: "root", configDirectory: services.path) { _ in nil }
         #expect(client.authenticate() == PAM_SERVICE_ERR)
+    }
+
+    /// The broker's options are the broker's to judge: without a broker they change nothing.
+    @Test(arguments: ["max_fails=100000", "store=relative/path", "no-such-option"])
+    func otherOptionsAreTheBrokers(option: String) throws {
+        let services = try serviceDirectory(["auth required \(Paths.module) socket=/nonexistent/fingerseal/socket \(option)"])
+        let client = try PAMClient(service: "fingerseal-test", user: "root", configDirectory: services.path) { _ in nil }
+        #expect(client.authenticate() == PAM_AUTHINFO_UNAVAIL)
     }
 }

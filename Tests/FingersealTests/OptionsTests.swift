@@ -17,7 +17,6 @@ import Testing
             ("offline_grace=60", \Options.offlineGrace, "60"),
             ("store=/var/lib/fingerseal/%u", \Options.store, "Optional(\"/var/lib/fingerseal/%u\")"),
             ("only_group=fingerprint", \Options.onlyGroup, "Optional(\"fingerprint\")"),
-            ("helper=/usr/libexec/fingerseal/fingerseal-scan", \Options.helper, "Optional(\"/usr/libexec/fingerseal/fingerseal-scan\")"),
         ]
         let defaults = Options()
         for (setting, key, expected) in fields {
@@ -40,7 +39,7 @@ import Testing
 
     @Test(arguments: ["timeout=0", "timeout=301", "timeout=-1", "timeout=", "timeout", "max_tries=0", "max_tries=21",
                       "max_fails=0", "max_fails=101", "offline_grace=99999999999", "debug=maybe", "store=", "store=relative",
-                      "store=/a/../b", "only_group=", "only_group=a:b", "timeout=1e3", "timeout= 5", "helper=relative", "helper=/usr/../tmp/x"])
+                      "store=/a/../b", "only_group=", "only_group=a:b", "timeout=1e3", "timeout= 5", "socket=relative", "socket=/run/../tmp/x", "interactive_services=a b"])
     func outOfRangeOrGarbageIsAnError(setting: String) {
         var options = Options()
         #expect(throws: FingersealError.self) { try options.apply([setting], source: "test") }

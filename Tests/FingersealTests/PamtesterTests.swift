@@ -5,7 +5,7 @@ import SystemKit
 
 /// pamtester under pam_wrapper: fingerseal first, then a password module (pam_wrapper's
 /// pam_matrix), the order the pam-auth-update profile sets up.
-@Suite struct PamtesterTests {
+@Suite(.disabled("moves to the broker (issue 10)")) struct PamtesterTests {
     static let multiarch = "x86_64-linux-gnu"
     static let wrapper = "/usr/lib/\(multiarch)/libpam_wrapper.so"
     static let matrix = "/usr/lib/\(multiarch)/pam_wrapper/pam_matrix.so"

@@ -285,7 +285,7 @@ import PAMKit
 }
 
 /// `stepup=CONTEXT ttl=S` in the module honours the same grants as the CLI.
-@Suite struct StepUpPAMTests {
+@Suite(.disabled("moves to the broker (issue 10)")) struct StepUpPAMTests {
     @Test func aConfirmationFromPAMOrTheCLIAnswersWithoutAPrompt() throws {
         let stack = try ModuleAuthenticationTests.Stack()
         let runtime = try TempDirectory(base: "/dev/shm")

@@ -10,7 +10,7 @@ import SystemKit
 
 /// pam_fingerseal.so's token step against the local IdP: after a correct PIN (the module in
 /// this process, the refresh in fingerseal-scan) and after a match (pamtester, virtual_device).
-@Suite(.enabled(if: LocalIdP.available && PamtesterTests.available)) struct TokenPAMTests {
+@Suite(.disabled("moves to the broker (issue 10)"), .enabled(if: LocalIdP.available && PamtesterTests.available)) struct TokenPAMTests {
     static let pin = ModuleAuthenticationTests.pin
 
     /// A PIN-only vault signed in to the local IdP (alice), and a PAM service with auth and

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 
-/// udev/70-fingerseal.rules: covers every reader libfprint supports, parses, and is what
-/// scripts/generate-udev-rules makes from the installed hwdb today.
+/// udev/70-fingerseal.rules: gives every reader libfprint supports to root and the group
+/// fingerseal-rig only (never to the seat user through "uaccess": the broker owns the reader),
+/// parses, and is what scripts/generate-udev-rules makes from the installed hwdb today.
 @Suite struct UdevTests {
     /// Installed by Debian's libfprint-2-2 (a dependency of libfprint-2-dev, see scripts/install-deps).
     static let hwdbPath = "/lib/udev/hwdb.d/60-autosuspend-libfprint-2.hwdb"
@@ -17,6 +18,9 @@ import Testing
     static var rulesPath: String { packageRoot + "/udev/70-fingerseal.rules" }
     static var generator: String { packageRoot + "/scripts/generate-udev-rules" }
     static let regenerate = "run: scripts/generate-udev-rules > udev/70-fingerseal.rules"
+    /// What every reader rule sets: root (the broker) and the rig group, nobody else.
+    static let rigGroup = "fingerseal-rig"
+    static let rigMode = "0660"
 
     struct DeviceID: Hashable, Comparable, CustomStringConvertible {
         let vendor: String
@@ -115,13 +119,16 @@ import Testing
                 guard op == "==" || op == "!=" else { throw RuleError("\(key) takes == or !=, not \(op)") }
             case "TAG":
                 break
-            case "GOTO", "LABEL":
+            case "GOTO", "LABEL", "GROUP", "MODE":
                 guard op == "=" else { throw RuleError("\(key) takes =, not \(op)") }
             default:
                 throw RuleError("unknown key \(key.debugDescription)")
             }
             if key.hasPrefix("ATTRS{"), !isHex4(value) {
                 throw RuleError("\(key) value \(value.debugDescription) is not 4 lower-case hex digits")
+            }
+            if key == "MODE", !(value.count == 4 && value.allSatisfy({ ("0"..."7").contains($0) })) {
+                throw RuleError("MODE value \(value.debugDescription) is not 4 octal digits")
             }
             if value.isEmpty { throw RuleError("\(key) has an empty value") }
             tokens.append(Token(key: key, op: op, value: value))
@@ -147,18 +154,31 @@ import Testing
         return rules
     }
 
-    /// Devices given to the seat user: rules with SUBSYSTEM=="usb", both IDs and TAG+="uaccess".
-    static func uaccessDevices(_ rules: [(line: Int, tokens: [Token])]) -> Set<DeviceID> {
+    /// Devices given to root and the rig group only: rules with SUBSYSTEM=="usb", both IDs,
+    /// GROUP="fingerseal-rig" and MODE="0660", and no "uaccess" tag.
+    static func rigDevices(_ rules: [(line: Int, tokens: [Token])]) -> Set<DeviceID> {
         var devices: Set<DeviceID> = []
         for rule in rules {
             func match(_ key: String) -> String? { rule.tokens.first { $0.key == key && $0.op == "==" }?.value }
             guard match("SUBSYSTEM") == "usb",
-                  rule.tokens.contains(Token(key: "TAG", op: "+=", value: "uaccess")),
+                  rule.tokens.contains(Token(key: "GROUP", op: "=", value: rigGroup)),
+                  rule.tokens.contains(Token(key: "MODE", op: "=", value: rigMode)),
+                  !isUaccess(rule.tokens),
                   let vendor = match("ATTRS{idVendor}"), let product = match("ATTRS{idProduct}")
             else { continue }
             devices.insert(DeviceID(vendor: vendor, product: product))
         }
         return devices
+    }
+
+    /// Tagging a device "uaccess" (TAG+= or TAG=) would give it to the seat user, around the broker.
+    static func isUaccess(_ tokens: [Token]) -> Bool {
+        tokens.contains { $0.key == "TAG" && ($0.op == "+=" || $0.op == "=") && $0.value == "uaccess" }
+    }
+
+    /// Line numbers of the rules that carry a "uaccess" tag.
+    static func uaccessRules(_ rules: [(line: Int, tokens: [Token])]) -> [Int] {
+        rules.filter { isUaccess($0.tokens) }.map(\.line)
     }
 
     // MARK: Processes
@@ -196,14 +216,29 @@ import Testing
 
     // MARK: Tests
 
-    @Test func everySupportedReaderHasAUaccessRule() throws {
+    @Test func everySupportedReaderIsGivenToRootAndTheRigGroupOnly() throws {
         let hwdb = try Self.installedHwdb()
-        let covered = Self.uaccessDevices(try Self.committedRules())
+        let rules = try Self.committedRules()
+        let covered = Self.rigDevices(rules)
         let missing = hwdb.supported.subtracting(covered).sorted()
-        #expect(missing.isEmpty, "\(missing.count) supported readers without a rule: \(missing); \(Self.regenerate)")
+        #expect(missing.isEmpty, "\(missing.count) supported readers without a GROUP=\"\(Self.rigGroup)\", MODE=\"\(Self.rigMode)\" rule: \(missing); \(Self.regenerate)")
         // Known-unsupported devices are left alone (unless some driver also supports them).
         let unwanted = covered.intersection(hwdb.unsupported.subtracting(hwdb.supported)).sorted()
         #expect(unwanted.isEmpty, "rules for devices libfprint lists as unsupported: \(unwanted)")
+        // The seat user must not get the reader: it would go around the broker.
+        let uaccess = Self.uaccessRules(rules)
+        #expect(uaccess.isEmpty, "lines \(uaccess) tag a reader with \"uaccess\" (the seat user could bypass the broker); \(Self.regenerate)")
+
+        // The checks themselves: a uaccess rule and a rule with another mode cover nothing,
+        // and the uaccess one is reported.
+        let synthetic = [
+            (line: 1, tokens: try Self.parseRule(#"SUBSYSTEM=="usb", ATTRS{idVendor}=="04f3", ATTRS{idProduct}=="0903", TAG+="uaccess""#)),
+            (line: 2, tokens: try Self.parseRule(#"SUBSYSTEM=="usb", ATTRS{idVendor}=="04f3", ATTRS{idProduct}=="0907", GROUP="fingerseal-rig", MODE="0666""#)),
+            (line: 3, tokens: try Self.parseRule(#"SUBSYSTEM=="usb", ATTRS{idVendor}=="04f3", ATTRS{idProduct}=="0c01", GROUP="fingerseal-rig", MODE="0660", TAG+="uaccess""#)),
+            (line: 4, tokens: try Self.parseRule(#"SUBSYSTEM=="usb", ATTRS{idVendor}=="04f3", ATTRS{idProduct}=="0c16", GROUP="fingerseal-rig", MODE="0660""#)),
+        ]
+        #expect(Self.rigDevices(synthetic) == [DeviceID(vendor: "04f3", product: "0c16")])
+        #expect(Self.uaccessRules(synthetic) == [1, 3])
     }
 
     @Test func everyRuleLineParses() throws {
@@ -223,18 +258,23 @@ import Testing
                 // udev only jumps forward.
                 if let label { #expect(label > rule.line, "line \(rule.line): LABEL \(token.value) is not after its GOTO") }
             }
-            // Every rule that tags a device names exactly one USB device.
-            if rule.tokens.contains(where: { $0.key == "TAG" }) {
+            // Every rule that acts on a device names exactly one USB device and sets its group
+            // and mode, nothing else (no TAG: see everySupportedReaderIsGivenToRootAndTheRigGroupOnly).
+            if rule.tokens.contains(where: { ["TAG", "GROUP", "MODE"].contains($0.key) }) {
                 let keys = rule.tokens.map(\.key)
-                #expect(keys == ["SUBSYSTEM", "ATTRS{idVendor}", "ATTRS{idProduct}", "TAG"], "line \(rule.line): \(keys)")
+                #expect(keys == ["SUBSYSTEM", "ATTRS{idVendor}", "ATTRS{idProduct}", "GROUP", "MODE"], "line \(rule.line): \(keys)")
             }
         }
         // The file's exact line shape, as a second check of the parser.
-        #expect(throws: RuleError.self) { try Self.parseRule(#"SUBSYSTEM=="usb", ATTRS{idVendor}=="04F3", TAG+="uaccess""#) }
-        #expect(throws: RuleError.self) { try Self.parseRule(#"SUBSYSTEM=="usb", MODE="0666""#) }
-        #expect(throws: RuleError.self) { try Self.parseRule(#"SUBSYSTEM=="usb" TAG+="uaccess""#) }
+        #expect(throws: RuleError.self) { try Self.parseRule(#"SUBSYSTEM=="usb", ATTRS{idVendor}=="04F3", GROUP="fingerseal-rig", MODE="0660""#) }
+        #expect(throws: RuleError.self) { try Self.parseRule(#"SUBSYSTEM=="usb", OWNER="someone""#) }
+        #expect(throws: RuleError.self) { try Self.parseRule(#"SUBSYSTEM=="usb", MODE+="0660""#) }
+        #expect(throws: RuleError.self) { try Self.parseRule(#"SUBSYSTEM=="usb", MODE="rw""#) }
+        #expect(throws: RuleError.self) { try Self.parseRule(#"SUBSYSTEM=="usb", GROUP=="fingerseal-rig""#) }
+        #expect(throws: RuleError.self) { try Self.parseRule(#"SUBSYSTEM=="usb" GROUP="fingerseal-rig""#) }
         #expect(throws: RuleError.self) { try Self.parseRule(#"SUBSYSTEM+="usb""#) }
         #expect(try Self.parseRule(#"ACTION=="remove", GOTO="x""#).count == 2)
+        #expect(try Self.parseRule(#"SUBSYSTEM=="usb", ATTRS{idVendor}=="04f3", ATTRS{idProduct}=="0903", GROUP="fingerseal-rig", MODE="0660""#).count == 5)
     }
 
     @Test func committedFileIsWhatTheGeneratorMakesFromTheInstalledHwdb() throws {
@@ -286,8 +326,8 @@ import Testing
         #expect(ruleLines == [
             #"ACTION=="remove", GOTO="fingerseal_end""#,
             #"SUBSYSTEM!="usb", GOTO="fingerseal_end""#,
-            #"SUBSYSTEM=="usb", ATTRS{idVendor}=="08ff", ATTRS{idProduct}=="1600", TAG+="uaccess""#,
-            #"SUBSYSTEM=="usb", ATTRS{idVendor}=="08ff", ATTRS{idProduct}=="1681", TAG+="uaccess""#,
+            #"SUBSYSTEM=="usb", ATTRS{idVendor}=="08ff", ATTRS{idProduct}=="1600", GROUP="fingerseal-rig", MODE="0660""#,
+            #"SUBSYSTEM=="usb", ATTRS{idVendor}=="08ff", ATTRS{idProduct}=="1681", GROUP="fingerseal-rig", MODE="0660""#,
             #"LABEL="fingerseal_end""#,
         ])
         #expect(text.contains("Generated by scripts/generate-udev-rules from \(hwdb)"))

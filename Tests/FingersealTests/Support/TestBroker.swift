@@ -4,7 +4,7 @@ import Glibc
 /// when it says READY=1 on its NOTIFY_SOCKET (sd_notify), stopped and cleaned up when dropped.
 final class TestBroker {
     let temp: TempDirectory
-    let socket: String
+    let socketPath: String
     let state: String
     let config: String
     private(set) var process: Child?
@@ -16,7 +16,7 @@ final class TestBroker {
         temp = try TempDirectory()
         // Test users' clients must reach the socket (the store inside stays root's, 0700).
         chmod(temp.path, 0o755)
-        socket = temp.file("socket")
+        socketPath = temp.file("socket")
         state = temp.file("state")
         self.config = temp.file("fingerseal.conf")
         writeFile(self.config, Array(config.utf8), mode: 0o644)
@@ -30,7 +30,7 @@ final class TestBroker {
     func vaultDirectory(uid: UInt32 = getuid()) -> String { state + "/" + String(uid) }
 
     /// Environment for a client (the CLI) that should talk to this broker.
-    var clientEnvironment: [String: String] { ["FINGERSEAL_SOCKET": socket, "PATH": "/usr/bin:/bin", "NO_COLOR": "1"] }
+    var clientEnvironment: [String: String] { ["FINGERSEAL_SOCKET": socketPath, "PATH": "/usr/bin:/bin", "NO_COLOR": "1"] }
 
     func start() throws {
         let notify = temp.file("notify")
@@ -42,7 +42,7 @@ final class TestBroker {
         var environment = self.environment
         environment["NOTIFY_SOCKET"] = notify
         let child = try Child(Paths.buildDirectory + "/fingersealed",
-                              ["--socket", socket, "--state", state, "--config", config], environment: environment)
+                              ["--socket", socketPath, "--state", state, "--config", config], environment: environment)
         process = child
         // Readiness: READY=1 within 20 s, or the broker's own words on why not.
         var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
@@ -72,7 +72,7 @@ final class TestBroker {
 
     /// Runs the wire-client helper against this broker.
     func wire(_ arguments: [String], as user: String? = nil, answers: [String] = []) throws -> Child.Result {
-        var full = [socket]
+        var full = [socketPath]
         if let user { full += ["--as", user] }
         for answer in answers { full += ["--answer", answer] }
         return try Child.run(Paths.buildDirectory + "/wire-client", full + arguments)
