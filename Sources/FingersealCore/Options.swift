@@ -126,6 +126,7 @@ public struct Options: Equatable, Sendable {
         case "unattended_services": unattendedServices = try services()
         // The PAM module's own: where the broker's socket is.
         case "socket": _ = try text({ $0.hasPrefix("/") && !$0.contains("..") }, "it needs an absolute path")
+        case "backstop": _ = try integer(1...3600)
         default: return false
         }
         return true
