@@ -32,36 +32,27 @@ final class BrokerState: @unchecked Sendable {
 }
 
 /// The one fingerprint reader: one operation at a time. A second request waits (bounded)
-/// and is told why.
+/// and is told why. The reader stays open between requests, so a prompt follows a request at
+/// once (opening costs a context, an enumeration and the device's own start-up); it is
+/// closed after a reader error (unplugged, failed), after `idleLimit` without use, and
+/// before listing devices (one GLib worker may drive the default main context at a time).
 final class ReaderGate: @unchecked Sendable {
     private var semaphore = sem_t()
+    /// Touched only by the holder of the semaphore.
+    private var cached: Reader? = nil
+    private var lastUse = monotonicNow()
     /// The longest a request waits for another to finish with the reader.
     static let waitLimit = 30.0
+    /// An idle reader is closed after this long, leaving the device to others.
+    static let idleLimit = 30.0
 
     init() { sem_init(&semaphore, 0, 1) }
     deinit { sem_destroy(&semaphore) }
 
-    /// Opens the reader for `body` and closes it afterwards; waits for another request's
-    /// turn first, saying so.
-    func withReader<T>(_ conversation: Conversation, deviceID: String? = nil, _ body: (Reader) throws -> T) throws -> T {
-        if sem_trywait(&semaphore) != 0 {
-            conversation.info(Messages.readerBusyWaiting)
-            var deadline = timespec()
-            clock_gettime(CLOCK_REALTIME, &deadline)
-            deadline.tv_sec += Int(ReaderGate.waitLimit)
-            while sem_timedwait(&semaphore, &deadline) != 0 {
-                if errno == EINTR { continue }
-                throw FingersealError(.unavailable, Messages.readerBusy)
-            }
-        }
-        defer { sem_post(&semaphore) }
-        let reader = try Fingerprint.openReader(deviceID: deviceID)
-        defer { reader.close() }
-        return try body(reader)
-    }
-
-    /// Runs `body` while holding the reader's turn, without opening it (listing devices).
-    func whileHeld<T>(_ body: () throws -> T) throws -> T {
+    /// Waits for the reader's turn: at once when free, else (saying so) at most `waitLimit`.
+    private func acquire(_ conversation: Conversation?) throws {
+        if sem_trywait(&semaphore) == 0 { return }
+        conversation?.info(Messages.readerBusyWaiting)
         var deadline = timespec()
         clock_gettime(CLOCK_REALTIME, &deadline)
         deadline.tv_sec += Int(ReaderGate.waitLimit)
@@ -69,7 +60,56 @@ final class ReaderGate: @unchecked Sendable {
             if errno == EINTR { continue }
             throw FingersealError(.unavailable, Messages.readerBusy)
         }
-        defer { sem_post(&semaphore) }
+    }
+
+    private func release() {
+        lastUse = monotonicNow()
+        sem_post(&semaphore)
+    }
+
+    /// Lends the reader (`deviceID`, or the first) to `body`, opening it when needed.
+    func withReader<T>(_ conversation: Conversation, deviceID: String? = nil, _ body: (Reader) throws -> T) throws -> T {
+        try acquire(conversation)
+        defer { release() }
+        let reader: Reader
+        if let cached, deviceID == nil || cached.info.deviceID == deviceID {
+            reader = cached
+        } else {
+            cached?.close()
+            cached = nil
+            reader = try Fingerprint.openReader(deviceID: deviceID)
+        }
+        do {
+            let result = try body(reader)
+            cached = reader
+            return result
+        } catch let error as FingersealError where ![.noReader, .unavailable, .systemError].contains(error.outcome) {
+            // A failed match, a timeout or a cancel leave the reader fine.
+            cached = reader
+            throw error
+        } catch {
+            reader.close()
+            cached = nil
+            throw error
+        }
+    }
+
+    /// Runs `body` while holding the reader's turn, with the reader closed (listing devices).
+    func whileHeld<T>(_ body: () throws -> T) throws -> T {
+        try acquire(nil)
+        defer { release() }
+        cached?.close()
+        cached = nil
         return try body()
+    }
+
+    /// Closes the reader when nobody used it for `idleLimit` (the accept loop calls this).
+    func closeIfIdle() {
+        guard sem_trywait(&semaphore) == 0 else { return }
+        if cached != nil && monotonicNow() - lastUse >= ReaderGate.idleLimit {
+            cached?.close()
+            cached = nil
+        }
+        sem_post(&semaphore)
     }
 }

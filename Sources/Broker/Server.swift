@@ -46,6 +46,7 @@ public final class Server: @unchecked Sendable {
             let ready = poll(&pfd, 1, 1000)
             if ready < 0 && errno != EINTR { Syslog.log(.warning, "fingersealed: poll failed: \(errno)"); return }
             if ready <= 0 {
+                state.reader.closeIfIdle()
                 if let idle = state.settings.idleExit, lock.locked({ active == 0 && monotonicNow() - lastActivity >= idle }) {
                     _ = sd_notify(0, "STOPPING=1\nSTATUS=Idle; exiting until the next request.")
                     return
