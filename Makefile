@@ -64,6 +64,7 @@ install: build
 	if [ -z "$(DESTDIR)" ]; then groupadd -f -r fingerseal-rig; fi
 	install -D -m 0644 pam/fingerseal.pam-config $(DESTDIR)$(PAMCONFIGDIR)/fingerseal
 	install -D -m 0644 man/pam_fingerseal.8 $(DESTDIR)$(PREFIX)/share/man/man8/pam_fingerseal.8
+	install -D -m 0644 man/fingersealed.8 $(DESTDIR)$(PREFIX)/share/man/man8/fingersealed.8
 	install -d $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam
 	install -m 0644 pam/examples/* $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam/
 	install -D -m 0644 udev/70-fingerseal.rules $(DESTDIR)$(UDEVDIR)/rules.d/70-fingerseal.rules
@@ -74,7 +75,7 @@ uninstall:
 	rm -f $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.socket $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.service
 	rm -f $(DESTDIR)$(PAMDDIR)/fingerseal-verify $(DESTDIR)$(SYSUSERSDIR)/fingerseal.conf
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam
-	rm -f $(DESTDIR)$(PREFIX)/share/man/man8/pam_fingerseal.8
+	rm -f $(DESTDIR)$(PREFIX)/share/man/man8/pam_fingerseal.8 $(DESTDIR)$(PREFIX)/share/man/man8/fingersealed.8
 	rm -f $(DESTDIR)$(UDEVDIR)/rules.d/70-fingerseal.rules
 
 clean:
