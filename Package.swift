@@ -29,7 +29,6 @@ let package = Package(
     products: [
         .library(name: "pam_fingerseal", type: .dynamic, targets: ["PAMFingerseal"]),
         .executable(name: "fingerseal", targets: ["fingerseal"]),
-        .executable(name: "fingerseal-scan", targets: ["fingerseal-scan"]),
         .executable(name: "fingersealed", targets: ["fingersealed"]),
         // For the fuzzing package in Fuzz/, which builds the core with -sanitize=fuzzer.
         .library(name: "FingersealCore", targets: ["FingersealCore"]),
@@ -93,14 +92,10 @@ let package = Package(
             linkerSettings: [.unsafeFlags(moduleLinkerFlags)]
         ),
 
-        // The CLI.
-        .executableTarget(name: "fingerseal", dependencies: ["FingersealCore", "FingerprintFlows", "IdentityClient", "SystemKit",
-                                                            "SodiumKit", "FprintKit", "CurlKit", "QRKit", "LoopbackKit"]),
-
-        // The PAM module's fingerprint step, run as a helper process (libfprint stays out of
-        // the PAM host).
-        .executableTarget(name: "fingerseal-scan", dependencies: ["FingersealCore", "FingerprintFlows", "IdentityClient",
-                                                                 "SodiumKit", "SystemKit"]),
+        // The CLI: a thin client of the broker (design §2). The wire protocol, secure memory for
+        // typed secrets and the syscall layer, nothing more: no Foundation, no libfprint, libcurl
+        // or core, so that `fingerseal --version` starts in milliseconds.
+        .executableTarget(name: "fingerseal", dependencies: ["FingersealWire", "SodiumKit", "SystemKit", "CLinux"]),
 
         // Test helper: a process the crash and concurrency tests can SIGKILL and race.
         .executableTarget(
@@ -140,7 +135,7 @@ let package = Package(
             name: "FingersealTests",
             dependencies: [
                 "FingersealCore", "FingerprintFlows", "IdentityClient", "SystemKit", "SodiumKit", "PAMKit", "CPAM",
-                "FprintKit", "CurlKit", "TPMKit", "QRKit", "LoopbackKit", "vault-torture", "pam-cycles", "fingerseal", "fingerseal-scan",
+                "FprintKit", "CurlKit", "TPMKit", "QRKit", "LoopbackKit", "vault-torture", "pam-cycles", "fingerseal",
                 "fingersealed", "wire-client", "FingersealWire",
             ],
             exclude: ["Support/pty_session.py"]

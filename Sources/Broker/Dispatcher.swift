@@ -44,7 +44,7 @@ enum Authorization {
         switch command {
         case .pamAuthenticate, .pamAccount, .pamOpenSession, .pamCloseSession: return .pamHost
         case .capture, .selftest: return .rig
-        case .status, .login, .unlock, .token, .logout, .audit, .stepUp, .seal, .reveal, .pinSet, .pinChange, .reset,
+        case .status, .login, .unlock, .token, .logout, .audit, .stepUp, .seal, .reveal, .pinSet, .pinChange, .pinReset, .reset,
              .devices, .enroll, .fingers, .forget, .verify:
             return .ownAccount
         }

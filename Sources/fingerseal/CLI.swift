@@ -1,50 +1,47 @@
-import FingersealCore
-import SystemKit
+import FingersealWire
 
-/// Finds the command, parses its options, runs it, and turns every error into a message
-/// and an exit code (`Outcome.exitCode`): the one place the CLI decides either.
+/// Finds the command, answers --help and --version, parses the options, runs the command
+/// through the broker, and turns every failure into a message and an exit status
+/// (`Outcome.exitCode`): the one place the CLI decides either.
 enum CLI {
     static func run(_ arguments: [String]) -> Int32 {
-        Syslog.open() // audit events also go to syslog (LOG_AUTHPRIV)
-        let context = Context()
-        var command = Commands.root
-        var path = [command.name]
+        let output = Output()
+        var spec = Commands.root
+        var path = [spec.name]
         var rest = arguments[...]
-        while let next = rest.first, let sub = command.subcommands.first(where: { $0.name == next }) {
-            command = sub
+        while let next = rest.first, let sub = spec.subcommands.first(where: { $0.name == next }) {
+            spec = sub
             path.append(sub.name)
             rest = rest.dropFirst()
         }
-        do {
-            // --help before the end of the options (a command after --exec has its own).
-            let ownArguments = rest.prefix { arg in !command.options.contains { $0.name == arg && $0.isRest } && arg != "--" }
-            if ownArguments.contains("--help") || ownArguments.contains("-h") {
-                context.output.out(command.helpText(path: path))
+        do throws(CLIError) {
+            // --help before the end of the options (a command after --exec or -- has its own).
+            let own = rest.prefix { argument in !spec.options.contains { $0.name == argument && $0.isRest } && argument != "--" }
+            if own.contains("--help") || own.contains("-h") {
+                output.out(spec.helpText(path: path))
                 return Outcome.success.exitCode
             }
             if path.count == 1 && rest.first == "--version" {
-                context.output.out("fingerseal \(Fingerseal.version)")
+                output.out(Strings.version(Fingerseal.version))
                 return Outcome.success.exitCode
             }
-            guard let run = command.run else {
+            guard let command = spec.command else {
                 if let unknown = rest.first {
-                    throw FingersealError(.usage, "Unknown command \(unknown.prefix(64)). Run \(path.joined(separator: " ")) --help to see the commands.")
+                    throw CLIError(.usage, Strings.unknownCommand(String(unknown.prefix(64)), path.joined(separator: " ")))
                 }
-                context.output.note(command.helpText(path: path))
+                output.note(spec.helpText(path: path))
                 return Outcome.usage.exitCode
             }
-            let parsed = try command.parse(Array(rest))
-            if !parsed.positionals.isEmpty && command.arguments.isEmpty {
-                throw FingersealError(.usage, "Unexpected argument \(parsed.positionals[0].prefix(64)). Run with --help for usage.")
+            let invocation = try Invocation(spec, command, try spec.parse(Array(rest)))
+            do throws(CLIError) {
+                return try Client.run(invocation, output)
+            } catch {
+                invocation.target.discard()
+                throw error
             }
-            try run(parsed, context)
-            return Outcome.success.exitCode
-        } catch let error as FingersealError {
-            context.output.error(error.message)
-            return error.outcome.exitCode
         } catch {
-            context.output.error(Messages.systemFailure("finish the command"))
-            return Outcome.systemError.exitCode
+            if !error.message.isEmpty { output.error(error.message) }
+            return error.outcome.exitCode
         }
     }
 }

@@ -1,225 +1,250 @@
-import FingersealCore
-import FoundationEssentials
-import Glibc
-import SodiumKit
+import FingersealWire
 
-/// The command tree. Each command's `run` is a small function below.
+/// The command tree: names, help, options, and for each command what it asks the broker.
+/// The broker does the work; a command's `shape` only lays out its positionals and what the
+/// CLI handles itself (see Invocation).
 enum Commands {
-    static let pinFD = OptionSpec.value("--pin-fd", "N", "Read PINs from file descriptor N, one per line, instead of the terminal.")
+    // Option groups several commands share.
     static let json = OptionSpec.flag("--json", "Print machine-readable JSON.")
+    static let pinFD = OptionSpec.descriptor("--pin-fd", "Read PINs from file descriptor N, one per line, instead of the terminal.")
+    static let passwordFD = OptionSpec.descriptor(
+        "--password-fd", "Read your account password from descriptor N instead of the terminal.")
+    static let device = OptionSpec.value("--device", "ID", "Use the reader with this id (see: fingerseal devices).")
+    static let timeout = OptionSpec.number("--timeout", "SECONDS", 1...600, "Wait at most this long for a finger (default 15).")
+    static let eventsFD = OptionSpec.descriptor("--events-fd", "Also write reader events as JSON lines to file descriptor N.")
+    static let scan = [device, timeout, eventsFD]
+    static let ttl = OptionSpec.number("--ttl", "SECONDS", 1...86_400, "How long the confirmation lasts (default 300, at most 86400).")
 
     static let root = CommandSpec(
         name: "fingerseal",
         summary: "Unlock your identity-provider sign-in with a fingerprint, with a PIN as fallback.",
         options: [.flag("--version", "Show the version.")],
-        subcommands: [status, login] + tokenCommands + stepUpCommands + [pin, reset] + readerCommands + [audit],
+        subcommands: [status, login, unlock, token, logout, stepUp, seal, reveal, pin, reset,
+                      devices, enroll, fingers, forget, verify, capture, selftest, audit],
         discussion: "Exit codes are listed in the README; 0 always means success."
     )
 
+    // MARK: the vault
+
     static let status = CommandSpec(
         name: "status", summary: "Show whether fingerseal is set up, and how your vault is protected.",
-        options: [json], run: runStatus)
+        options: [json], command: .status)
 
     static let pin = CommandSpec(
-        name: "pin", summary: "Set or change the PIN that unlocks your vault when a fingerprint cannot.",
+        name: "pin", summary: "Set, change or reset the PIN that unlocks your vault when a fingerprint cannot.",
         subcommands: [
             CommandSpec(name: "set", summary: "Set up fingerseal with a new PIN (creates your vault).",
-                        options: [pinFD], discussion: "With --pin-fd, the first line is the new PIN.", run: runPINSet),
+                        options: [pinFD, passwordFD],
+                        discussion: "With --pin-fd, the first line is the new PIN. Creating the vault needs your account password.",
+                        command: .pinSet),
             CommandSpec(name: "change", summary: "Change the PIN. The current PIN is needed.",
                         options: [pinFD], discussion: "With --pin-fd, the first line is the current PIN, the second the new one.",
-                        run: runPINChange),
+                        command: .pinChange),
+            CommandSpec(name: "reset", summary: "Set a new PIN when you have forgotten it; needs your account password.",
+                        options: [pinFD, passwordFD],
+                        discussion: "With --pin-fd, the first line is the new PIN.",
+                        command: .pinReset),
         ])
 
     static let reset = CommandSpec(
         name: "reset", summary: "Delete your vault: PIN, enrolled fingers and sign-in.",
         options: [.flag("--yes", "Do not ask to type yes (the PIN is still needed)."), pinFD],
-        discussion: "Needs the PIN. A forgotten PIN: delete the vault directory that fingerseal status shows.",
-        run: runReset)
+        discussion: "Needs the PIN. A forgotten PIN: run fingerseal pin reset.",
+        command: .reset)
 
-    // MARK: status
+    // MARK: sign-in and tokens
 
-    struct StatusReport: Encodable {
-        struct Slot: Encodable {
-            let kind: String
-            let protection: String
-            let usable: Bool
-            let description: String
-        }
-        struct Lockout: Encodable {
-            let fingerFailures: Int
-            let fingerLocked: Bool
-            let pinFailures: Int
-            let pinLocked: Bool
-        }
-        let vault: Bool
-        let directory: String
-        var enabledSince: String? = nil
-        var pinSet: Bool? = nil
-        var keyslots: [Slot]? = nil
-        var fingers: [String]? = nil
-        var signIn: String? = nil
-        var issuer: String? = nil
-        var clientId: String? = nil
-        var lockout: Lockout? = nil
-    }
+    static let login = CommandSpec(
+        name: "login", summary: "Sign in to your identity provider once; fingerseal keeps the sign-in sealed in your vault.",
+        options: [
+            .value("--issuer", "URL", "The identity provider (its OIDC issuer URL). Required."),
+            .value("--client-id", "ID", "The OAuth client id. Required."),
+            OptionSpec.value("--client-secret-file", "FILE", "Read a client secret from FILE (confidential clients).").local,
+            .value("--scope", "SCOPE", "Scopes to ask for (default: openid offline_access)."),
+            .choice("--flow", ["device", "password", "browser"], "How to sign in (default: device)."),
+            .value("--idp-user", "NAME", "Password flow: your user name at the identity provider (default: your login name)."),
+            .descriptor("--password-fd", "Read passwords from descriptor N, one per line, instead of the terminal: "
+                        + "the identity provider's (password flow), then your account password (a new vault)."),
+            .flag("--no-qr", "Do not draw the QR code."),
+            .flag("--no-browser", "Browser flow: only print the address; do not start a browser."),
+            .number("--timeout", "S", 1...86_400, "Browser flow: seconds to wait for the browser (default: 300)."),
+            .number("--redirect-port", "N", 1024...65_535,
+                    "Browser flow: listen on 127.0.0.1 port N, for providers that match redirect URIs exactly (default: any free port)."),
+            pinFD, json,
+        ],
+        discussion: "A new vault asks for a new PIN; an existing one asks for its PIN. A full sign-in clears every lock.",
+        command: .login)
 
-    static func describe(_ slot: VaultStatus.Slot) -> String {
-        switch (slot.kind, slot.protection) {
-        case (.pin, _): return "protected by the PIN (Argon2id)"
-        case (.device, .filePermissions):
-            return slot.usable ? "device key protected by file permissions only"
-                               : "device key protected by file permissions only; the key is missing or damaged"
-        case (.device, .argon2id): return "device key"
-        }
-    }
-
-    static func describe(_ state: SignInState) -> String {
-        switch state {
-        case .none: return "not signed in"
-        case .active: return "signed in"
-        case .required: return "sign-in required; run: fingerseal login"
-        }
-    }
-
-    static func runStatus(_ arguments: ParsedArguments, _ context: Context) throws {
-        let (store, _) = try context.vault()
-        guard let status = try Vault.status(store) else {
-            if arguments.has("--json") {
-                try printJSON(StatusReport(vault: false, directory: store.location.directory), context)
+    static let unlock = CommandSpec(
+        name: "unlock", summary: "Unlock your sign-in with a finger (or the PIN) and get a fresh access token.",
+        arguments: "[--exec COMMAND ...]",
+        options: [
+            .flag("--print-token", "Write the access token to standard output."),
+            .rest("--exec", "COMMAND ...", "Run COMMAND with the access token on an inherited descriptor (see below)."),
+            .flag("--pin", "Use the PIN, not a finger."),
+            json, pinFD,
+        ] + scan,
+        discussion: """
+            While the reader waits you may type your PIN instead; Enter alone goes straight to the PIN. \
+            The token is never shown unless asked for. With --exec, COMMAND gets it on the file descriptor \
+            named in FINGERSEAL_ACCESS_TOKEN_FD (read it, for example, with: cat <&"$FINGERSEAL_ACCESS_TOKEN_FD"); \
+            it is never put in the arguments or the environment, and fingerseal exits with COMMAND's status.
+            """,
+        command: .unlock,
+        shape: { parsed, invocation throws(CLIError) in
+            let exec = parsed.has("--exec")
+            if exec && parsed.positionals.isEmpty { throw CLIError(.usage, Strings.execNeedsCommand) }
+            if !exec && !parsed.positionals.isEmpty { throw CLIError(.usage, Strings.unlockTakesNoArguments) }
+            if exec && (parsed.has("--print-token") || parsed.has("--json")) { throw CLIError(.usage, Strings.execAlone) }
+            if exec {
+                invocation.afterSuccess = .exec(parsed.positionals)
+            } else if parsed.has("--print-token") && !parsed.has("--json") {
+                invocation.afterSuccess = .printToken
             }
-            throw FingersealError(.noVault, Messages.noVault)
-        }
-        if arguments.has("--json") {
-            var report = StatusReport(vault: true, directory: status.directory)
-            report.enabledSince = isoTimestamp(status.createdAt)
-            report.pinSet = status.pinSet
-            report.keyslots = status.keyslots.map {
-                .init(kind: $0.kind.rawValue, protection: $0.protection.rawValue, usable: $0.usable, description: describe($0))
+        })
+
+    static let token = CommandSpec(
+        name: "token", summary: "Print the access token of this session while it is valid; otherwise unlock first.",
+        options: [.number("--min-valid", "SECONDS", 0...86_400, "Unlock again if the token expires sooner than this (default 60)."),
+                  json, pinFD] + scan,
+        command: .token,
+        shape: { parsed, invocation throws(CLIError) in
+            // With --json the broker's output carries it.
+            if !parsed.has("--json") { invocation.afterSuccess = .printToken }
+        })
+
+    static let logout = CommandSpec(
+        name: "logout", summary: "Sign out: end the sign-in at the identity provider and remove it from your vault.",
+        options: [json, pinFD],
+        discussion: "Needs the PIN. Your PIN and enrolled fingers are kept; fingerseal login signs in again.",
+        command: .logout)
+
+    // MARK: step-up, seal, reveal
+
+    static let stepUp = CommandSpec(
+        name: "step-up", summary: "Confirm it is you before a sensitive action; kept per context for this login session.",
+        arguments: "CONTEXT [-- COMMAND ...]",
+        options: [
+            ttl,
+            .flag("--fresh", "Ask for the PIN even if a confirmation is held (a finger is not enough)."),
+            .flag("--check", "Only say, by the exit status, whether a confirmation is held (0 yes, 1 no)."),
+            .flag("--end", "End the confirmation for CONTEXT."),
+            json, pinFD,
+        ] + scan,
+        discussion: """
+            A confirmation held for CONTEXT in this login session means no prompt. Otherwise it asks for a finger \
+            (the PIN may be typed while the reader waits, and is asked when there is no reader or the finger fails). \
+            With a COMMAND after --, the confirmation lasts exactly as long as the command, and the exit status is \
+            the command's. Confirmations live in the memory of the fingerseal service and end at logout. \
+            Exit status: 0 confirmed, 1 refused, 3 cancelled, 4 timed out, 5 locked.
+            """,
+        command: .stepUp,
+        shape: { parsed, invocation throws(CLIError) in
+            guard let context = parsed.positionals.first else { throw CLIError(.usage, Strings.stepUpNeedsContext) }
+            let command = Array(parsed.positionals.dropFirst())
+            if parsed.has("--check") || parsed.has("--end") {
+                let modes = ["--check", "--end", "--fresh"].filter { parsed.has($0) }
+                guard modes.count == 1, command.isEmpty else { throw CLIError(.usage, Strings.checkOrEndAlone) }
             }
-            report.fingers = status.fingers
-            report.signIn = status.signIn.rawValue
-            report.issuer = status.provider?.issuer
-            report.clientId = status.provider?.clientID
-            report.lockout = .init(fingerFailures: status.lockout.fingerFailures, fingerLocked: status.lockout.fingerLocked,
-                                   pinFailures: status.lockout.pinFailures, pinLocked: status.lockout.pinLocked)
-            try printJSON(report, context)
-            return
-        }
-        var lines = [
-            "Vault: \(status.directory)",
-            "Enabled since: \(isoTimestamp(status.createdAt))",
-            "PIN: " + (status.pinSet ? "set" : "not set"),
-            "Keyslots:",
-        ]
-        lines += status.keyslots.map { "  \($0.kind.rawValue): \(describe($0))" }
-        lines.append("Fingers enrolled: " + (status.fingers.isEmpty ? "none" : status.fingers.joined(separator: ", ")))
-        lines.append("Sign-in: " + describe(status.signIn) + (status.provider.map { " (\($0.issuer), client \($0.clientID))" } ?? ""))
-        lines.append("Fingerprint lock: " + (status.lockout.fingerLocked
-            ? "locked after too many failed scans; a PIN or password success unlocks it"
-            : "not locked; failed scans in a row: \(status.lockout.fingerFailures)"))
-        lines.append("PIN lock: " + (status.lockout.pinLocked
-            ? "locked after too many wrong PINs; sign in again to unlock it"
-            : "not locked; wrong PINs in a row: \(status.lockout.pinFailures)"))
-        context.output.out(lines.joined(separator: "\n"))
-    }
-
-    static func printJSON(_ value: some Encodable, _ context: Context) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        context.output.out(String(decoding: try encoder.encode(value), as: UTF8.self))
-    }
-
-    // MARK: pin
-
-    /// Where PINs come from: the terminal, or lines on a descriptor.
-    struct PINSource {
-        let fd: Int32?
-
-        init(_ arguments: ParsedArguments) throws {
-            guard let number = try arguments.integer("--pin-fd") else { fd = nil; return }
-            guard number <= Int(Int32.max), fcntl(Int32(number), F_GETFD) != -1 else {
-                throw FingersealError(.usage, "File descriptor \(number) is not open.")
+            invocation.request.arguments = [context]
+            if !command.isEmpty {
+                // The broker holds the confirmation for as long as this connection, which
+                // stays open exactly as long as COMMAND runs.
+                invocation.request.flags.append("--command")
+                invocation.afterSuccess = .run(command)
             }
-            fd = Int32(number)
-        }
+        })
 
-        func read(_ prompt: String) throws -> SecureBytes {
-            let pin = try fd.map { try SecretInput.readLine(fd: $0) } ?? SecretInput.prompt(prompt)
-            if pin.count == 0 { throw FingersealError(.usage, Messages.pinEmptyInput) }
-            return pin
-        }
+    static let seal = CommandSpec(
+        name: "seal", summary: "Encrypt sensitive data for a context; revealing it needs a confirmation for that context.",
+        arguments: "[FILE]",
+        options: [.value("--context", "CONTEXT", "The context to seal for. Required."),
+                  OptionSpec.value("--out", "FILE", "Write the sealed file here (created 0600) instead of standard output.").local],
+        discussion: "Reads FILE, or standard input. Sealing needs no confirmation; revealing does.",
+        command: .seal,
+        shape: { parsed, invocation throws(CLIError) in
+            guard parsed.values["--context"] != nil else { throw CLIError(.usage, Strings.sealNeedsContext) }
+            guard parsed.positionals.count <= 1 else { throw CLIError(.usage, Strings.sealOneFile) }
+            invocation.payload = try LocalFiles.readInput(parsed.positionals.first, limit: LocalFiles.sealLimit)
+            if let out = parsed.values["--out"] { invocation.target = try DataTarget.newFile(out) }
+        })
 
-        /// A new PIN, checked against the rules; asked twice on a terminal.
-        func readNew() throws -> SecureBytes {
-            let pin = try read(Messages.enterNewPIN)
-            try PINRules.check(pin)
-            if fd == nil {
-                let again = try read(Messages.repeatNewPIN)
-                guard pin.isEqual(to: again) else { throw FingersealError(.usage, Messages.pinMismatch) }
+    static let reveal = CommandSpec(
+        name: "reveal", summary: "Decrypt a sealed file to standard output, after a confirmation for its context.",
+        arguments: "FILE",
+        options: [.flag("--no-notice", "Do not say on standard error that personal data follows."), ttl, pinFD] + scan,
+        discussion: "The plaintext goes only to standard output, never to a file. Cancel or failure reveals nothing.",
+        command: .reveal,
+        shape: { parsed, invocation throws(CLIError) in
+            guard parsed.positionals.count == 1, let path = parsed.positionals.first else {
+                throw CLIError(.usage, Strings.revealNeedsFile)
             }
-            return pin
-        }
-    }
+            invocation.payload = try LocalFiles.readInput(path, limit: LocalFiles.revealLimit)
+        })
 
-    static func runPINSet(_ arguments: ParsedArguments, _ context: Context) throws {
-        let source = try PINSource(arguments)
-        let (store, _) = try context.vault()
-        if try Vault.status(store) != nil { throw FingersealError(.usage, Messages.vaultExists) }
-        let pin = try source.readNew()
-        _ = try Vault.create(store, pin: PINKeyslot(pin: pin))
-        context.output.out(Messages.pinSet)
-    }
+    // MARK: the reader
 
-    /// The vault opened with the PIN (asked on the terminal or read from --pin-fd); lockout
-    /// rules apply.
-    static func unlockWithPIN(_ source: PINSource, _ store: VaultStore, _ options: Options,
-                              prompt: String = Messages.enterPIN) throws -> UnlockedVault {
-        guard try Vault.status(store) != nil else { throw FingersealError(.noVault, Messages.noVault) }
-        let pin = try source.read(prompt)
-        return try Vault.unlock(store, pin: PINKeyslot(pin: pin), ledger: LockoutLedger(store: store, options: options))
-    }
+    static let devices = CommandSpec(name: "devices", summary: "List the fingerprint readers connected now.",
+                                     options: [json], command: .devices)
 
-    static func runPINChange(_ arguments: ParsedArguments, _ context: Context) throws {
-        let source = try PINSource(arguments)
-        let (store, options) = try context.vault()
-        let vault = try unlockWithPIN(source, store, options, prompt: Messages.enterOldPIN)
-        let new = try source.readNew()
-        try vault.update { try $0.changePIN(PINKeyslot(pin: new)) }
-        context.output.out(Messages.pinChanged)
-    }
+    static let enroll = CommandSpec(
+        name: "enroll", summary: "Enroll a finger. Your PIN is needed.",
+        options: [.value("--finger", "NAME", "The finger to enroll (default: the first not yet enrolled, right index first)."),
+                  device, timeout, pinFD, eventsFD],
+        discussion: "Finger names: left-thumb, left-index-finger, left-middle-finger, left-ring-finger, left-little-finger, "
+            + "right-thumb, right-index-finger, right-middle-finger, right-ring-finger, right-little-finger.",
+        command: .enroll)
 
-    // MARK: reset
+    static let fingers = CommandSpec(name: "fingers", summary: "List the enrolled fingers.", options: [json], command: .fingers)
 
-    static func runReset(_ arguments: ParsedArguments, _ context: Context) throws {
-        let pins = try PINSource(arguments)
-        let (store, options) = try context.vault()
-        let damaged: Bool
-        do {
-            guard try Vault.status(store) != nil else {
-                context.output.out(Messages.resetNothing)
-                return
+    static let forget = CommandSpec(
+        name: "forget", summary: "Forget one enrolled finger, or all. Your PIN is needed.",
+        arguments: "FINGER", options: [.flag("--all", "Forget every enrolled finger."), pinFD],
+        discussion: "Prints stored on the reader itself are deleted there too.",
+        command: .forget,
+        shape: { parsed, invocation throws(CLIError) in
+            guard parsed.has("--all") != (parsed.positionals.count == 1), parsed.positionals.count <= 1 else {
+                throw CLIError(.usage, Strings.forgetOneOrAll)
             }
-            damaged = false
-        } catch let error as FingersealError where error.outcome == .vaultUnusable {
-            // A damaged vault protects nothing and cannot check a PIN: confirmation is enough.
-            context.output.note(error.message)
-            damaged = true
-        }
-        if !arguments.has("--yes") {
-            let answer = try SecretInput.prompt(Messages.resetConfirm, echo: true)
-            guard answer.copyBytes() == Array("yes".utf8) else { throw FingersealError(.cancelled, Messages.resetCancelled) }
-        }
-        if !damaged {
-            // A sensitive operation: the PIN itself, never a finger or a held confirmation.
-            do {
-                _ = try unlockWithPIN(pins, store, options)
-            } catch let error as FingersealError where [.wrongPIN, .lockedOut].contains(error.outcome) {
-                context.output.note(Messages.pinForReset)
-                throw error
-            }
-        }
-        _ = try Vault.reset(store)
-        context.output.out(Messages.resetDone)
-    }
+            invocation.request.arguments = parsed.positionals
+        })
+
+    static let verify = CommandSpec(
+        name: "verify", summary: "Scan once and say whether it matches an enrolled finger (for test rigs).",
+        options: [json] + scan,
+        discussion: "Exit status 0: match; 1: no match; 3: cancelled; 4: timed out.",
+        command: .verify)
+
+    static let capture = CommandSpec(
+        name: "capture", summary: "Capture one fingerprint image to a PGM file (image readers only).",
+        options: [OptionSpec.value("--out", "FILE", "Where to write the image (required; created 0600, never overwritten).").local]
+            + scan,
+        command: .capture,
+        shape: { parsed, invocation throws(CLIError) in
+            guard let path = parsed.values["--out"], !path.isEmpty else { throw CLIError(.usage, Strings.captureNeedsOut) }
+            invocation.target = try DataTarget.newFile(path)
+        })
+
+    static let selftest = CommandSpec(
+        name: "selftest", summary: "Exercise a reader with on-device storage: open, clear, enroll, verify, delete, close.",
+        options: [json, .flag("--clear-storage", "Allow the self-test to clear the prints stored on the reader (root only).")]
+            + scan,
+        discussion: "This clears the prints stored on the reader. Your vault is not touched.",
+        command: .selftest)
+
+    // MARK: audit
+
+    static let audit = CommandSpec(
+        name: "audit", summary: "List what happened to your vault (sign-ins, unlocks, lockouts, ...), or verify that the list is intact.",
+        options: [
+            .flag("--json", "Print each event as one JSON object per line (JSON Lines, not an array), exactly as stored."),
+            .flag("--verify", "Check every entry with the vault key and say whether the trail is intact."),
+        ],
+        discussion: """
+            Each event is listed as one sentence with its time (UTC). --verify opens the vault through its device \
+            key (no prompt) and names the first entry that was edited, deleted, inserted, reordered or cut off; \
+            with --json it prints one JSON object. Exit status: 0 when listed or intact; 9 when the trail was \
+            changed or damaged. The listing itself is not verified.
+            """,
+        command: .audit)
 }

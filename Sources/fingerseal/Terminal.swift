@@ -1,143 +1,187 @@
-import FingersealCore
+import FingersealWire
 import Glibc
 import SodiumKit
 import SystemKit
 
 /// Where output goes, and how it looks. Meaning is always in the words; emphasis is added
 /// only on a terminal, and never when NO_COLOR is set or TERM is dumb.
-struct Output: Sendable {
+struct Output {
     let emphasis: Bool
 
-    init(environment: [String: String]) {
-        let noColor = !(environment["NO_COLOR"] ?? "").isEmpty
-        emphasis = !noColor && environment["TERM"] != "dumb" && isatty(STDERR_FILENO) == 1
+    init() {
+        emphasis = Invocation.environment("NO_COLOR") == nil && Invocation.environment("TERM") != "dumb"
+            && isatty(STDERR_FILENO) == 1
     }
 
-    func out(_ text: String) {
-        write(STDOUT_FILENO, text + "\n")
-    }
+    /// A line of the command's output proper.
+    func out(_ text: String) { Output.write(STDOUT_FILENO, text + "\n") }
 
+    /// A sentence for the person (progress, a problem the command survives).
+    func note(_ text: String) { Output.write(STDERR_FILENO, text + "\n") }
+
+    /// The reason a command failed.
     func error(_ text: String) {
         let prefix = emphasis ? "\u{1b}[1mfingerseal: error:\u{1b}[0m " : "fingerseal: error: "
-        write(STDERR_FILENO, prefix + text + "\n")
+        Output.write(STDERR_FILENO, prefix + text + "\n")
     }
 
-    func note(_ text: String) {
-        write(STDERR_FILENO, text + "\n")
+    static func write(_ fd: Int32, _ text: String) {
+        var text = text
+        text.withUTF8 { _ = write(fd, UnsafeRawBufferPointer($0)) }
     }
 
-    private func write(_ fd: Int32, _ text: String) {
-        var bytes = Array(text.utf8)
+    /// Writes every byte; false when the descriptor refuses.
+    @discardableResult
+    static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
         var offset = 0
         while offset < bytes.count {
-            let written = bytes.withUnsafeMutableBytes { buffer -> Int in
-                guard let base = buffer.baseAddress else { return -1 }
-                return Glibc.write(fd, base + offset, buffer.count - offset)
-            }
+            let written = Glibc.write(fd, base + offset, bytes.count - offset)
             if written < 0 && errno == EINTR { continue }
-            if written <= 0 { return }
+            if written <= 0 { return false }
             offset += written
         }
+        return true
     }
 }
 
-/// Reads secrets and confirmations, from the terminal (no echo) or a given descriptor.
-struct SecretInput {
+/// One line being read into secure memory: from the controlling terminal (without echo
+/// unless asked), or from a descriptor the person named (`--pin-fd`, `--password-fd`). It
+/// lives across interruptions, so a sentence from the broker can be shown while someone
+/// types and the typing goes on; dropping it wipes what was typed and restores the terminal.
+final class LineReader {
     /// Longest line accepted; anything longer is refused, not truncated.
     static let maxLength = 1024
 
-    /// Reads one line from `fd` into secure memory, a byte at a time so nothing past the
-    /// newline is consumed.
-    static func readLine(fd: Int32) throws -> SecureBytes {
-        let line = try secureBuffer()
-        var byte: UInt8 = 0
-        while true {
-            let count = read(fd, &byte, 1)
-            if count < 0 && errno == EINTR { continue }
-            if count < 0 { throw FingersealError(.systemError, Messages.systemFailure("read the PIN from descriptor \(fd)")) }
-            if count == 0 || byte == 0x0a { break }
-            if byte == 0x0d { continue }
-            guard line.append(byte) else { throw FingersealError(.usage, Messages.pinTooLong(PINRules.maximumLength)) }
-        }
-        byte = 0
-        return line
-    }
-
-    /// Prompts on the controlling terminal and reads without echo. Ctrl-C or Ctrl-D on an
-    /// empty line cancel; Backspace and Ctrl-U edit.
-    static func prompt(_ text: String, echo: Bool = false) throws -> SecureBytes {
-        switch try prompt(text, echo: echo, wakingOn: []) {
-        case let .line(line): return line
-        case .woken: throw FingersealError(.cancelled, Messages.cancelled)
-        }
-    }
-
-    enum Answer {
+    enum Event {
         case line(SecureBytes)
-        /// One of the descriptors became readable before the line was complete; what was
-        /// typed so far is wiped.
+        /// Ctrl-C, Ctrl-D on an empty line, or the terminal went away.
+        case cancel
+        /// Longer than `maxLength` (read to its end, and wiped).
+        case tooLong
+        /// One of the other descriptors is readable; the line so far is kept.
         case woken(Int32)
+        case timedOut
     }
 
-    /// As `prompt`, but also returns as soon as one of `descriptors` is readable: the reader
-    /// matched while the PIN was being typed, or a signal arrived.
-    static func prompt(_ text: String, echo: Bool = false, wakingOn descriptors: [Int32]) throws -> Answer {
+    private let fd: Int32
+    private let terminal: FileDescriptor?
+    private var saved = termios()
+    private let prompt: String
+    private let echo: Bool
+    private let line: SecureBytes
+    private var overflow = false
+
+    /// Reads from `fd`, a line at a time: nothing past the newline is consumed, so one
+    /// descriptor can carry several answers.
+    init(descriptor fd: Int32) throws(CLIError) {
+        self.fd = fd
+        terminal = nil
+        prompt = ""
+        echo = false
+        line = try LineReader.buffer()
+    }
+
+    /// Prompts on the controlling terminal; nil when there is none. No echo, no line editing
+    /// by the kernel, no signals: Ctrl-C arrives as a byte, so the terminal is always
+    /// restored (a signal would kill us with echo off).
+    init?(terminal prompt: String, echo: Bool) throws(CLIError) {
         let raw = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY)
-        guard raw >= 0 else { throw FingersealError(.usage, Messages.noTerminal) }
+        guard raw >= 0 else { return nil }
         let tty = FileDescriptor(owning: raw)
-        var saved = termios()
-        guard tcgetattr(raw, &saved) == 0 else { throw FingersealError(.usage, Messages.noTerminal) }
-        var quiet = saved
-        // No echo, no line editing by the kernel, no signals: Ctrl-C arrives as a byte, so the
-        // terminal is always restored (a signal would kill us with echo off).
+        var original = termios()
+        guard tcgetattr(raw, &original) == 0 else { return nil }
+        var quiet = original
         quiet.c_lflag &= ~tcflag_t(ECHO | ICANON | ISIG)
         withUnsafeMutableBytes(of: &quiet.c_cc) { cc in
             cc[Int(VMIN)] = 1
             cc[Int(VTIME)] = 0
         }
-        // Quiet first, prompt second: a fast typist (or a password manager) starts typing
-        // the moment the prompt shows, and nothing typed may be echoed or thrown away.
-        guard tcsetattr(raw, TCSANOW, &quiet) == 0 else { throw FingersealError(.usage, Messages.noTerminal) }
-        defer {
-            _ = tcsetattr(raw, TCSANOW, &saved)
-            try? tty.writeAll([0x0a], subject: "/dev/tty")
+        // Quiet first, prompt second: a fast typist (or a password manager) starts typing the
+        // moment the prompt shows, and nothing typed may be echoed or thrown away.
+        guard tcsetattr(raw, TCSANOW, &quiet) == 0 else { return nil }
+        do { line = try LineReader.buffer() } catch {
+            _ = tcsetattr(raw, TCSANOW, &original)
+            throw error
         }
-        if !text.isEmpty { try? tty.writeAll(Array(text.utf8), subject: "/dev/tty") }
-        let line = try secureBuffer()
+        fd = raw
+        terminal = tty
+        saved = original
+        self.prompt = prompt
+        self.echo = echo
+        if !prompt.isEmpty { Output.write(raw, prompt) }
+    }
+
+    deinit {
+        if terminal != nil {
+            _ = tcsetattr(fd, TCSANOW, &saved)
+            Output.write(fd, "\n")
+        }
+        // `line` wipes itself when released.
+    }
+
+    private static func buffer() throws(CLIError) -> SecureBytes {
+        do { return try SecureBytes(capacity: maxLength) } catch { throw CLIError(.systemError, Strings.secureMemory) }
+    }
+
+    /// Shows `show`'s output (a sentence from the broker) without losing the line: off the
+    /// prompt's line, then the prompt again. What was typed stays (it was never echoed).
+    func interject(_ show: () -> Void) {
+        guard terminal != nil, !prompt.isEmpty else { return show() }
+        Output.write(fd, "\n")
+        show()
+        Output.write(fd, prompt)
+    }
+
+    /// Reads until the line is complete, `deadline` passes, or one of `others` is readable.
+    func read(until deadline: Double, wakingOn others: [Int32]) -> Event {
+        var watched = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+            + others.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
         var byte: UInt8 = 0
         defer { byte = 0 }
-        var watched = [pollfd(fd: raw, events: Int16(POLLIN), revents: 0)]
-            + descriptors.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
         while true {
-            if !descriptors.isEmpty {
-                for index in watched.indices { watched[index].revents = 0 }
-                if poll(&watched, nfds_t(watched.count), -1) < 0 {
-                    if errno == EINTR { continue }
-                    throw FingersealError(.systemError, Messages.systemFailure("wait for the terminal"))
-                }
-                if let woken = watched.dropFirst().first(where: { $0.revents != 0 }) {
-                    line.removeAll()
-                    return .woken(woken.fd)
-                }
-                if watched[0].revents == 0 { continue }
-            }
-            let count = read(raw, &byte, 1)
+            let remaining = deadline - monotonicNow()
+            if remaining <= 0 { return .timedOut }
+            for index in watched.indices { watched[index].revents = 0 }
+            let ready = poll(&watched, nfds_t(watched.count), Int32(min(remaining * 1000, 60_000).rounded(.up)))
+            if ready < 0 && errno != EINTR { return terminal == nil ? finish() : .cancel }
+            if ready <= 0 { continue }
+            if let woken = watched.dropFirst().first(where: { $0.revents != 0 }) { return .woken(woken.fd) }
+            if watched[0].revents == 0 { continue }
+            let count = Glibc.read(fd, &byte, 1)
             if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
-            if count <= 0 { throw FingersealError(.cancelled, Messages.cancelled) }
+            guard terminal != nil else {
+                // A descriptor: its end (or an error) ends the line.
+                if count <= 0 || byte == 0x0a { return finish() }
+                if byte != 0x0d { add(byte) }
+                continue
+            }
+            if count <= 0 { return .cancel }
             switch byte {
-            case 0x0a, 0x0d: return .line(line)
-            case 0x03: throw FingersealError(.cancelled, Messages.cancelled)
-            case 0x04 where line.count == 0: throw FingersealError(.cancelled, Messages.cancelled)
-            case 0x7f, 0x08: line.removeLast()
-            case 0x15: line.removeAll()
+            case 0x0a, 0x0d: return finish()
+            case 0x03: return .cancel
+            case 0x04 where line.count == 0: return .cancel
+            case 0x7f, 0x08:
+                if echo && line.count > 0 { Output.write(fd, "\u{8} \u{8}") }
+                line.removeLast()
+            case 0x15:
+                line.removeAll()
             default:
-                if echo { try? tty.writeAll([byte], subject: "/dev/tty") }
-                line.append(byte)
+                if echo { _ = withUnsafeBytes(of: byte) { Output.write(fd, $0) } }
+                add(byte)
             }
         }
     }
 
-    private static func secureBuffer() throws -> SecureBytes {
-        do { return try SecureBytes(capacity: maxLength) } catch { throw FingersealError(.systemError, Messages.secureMemory) }
+    private func add(_ byte: UInt8) {
+        if !line.append(byte) { overflow = true }
+    }
+
+    private func finish() -> Event {
+        if overflow {
+            line.removeAll()
+            return .tooLong
+        }
+        return .line(line)
     }
 }

@@ -1,0 +1,80 @@
+import FingersealWire
+import Glibc
+import SodiumKit
+
+/// One run of a command: the request for the broker, and what stays on this side of the
+/// socket (design §2: the CLI parses, asks the broker, and renders).
+struct Invocation {
+    /// What the CLI does itself once the broker said yes.
+    enum AfterSuccess {
+        case nothing
+        /// The reply's access token on standard output (`unlock --print-token`, `token`).
+        case printToken
+        /// `unlock --exec`: replace this process with the command, the token on a descriptor.
+        case exec([String])
+        /// `step-up CONTEXT -- COMMAND`: run it while the connection (and so the
+        /// confirmation) lasts, and exit with its status.
+        case run([String])
+    }
+
+    var request: Request
+    var socketPath: String
+    /// Where answers come from instead of the terminal.
+    var pinFD: Int32? = nil
+    var passwordFD: Int32? = nil
+    /// --client-secret-file, read as the user before anything is sent.
+    var clientSecret: SecureBytes? = nil
+    /// --events-fd: the broker's reader events go there.
+    var eventsFD: Int32? = nil
+    var openBrowser = true
+    /// Streamed to the broker after the request (`seal`'s plaintext, `reveal`'s sealed file).
+    var payload: SecureBytes? = nil
+    /// Where the broker's `data` goes.
+    var target = DataTarget.standardOutput
+    var afterSuccess = AfterSuccess.nothing
+
+    static let defaultSocket = "/run/fingerseal/socket"
+
+    /// Sends every option routed to the broker, keeps the rest, then lets the command lay out
+    /// its positionals and local files (last: it may create the output file).
+    init(_ spec: CommandSpec, _ command: Command, _ parsed: ParsedArguments) throws(CLIError) {
+        request = Request(command)
+        for option in spec.options where option.route == .broker {
+            if parsed.has(option.name) { request.flags.append(option.name) }
+            if let value = parsed.values[option.name] { request.values[option.name] = value }
+        }
+        socketPath = parsed.values["--socket"] ?? Invocation.environment("FINGERSEAL_SOCKET") ?? Invocation.defaultSocket
+        pinFD = parsed.descriptor("--pin-fd")
+        passwordFD = parsed.descriptor("--password-fd")
+        eventsFD = parsed.descriptor("--events-fd")
+        request.wantsEvents = eventsFD != nil
+        openBrowser = !parsed.has("--no-browser")
+        if let path = parsed.values["--client-secret-file"] { clientSecret = try LocalFiles.readClientSecret(path) }
+        // The PIN may be typed while the reader waits only where someone can type it.
+        request.answersWhileScanning = pinFD == nil && Invocation.hasTerminal()
+
+        if let shape = spec.shape {
+            try shape(parsed, &self)
+        } else if spec.arguments.isEmpty, let first = parsed.positionals.first {
+            throw CLIError(.usage, Strings.unexpectedArgument(String(first.prefix(64))))
+        } else {
+            request.arguments = parsed.positionals
+        }
+    }
+
+    /// A terminal to type on: /dev/tty opens, and standard input is a terminal (not a pipe a
+    /// script feeds).
+    static func hasTerminal() -> Bool {
+        guard isatty(STDIN_FILENO) == 1 else { return false }
+        let fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY)
+        guard fd >= 0 else { return false }
+        close(fd)
+        return true
+    }
+
+    static func environment(_ name: String) -> String? {
+        guard let value = getenv(name) else { return nil }
+        let text = String(cString: value)
+        return text.isEmpty ? nil : text
+    }
+}

@@ -1,0 +1,129 @@
+import CLinux
+import FingersealWire
+import Glibc
+import SodiumKit
+import SystemKit
+
+/// Files the CLI opens as the person running it: what it streams to the broker, and where
+/// the broker's data goes. The broker, running as root, never opens a caller's path.
+enum LocalFiles {
+    /// The largest plaintext `seal` takes (the broker enforces the same).
+    static let sealLimit = 64 * 1024 * 1024
+    /// A sealed file is its plaintext plus a header and the tag.
+    static let revealLimit = sealLimit + 4096
+
+    /// FILE (standard input when nil) into secure memory, refusing more than `limit` bytes.
+    static func readInput(_ path: String?, limit: Int) throws(CLIError) -> SecureBytes {
+        let name = path ?? Strings.standardInput
+        let fd = path.map { open($0, O_RDONLY | O_CLOEXEC) } ?? dup(STDIN_FILENO)
+        guard fd >= 0 else { throw CLIError(.usage, Strings.cannotRead(name)) }
+        let file = FileDescriptor(owning: fd)
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        defer { Sodium.wipe(&chunk) }
+        do {
+            var buffer = try SecureBytes(capacity: 64 * 1024)
+            while true {
+                let count = read(file.rawValue, &chunk, chunk.count)
+                if count < 0 && errno == EINTR { continue }
+                if count < 0 { throw CLIError(.usage, Strings.cannotRead(name)) }
+                if count == 0 { return buffer }
+                if buffer.count + count > limit {
+                    throw CLIError(.usage, path == nil || limit == sealLimit ? Strings.tooLargeToSeal(sealLimit >> 20)
+                                                                             : Strings.tooLargeToBeSealed(name))
+                }
+                if buffer.count + count > buffer.capacity {
+                    // Grow into new secure memory; the old buffer is wiped when released.
+                    let larger = try SecureBytes(capacity: min(max(buffer.capacity * 2, buffer.count + count), limit))
+                    buffer.withUnsafeBytes { for byte in $0 { larger.append(byte) } }
+                    buffer = larger
+                }
+                for byte in chunk[..<count] { buffer.append(byte) }
+            }
+        } catch let error as CLIError {
+            throw error
+        } catch {
+            throw CLIError(.systemError, Strings.secureMemory)
+        }
+    }
+
+    /// The client secret in FILE, without the editor's trailing newline.
+    static func readClientSecret(_ path: String) throws(CLIError) -> SecureBytes {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { throw CLIError(.usage, Strings.cannotReadClientSecret(path)) }
+        let file = FileDescriptor(owning: fd)
+        guard var bytes = try? file.readAll(limit: 4096, subject: path) else {
+            throw CLIError(.usage, Strings.cannotReadClientSecret(path))
+        }
+        defer { Sodium.wipe(&bytes) }
+        var end = bytes.endIndex
+        while end > bytes.startIndex, [0x0a, 0x0d, 0x20].contains(bytes[end - 1]) { end -= 1 }
+        do { return try SecureBytes(copying: bytes[..<end]) } catch { throw CLIError(.systemError, Strings.secureMemory) }
+    }
+}
+
+/// Where the broker's `data` goes: standard output, or a file this run creates (owner-only,
+/// never an existing file or a symlink), which is removed again when the command fails.
+final class DataTarget {
+    let fd: Int32
+    let name: String
+    private let createdPath: String?
+    private let file: FileDescriptor?
+    private var kept = false
+
+    static var standardOutput: DataTarget { DataTarget(fd: STDOUT_FILENO, name: Strings.standardOutput, path: nil, file: nil) }
+
+    private init(fd: Int32, name: String, path: String?, file: FileDescriptor?) {
+        self.fd = fd
+        self.name = name
+        self.createdPath = path
+        self.file = file
+    }
+
+    /// Creates `path` now, before the broker is asked: a name that cannot be written is a
+    /// mistake on the command line, found before anyone scans a finger.
+    static func newFile(_ path: String) throws(CLIError) -> DataTarget {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw CLIError(.usage, Strings.cannotWrite(path, String(cString: strerror(errno)))) }
+        return DataTarget(fd: fd, name: path, path: path, file: FileDescriptor(owning: fd))
+    }
+
+    var isStandardOutput: Bool { file == nil }
+
+    /// Writes every byte; the error's sentence when it cannot.
+    func write(_ bytes: UnsafeRawBufferPointer) -> String? {
+        guard let base = bytes.baseAddress else { return nil }
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.write(fd, base + offset, bytes.count - offset)
+            if written < 0 && errno == EINTR { continue }
+            if written <= 0 { return Strings.cannotWrite(name, String(cString: strerror(errno))) }
+            offset += written
+        }
+        return nil
+    }
+
+    /// The command succeeded: the file stays, on disk.
+    func keep() -> String? {
+        kept = true
+        guard let file else { return nil }
+        do { try file.sync() } catch { return Strings.cannotWrite(name, String(cString: strerror((error as? SystemError)?.code ?? EIO))) }
+        return nil
+    }
+
+    /// The command failed or was cancelled: no half-written file is left behind (only the
+    /// one this run created).
+    func discard() {
+        guard !kept, let createdPath else { return }
+        kept = true
+        unlink(createdPath)
+    }
+}
+
+/// Zeroes the storage of `bytes` in place, which every copy of the array shares (a mutating
+/// wipe of a shared array would copy it first and wipe only the copy).
+func wipeStorage(_ bytes: [UInt8]) {
+    bytes.withUnsafeBytes { buffer in
+        guard let base = buffer.baseAddress else { return }
+        fs_wipe(UnsafeMutableRawPointer(mutating: base), buffer.count)
+    }
+}
