@@ -79,7 +79,7 @@ let package = Package(
         // The broker: the socket server, the caller's identity, the authorization table, and
         // every flow (design §2, §5).
         .target(name: "Broker", dependencies: ["FingersealCore", "FingerprintFlows", "IdentityClient", "FprintKit", "CurlKit",
-                                               "QRKit", "LoopbackKit", "SodiumKit", "SystemKit", "CSystemd", "CLinux"]),
+                                               "QRKit", "LoopbackKit", "PAMKit", "SodiumKit", "SystemKit", "CSystemd", "CLinux"]),
         .executableTarget(name: "fingersealed", dependencies: ["Broker", "FingersealWire", "SystemKit"]),
 
         // The PAM module: a thin client of the broker (entry points, the wire protocol, the PAM

@@ -7,13 +7,23 @@ import SodiumKit
 /// One client connection, seen from a flow: sentences out, questions answered, a cancel or
 /// a vanished client noticed. Every send and every wait is bounded; a client that stops
 /// reading or leaves ends the conversation (`isGone`), and the flow then cancels.
+///
+/// Sending is safe from two threads at once (a scan on its own thread reports progress while
+/// the connection's thread waits for a PIN typed meanwhile); receiving stays on the
+/// connection's thread.
 public final class Conversation: ScanPrompter, @unchecked Sendable {
     let connection: WireConnection
     let wantsEvents: Bool
     /// A graphical host (gdm, a lock screen): its prompts never mention Ctrl-C.
     let graphical: Bool
-    public private(set) var isGone = false
+    private let lock = Mutex()
+    private var gone = false
     private var cancelled = false
+    /// The client left or stopped reading.
+    public private(set) var isGone: Bool {
+        get { lock.locked { gone } }
+        set { lock.locked { gone = newValue } }
+    }
     /// How long a client may take to read a message before it counts as gone.
     public static let sendLimit = 10.0
     /// How long a person may take to answer a question.
@@ -29,10 +39,13 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
     public var cancelFD: Int32 { connection.fd }
 
     func send(_ message: BrokerMessage) {
-        guard !isGone else { return }
         var packet = message.encoded()
         defer { Wire.wipe(&packet) }
-        do { try connection.send(packet, until: monotonicNow() + Conversation.sendLimit) } catch { isGone = true }
+        // One packet at a time, whole: a scan thread and the connection's thread may both send.
+        lock.locked {
+            guard !gone else { return }
+            do { try connection.send(packet, until: monotonicNow() + Conversation.sendLimit) } catch { gone = true }
+        }
     }
 
     public func info(_ text: String) { send(.info(text)) }
@@ -130,7 +143,9 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
     /// Consumes the cancel.
     public func takeCancel() -> Bool {
         if cancelled || isGone { return true }
-        switch connection.wait(until: monotonicNow()) {
+        // A deadline already past would return before looking: look once (1 ms at most; the
+        // packet or the hang-up that woke the reader is already there).
+        switch connection.wait(until: monotonicNow() + 0.001) {
         case .packet:
             _ = try? awaitAnswer(limit: 0.5)
             return cancelled || isGone

@@ -12,6 +12,8 @@ struct Call {
     /// The user acted on.
     let account: UserAccount
     let options: Options
+    /// Work for after the reply has gone out (see `AfterReply`).
+    let after: AfterReply
 
     var store: VaultStore { state.store(for: account) }
     var session: SessionKey { SessionKey(uid: account.uid, session: caller.session) }
@@ -23,6 +25,23 @@ struct Call {
         guard let text = request.values[name] else { return nil }
         guard let number = Int(text), number >= 0 else { throw FingersealError(.usage, Messages.needsWholeNumber(name)) }
         return number
+    }
+}
+
+/// Work a handler leaves for after its reply: a step-up made for a command (`--command`)
+/// lasts as long as the client's connection, so the handler sets work here that waits for
+/// the hang-up and then ends the grant. `Dispatcher.handle` runs it once, on the
+/// connection's thread, right after `conversation.finish(reply)`, whatever the reply was.
+/// Only what must happen after the result belongs here; it must be bounded in time.
+final class AfterReply: @unchecked Sendable {
+    private(set) var work: (() -> Void)?
+
+    func set(_ work: @escaping () -> Void) { self.work = work }
+
+    func run() {
+        let pending = work
+        work = nil
+        pending?()
     }
 }
 
@@ -44,8 +63,8 @@ enum Authorization {
         switch command {
         case .pamAuthenticate, .pamAccount, .pamOpenSession, .pamCloseSession: return .pamHost
         case .capture, .selftest: return .rig
-        case .status, .login, .unlock, .token, .logout, .audit, .stepUp, .seal, .reveal, .pinSet, .pinChange, .pinReset, .reset,
-             .devices, .enroll, .fingers, .forget, .verify:
+        case .status, .login, .unlock, .token, .logout, .audit, .stepUp, .seal, .reveal, .pinSet, .pinChange, .pinReset,
+             .reset, .devices, .enroll, .fingers, .forget, .verify:
             return .ownAccount
         }
     }
@@ -102,7 +121,26 @@ enum Dispatcher {
         case .pamAccount: return PAMFlows.account
         case .pamOpenSession: return PAMFlows.openSession
         case .pamCloseSession: return PAMFlows.closeSession
-        default: return { _ in throw FingersealError(.usage, Messages.notAvailableYet) }
+        case .status: return VaultCommands.status
+        case .pinSet: return VaultCommands.pinSet
+        case .pinChange: return VaultCommands.pinChange
+        case .pinReset: return VaultCommands.pinReset
+        case .reset: return VaultCommands.reset
+        case .login: return LoginCommand.login
+        case .unlock: return TokenCommands.unlock
+        case .token: return TokenCommands.token
+        case .logout: return TokenCommands.logout
+        case .audit: return AuditCommand.audit
+        case .stepUp: return StepUpCommands.stepUp
+        case .seal: return StepUpCommands.seal
+        case .reveal: return StepUpCommands.reveal
+        case .devices: return ReaderCommands.devices
+        case .enroll: return ReaderCommands.enroll
+        case .fingers: return ReaderCommands.fingers
+        case .forget: return ReaderCommands.forget
+        case .verify: return ReaderCommands.verify
+        case .capture: return ReaderCommands.capture
+        case .selftest: return ReaderCommands.selftest
         }
     }
 
@@ -110,11 +148,14 @@ enum Dispatcher {
     /// outcome and a sentence.
     static func handle(_ request: Request, from caller: Caller, conversation: Conversation, state: BrokerState) {
         let reply: Reply
+        let after = AfterReply()
         do {
             let account = try Authorization.account(for: request, caller: caller)
-            let options = try effectiveOptions(request, caller: caller, state: state)
+            let (options, warnings) = try effectiveOptions(request, caller: caller, state: state)
+            // The CLI has always shown what in the configuration it did not understand.
+            if request.pam == nil { for warning in warnings { conversation.info(warning) } }
             let call = Call(caller: caller, request: request, conversation: conversation, state: state, account: account,
-                            options: options)
+                            options: options, after: after)
             reply = try handler(request.command)(call)
         } catch let error as FingersealError {
             reply = Reply(error.outcome, error.message)
@@ -126,16 +167,17 @@ enum Dispatcher {
             Syslog.log(.warning, "fingersealed: \(request.command.rawValue) from \(caller): \(error)")
         }
         conversation.finish(reply)
+        after.run()
     }
 
     /// The system configuration, then the module arguments of a PAM request (all of them
     /// from a root host, presentation only from a host running as the user).
-    static func effectiveOptions(_ request: Request, caller: Caller, state: BrokerState) throws -> Options {
-        var (options, _) = try state.systemOptions()
+    static func effectiveOptions(_ request: Request, caller: Caller, state: BrokerState) throws -> (Options, [String]) {
+        var (options, warnings) = try state.systemOptions()
         let arguments = caller.isRoot ? request.moduleOptions : request.moduleOptions.filter { option in
             Authorization.optionsForUserHosts.contains(String(option.prefix { $0 != "=" }))
         }
-        try options.apply(arguments, source: "module arguments")
-        return options
+        warnings += try options.apply(arguments, source: "module arguments")
+        return (options, warnings)
     }
 }

@@ -45,6 +45,14 @@ final class SessionRegistry: @unchecked Sendable {
         }
     }
 
+    /// Drops every session's token and grants of `uid` (its vault was deleted).
+    func dropUser(_ uid: UInt32) {
+        lock.locked {
+            tokens = tokens.filter { $0.key.uid != uid }
+            grants = grants.filter { $0.key.uid != uid }
+        }
+    }
+
     /// The valid grant for `context`; an expired one is dropped on the way.
     func grant(_ key: SessionKey, _ context: String, now: Int64) -> Grant? {
         lock.locked {

@@ -1,5 +1,8 @@
+import CLinux
 import FingerprintFlows
 import FingersealCore
+import FprintKit
+import Glibc
 import IdentityClient
 import SodiumKit
 import SystemKit
@@ -21,15 +24,11 @@ enum Unlocking {
                                     cancelHint: cancelHint ?? call.conversation.cancelHint)
         let trail = AuditTrail(store: store)
         do {
-            let match = try call.state.reader.withReader(call.conversation, deviceID: call.value("--device")) { reader in
-                try Fingerprint.verify(store: store, ledger: ledger, reader: reader, settings: settings,
-                                       prompter: call.conversation, cancelFD: cancelFD ?? call.conversation.cancelFD)
-            }
+            let match = try verify(call, store: store, ledger: ledger, settings: settings, cancelFD: cancelFD)
             trail.record(.unlock(method: .finger, via: channel), vault: match.vault)
             return .matched(match.vault, finger: match.finger)
         } catch let error as FingersealError {
-            var outcome = error.outcome
-            if outcome == .cancelled && cancelFD == nil && !call.conversation.takeCancel() { outcome = .unavailable }
+            let outcome = error.outcome
             if [.noMatch, .triesExhausted].contains(outcome) {
                 trail.record(.failure(action: "fingerprint scan", reason: outcome.rawValue), vault: nil)
             }
@@ -40,15 +39,284 @@ enum Unlocking {
         }
     }
 
+    /// One verification through the broker's reader (its turn, its device), nothing audited.
+    /// A cancel the reader reports counts as `.cancelled` only when it was the client's (a
+    /// `cancel` message or a hang-up); otherwise it is `.unavailable`. `cancelFD` nil: the
+    /// connection itself is watched.
+    static func verify(_ call: Call, store: VaultStore, ledger: LockoutLedger, settings: ScanSettings,
+                       cancelFD: Int32? = nil) throws -> Fingerprint.Match {
+        do {
+            return try call.state.reader.withReader(call.conversation, deviceID: call.value("--device")) { reader in
+                try Fingerprint.verify(store: store, ledger: ledger, reader: reader, settings: settings,
+                                       prompter: call.conversation, cancelFD: cancelFD ?? call.conversation.cancelFD)
+            }
+        } catch let error as FingersealError where error.outcome == .cancelled && cancelFD == nil {
+            if call.conversation.takeCancel() { throw error }
+            throw FingersealError(.unavailable, error.message, detail: "the reader cancelled the scan")
+        }
+    }
+
     /// Refreshes the sealed sign-in: the rotated refresh token is sealed before the access
     /// token is returned. Never throws: a token problem is a step the policy judges.
     static func refresh(_ vault: UnlockedVault, _ options: Options) -> (TokenStep, AccessTokenFile?) {
         do {
-            let result = try TokenChain.refresh(vault, offlineGrace: options.offlineGrace, makeClient: OAuthClient.factory(options))
+            let result = try chainRefresh(vault, options)
             if case let .refreshed(tokens) = result { return (.refreshed, AccessTokenFile(tokens, issuedAt: SystemClock().now())) }
             return (result.step, nil)
         } catch {
             return (.failed, nil)
         }
     }
+
+    /// The refresh itself, with the identity provider the vault names; throws vault errors.
+    static func chainRefresh(_ vault: UnlockedVault, _ options: Options) throws -> TokenChain.Result {
+        try TokenChain.refresh(vault, offlineGrace: options.offlineGrace, makeClient: OAuthClient.factory(options))
+    }
+}
+
+// MARK: - The command line's unlock (unlock, token, step-up, reveal): a finger or the PIN
+
+/// How an unlock went: the vault, and which way it was opened.
+struct Unlocked {
+    let vault: UnlockedVault
+    let method: UnlockMethod
+    let finger: String?
+}
+
+extension Unlocking {
+    /// The PIN, asked through the client (its terminal, or its --pin-fd). Nothing typed is a
+    /// mistake, not a wrong PIN.
+    static func askPIN(_ call: Call, prompt: String = Messages.enterPIN) throws -> SecureBytes {
+        guard let pin = try call.conversation.askSecret(.pin, prompt) else { throw FingersealError(.usage, Messages.pinEmptyInput) }
+        return pin
+    }
+
+    /// A new PIN, checked against the rules; asked twice unless the client answers from a
+    /// descriptor (--pin-fd), where a typing mistake cannot happen.
+    static func askNewPIN(_ call: Call) throws -> SecureBytes {
+        guard let pin = try call.conversation.askSecret(.newPIN, Messages.enterNewPIN) else {
+            throw FingersealError(.usage, Messages.pinEmptyInput)
+        }
+        try PINRules.check(pin)
+        if !call.has("--pin-fd") {
+            guard let again = try call.conversation.askSecret(.newPIN, Messages.repeatNewPIN) else {
+                throw FingersealError(.usage, Messages.pinEmptyInput)
+            }
+            guard pin.isEqual(to: again) else { throw FingersealError(.usage, Messages.pinMismatch) }
+        }
+        return pin
+    }
+
+    /// The vault opened with the PIN; lockout rules apply (the try is counted first).
+    static func withPIN(_ call: Call, store: VaultStore, prompt: String = Messages.enterPIN) throws -> UnlockedVault {
+        guard try Vault.status(store) != nil else { throw FingersealError(.noVault, Messages.noVault) }
+        let pin = try askPIN(call, prompt: prompt)
+        return try Vault.unlock(store, pin: PINKeyslot(pin: pin), ledger: LockoutLedger(store: store, options: call.options))
+    }
+
+    /// What the finger's turn came to: an unlock, or a reason to go on to the PIN.
+    enum FingerTurn {
+        case unlocked(Unlocked)
+        case fallback(Outcome)
+    }
+
+    /// Opens the vault with a finger, or with the PIN. With `answersWhileScanning` the PIN
+    /// may be typed while the reader waits (the first to succeed wins and stops the other;
+    /// Enter alone goes straight to the PIN); otherwise the scan comes first and the PIN
+    /// after it fails. Without a reader, an enrolled finger, or with the finger locked, the
+    /// PIN is asked at once; `--pin` and `--pin-fd` ask only the PIN. Nothing is audited
+    /// here but the fallbacks: the caller records the unlock or its failure.
+    static func fingerOrPIN(_ call: Call, store: VaultStore) throws -> Unlocked {
+        guard let status = try Vault.status(store) else { throw FingersealError(.noVault, Messages.noVault) }
+        let ledger = LockoutLedger(store: store, options: call.options)
+        /// The PIN; `fallback` says why the finger gave way to it (for the audit trail).
+        func pinInstead(fallback reason: Outcome? = nil) throws -> Unlocked {
+            if let reason { AuditTrail(store: store).record(.fallback(reason: reason.rawValue), vault: nil) }
+            return Unlocked(vault: try withPIN(call, store: store), method: .pin, finger: nil)
+        }
+        if call.has("--pin-fd") || call.has("--pin") || status.fingers.isEmpty { return try pinInstead() }
+        if status.lockout.fingerLocked {
+            call.conversation.info(Messages.fingerLocked)
+            return try pinInstead(fallback: .lockedOut)
+        }
+        var settings = try call.scanSettings()
+        let turn: FingerTurn
+        if call.request.answersWhileScanning {
+            settings.cancelHint = Messages.fingerOrPIN
+            turn = try fingerWhilePIN(call, store: store, ledger: ledger, settings: settings)
+        } else {
+            turn = try fingerFirst(call, store: store, ledger: ledger, settings: settings)
+        }
+        switch turn {
+        case let .unlocked(unlocked): return unlocked
+        case let .fallback(reason): return try pinInstead(fallback: reason)
+        }
+    }
+
+    /// The scan alone; the PIN comes after it unless the client cancelled.
+    static func fingerFirst(_ call: Call, store: VaultStore, ledger: LockoutLedger, settings: ScanSettings) throws -> FingerTurn {
+        do {
+            let match = try verify(call, store: store, ledger: ledger, settings: settings)
+            return .unlocked(Unlocked(vault: match.vault, method: .finger, finger: match.finger))
+        } catch let error as FingersealError {
+            if error.outcome == .cancelled { throw error }
+            call.conversation.info(error.message)
+            return .fallback(error.outcome)
+        }
+    }
+
+    /// The scan on a thread of its own while the client takes a PIN: both in the reader's
+    /// turn, and the scan always stopped and waited for before the turn ends.
+    static func fingerWhilePIN(_ call: Call, store: VaultStore, ledger: LockoutLedger,
+                               settings: ScanSettings) throws -> FingerTurn {
+        let raced: Result<FingerTurn, any Error>
+        do {
+            raced = try call.state.reader.withReader(call.conversation, deviceID: call.value("--device")) { reader in
+                Result { try race(call, reader: reader, store: store, ledger: ledger, settings: settings) }
+            }
+        } catch let error as FingersealError where [.noReader, .unavailable].contains(error.outcome) {
+            // No reader, or another request kept it: the PIN at once.
+            call.conversation.info(error.message)
+            return .fallback(error.outcome)
+        }
+        return try raced.get()
+    }
+
+    private static func race(_ call: Call, reader: Reader, store: VaultStore, ledger: LockoutLedger,
+                             settings: ScanSettings) throws -> FingerTurn {
+        let conversation = call.conversation
+        let job = try BackgroundScan()
+        let scanReader = UncheckedReader(reader)
+        let started = job.start { cancelFD in
+            try Fingerprint.verify(store: store, ledger: ledger, reader: scanReader.reader, settings: settings,
+                                   prompter: conversation, cancelFD: cancelFD)
+        }
+        guard started else { throw FingersealError(.systemError, Messages.systemFailure("start the scan")) }
+        func matched(_ result: Result<Fingerprint.Match, any Error>?) -> FingerTurn? {
+            guard case let .success(match)? = result else { return nil }
+            return .unlocked(Unlocked(vault: match.vault, method: .finger, finger: match.finger))
+        }
+        while true {
+            let answer: Conversation.AnswerOrWake
+            do {
+                answer = try conversation.ask(Ask(.secret, .pin, "", whileScanning: true), wakingOn: [job.done.rawValue])
+            } catch {
+                // A cancel (or a client gone, or no answer in time): stop the scan first.
+                _ = job.stop()
+                throw error
+            }
+            switch answer {
+            case .woken:
+                // The scan ended: a match wins; otherwise the PIN is the fallback.
+                let result = job.wait()
+                if let won = matched(result) { return won }
+                guard case let .failure(error as FingersealError)? = result else { return .fallback(.systemError) }
+                if error.outcome == .cancelled { throw error }
+                conversation.info(error.message)
+                return .fallback(error.outcome)
+            case .skipped:
+                if let won = matched(job.stop()) { return won }
+                return .fallback(.cancelled)
+            case let .secret(pin):
+                if pin.count == 0 {
+                    if let won = matched(job.stop()) { return won }
+                    return .fallback(.cancelled)
+                }
+                do {
+                    let vault = try Vault.unlock(store, pin: PINKeyslot(pin: pin), ledger: ledger)
+                    if let won = matched(job.stop()) { return won }
+                    return .unlocked(Unlocked(vault: vault, method: .pin, finger: nil))
+                } catch let error as FingersealError where error.outcome == .wrongPIN {
+                    // The reader keeps waiting; the PIN may be typed again.
+                    conversation.error(error.message)
+                } catch {
+                    _ = job.stop()
+                    throw error
+                }
+            case .text:
+                _ = job.stop()
+                throw FingersealError(.usage, Messages.badAnswer)
+            }
+        }
+    }
+
+    /// Unlocks (finger or PIN) and refreshes the sealed sign-in, for `unlock` and `token`.
+    /// The fresh access token is kept for the caller's login session; offline within the
+    /// grace, the session's token is used while it is valid (`cached`).
+    static func unlockAndRefresh(_ call: Call) throws -> (unlocked: Unlocked, step: TokenStep, token: AccessTokenFile?, cached: Bool) {
+        let store = call.store
+        // Say "sign in first" before asking for a finger that could not help.
+        guard let status = try Vault.status(store) else { throw FingersealError(.noVault, Messages.noVault) }
+        switch status.signIn {
+        case .none: throw FingersealError(.signInRequired, Messages.notSignedIn)
+        case .required: throw FingersealError(.signInRequired, Messages.signInRequired)
+        case .active: break
+        }
+        let trail = AuditTrail(store: store)
+        let unlocked = try recordingFailure("unlock", trail) { try fingerOrPIN(call, store: store) }
+        trail.record(.unlock(method: unlocked.method, via: .cli), vault: unlocked.vault)
+        let result = try chainRefresh(unlocked.vault, call.options)
+        let now = SystemClock().now()
+        if let fresh = try recordingFailure("token refresh", trail, vault: unlocked.vault, { try result.checked() }) {
+            let token = AccessTokenFile(fresh, issuedAt: now)
+            call.state.sessions.setToken(call.session, token)
+            return (unlocked, result.step, token, false)
+        }
+        if let held = call.state.sessions.token(call.session), held.isValid(at: now) {
+            return (unlocked, result.step, held, true)
+        }
+        return (unlocked, result.step, nil, false)
+    }
+}
+
+/// A fingerprint scan on a thread of its own, so the client can send a PIN meanwhile. The
+/// result is written before `done` is signalled and read only after it is seen (the eventfd
+/// write and read order the two threads).
+final class BackgroundScan: @unchecked Sendable {
+    let done: FileDescriptor
+    private let cancel: FileDescriptor
+    private var result: Result<Fingerprint.Match, any Error>? = nil
+    private var finished = false
+
+    init() throws {
+        do {
+            done = FileDescriptor(owning: try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC)) })
+            cancel = FileDescriptor(owning: try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC)) })
+        } catch {
+            throw FingersealError(.systemError, Messages.systemFailure("start the scan"), detail: "\(error)")
+        }
+    }
+
+    /// Starts `scan` on a new thread; false when no thread could be started.
+    func start(_ scan: @escaping @Sendable (_ cancelFD: Int32) throws -> Fingerprint.Match) -> Bool {
+        startThread {
+            do { self.result = .success(try scan(self.cancel.rawValue)) } catch { self.result = .failure(error) }
+            var one: UInt64 = 1
+            _ = write(self.done.rawValue, &one, 8)
+        }
+    }
+
+    /// Asks the scan to stop and waits for it (the reader confirms a cancel within moments;
+    /// FprintKit bounds it). Returns the scan's result, which may still be a match.
+    func stop() -> Result<Fingerprint.Match, any Error>? {
+        var one: UInt64 = 1
+        _ = write(cancel.rawValue, &one, 8)
+        return wait()
+    }
+
+    /// Waits for the scan to end and returns its result.
+    func wait() -> Result<Fingerprint.Match, any Error>? {
+        if !finished {
+            var value: UInt64 = 0
+            while read(done.rawValue, &value, 8) < 0 && errno == EINTR {}
+            finished = true
+        }
+        return result
+    }
+}
+
+/// The reader, handed to the scan thread, which is its only user until the scan ends.
+struct UncheckedReader: @unchecked Sendable {
+    let reader: Reader
+    init(_ reader: Reader) { self.reader = reader }
 }

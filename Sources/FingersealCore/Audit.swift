@@ -31,6 +31,8 @@ public enum AuditEvent: Equatable, Sendable {
     /// An action (unlock, sign-in, fingerprint scan, token refresh, ...) did not succeed.
     case failure(action: String, reason: String)
     case logout
+    /// A forgotten PIN was replaced (`fingerseal pin reset`: the account password, or root).
+    case pinReset
 }
 
 /// Where each event's log line goes, besides the audit file.
@@ -286,6 +288,8 @@ extension AuditEvent {
             entry.reason = AuditText.clean(reason)
         case .logout:
             entry.event = "logout"
+        case .pinReset:
+            entry.event = "pin-reset"
         }
         return entry
     }
@@ -303,6 +307,7 @@ extension AuditEntry {
         case "lockout": return Messages.auditLockout(method ?? "?")
         case "failure": return Messages.auditFailure(action ?? "?", Messages.auditReason(reason ?? "?"))
         case "logout": return Messages.auditLoggedOut
+        case "pin-reset": return Messages.auditPINReset
         case AuditEntry.rotated: return Messages.auditRotated(AuditFiles.older)
         default: return Messages.auditUnknownEvent(event)
         }

@@ -179,6 +179,7 @@ public enum Messages {
         (action.first.map { $0.uppercased() + action.dropFirst() } ?? "An action") + " did not succeed: \(reason)."
     }
     public static let auditLoggedOut = "Signed out."
+    public static let auditPINReset = "A forgotten PIN was replaced with a new one."
     public static func auditRotated(_ file: String) -> String { "Older events were moved to \(file)." }
     public static func auditUnknownEvent(_ event: String) -> String { "An event this fingerseal does not know: \(event)." }
     /// A reason word (usually an outcome name) as words.
@@ -273,4 +274,40 @@ public enum Messages {
     }
     public static let clearStorageRootOnly = "Only root can clear the reader's storage."
     public static let notAvailableYet = "This command is not available from the fingerseal service yet."
+
+    // The account password (checked by the service with PAM, service fingerseal-verify).
+    public static let accountPasswordRefused = "The account password was not accepted. Nothing was changed."
+    public static let accountPasswordNeeded = "This needs your account password (the one you sign in to this computer with)."
+    public static let resetWithAccountPassword = "To delete the vault without the PIN, give your account password."
+    public static let passwordEmptyInput = "No password was given."
+
+    // pin reset (a forgotten PIN)
+    public static let pinResetDone = "The new PIN is set. Your enrolled fingers and sign-in are kept."
+    public static let pinResetNoDevice = "The vault cannot be opened without the PIN: its device key is missing or does not match the enrolled fingers. To start again, delete the vault with: fingerseal reset"
+
+    // Tokens held by the service
+    public static func cachedTokenReady(_ minutes: Int) -> String {
+        "The identity provider cannot be reached, so this session's access token is used. It is valid for \(minutes) more minute\(minutes == 1 ? "" : "s")."
+    }
+    /// Why the identity provider could not be told to end a sign-in, as words (never an
+    /// internal error value).
+    public static func revokeFailed(_ failure: TokenFailure) -> String {
+        let detail: String
+        switch failure {
+        case .unreachable: detail = "it cannot be reached"
+        case let .rejected(status, _): detail = "it refused the request with HTTP status \(status)"
+        case .malformed: detail = "its answer could not be read"
+        case .badConfiguration: detail = "its configuration cannot be used"
+        case .chainEnded: detail = "it no longer knows this sign-in"
+        case .accessDenied: detail = "it refused the request"
+        case .authorizationPending, .slowDown, .expiredToken: detail = "it gave an unexpected answer"
+        }
+        return revokeFailed(detail)
+    }
+
+    // Sign-in: a confidential client's secret, asked through the client
+    public static let clientSecretPrompt = "Client secret: "
+
+    // Rig commands
+    public static let selftestStorageKept = "The prints stored on the reader are not cleared first (root can add --clear-storage); the self-test may fail if its storage is full."
 }

@@ -12,6 +12,7 @@ public enum Command: String, CaseIterable, Sendable {
     case seal, reveal
     case pinSet = "pin.set"
     case pinChange = "pin.change"
+    /// A forgotten PIN: the account password (root: nothing) and the vault's device slot.
     case pinReset = "pin.reset"
     case reset
     case devices, enroll, fingers, forget, verify, capture, selftest

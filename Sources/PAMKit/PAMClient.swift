@@ -1,8 +1,9 @@
 import CPAM
 import Glibc
 
-/// An application-side PAM transaction (`pam_start_confdir` … `pam_end`), used by tests and
-/// benchmarks to run a real PAM stack from a private service directory.
+/// An application-side PAM transaction (`pam_start` or `pam_start_confdir` … `pam_end`):
+/// tests and benchmarks run a real PAM stack from a private service directory with it, and
+/// the broker checks an account password through its own service (`fingerseal-verify`).
 public final class PAMClient {
     public enum Message: Equatable, Sendable {
         case promptEchoOff(String), promptEchoOn(String), errorMessage(String), textInfo(String)
@@ -11,9 +12,24 @@ public final class PAMClient {
     /// Answers one message; nil means "no answer" (PAM_CONV_ERR for prompts).
     public typealias Responder = (Message) -> String?
 
+    /// What a conversation gives back for one message.
+    public enum Response {
+        /// No answer (for a message; a prompt left without one).
+        case none
+        case text(String)
+        /// A secret answer in memory from `malloc`, NUL-terminated: PAM takes it over and
+        /// frees it (modules wipe it first), so it is never copied into a Swift String.
+        case owned(UnsafeMutablePointer<CChar>)
+        /// Ends the conversation: the module gets PAM_CONV_ERR (a cancel, a client gone).
+        case abort
+    }
+
+    /// Answers one message of the conversation.
+    public typealias Converser = (Message) -> Response
+
     private final class ConversationBox {
-        let respond: Responder
-        init(_ respond: @escaping Responder) { self.respond = respond }
+        let converse: Converser
+        init(_ converse: @escaping Converser) { self.converse = converse }
     }
 
     private let handle: OpaquePointer
@@ -23,11 +39,29 @@ public final class PAMClient {
 
     public struct StartError: Error, Equatable { public let code: Int32 }
 
-    public init(service: String, user: String, configDirectory: String, respond: @escaping Responder) throws {
-        box = ConversationBox(respond)
+    public convenience init(service: String, user: String, configDirectory: String, respond: @escaping Responder) throws {
+        try self.init(service: service, user: user, configDirectory: configDirectory, box: ConversationBox { message in
+            respond(message).map { .text($0) } ?? .none
+        })
+    }
+
+    /// Starts a transaction for `service` from `configDirectory`, or from the system's
+    /// configuration (/etc/pam.d) when it is nil; `converse` answers its conversation.
+    public static func start(service: String, user: String, configDirectory: String? = nil,
+                             converse: @escaping Converser) throws -> PAMClient {
+        try PAMClient(service: service, user: user, configDirectory: configDirectory, box: ConversationBox(converse))
+    }
+
+    private init(service: String, user: String, configDirectory: String?, box: ConversationBox) throws {
+        self.box = box
         conversation = pam_conv(conv: PAMClient.converse, appdata_ptr: Unmanaged.passUnretained(box).toOpaque())
         var raw: OpaquePointer? = nil
-        let rc = pam_start_confdir(service, user, &conversation, configDirectory, &raw)
+        let rc: Int32
+        if let configDirectory {
+            rc = pam_start_confdir(service, user, &conversation, configDirectory, &raw)
+        } else {
+            rc = pam_start(service, user, &conversation, &raw)
+        }
         guard rc == PAM_SUCCESS, let raw else { throw StartError(code: rc) }
         handle = raw
     }
@@ -80,8 +114,23 @@ public final class PAMClient {
             case PAM_ERROR_MSG: kind = .errorMessage(text)
             default: kind = .textInfo(text)
             }
-            let answer = box.respond(kind)
-            replies[index] = pam_response(resp: answer.flatMap { strdup($0) }, resp_retcode: 0)
+            let answer: UnsafeMutablePointer<CChar>?
+            switch box.converse(kind) {
+            case .none: answer = nil
+            case let .text(text): answer = strdup(text)
+            case let .owned(pointer): answer = pointer
+            case .abort:
+                // Nothing handed back: wipe and free what was answered so far.
+                for done in 0..<index {
+                    if let text = replies[done].resp {
+                        explicit_bzero(text, strlen(text))
+                        free(text)
+                    }
+                }
+                free(replies)
+                return PAM_CONV_ERR
+            }
+            replies[index] = pam_response(resp: answer, resp_retcode: 0)
         }
         responses.pointee = replies
         return PAM_SUCCESS

@@ -1,0 +1,87 @@
+import FingersealCore
+import Glibc
+import PAMKit
+import SodiumKit
+import SystemKit
+
+/// The account password, checked by the broker itself with PAM (design §2): creating a
+/// vault and resetting a forgotten PIN need it from a caller other than root. The service
+/// is the broker's own, `fingerseal-verify` (pam/fingerseal-verify: pam_unix, never
+/// pam_fingerseal, so neither a finger nor the PIN can stand in for the password). PAM's
+/// questions go to the client as questions of the request; its messages as sentences.
+enum AccountPassword {
+    static let service = "fingerseal-verify"
+
+    /// Checks the password unless the caller is root (root may provision for any user).
+    static func requireUnlessRoot(_ call: Call) throws {
+        if call.caller.isRoot { return }
+        try check(call)
+    }
+
+    /// Runs pam_authenticate and pam_acct_mgmt for the account acted on, after saying `why`.
+    /// Throws `.noMatch` when PAM refuses, `.cancelled`/`.timedOut` when the client cancels,
+    /// leaves or does not answer, `.systemError` when PAM cannot be started.
+    static func check(_ call: Call, why: String = Messages.accountPasswordNeeded) throws {
+        let conversation = call.conversation
+        conversation.info(why)
+        // The first error of the conversation (a cancel), rethrown instead of PAM's refusal.
+        var interrupted: FingersealError? = nil
+        let converse: PAMClient.Converser = { message in
+            if interrupted != nil { return .abort }
+            do {
+                switch message {
+                case let .promptEchoOff(prompt):
+                    guard let secret = try conversation.askSecret(.accountPassword, prompt) else { return .text("") }
+                    guard let owned = cString(secret) else {
+                        interrupted = FingersealError(.systemError, Messages.secureMemory)
+                        return .abort
+                    }
+                    return .owned(owned)
+                case let .promptEchoOn(prompt):
+                    return .text(try conversation.askText(.other, prompt) ?? "")
+                case let .textInfo(text):
+                    conversation.info(text)
+                    return .none
+                case let .errorMessage(text):
+                    conversation.error(text)
+                    return .none
+                }
+            } catch let error as FingersealError {
+                interrupted = error
+                return .abort
+            } catch {
+                interrupted = FingersealError(.cancelled, Messages.cancelled)
+                return .abort
+            }
+        }
+        let pam: PAMClient
+        do {
+            pam = try PAMClient.start(service: service, user: call.account.name, converse: converse)
+        } catch {
+            throw FingersealError(.systemError, Messages.systemFailure("check the account password"), detail: "pam_start: \(error)")
+        }
+        // Whom PAM's logs should name as asking.
+        if let asking = try? UserAccount.withID(call.caller.uid) { _ = pam.setItem(.ruser, asking.name) }
+        var status = pam.authenticate()
+        if status == 0 { status = pam.accountManagement() }
+        if let interrupted { throw interrupted }
+        guard status == 0 else {
+            Syslog.log(.notice, "fingersealed: \(call.request.command.rawValue): the account password of user=\(call.account.name) "
+                       + "was not accepted (\(call.caller)): \(PAMClient.describe(status))")
+            throw FingersealError(.noMatch, Messages.accountPasswordRefused)
+        }
+    }
+
+    /// A malloc'd, NUL-terminated copy of `secret` for PAM, which frees it (after wiping, as
+    /// its modules do). Nil when there is no memory.
+    static func cString(_ secret: SecureBytes) -> UnsafeMutablePointer<CChar>? {
+        secret.withUnsafeBytes { bytes -> UnsafeMutablePointer<CChar>? in
+            // A NUL inside would cut the password short in C: send an empty one, which
+            // fingerseal-verify refuses (no nullok), rather than a shorter password.
+            let length = bytes.contains(0) ? 0 : bytes.count
+            guard let raw = calloc(length + 1, 1) else { return nil }
+            if length > 0, let base = bytes.baseAddress { memcpy(raw, base, length) }
+            return raw.assumingMemoryBound(to: CChar.self)
+        }
+    }
+}

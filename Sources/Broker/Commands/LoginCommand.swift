@@ -1,0 +1,248 @@
+import CurlKit
+import FingersealCore
+import FoundationEssentials
+import Glibc
+import IdentityClient
+import LoopbackKit
+import QRKit
+import SodiumKit
+import SystemKit
+
+/// login: the device grant, the password grant, or the browser (authorization code + PKCE
+/// with a loopback redirect). Every request to the identity provider is the broker's; the
+/// client shows what the person must see and relays what they type. The refresh token never
+/// leaves the broker.
+enum LoginCommand {
+    static let defaultScope = "openid offline_access"
+
+    static func login(_ call: Call) throws -> Reply {
+        try loggingFailure("sign-in", call.store) { try run(call) }
+    }
+
+    static func run(_ call: Call) throws -> Reply {
+        guard let issuer = call.value("--issuer"), let clientID = call.value("--client-id"),
+              !issuer.isEmpty, !clientID.isEmpty else {
+            throw FingersealError(.usage, "Say which identity provider and client with --issuer URL --client-id ID.")
+        }
+        let flow = call.value("--flow") ?? "device"
+        guard ["device", "password", "browser"].contains(flow) else {
+            throw FingersealError(.usage, "The option --flow takes device, password or browser.")
+        }
+        let scope = call.value("--scope") ?? defaultScope
+        let store = call.store
+        let options = call.options
+        // A new vault needs the account password (root: not), asked before anyone signs in
+        // at the provider for nothing.
+        if try Vault.status(store) == nil { try AccountPassword.requireUnlessRoot(call) }
+        let secret = call.has("--client-secret") ? try askClientSecret(call) : nil
+
+        let http = HTTPClient(configuration: .init(connectTimeout: Double(options.connectTimeout), timeout: Double(options.idpTimeout)))
+        let client: OAuthClient
+        let tokens: TokenSet
+        do {
+            client = OAuthClient(metadata: try Discovery.discover(issuer: issuer, http: http), clientID: clientID,
+                                 clientSecret: secret, http: http)
+            if flow == "password" {
+                tokens = try passwordFlow(client, scope: scope, call)
+            } else if flow == "browser" {
+                tokens = try browserFlow(client, scope: scope, call)
+            } else {
+                tokens = try deviceFlow(client, scope: scope, call)
+            }
+        } catch let failure as TokenFailure {
+            throw loginError(failure)
+        }
+        guard let refreshToken = tokens.refreshToken else { throw FingersealError(.unavailable, Messages.noRefreshToken) }
+
+        // Seal it: into the existing vault (its PIN), or a new one (a new PIN).
+        let vault: UnlockedVault
+        if try Vault.status(store) != nil {
+            vault = try Unlocking.withPIN(call, store: store)
+        } else {
+            vault = try Vault.create(store, pin: PINKeyslot(pin: try Unlocking.askNewPIN(call)))
+        }
+        let clientSecret = try secret.map { try SecureBytes(copying: Array($0.utf8)) }
+        try vault.update {
+            try $0.signedIn(refreshToken: refreshToken, provider: client.providerRecord, clientSecret: clientSecret,
+                            at: SystemClock().now())
+        }
+        try LockoutLedger(store: store, options: options).clearAll()
+        AuditTrail(store: store).record(.signIn(issuer: issuer, flow: flow), vault: vault)
+        call.conversation.output(Messages.signedIn(issuer))
+        if try vault.enrolledFingers().isEmpty { call.conversation.info(Messages.offerEnroll) }
+        return Reply(.success)
+    }
+
+    /// A confidential client's secret, asked through the client (which reads it from its
+    /// --client-secret-file): the broker never opens a file a caller names.
+    static func askClientSecret(_ call: Call) throws -> String {
+        guard let answer = try call.conversation.askSecret(.clientSecret, Messages.clientSecretPrompt) else {
+            throw FingersealError(.usage, "No client secret was given.")
+        }
+        return answer.withUnsafeBytes { bytes in
+            // A trailing newline is the editor's, not the secret's.
+            var end = bytes.endIndex
+            while end > bytes.startIndex, [0x0a, 0x0d, 0x20].contains(bytes[end - 1]) { end -= 1 }
+            return String(decoding: bytes[..<end], as: UTF8.self)
+        }
+    }
+
+    static func passwordFlow(_ client: OAuthClient, scope: String, _ call: Call) throws -> TokenSet {
+        // --idp-user: the name at the identity provider (default: the account acted on).
+        let user = call.value("--idp-user") ?? call.account.name
+        guard let password = try call.conversation.askSecret(.idpPassword, Messages.passwordPrompt(user)) else {
+            throw FingersealError(.usage, Messages.passwordEmptyInput)
+        }
+        return try client.passwordGrant(username: user, password: password, scope: scope)
+    }
+
+    /// RFC 8628: show the code (and a QR code), poll at the interval, slow down when asked,
+    /// stop on expiry, refusal, or the client's cancel or hang-up.
+    static func deviceFlow(_ client: OAuthClient, scope: String, _ call: Call) throws -> TokenSet {
+        var authorization = try client.startDeviceAuthorization(scope: scope)
+        let conversation = call.conversation
+        if call.has("--json") {
+            struct Prompt: Encodable {
+                let verificationUri: String, verificationUriComplete: String?, userCode: String, expiresIn: Int
+            }
+            let encoder = JSONEncoder()
+            encoder.keyEncodingStrategy = .convertToSnakeCase
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            let line = try encoder.encode(Prompt(verificationUri: authorization.verificationURI,
+                                                 verificationUriComplete: authorization.verificationURIComplete,
+                                                 userCode: authorization.userCode, expiresIn: authorization.expiresIn))
+            conversation.output(String(decoding: line, as: UTF8.self))
+        } else {
+            conversation.output(Messages.openAndEnter(authorization.verificationURI, authorization.userCode))
+            if !call.has("--no-qr"), let target = authorization.verificationURIComplete,
+               let code = try? QRCode(text: target) {
+                conversation.output(Messages.orScanQR)
+                conversation.output(code.renderHalfBlocks())
+            }
+        }
+        conversation.info(Messages.waitingForSignIn)
+        let deadline = monotonicSeconds() + Double(authorization.expiresIn)
+        while monotonicSeconds() < deadline {
+            _ = try pause(call, seconds: Double(authorization.interval))
+            do throws(TokenFailure) {
+                return try client.pollDevice(authorization)
+            } catch {
+                switch error {
+                case .authorizationPending: continue
+                case .slowDown: authorization.interval += 5
+                default: throw loginError(error)
+                }
+            }
+        }
+        throw FingersealError(.timedOut, Messages.codeExpired)
+    }
+
+    /// Waits `seconds`, or until `other` is readable (then true). The client's cancel or
+    /// hang-up throws `.cancelled`.
+    static func pause(_ call: Call, seconds: Double, until other: Int32? = nil) throws -> Bool {
+        let deadline = monotonicSeconds() + seconds
+        while true {
+            let remaining = deadline - monotonicSeconds()
+            if remaining <= 0 { return false }
+            var fds = [pollfd(fd: call.conversation.cancelFD, events: Int16(POLLIN), revents: 0)]
+            if let other { fds.append(pollfd(fd: other, events: Int16(POLLIN), revents: 0)) }
+            let ready = poll(&fds, nfds_t(fds.count), Int32((min(remaining, 60) * 1000).rounded(.up)))
+            if ready <= 0 { continue }
+            if fds.count > 1 && fds[1].revents != 0 { return true }
+            if fds[0].revents != 0 && call.conversation.takeCancel() { throw FingersealError(.cancelled, Messages.cancelled) }
+        }
+    }
+
+    static func loginError(_ failure: TokenFailure) -> FingersealError {
+        switch failure {
+        case .chainEnded: return FingersealError(.noMatch, Messages.credentialsRefused)
+        case .accessDenied: return FingersealError(.noMatch, Messages.signInRefused)
+        case .expiredToken: return FingersealError(.timedOut, Messages.codeExpired)
+        case let .unreachable(why): return FingersealError(.unavailable, Messages.providerUnreachable(why))
+        case let .badConfiguration(why): return FingersealError(.badConfiguration, Messages.providerProblem(why))
+        case let .malformed(why): return FingersealError(.unavailable, Messages.providerProblem(why))
+        case let .rejected(status, code):
+            return FingersealError(.unavailable, Messages.providerProblem("it answered \(status)" + (code.map { " \($0)" } ?? "")))
+        case .authorizationPending, .slowDown: return FingersealError(.unavailable, Messages.providerProblem("unexpected answer"))
+        }
+    }
+
+    // MARK: browser
+
+    static let browserPages: RedirectReceiver.Pages = (received: Messages.browserPageReceived,
+                                                       failed: Messages.browserPageFailed,
+                                                       ignored: Messages.browserPageIgnored)
+
+    /// RFC 8252: authorization code with PKCE in a browser, which comes back to a
+    /// one-request listener on 127.0.0.1 run by the broker; bounded by --timeout, ended by
+    /// the client's cancel. The client opens the browser (`browse`), as the user.
+    static func browserFlow(_ client: OAuthClient, scope: String, _ call: Call) throws -> TokenSet {
+        let seconds = try call.integer("--timeout") ?? 300
+        guard (1...86_400).contains(seconds) else {
+            throw FingersealError(.usage, "The option --timeout takes 1 to 86400 seconds.")
+        }
+        let port = try call.integer("--redirect-port") ?? 0
+        guard port == 0 || (1024...65535).contains(port) else {
+            throw FingersealError(.usage, "The option --redirect-port takes a port from 1024 to 65535.")
+        }
+        let request = try AuthorizationRequest()
+        let receiver: RedirectReceiver
+        do {
+            receiver = try RedirectReceiver(port: UInt16(port), state: request.state, pages: browserPages)
+        } catch let error as SystemError where error.code == EADDRINUSE {
+            throw FingersealError(.unavailable, Messages.redirectPortBusy(port))
+        } catch {
+            throw FingersealError(.systemError, Messages.systemFailure("listen for the browser on 127.0.0.1"),
+                                  detail: "\(error)")
+        }
+        defer { receiver.stop() }
+        let url = try client.authorizationURL(request, scope: scope, redirectURI: receiver.redirectURI)
+        try showAuthorizationURL(url, json: call.has("--json"), call)
+        if !call.has("--no-browser") { call.conversation.browse(url) }
+        call.conversation.info(Messages.waitingForSignIn)
+        let parameters = try waitForRedirect(receiver, call, seconds: seconds)
+        receiver.stop()
+
+        let response = AuthorizationResponse(parameters)
+        switch response {
+        case let .code(code):
+            do throws(TokenFailure) {
+                return try client.exchangeCode(code, redirectURI: receiver.redirectURI, verifier: request.pkce.verifier)
+            } catch {
+                // invalid_grant here: the code expired, was used, or the verifier did not match.
+                if case .chainEnded = error { throw FingersealError(.noMatch, Messages.codeNotAccepted) }
+                throw error
+            }
+        case .refused:
+            throw loginError(.accessDenied)
+        case let .failed(error):
+            throw FingersealError(response.isTransient ? .unavailable : .badConfiguration,
+                                  Messages.providerProblem("it ended the sign-in with the error \(error)"))
+        case .malformed:
+            throw FingersealError(.unavailable, Messages.providerProblem("it sent the browser back with neither a code nor an error"))
+        }
+    }
+
+    static func showAuthorizationURL(_ url: String, json: Bool, _ call: Call) throws {
+        guard json else {
+            call.conversation.output(Messages.openInBrowser)
+            call.conversation.output(url)
+            return
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        call.conversation.output(String(decoding: try encoder.encode(["authorization_url": url]), as: UTF8.self))
+    }
+
+    /// The redirect's parameters once its page has been sent; every wait is bounded.
+    static func waitForRedirect(_ receiver: RedirectReceiver, _ call: Call, seconds: Int) throws -> [String: String] {
+        let deadline = monotonicSeconds() + Double(seconds)
+        while true {
+            let remaining = deadline - monotonicSeconds()
+            guard remaining > 0 else { throw FingersealError(.timedOut, Messages.browserTimedOut) }
+            if try pause(call, seconds: min(remaining, 60), until: receiver.readyFD), let parameters = receiver.redirect() {
+                return parameters
+            }
+        }
+    }
+}

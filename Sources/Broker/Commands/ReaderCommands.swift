@@ -1,0 +1,288 @@
+import FingerprintFlows
+import FingersealCore
+import FprintKit
+import SystemKit
+
+/// devices, enroll, fingers, forget, verify, capture, selftest. The reader is the broker's:
+/// one operation at a time (`ReaderGate`), cancelled by the client's cancel or hang-up.
+enum ReaderCommands {
+    // MARK: devices
+
+    struct DeviceReport: Encodable {
+        let id: String
+        let driver: String
+        let name: String
+        let scanType: String
+        let features: [String]
+    }
+
+    static func featureNames(_ features: ReaderFeatures) -> [String] {
+        let names: [(ReaderFeatures, String)] = [
+            (.capture, "capture"), (.identify, "identify"), (.verify, "verify"), (.storage, "storage"),
+            (.storageList, "storage-list"), (.storageDelete, "storage-delete"), (.storageClear, "storage-clear"),
+            (.duplicatesCheck, "duplicates-check"), (.alwaysOn, "always-on"), (.updatePrint, "update-print"),
+        ]
+        return names.filter { features.contains($0.0) }.map(\.1)
+    }
+
+    static func devices(_ call: Call) throws -> Reply {
+        let readers = try call.state.reader.whileHeld { () throws -> [ReaderInfo] in
+            do throws(FprintError) { return try Reader.list() } catch { throw Fingerprint.translate(error) }
+        }
+        let reports = readers.map {
+            DeviceReport(id: $0.deviceID, driver: $0.driver, name: $0.name,
+                         scanType: $0.scanType == .swipe ? "swipe" : "press", features: featureNames($0.features))
+        }
+        if call.has("--json") {
+            try call.printJSON(reports)
+            return Reply(.success)
+        }
+        guard !reports.isEmpty else { throw FingersealError(.noReader, Messages.noReader) }
+        for report in reports {
+            call.conversation.output("\(report.name) (driver \(report.driver), id \(report.id)): \(report.scanType) sensor; "
+                                     + "features: \(report.features.joined(separator: ", ")).")
+        }
+        return Reply(.success)
+    }
+
+    /// A cancel the reader reported: the client's (a cancel message or a hang-up) stays a
+    /// cancel; any other is the reader's own failure.
+    static func clientCancel(_ call: Call, _ error: FingersealError) -> FingersealError {
+        guard error.outcome == .cancelled, !call.conversation.takeCancel() else { return error }
+        return FingersealError(.unavailable, Messages.readerFailed("the operation was cancelled"))
+    }
+
+    // MARK: enroll, fingers, forget
+
+    static func enroll(_ call: Call) throws -> Reply {
+        let requested = try call.value("--finger").map { name -> Finger in
+            guard let finger = Finger(name: name) else { throw FingersealError(.usage, Messages.unknownFinger(String(name.prefix(64)))) }
+            return finger
+        }
+        let store = call.store
+        let scan = try call.scanSettings()
+        // The reader first: nobody should type a PIN only to hear there is no reader.
+        let finger = try call.state.reader.withReader(call.conversation, deviceID: call.value("--device")) { reader -> Finger in
+            let vault = try Unlocking.withPIN(call, store: store)
+            let enrolled = try vault.enrolledFingers()
+            let order: [Finger] = [.rightIndex, .leftIndex, .rightMiddle, .leftMiddle, .rightThumb, .leftThumb,
+                                   .rightRing, .leftRing, .rightLittle, .leftLittle]
+            guard let finger = requested ?? order.first(where: { !enrolled.contains($0.name) }) else {
+                throw FingersealError(.usage, Messages.alreadyEnrolled("every finger"))
+            }
+            do {
+                try Fingerprint.enroll(vault: vault, reader: reader, finger: finger, settings: scan,
+                                       prompter: call.conversation, cancelFD: call.conversation.cancelFD)
+            } catch let error as FingersealError {
+                throw clientCancel(call, error)
+            }
+            return finger
+        }
+        call.conversation.output(Messages.enrolled(finger.name))
+        return Reply(.success)
+    }
+
+    static func fingers(_ call: Call) throws -> Reply {
+        guard let status = try Vault.status(call.store) else { throw FingersealError(.noVault, Messages.noVault) }
+        if call.has("--json") {
+            try call.printJSON(["fingers": status.fingers])
+            return Reply(.success)
+        }
+        call.conversation.output(status.fingers.isEmpty ? "No finger is enrolled." : status.fingers.joined(separator: "\n"))
+        return Reply(.success)
+    }
+
+    static func forget(_ call: Call) throws -> Reply {
+        let all = call.has("--all")
+        guard all != (call.arguments.count == 1), call.arguments.count <= 1 else {
+            throw FingersealError(.usage, "Name one finger to forget, or use --all.")
+        }
+        let vault = try Unlocking.withPIN(call, store: call.store)
+        let fingers = all ? nil : call.arguments
+        // Prints stored on the reader are deleted there first, in the reader's turn. Opening
+        // it may fail (none connected, or busy): then the vault forgets, and a print left on
+        // a chip is reported.
+        let attempt: Result<[String], any Error>?
+        do {
+            attempt = try call.state.reader.withReader(call.conversation) { reader in
+                Result { try Fingerprint.forget(vault: vault, fingers: fingers, openReader: { reader }, prompter: call.conversation) }
+            }
+        } catch is FingersealError {
+            attempt = nil
+        }
+        let forgotten = try attempt?.get()
+            ?? Fingerprint.forget(vault: vault, fingers: fingers, openReader: { nil }, prompter: call.conversation)
+        call.conversation.output(Messages.forgotten(forgotten))
+        return Reply(.success)
+    }
+
+    // MARK: verify, capture
+
+    struct VerifyReport: Encodable {
+        let result: String
+        let finger: String?
+        let milliseconds: Double?
+        let message: String?
+    }
+
+    static func verify(_ call: Call) throws -> Reply {
+        let store = call.store
+        let scan = try call.scanSettings(maxTries: 1)
+        let ledger = LockoutLedger(store: store, options: call.options)
+        let json = call.has("--json")
+        let result = try call.state.reader.withReader(call.conversation, deviceID: call.value("--device")) { reader in
+            Result { () throws -> Fingerprint.Match in
+                do {
+                    return try Fingerprint.verify(store: store, ledger: ledger, reader: reader, settings: scan,
+                                                  prompter: call.conversation, cancelFD: call.conversation.cancelFD)
+                } catch let error as FingersealError {
+                    throw clientCancel(call, error)
+                }
+            }
+        }
+        do {
+            let match = try result.get()
+            let milliseconds = (match.milliseconds * 10).rounded() / 10
+            if json {
+                try call.printJSON(VerifyReport(result: "match", finger: match.finger, milliseconds: milliseconds, message: nil))
+            } else {
+                call.conversation.output("Match: \(match.finger), in \(milliseconds) milliseconds.")
+            }
+            return Reply(.success)
+        } catch let error as FingersealError {
+            if json {
+                let outcome = error.outcome == .noMatch ? "no-match" : error.outcome.rawValue
+                try call.printJSON(VerifyReport(result: outcome, finger: nil, milliseconds: nil, message: error.message))
+            }
+            throw error
+        }
+    }
+
+    /// Captures one image; its PGM bytes go back as data, and the client writes them where
+    /// its --out says (the broker never opens a file a caller names).
+    static func capture(_ call: Call) throws -> Reply {
+        let path = call.value("--out") ?? "the file"
+        let scan = try call.scanSettings()
+        let image = try call.state.reader.withReader(call.conversation, deviceID: call.value("--device")) { reader -> FingerprintImage in
+            guard reader.info.features.contains(.capture) else { throw FingersealError(.unavailable, Messages.captureNotSupported) }
+            call.conversation.info(Messages.placeFinger(swipe: reader.info.scanType == .swipe, cancelHint: scan.cancelHint))
+            let operation: ReaderOperation
+            do throws(FprintError) { operation = try reader.capture() } catch { throw Fingerprint.translate(error) }
+            let result = operation.wait(timeout: scan.timeout, cancelFD: call.conversation.cancelFD) { event in
+                call.conversation.readerEvent(event)
+                if case let .hint(hint) = event { call.conversation.info(Fingerprint.describe(hint)) }
+            }
+            guard case let .captured(image) = result else {
+                if case let .failed(error) = result { throw clientCancel(call, Fingerprint.translate(error)) }
+                throw FingersealError(.unavailable, Messages.readerFailed("unexpected result"))
+            }
+            return image
+        }
+        image.pgm().withUnsafeBytes { call.conversation.data($0) }
+        call.conversation.output(Messages.captured(path, image.width, image.height))
+        return Reply(.success)
+    }
+
+    // MARK: selftest
+
+    struct SelftestReport: Encodable {
+        struct Step: Encodable {
+            let name: String
+            let passed: Bool
+            let milliseconds: Double
+            let message: String?
+        }
+        var driver: String = ""
+        var passed = false
+        var steps: [Step] = []
+    }
+
+    /// Open, (clear the storage: only with --clear-storage, which only root may send), enroll,
+    /// verify, delete, close. The vault is not touched.
+    static func selftest(_ call: Call) throws -> Reply {
+        let scan = try call.scanSettings()
+        let prompter = call.conversation
+        let json = call.has("--json")
+        let clear = call.has("--clear-storage")
+        var report = SelftestReport()
+
+        /// Runs one step, timing it; returns false (and records why) when it fails.
+        func step(_ name: String, _ body: () throws -> Void) -> Bool {
+            let start = monotonicSeconds()
+            var message: String? = nil
+            do { try body() } catch let error as FingersealError { message = error.message } catch {
+                message = Fingerprint.translate(error as? FprintError ?? .invalidPrint).message
+            }
+            let milliseconds = ((monotonicSeconds() - start) * 10000).rounded() / 10
+            report.steps.append(.init(name: name, passed: message == nil, milliseconds: milliseconds, message: message))
+            if !json {
+                prompter.output("\(name): " + (message.map { "failed: \($0)" } ?? "passed") + " (\(milliseconds) ms)")
+            }
+            return message == nil
+        }
+        func finish(_ operation: ReaderOperation, timeout: Double) throws -> OperationResult {
+            let result = operation.wait(timeout: timeout, cancelFD: prompter.cancelFD) { event in
+                prompter.readerEvent(event)
+                switch event {
+                case let .enrollProgress(done, total): prompter.info(Messages.enrollProgress(done, total, swipe: false))
+                case let .hint(hint): prompter.info(Fingerprint.describe(hint))
+                case .fingerNeeded, .finished: break
+                }
+            }
+            if case let .failed(error) = result { throw clientCancel(call, Fingerprint.translate(error)) }
+            return result
+        }
+
+        let ok = try call.state.reader.whileHeld { () -> Bool in
+            var reader: Reader? = nil
+            var enrolled: Print? = nil
+            var ok = step("open") {
+                reader = try Fingerprint.openReader(deviceID: call.value("--device"))
+                report.driver = reader?.info.driver ?? ""
+                guard reader?.info.features.contains(.storage) == true else {
+                    throw FingersealError(.unavailable, Messages.selftestNeedsStorage)
+                }
+            }
+            if let reader {
+                defer { reader.close() }
+                if ok {
+                    if clear {
+                        ok = step("clear-storage") { _ = try finish(try reader.clearStorage(), timeout: scan.timeout) }
+                    } else {
+                        prompter.info(Messages.selftestStorageKept)
+                    }
+                    ok = ok && step("enroll") {
+                        prompter.info(Messages.placeFinger(swipe: reader.info.scanType == .swipe, cancelHint: scan.cancelHint))
+                        let operation = try reader.enrollBare()
+                        guard case let .enrolled(print) = try finish(operation, timeout: scan.timeout * Double(reader.enrollStages + 1)) else {
+                            throw FingersealError(.unavailable, Messages.readerFailed("enrollment gave no print"))
+                        }
+                        enrolled = print
+                    }
+                    ok = ok && step("verify") {
+                        guard let print = enrolled else { return }
+                        prompter.info(Messages.placeFinger(swipe: reader.info.scanType == .swipe, cancelHint: scan.cancelHint))
+                        guard case .verified(matched: true) = try finish(try reader.verify(print), timeout: scan.timeout) else {
+                            throw FingersealError(.noMatch, Messages.noMatch)
+                        }
+                    }
+                    ok = ok && step("delete") {
+                        guard let print = enrolled else { return }
+                        _ = try finish(try reader.deleteStoredPrint(print), timeout: scan.timeout)
+                    }
+                }
+                let closed = step("close") { reader.close() }
+                ok = ok && closed
+            }
+            return ok
+        }
+        report.passed = ok
+        if json { try call.printJSON(report) }
+        if !ok {
+            let failed = report.steps.first { !$0.passed }
+            throw FingersealError(.unavailable, "The self-test failed at \(failed?.name ?? "a step"): \(failed?.message ?? "").")
+        }
+        if !json { call.conversation.output("The self-test passed.") }
+        return Reply(.success)
+    }
+}

@@ -1,0 +1,144 @@
+import FingersealCore
+import SodiumKit
+
+/// step-up, seal, reveal. Confirmations live in the broker's memory, keyed by the caller's
+/// uid and login session (`call.session`): another session, another user or a broker
+/// restart asks again.
+enum StepUpCommands {
+    /// The longest a confirmation held for a command's connection waits for it to end.
+    static let commandLimit = 24.0 * 3600
+
+    static func ttlSeconds(_ call: Call) throws -> Int {
+        let seconds = try call.integer("--ttl") ?? StepUpGrants.defaultTTL
+        guard (1...StepUpGrants.maxTTL).contains(seconds) else {
+            throw FingersealError(.usage, "The option --ttl takes 1 to \(StepUpGrants.maxTTL) seconds.")
+        }
+        return seconds
+    }
+
+    /// A confirmation for `context`: the grant held in this session, or a finger (the PIN as
+    /// fallback; only the PIN with `fresh`), which records a new grant (held by `holder`'s
+    /// connection when given). Returns the vault it opened and, when it asked, how. `device`
+    /// is the vault already opened through its device slot, when the caller has it.
+    static func confirm(_ call: Call, _ context: String, fresh: Bool, ttl: Int, holder: UInt64? = nil,
+                        device: UnlockedVault? = nil) throws -> (vault: UnlockedVault, asked: String?) {
+        let store = call.store
+        let sessions = call.state.sessions
+        if !fresh, sessions.grant(call.session, context, now: SystemClock().now()) != nil {
+            // Opening through the device slot asks nothing.
+            if let vault = device ?? (try? Vault.unlockWithDevice(store)) { return (vault, nil) }
+        }
+        call.conversation.info(Messages.stepUpPrompt(context))
+        let trail = AuditTrail(store: store)
+        let unlocked: Unlocked
+        do {
+            unlocked = fresh ? Unlocked(vault: try Unlocking.withPIN(call, store: store), method: .pin, finger: nil)
+                             : try Unlocking.fingerOrPIN(call, store: store)
+        } catch let error as FingersealError {
+            if error.outcome != .usage { trail.record(.stepUp(context: context, result: error.outcome), vault: nil) }
+            throw error
+        }
+        trail.record(.stepUp(context: context, result: .success), vault: unlocked.vault)
+        let expiry = SystemClock().now() + Int64(min(max(ttl, 1), StepUpGrants.maxTTL))
+        sessions.setGrant(call.session, context, Grant(method: unlocked.method.rawValue, expiresAt: expiry, holder: holder))
+        return (unlocked.vault, unlocked.method == .pin ? "your PIN" : "your finger")
+    }
+
+    // MARK: step-up
+
+    /// `step-up CONTEXT`. With a command (the client sends the flag `--command` and runs it
+    /// itself), a confirmation made here lasts as long as the client's connection: after the
+    /// reply, the broker waits for the hang-up and ends it. One that was already held keeps
+    /// its own expiry.
+    static func stepUp(_ call: Call) throws -> Reply {
+        guard let context = call.arguments.first else {
+            throw FingersealError(.usage, "Say which context to confirm, for example: fingerseal step-up payroll")
+        }
+        guard StepUpGrants.isValidContext(context) else { throw FingersealError(.usage, Messages.badContext) }
+        guard call.arguments.count == 1 else {
+            throw FingersealError(.usage, "Put the command to run after --, for example: fingerseal step-up \(context) -- COMMAND")
+        }
+        let command = call.has("--command")
+        let modes = ["--check", "--end", "--fresh"].filter { call.has($0) }
+        if call.has("--check") || call.has("--end") {
+            guard modes.count == 1, !command else {
+                throw FingersealError(.usage, "Use --check or --end on their own, with only the context.")
+            }
+        }
+        let sessions = call.state.sessions
+        if call.has("--end") {
+            let ended = sessions.endGrant(call.session, context)
+            call.conversation.output(ended ? Messages.grantEnded(context) : Messages.noGrant(context))
+            return Reply(.success)
+        }
+        if call.has("--check") {
+            _ = try Vault.unlockWithDevice(call.store)
+            guard sessions.grant(call.session, context, now: SystemClock().now()) != nil else {
+                throw FingersealError(.noMatch, Messages.noGrant(context))
+            }
+            call.conversation.output(Messages.grantHeld(context))
+            return Reply(.success)
+        }
+        let ttl = try ttlSeconds(call)
+        if !command {
+            let (_, asked) = try confirm(call, context, fresh: call.has("--fresh"), ttl: ttl)
+            call.conversation.output(asked.map { Messages.steppedUp(context, $0, ttl: ttl) } ?? Messages.grantHeld(context))
+            return Reply(.success)
+        }
+        let holder = sessions.newHolder()
+        let (_, asked) = try confirm(call, context, fresh: call.has("--fresh"), ttl: StepUpGrants.maxTTL, holder: holder)
+        if asked != nil {
+            let key = call.session
+            let conversation = call.conversation
+            call.after.set {
+                conversation.waitForHangUp(limit: StepUpCommands.commandLimit)
+                _ = sessions.endGrant(key, context, holder: holder)
+            }
+        }
+        return Reply(.success)
+    }
+
+    // MARK: seal / reveal
+
+    /// Seals what the client streams after the request (at most `SealedFile.maxPlaintext`)
+    /// and sends the sealed file back as data. Sealing reveals nothing: no confirmation.
+    static func seal(_ call: Call) throws -> Reply {
+        guard let context = call.value("--context") else {
+            throw FingersealError(.usage, "Say which context to seal for with --context CONTEXT.")
+        }
+        guard StepUpGrants.isValidContext(context) else { throw FingersealError(.usage, Messages.badContext) }
+        guard call.arguments.count <= 1 else { throw FingersealError(.usage, "Give at most one file to seal.") }
+        let plaintext = try call.conversation.receiveData(limit: SealedFile.maxPlaintext)
+        // Sealing reveals nothing, so the vault is opened without asking.
+        let sealed = try SealedFile.seal(plaintext, context: context, vault: try Vault.unlockWithDevice(call.store))
+        sealed.withUnsafeBytes { call.conversation.data($0) }
+        return Reply(.success)
+    }
+
+    /// Reveals a sealed file the client streams after the request, after a confirmation for
+    /// its context. The plaintext goes back as data only when every check passed: a cancel
+    /// or a failure reveals nothing.
+    static func reveal(_ call: Call) throws -> Reply {
+        // The client names the file (or not) and streams its bytes.
+        guard call.arguments.count <= 1 else { throw FingersealError(.usage, "Say which sealed file to reveal.") }
+        let received: SecureBytes
+        do {
+            received = try call.conversation.receiveData(limit: SealedFile.maxPlaintext + 4096)
+        } catch let error as FingersealError where error.outcome == .usage {
+            throw FingersealError(.usage, Messages.notSealedFile)
+        }
+        let parsed = try SealedFile.parse(received.copyBytes())
+        // Another vault's file is refused before anyone is asked for a finger.
+        let store = call.store
+        let device = try? Vault.unlockWithDevice(store)
+        if let device, !SealedFile.belongs(parsed, to: device) {
+            throw FingersealError(.vaultUnusable, Messages.sealedByAnotherVault)
+        }
+        let (vault, _) = try confirm(call, parsed.context, fresh: false, ttl: try ttlSeconds(call), device: device)
+        let plaintext = try SealedFile.open(parsed, vault: vault)
+        AuditTrail(store: vault.store).record(.reveal(context: parsed.context, fileID: parsed.fileID), vault: vault)
+        if !call.has("--no-notice") { call.conversation.info(Messages.personalDataFollows) }
+        plaintext.withUnsafeBytes { call.conversation.data($0) }
+        return Reply(.success)
+    }
+}

@@ -1,0 +1,50 @@
+import FingerprintFlows
+import FingersealCore
+import FoundationEssentials
+
+/// What the command handlers share: JSON output, option checks, audit wrappers.
+extension Call {
+    /// Sends `value` as one output message of JSON, encoded as the command line always has
+    /// (sorted keys, pretty-printed, slashes unescaped, snake_case keys).
+    func printJSON(_ value: some Encodable) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        conversation.output(String(decoding: try encoder.encode(value), as: UTF8.self))
+    }
+
+    /// The reader settings for a command: `--timeout` (1 to 600 seconds) or the options'.
+    /// The prompt's end says how to cancel: the client turns Ctrl-C into a cancel.
+    func scanSettings(maxTries: Int? = nil) throws -> ScanSettings {
+        let seconds = try integer("--timeout") ?? options.timeout
+        guard (1...600).contains(seconds) else { throw FingersealError(.usage, "The option --timeout needs 1 to 600 seconds.") }
+        return ScanSettings(timeout: Double(seconds), maxTries: maxTries ?? options.maxTries, cancelHint: Messages.pressCtrlC)
+    }
+
+    /// The positional arguments the client sent.
+    var arguments: [String] { request.arguments }
+}
+
+/// Runs `body`; when it fails (other than a mistake on the command line), records the
+/// failure in the audit trail and rethrows. Recording itself never throws.
+func recordingFailure<T>(_ action: String, _ trail: AuditTrail, vault: UnlockedVault? = nil,
+                         _ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch let error as FingersealError where error.outcome != .usage && error.outcome != .noVault {
+        trail.record(.failure(action: action, reason: error.outcome.rawValue), vault: vault)
+        throw error
+    }
+}
+
+/// Runs a whole command; when it fails (other than a mistake on the command line), logs the
+/// failure to syslog without recording it in the trail: for commands whose failure leaves
+/// the vault as it was (a refused sign-in).
+func loggingFailure<T>(_ action: String, _ store: VaultStore, _ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch let error as FingersealError where error.outcome != .usage {
+        AuditTrail(store: store).log(.failure(action: action, reason: error.outcome.rawValue))
+        throw error
+    }
+}

@@ -1,0 +1,127 @@
+import FingersealCore
+import IdentityClient
+import SodiumKit
+
+/// unlock, token, logout. The access token goes back only in the reply (`Reply.token`), and
+/// in the JSON output where the command line's JSON always carried it.
+enum TokenCommands {
+    struct UnlockReport: Encodable {
+        let result: String
+        let method: String
+        let finger: String?
+        /// "refreshed", or "offline" (the IdP is unreachable, within the offline grace).
+        let token: String
+        let expiresAt: Int64?
+        var accessToken: String? = nil
+    }
+
+    static func describe(_ unlocked: Unlocked) -> String {
+        unlocked.method == .pin ? "your PIN" : "your finger" + (unlocked.finger.map { " (\($0))" } ?? "")
+    }
+
+    static func text(_ token: AccessTokenFile) -> String {
+        token.token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The reply that hands `token` to the client (for --print-token, --exec, token).
+    static func handing(_ token: AccessTokenFile) -> Reply {
+        Reply(.success, token: token.token.withUnsafeBytes { Array($0) }, expiresAt: token.expiresAt)
+    }
+
+    // MARK: unlock
+
+    /// `--exec COMMAND` is the client's: it sends the flag, runs COMMAND itself with the
+    /// token from the reply, and never sends COMMAND.
+    static func unlock(_ call: Call) throws -> Reply {
+        let exec = call.has("--exec")
+        if !exec && !call.arguments.isEmpty {
+            throw FingersealError(.usage, "The unlock command takes no arguments. To run a command, put it after --exec.")
+        }
+        if exec && (call.has("--print-token") || call.has("--json")) {
+            throw FingersealError(.usage, "Use --exec on its own, without --print-token or --json.")
+        }
+        let (unlocked, step, held, cached) = try Unlocking.unlockAndRefresh(call)
+        let report = UnlockReport(result: "unlocked", method: unlocked.method.rawValue, finger: unlocked.finger,
+                                  token: step.rawValue, expiresAt: held?.expiresAt)
+        let wantsToken = exec || call.has("--print-token")
+        guard let token = held else {
+            if wantsToken { throw FingersealError(.unavailable, Messages.offlineNoToken) }
+            if call.has("--json") {
+                try call.printJSON(report)
+                return Reply(.success)
+            }
+            call.conversation.output(Messages.unlockedWith(describe(unlocked)))
+            call.conversation.info(Messages.offlineNoToken)
+            return Reply(.success)
+        }
+        if exec { return handing(token) }
+        if call.has("--json") {
+            var full = report
+            if call.has("--print-token") { full.accessToken = text(token) }
+            try call.printJSON(full)
+            return call.has("--print-token") ? handing(token) : Reply(.success)
+        }
+        if call.has("--print-token") { return handing(token) }
+        let minutes = Int(max(token.expiresAt - SystemClock().now(), 0) / 60)
+        call.conversation.output(Messages.unlockedWith(describe(unlocked)) + " "
+                                 + (cached ? Messages.cachedTokenReady(minutes) : Messages.tokenReady(minutes)))
+        return Reply(.success)
+    }
+
+    // MARK: token
+
+    /// The session's token while it is valid for `--min-valid` more seconds (default 60);
+    /// otherwise an unlock first.
+    static func token(_ call: Call) throws -> Reply {
+        let margin = try call.integer("--min-valid") ?? 60
+        guard margin <= 86_400 else { throw FingersealError(.usage, "The option --min-valid takes at most 86400 seconds.") }
+        let now = SystemClock().now()
+        let token: AccessTokenFile?
+        if let held = call.state.sessions.token(call.session), held.isValid(at: now, margin: Int64(margin)) {
+            token = held
+        } else {
+            token = try Unlocking.unlockAndRefresh(call).token
+        }
+        guard let token else { throw FingersealError(.unavailable, Messages.offlineNoToken) }
+        if call.has("--json") {
+            struct TokenReport: Encodable { let accessToken: String; let expiresAt: Int64 }
+            try call.printJSON(TokenReport(accessToken: text(token), expiresAt: token.expiresAt))
+        }
+        return handing(token)
+    }
+
+    // MARK: logout
+
+    static func logout(_ call: Call) throws -> Reply {
+        let store = call.store
+        guard let status = try Vault.status(store) else { throw FingersealError(.noVault, Messages.noVault) }
+        guard status.signIn != .none, let provider = status.provider else {
+            throw FingersealError(.signInRequired, Messages.notSignedIn)
+        }
+        // A sensitive operation: the PIN, not a finger.
+        let vault = try recordingFailure("sign-out", AuditTrail(store: store)) { try Unlocking.withPIN(call, store: store) }
+        var revoked = false
+        var warning: String? = nil
+        if status.signIn == .active, let refreshToken = try vault.secret(TokenChain.refreshTokenRecord) {
+            do throws(TokenFailure) {
+                let secret = (try? vault.secret(TokenChain.clientSecretRecord)) ?? nil
+                revoked = try OAuthClient(provider: provider, clientSecret: secret, options: call.options).revoke(refreshToken)
+                if !revoked { warning = Messages.notRevocable }
+            } catch {
+                warning = Messages.revokeFailed(error)
+            }
+        }
+        // The sign-in goes even when the provider could not be told: the user asked for it.
+        try vault.update { $0.signedOut() }
+        AuditTrail(store: store).record(.logout, vault: vault)
+        _ = call.state.sessions.dropToken(call.session)
+        if call.has("--json") {
+            struct LogoutReport: Encodable { let result: String; let revoked: Bool; let message: String? }
+            try call.printJSON(LogoutReport(result: "signed-out", revoked: revoked, message: warning))
+            return Reply(.success)
+        }
+        if let warning { call.conversation.info(warning) }
+        call.conversation.output(Messages.loggedOut)
+        return Reply(.success)
+    }
+}

@@ -1,0 +1,184 @@
+import FingersealCore
+import SodiumKit
+
+/// status, pin set, pin change, pin reset, reset: the vault itself.
+enum VaultCommands {
+    // MARK: status
+
+    struct StatusReport: Encodable {
+        struct Slot: Encodable {
+            let kind: String
+            let protection: String
+            let usable: Bool
+            let description: String
+        }
+        struct Lockout: Encodable {
+            let fingerFailures: Int
+            let fingerLocked: Bool
+            let pinFailures: Int
+            let pinLocked: Bool
+        }
+        let vault: Bool
+        let directory: String
+        var enabledSince: String? = nil
+        var pinSet: Bool? = nil
+        var keyslots: [Slot]? = nil
+        var fingers: [String]? = nil
+        var signIn: String? = nil
+        var issuer: String? = nil
+        var clientId: String? = nil
+        var lockout: Lockout? = nil
+    }
+
+    static func describe(_ slot: VaultStatus.Slot) -> String {
+        switch (slot.kind, slot.protection) {
+        case (.pin, _): return "protected by the PIN (Argon2id)"
+        case (.device, .filePermissions):
+            return slot.usable ? "device key protected by file permissions only"
+                               : "device key protected by file permissions only; the key is missing or damaged"
+        case (.device, .argon2id): return "device key"
+        }
+    }
+
+    static func describe(_ state: SignInState) -> String {
+        switch state {
+        case .none: return "not signed in"
+        case .active: return "signed in"
+        case .required: return "sign-in required; run: fingerseal login"
+        }
+    }
+
+    static func status(_ call: Call) throws -> Reply {
+        let store = call.store
+        guard let status = try Vault.status(store) else {
+            if call.has("--json") {
+                try call.printJSON(StatusReport(vault: false, directory: store.location.directory))
+            }
+            throw FingersealError(.noVault, Messages.noVault)
+        }
+        if call.has("--json") {
+            var report = StatusReport(vault: true, directory: status.directory)
+            report.enabledSince = isoTimestamp(status.createdAt)
+            report.pinSet = status.pinSet
+            report.keyslots = status.keyslots.map {
+                .init(kind: $0.kind.rawValue, protection: $0.protection.rawValue, usable: $0.usable, description: describe($0))
+            }
+            report.fingers = status.fingers
+            report.signIn = status.signIn.rawValue
+            report.issuer = status.provider?.issuer
+            report.clientId = status.provider?.clientID
+            report.lockout = .init(fingerFailures: status.lockout.fingerFailures, fingerLocked: status.lockout.fingerLocked,
+                                   pinFailures: status.lockout.pinFailures, pinLocked: status.lockout.pinLocked)
+            try call.printJSON(report)
+            return Reply(.success)
+        }
+        var lines = [
+            "Vault: \(status.directory)",
+            "Enabled since: \(isoTimestamp(status.createdAt))",
+            "PIN: " + (status.pinSet ? "set" : "not set"),
+            "Keyslots:",
+        ]
+        lines += status.keyslots.map { "  \($0.kind.rawValue): \(describe($0))" }
+        lines.append("Fingers enrolled: " + (status.fingers.isEmpty ? "none" : status.fingers.joined(separator: ", ")))
+        lines.append("Sign-in: " + describe(status.signIn) + (status.provider.map { " (\($0.issuer), client \($0.clientID))" } ?? ""))
+        lines.append("Fingerprint lock: " + (status.lockout.fingerLocked
+            ? "locked after too many failed scans; a PIN or password success unlocks it"
+            : "not locked; failed scans in a row: \(status.lockout.fingerFailures)"))
+        lines.append("PIN lock: " + (status.lockout.pinLocked
+            ? "locked after too many wrong PINs; sign in again to unlock it"
+            : "not locked; wrong PINs in a row: \(status.lockout.pinFailures)"))
+        call.conversation.output(lines.joined(separator: "\n"))
+        return Reply(.success)
+    }
+
+    // MARK: pin
+
+    /// Creates the vault with a new PIN. A caller other than root gives the account
+    /// password first (design §2: creating a vault needs it).
+    static func pinSet(_ call: Call) throws -> Reply {
+        let store = call.store
+        if try Vault.status(store) != nil { throw FingersealError(.usage, Messages.vaultExists) }
+        try AccountPassword.requireUnlessRoot(call)
+        let pin = try Unlocking.askNewPIN(call)
+        _ = try Vault.create(store, pin: PINKeyslot(pin: pin))
+        call.conversation.output(Messages.pinSet)
+        return Reply(.success)
+    }
+
+    static func pinChange(_ call: Call) throws -> Reply {
+        let vault = try Unlocking.withPIN(call, store: call.store, prompt: Messages.enterOldPIN)
+        let new = try Unlocking.askNewPIN(call)
+        try vault.update { try $0.changePIN(PINKeyslot(pin: new)) }
+        call.conversation.output(Messages.pinChanged)
+        return Reply(.success)
+    }
+
+    /// A forgotten PIN: the account password (root: nothing), then the vault opened through
+    /// its device slot gets a new PIN slot, and the PIN lock is cleared. The enrolled
+    /// fingers and the sign-in stay. A vault whose device slot cannot open it can only be
+    /// deleted (`fingerseal reset`).
+    static func pinReset(_ call: Call) throws -> Reply {
+        let store = call.store
+        guard try Vault.status(store) != nil else { throw FingersealError(.noVault, Messages.noVault) }
+        let trail = AuditTrail(store: store)
+        try recordingFailure("PIN reset", trail) { try AccountPassword.requireUnlessRoot(call) }
+        let vault: UnlockedVault
+        do {
+            vault = try Vault.unlockWithDevice(store)
+        } catch let error as FingersealError where error.outcome == .vaultUnusable {
+            throw FingersealError(.vaultUnusable, Messages.pinResetNoDevice, detail: error.description)
+        }
+        let new = try Unlocking.askNewPIN(call)
+        try vault.update { try $0.changePIN(PINKeyslot(pin: new)) }
+        try LockoutLedger(store: store, options: call.options).clearAll()
+        trail.record(.pinReset, vault: vault)
+        call.conversation.output(Messages.pinResetDone)
+        return Reply(.success)
+    }
+
+    // MARK: reset
+
+    /// Deletes the vault. Needs the PIN, or for a damaged vault (which cannot check one) a
+    /// typed yes; a caller other than root whose PIN fails may give the account password
+    /// instead (a forgotten PIN).
+    static func reset(_ call: Call) throws -> Reply {
+        let store = call.store
+        let damaged: Bool
+        do {
+            guard try Vault.status(store) != nil else {
+                call.conversation.output(Messages.resetNothing)
+                return Reply(.success)
+            }
+            damaged = false
+        } catch let error as FingersealError where error.outcome == .vaultUnusable {
+            // A damaged vault protects nothing and cannot check a PIN: confirmation is enough.
+            call.conversation.info(error.message)
+            damaged = true
+        }
+        if !call.has("--yes") {
+            guard try call.conversation.askText(.confirm, Messages.resetConfirm) == "yes" else {
+                throw FingersealError(.cancelled, Messages.resetCancelled)
+            }
+        }
+        if !damaged {
+            // A sensitive operation: the PIN itself, never a finger or a held confirmation.
+            do {
+                _ = try Unlocking.withPIN(call, store: store)
+            } catch let error as FingersealError
+                where [.wrongPIN, .lockedOut].contains(error.outcome) || error.message == Messages.pinEmptyInput {
+                guard !call.caller.isRoot else {
+                    call.conversation.info(Messages.pinForReset)
+                    throw error
+                }
+                // A forgotten PIN: the account password deletes the vault too.
+                call.conversation.error(error.message)
+                try AccountPassword.check(call, why: Messages.resetWithAccountPassword)
+            }
+        }
+        _ = try Vault.reset(store)
+        // Its tokens and step-ups went with it.
+        call.state.sessions.dropUser(call.account.uid)
+        call.conversation.output(Messages.resetDone)
+        return Reply(.success)
+    }
+}
