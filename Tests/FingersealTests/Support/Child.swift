@@ -15,8 +15,11 @@ final class Child {
         var all: String { stdout + stderr }
     }
 
+    /// `newSession`: start in a session of its own (no controlling terminal). The broker keys
+    /// session tokens and grants by the caller's session, so commands that must share them
+    /// run with `newSession: false` (all in the test runner's session).
     init(_ path: String, _ arguments: [String], environment: [String: String] = [:],
-         stdin: [UInt8] = [], fd3: [UInt8]? = nil) throws {
+         stdin: [UInt8] = [], fd3: [UInt8]? = nil, newSession: Bool = true) throws {
         func pipePair() throws -> (Int32, Int32) {
             var fds: [Int32] = [0, 0]
             guard pipe(&fds) == 0 else { throw TestFailure("pipe failed") }
@@ -53,7 +56,7 @@ final class Child {
         var all = sigset_t()
         sigfillset(&all)
         posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(0x80 | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        posix_spawnattr_setflags(&attributes, Int16((newSession ? 0x80 : 0) | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
 
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
@@ -150,8 +153,8 @@ final class Child {
     }
 
     static func run(_ path: String, _ arguments: [String], environment: [String: String] = [:],
-                    stdin: [UInt8] = [], fd3: [UInt8]? = nil) throws -> Result {
-        try Child(path, arguments, environment: environment, stdin: stdin, fd3: fd3).finish()
+                    stdin: [UInt8] = [], fd3: [UInt8]? = nil, newSession: Bool = true) throws -> Result {
+        try Child(path, arguments, environment: environment, stdin: stdin, fd3: fd3, newSession: newSession).finish()
     }
 }
 
