@@ -28,20 +28,20 @@ struct Call {
     }
 }
 
-/// Work a handler leaves for after its reply: a step-up made for a command (`--command`)
-/// lasts as long as the client's connection, so the handler sets work here that waits for
-/// the hang-up and then ends the grant. `Dispatcher.handle` runs it once, on the
-/// connection's thread, right after `conversation.finish(reply)`, whatever the reply was.
-/// Only what must happen after the result belongs here; it must be bounded in time.
+/// Work a flow leaves for after its reply, run in order on the connection's thread right
+/// after `conversation.finish(reply)`, whatever the reply was: the success-side bookkeeping
+/// of an unlock (the audit entry, the failure counter's reset), so the person is answered
+/// first (failures are persisted before the answer); and a step-up made for a command
+/// (`--command`), which lasts until the client hangs up. Everything here must be bounded.
 final class AfterReply: @unchecked Sendable {
-    private(set) var work: (() -> Void)?
+    private var work: [() -> Void] = []
 
-    func set(_ work: @escaping () -> Void) { self.work = work }
+    func add(_ next: @escaping () -> Void) { work.append(next) }
 
     func run() {
         let pending = work
-        work = nil
-        pending?()
+        work = []
+        for next in pending { next() }
     }
 }
 

@@ -25,7 +25,8 @@ enum Unlocking {
         let trail = AuditTrail(store: store)
         do {
             let match = try verify(call, store: store, ledger: ledger, settings: settings, cancelFD: cancelFD)
-            trail.record(.unlock(method: .finger, via: channel), vault: match.vault)
+            // Answer first: the audit entry of a success is written right after the reply.
+            call.after.add { trail.record(.unlock(method: .finger, via: channel), vault: match.vault) }
             return .matched(match.vault, finger: match.finger)
         } catch let error as FingersealError {
             let outcome = error.outcome
@@ -48,7 +49,8 @@ enum Unlocking {
         do {
             return try call.state.reader.withReader(call.conversation, deviceID: call.value("--device")) { reader in
                 try Fingerprint.verify(store: store, ledger: ledger, reader: reader, settings: settings,
-                                       prompter: call.conversation, cancelFD: cancelFD ?? call.conversation.cancelFD)
+                                       prompter: call.conversation, cancelFD: cancelFD ?? call.conversation.cancelFD,
+                                       afterMatch: { call.after.add($0) })
             }
         } catch let error as FingersealError where error.outcome == .cancelled && cancelFD == nil {
             if call.conversation.takeCancel() { throw error }

@@ -75,8 +75,12 @@ public enum Fingerprint {
 
     /// Scans until a match, `maxTries` failed matches, the timeout, or a cancel. Failed
     /// matches are counted in the lockout ledger (persisted); cancel and timeout are not.
+    ///
+    /// `afterMatch`: where the success-side bookkeeping (resetting the failure count) goes;
+    /// the broker runs it after answering. Without one it runs before returning.
     public static func verify(store: VaultStore, ledger: LockoutLedger, reader: Reader, settings: ScanSettings,
-                              prompter: ScanPrompter, cancelFD: Int32?) throws -> Match {
+                              prompter: ScanPrompter, cancelFD: Int32?,
+                              afterMatch: ((@escaping () -> Void) -> Void)? = nil) throws -> Match {
         if try ledger.current().fingerLocked { throw FingersealError(.lockedOut, Messages.fingerLocked) }
         let vault = try Vault.unlockWithDevice(store)
         let enrolled = try vault.prints()
@@ -112,7 +116,11 @@ public enum Fingerprint {
             default: throw FingersealError(.unavailable, Messages.readerFailed("unexpected result"))
             }
             if let matched {
-                try ledger.fingerSucceeded()
+                if let afterMatch {
+                    afterMatch { try? ledger.fingerSucceeded() }
+                } else {
+                    try ledger.fingerSucceeded()
+                }
                 return Match(finger: matched, vault: vault, milliseconds: elapsed)
             }
             failures += 1

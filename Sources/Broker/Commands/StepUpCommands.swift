@@ -90,7 +90,7 @@ enum StepUpCommands {
         if asked != nil {
             let key = call.session
             let conversation = call.conversation
-            call.after.set {
+            call.after.add {
                 conversation.waitForHangUp(limit: StepUpCommands.commandLimit)
                 _ = sessions.endGrant(key, context, holder: holder)
             }
