@@ -37,8 +37,9 @@ public struct Caller: Sendable, CustomStringConvertible {
         defer { if pidfd >= 0 { close(pidfd) } }
         let started = processStartTime(pid)
         let groups = processGroups(pid) ?? [credentials.gid]
-        let session = loginSession(pid)
-        let remote = isRemoteSession(pid)
+        let logind = logindSession(pid)
+        let session = loginSession(pid, logind: logind)
+        let remote = logind.map { sd_session_is_remote($0) > 0 } ?? false
         // The process we read about must still be the peer.
         if pidfd >= 0 {
             // Signal 0 only asks whether it lives; EPERM (no CAP_KILL over another user's
@@ -51,23 +52,20 @@ public struct Caller: Sendable, CustomStringConvertible {
                       inLoginSession: !session.hasPrefix("sid-"), remote: remote)
     }
 
-    static func loginSession(_ pid: pid_t) -> String {
+    static func loginSession(_ pid: pid_t, logind: String?) -> String {
         if let audit = readSmall("/proc/\(pid)/sessionid"), let id = UInt32(audit), id != UInt32.max {
             return "audit-\(id)"
         }
-        var name: UnsafeMutablePointer<CChar>? = nil
-        if sd_pid_get_session(pid, &name) >= 0, let name {
-            defer { free(name) }
-            return "logind-" + String(cString: name)
-        }
+        if let logind { return "logind-" + logind }
         return "sid-\(getsid(pid))"
     }
 
-    static func isRemoteSession(_ pid: pid_t) -> Bool {
+    /// logind's session of `pid`, when logind knows one.
+    static func logindSession(_ pid: pid_t) -> String? {
         var name: UnsafeMutablePointer<CChar>? = nil
-        guard sd_pid_get_session(pid, &name) >= 0, let name else { return false }
+        guard sd_pid_get_session(pid, &name) >= 0, let name else { return nil }
         defer { free(name) }
-        return sd_session_is_remote(name) > 0
+        return String(cString: name)
     }
 
     /// The `Groups:` line of /proc/PID/status.

@@ -25,12 +25,14 @@ enum PAMFlows {
             return Reply(.success)
         }
         var accessToken: AccessTokenFile? = nil
-        let scan: Authentication.FingerprintStep = { store, ledger in
+        let scan: Authentication.FingerprintStep = { store, ledger, status in
             let result = Unlocking.scan(call, store: store, ledger: ledger, via: .pam)
             guard case let .matched(vault, finger) = result else {
                 if case let .failed(failure) = result { return failure }
                 return AuthenticationResult(.systemError, "scan")
             }
+            // Only a signed-in vault talks to the identity provider (and writes the vault).
+            guard status.signIn == .active else { return AuthenticationResult(.success, "matched \(finger)") }
             let (step, token) = Unlocking.refresh(vault, options)
             accessToken = token
             return AuthenticationResult(.success, "matched \(finger)", tokenStep: step)

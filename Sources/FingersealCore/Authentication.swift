@@ -68,7 +68,8 @@ public struct Authentication {
 
     /// The fingerprint step: given the user's vault and ledger, scan and return the outcome
     /// (`.success` on a match). Plugged in by whoever owns a reader.
-    public typealias FingerprintStep = (VaultStore, LockoutLedger) -> AuthenticationResult
+    /// The vault's state is passed along: only a signed-in vault is refreshed after a match.
+    public typealias FingerprintStep = (VaultStore, LockoutLedger, VaultStatus) -> AuthenticationResult
 
     public init(request: AuthenticationRequest, prompter: Prompter, clock: any Clock = SystemClock(),
                 locate: @escaping @Sendable (UserAccount) -> VaultStore) {
@@ -156,7 +157,7 @@ public struct Authentication {
                 prompter.error(Messages.fingerLocked)
                 fallbackReason = AuthenticationResult(.lockedOut, "fingerprint locked")
             } else {
-                var scanned = fingerprint(store, ledger)
+                var scanned = fingerprint(store, ledger, status)
                 if scanned.outcome == .success {
                     scanned.method = .finger
                     return tokenPolicy(scanned, status) { scanned.tokenStep ?? .failed }
