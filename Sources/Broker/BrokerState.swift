@@ -103,10 +103,11 @@ final class ReaderGate: @unchecked Sendable {
         return try body()
     }
 
-    /// Closes the reader when nobody used it for `idleLimit` (the accept loop calls this).
-    func closeIfIdle() {
+    /// Closes the reader when nobody used it for `seconds` (the accept loop calls this; 0 on
+    /// the way out). A reader in use is left alone.
+    func closeIfIdle(after seconds: Double) {
         guard sem_trywait(&semaphore) == 0 else { return }
-        if cached != nil && monotonicNow() - lastUse >= ReaderGate.idleLimit {
+        if cached != nil && monotonicNow() - lastUse >= seconds {
             cached?.close()
             cached = nil
         }

@@ -38,15 +38,22 @@ public final class Server: @unchecked Sendable {
         self.state = try BrokerState(settings: settings)
     }
 
-    /// Serves until idle for `settings.idleExit` seconds (never, when nil).
-    public func run() {
+    /// Serves until idle for `settings.idleExit` seconds (never, when nil), or until `stopFD`
+    /// (a signalfd for SIGTERM and SIGINT) is readable.
+    public func run(stopFD: Int32? = nil) {
         _ = sd_notify(0, "READY=1\nSTATUS=Waiting for requests.")
         while true {
-            var pfd = pollfd(fd: listener.fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&pfd, 1, 1000)
+            var fds = [pollfd(fd: listener.fd, events: Int16(POLLIN), revents: 0)]
+            if let stopFD { fds.append(pollfd(fd: stopFD, events: Int16(POLLIN), revents: 0)) }
+            let ready = poll(&fds, nfds_t(fds.count), 1000)
             if ready < 0 && errno != EINTR { Syslog.log(.warning, "fingersealed: poll failed: \(errno)"); return }
+            if fds.count > 1 && fds[1].revents != 0 {
+                _ = sd_notify(0, "STOPPING=1")
+                state.reader.closeIfIdle(after: 0)
+                return
+            }
             if ready <= 0 {
-                state.reader.closeIfIdle()
+                state.reader.closeIfIdle(after: ReaderGate.idleLimit)
                 if let idle = state.settings.idleExit, lock.locked({ active == 0 && monotonicNow() - lastActivity >= idle }) {
                     _ = sd_notify(0, "STOPPING=1\nSTATUS=Idle; exiting until the next request.")
                     return

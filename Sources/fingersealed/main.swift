@@ -59,7 +59,10 @@ do {
         fail("No socket: start it through fingerseal.socket, or give --socket PATH.")
     }
     let server = try Server(listener: listener, settings: settings)
-    server.run()
+    // SIGTERM (systemd stopping it) and SIGINT end the loop cleanly: the reader is closed and
+    // the socket removed. Blocked before any thread starts, so only the signalfd sees them.
+    let stop = try InterruptWatch(signals: [SIGTERM, SIGINT])
+    server.run(stopFD: stop.fd)
     if let socketPath, !listener.activated { unlink(socketPath) }
 } catch {
     fail("\(error)")
