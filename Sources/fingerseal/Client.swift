@@ -25,9 +25,6 @@ final class Client {
     private var browsers: [pid_t] = []
     private var receivedData = false
     private var writeFailure: String? = nil
-    /// --pin-fd gives a new PIN once; when the broker asks again straight away (the repeat),
-    /// the same line answers.
-    private var newPINFromFD: SecureBytes? = nil
 
     private init(_ invocation: Invocation, _ connection: WireConnection, _ output: Output, _ interrupt: InterruptWatch?) {
         self.invocation = invocation
@@ -94,7 +91,6 @@ final class Client {
                 guard let next = try receive() else { continue }
                 message = next
             }
-            if case .ask = message {} else { newPINFromFD = nil }
             switch message {
             case let .info(text), let .error(text):
                 output.note(text)
@@ -169,20 +165,12 @@ final class Client {
     /// that arrived while the person was typing and withdrew the question (a match, a new
     /// question), for the loop to handle; what was typed is wiped.
     private func answer(_ ask: Ask) throws(CLIError) -> BrokerMessage? {
-        let repeatPIN = newPINFromFD
-        newPINFromFD = nil
         let descriptor: Int32?
         switch ask.purpose {
         case .clientSecret:
             if let secret = invocation.clientSecret { send(secret, .secret) } else { send(Answer(.skip)) }
             return nil
-        case .newPIN:
-            if let repeatPIN {
-                send(repeatPIN, .secret)
-                return nil
-            }
-            descriptor = invocation.pinFD
-        case .pin:
+        case .pin, .newPIN:
             descriptor = invocation.pinFD
         case .accountPassword, .idpPassword:
             descriptor = invocation.passwordFD
@@ -203,7 +191,6 @@ final class Client {
             switch reader.read(until: deadline, wakingOn: [connection.fd] + watched) {
             case let .line(line):
                 send(line, kind)
-                if ask.purpose == .newPIN && descriptor != nil { newPINFromFD = line }
                 return nil
             case .cancel, .timedOut:
                 // Ctrl-C at the prompt, or nobody typed for the whole limit.

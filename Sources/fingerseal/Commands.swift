@@ -223,6 +223,8 @@ enum Commands {
         shape: { parsed, invocation throws(CLIError) in
             guard let path = parsed.values["--out"], !path.isEmpty else { throw CLIError(.usage, Strings.captureNeedsOut) }
             invocation.target = try DataTarget.newFile(path)
+            // Only for the broker's sentence ("Saved … to PATH"); it never opens it.
+            invocation.request.values["--out"] = path
         })
 
     static let selftest = CommandSpec(

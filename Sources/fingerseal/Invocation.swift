@@ -50,6 +50,11 @@ struct Invocation {
         request.wantsEvents = eventsFD != nil
         openBrowser = !parsed.has("--no-browser")
         if let path = parsed.values["--client-secret-file"] { clientSecret = try LocalFiles.readClientSecret(path) }
+        // What the broker must know of the local options, never their values: answers come
+        // from a descriptor (a new PIN is asked once, the PIN without a scan first), and a
+        // client secret can be given.
+        if pinFD != nil { request.flags.append("--pin-fd") }
+        if clientSecret != nil { request.flags.append("--client-secret") }
         // The PIN may be typed while the reader waits only where someone can type it.
         request.answersWhileScanning = pinFD == nil && Invocation.hasTerminal()
 
