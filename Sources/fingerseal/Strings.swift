@@ -19,7 +19,10 @@ enum Strings {
         "The option \(name) takes a whole number from \(range.lowerBound) to \(range.upperBound)."
     }
     static func needsChoice(_ name: String, _ choices: [String]) -> String {
-        "The option \(name) takes one of: \(choices.joined(separator: ", "))."
+        // "device, password or browser": the sentence the command line has always said.
+        let listed = choices.count > 1 ? choices.dropLast().joined(separator: ", ") + " or " + (choices.last ?? "")
+                                       : choices.joined()
+        return "The option \(name) takes \(listed)."
     }
     static func needsDescriptor(_ name: String) -> String { "The option \(name) takes the number of an open file descriptor." }
     static func descriptorNotOpen(_ number: Int) -> String { "File descriptor \(number) is not open." }

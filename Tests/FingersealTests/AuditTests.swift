@@ -3,6 +3,7 @@ import Glibc
 import Testing
 @testable import FingersealCore
 import CPAM
+import PAMKit
 import SystemKit
 
 /// The audit trail: the keyed chain, every kind of tampering, crashes, rotation, and the
@@ -10,9 +11,12 @@ import SystemKit
 @Suite struct AuditTests {
     static let pin = "1357"
 
-    /// A vault where the CLI finds it (`XDG_STATE_HOME=<temp>` → `<temp>/fingerseal`).
+    /// A vault made in this process, with a trail recorded here; with `broker`, in a broker's
+    /// store (root's vault, where the CLI's commands find it through that broker), else in a
+    /// temp directory of its own.
     struct Trail {
         let temp: TempDirectory
+        let broker: TestBroker?
         let store: VaultStore
         let vault: UnlockedVault
         var trail: AuditTrail
@@ -20,10 +24,12 @@ import SystemKit
         var path: String { directory + "/" + AuditFiles.current }
         var olderPath: String { directory + "/" + AuditFiles.older }
 
-        init(fileLimit: Int? = nil) throws {
+        init(fileLimit: Int? = nil, broker withBroker: Bool = false) throws {
             temp = try TempDirectory()
+            broker = withBroker ? try TestBroker() : nil
             guard let account = try UserAccount.current() else { throw TestFailure("no account") }
-            store = VaultStore(location: VaultLocation(directory: temp.path + "/fingerseal", account: account), lockTimeout: 10)
+            let directory = broker?.vaultDirectory(uid: account.uid) ?? temp.path + "/fingerseal"
+            store = VaultStore(location: VaultLocation(directory: directory, account: account), lockTimeout: 10)
             vault = try Vault.create(store, pin: PINKeyslot(pin: secret(AuditTests.pin), cost: .fastForTests),
                                      clock: FixedClock(time: 1_000_000))
             trail = AuditTrail(store: store, clock: FixedClock(time: 1_800_000_000), sink: .none)
@@ -50,8 +56,13 @@ import SystemKit
             writeFile(file ?? path, bytes)
         }
 
+        /// The CLI through this trail's broker. XDG_STATE_HOME points at the temp directory,
+        /// which once held the vault: it changes nothing now.
         func cli(_ arguments: [String]) throws -> Child.Result {
-            try Child.run(Paths.cli, arguments, environment: ["XDG_STATE_HOME": temp.path, "PATH": "/usr/bin:/bin", "NO_COLOR": "1"])
+            guard let broker else { throw TestFailure("this trail has no broker") }
+            var environment = broker.clientEnvironment
+            environment["XDG_STATE_HOME"] = temp.path
+            return try Child.run(Paths.cli, arguments, environment: environment)
         }
 
         /// The vault still opens both ways.
@@ -72,7 +83,7 @@ import SystemKit
     ]
 
     @Test func recordsListsAndVerifies() throws {
-        let t = try Trail()
+        let t = try Trail(broker: true)
         let events: [AuditEvent] = AuditTests.sixEvents + [
             .stepUp(context: "contacts", result: .success),
             .reveal(context: "contacts", fileID: "assignment-7.sealed"),
@@ -130,10 +141,11 @@ import SystemKit
         let verifiedJSON = try t.cli(["audit", "--verify", "--json"])
         #expect(verifiedJSON.status == 0)
         #expect(verifiedJSON.stdout.contains("\"intact\" : true") && verifiedJSON.stdout.contains("\"events\" : 11"))
+        #expect(try Child.run("/bin/ls", ["-A", t.temp.path]).stdout.isEmpty, "nothing where XDG_STATE_HOME points")
     }
 
     @Test func anEmptyTrailIsIntact() throws {
-        let t = try Trail()
+        let t = try Trail(broker: true)
         #expect(try t.verify() == AuditVerification(events: 0, problem: nil, interruptedAppend: false))
         #expect(try t.trail.list().records.isEmpty)
         let plain = try t.cli(["audit"])
@@ -206,7 +218,7 @@ import SystemKit
     }
 
     @Test(arguments: Tampering.allCases) func tamperingIsDetected(_ tampering: Tampering) throws {
-        let t = try Trail()
+        let t = try Trail(broker: true)
         t.record(AuditTests.sixEvents)
         #expect(try t.verify().intact)
         try tampering.apply(t)
@@ -247,7 +259,7 @@ import SystemKit
     }
 
     @Test func anInterruptedAppendIsReportedThenRepaired() throws {
-        let t = try Trail()
+        let t = try Trail(broker: true)
         t.record(Array(AuditTests.sixEvents.prefix(3)))
         // What a crash in the middle of writing entry 4 leaves: part of a line, no newline,
         // and the vault's head still at 3.
@@ -419,67 +431,150 @@ import SystemKit
 
     // MARK: events from the real flows
 
+    /// pam_fingerseal.so as the broker's client (`socket=`) in a real PAM stack, with the
+    /// tty item set (the broker scans and asks only where a person can answer):
+    /// `authenticateInProcess` through pam_start_confdir, the module alone; `startPamtester`
+    /// through pamtester under pam_wrapper, with pam_matrix as the password module after it.
+    final class PAMRig {
+        static let multiarch = "x86_64-linux-gnu"
+        static let wrapper = "/usr/lib/\(multiarch)/libpam_wrapper.so"
+        static let matrix = "/usr/lib/\(multiarch)/pam_wrapper/pam_matrix.so"
+        static var pamtesterAvailable: Bool { access(wrapper, R_OK) == 0 && access("/usr/bin/pamtester", X_OK) == 0 }
+        static let service = "fingerseal-audit-test"
+        static let pin = "4826"
+        static let tty = "/dev/pts/0"
+
+        let home: CLIHome
+        let services: TempDirectory
+        let user: UserAccount
+        var environment: [String: String]
+        var store: VaultStore { VaultStore(location: VaultLocation(directory: home.vaultDirectory, account: user)) }
+
+        /// A vault with the PIN (set with the CLI, as a person would), with finger-a enrolled
+        /// when the broker has a reader.
+        init(reader: Bool, moduleOptions: String = "pin", brokerEnvironment: [String: String] = [:],
+             wrapBroker: (([String]) -> (String, [String]))? = nil) throws {
+            home = try CLIHome(reader: reader, brokerEnvironment: brokerEnvironment, wrapBroker: wrapBroker)
+            services = try TempDirectory()
+            guard let user = try UserAccount.current() else { throw TestFailure("no account") }
+            self.user = user
+            let set = try home.run(["pin", "set", "--pin-fd", "3"], fd3: PAMRig.pin + "\n")
+            #expect(set.status == 0, "\(set.all)")
+            if reader { try home.enroll("finger-a", pin: PAMRig.pin) }
+            writeFile(services.file("passdb"), Array("\(user.name):secret:\(PAMRig.service)\n".utf8))
+            writeFile(services.file(PAMRig.service), Array("""
+                auth [success=done default=ignore] \(Paths.module) socket=\(home.broker.socketPath) \(moduleOptions)
+                auth required \(PAMRig.matrix) passdb=\(services.file("passdb"))
+
+                """.utf8), mode: 0o644)
+            environment = ["PATH": "/usr/bin:/bin", "LD_PRELOAD": PAMRig.wrapper, "PAM_WRAPPER": "1",
+                           "PAM_WRAPPER_SERVICE_DIR": services.path]
+        }
+
+        /// In this process (pam_start_confdir): the module alone, the PIN answered with `answer`.
+        func authenticateInProcess(answer: String?) throws -> Int32 {
+            let lines = "auth required \(Paths.module) socket=\(home.broker.socketPath) pin\n"
+            writeFile(services.file("in-process"), Array(lines.utf8), mode: 0o644)
+            let client = try PAMClient(service: "in-process", user: user.name, configDirectory: services.path) { message in
+                if case .promptEchoOff = message { return answer }
+                return nil
+            }
+            _ = client.setItem(.tty, PAMRig.tty)
+            return client.authenticate()
+        }
+
+        /// pamtester, its prompts answered with `answers`, one per line; `wrap` puts it in
+        /// a syslog capture.
+        func startPamtester(answers: [String], wrap: (([String]) -> (String, [String]))? = nil) throws -> Child {
+            let command = ["/usr/bin/pamtester", "-I", "tty=\(PAMRig.tty)", PAMRig.service, user.name, "authenticate"]
+            let (path, arguments) = wrap?(command) ?? (command[0], Array(command.dropFirst()))
+            return try Child(path, arguments, environment: environment, stdin: Array(answers.map { $0 + "\n" }.joined().utf8))
+        }
+
+        /// Failed matches recorded in the vault's lockout counters.
+        func failedScans() throws -> Int {
+            try LockoutLedger(store: store, policy: LockoutPolicy()).current().fingerFailures
+        }
+
+        /// Sends `misses` non-matching scans, each only after the previous one was counted:
+        /// the virtual driver may drop a command queued while an action is ending.
+        func miss(_ misses: Int) throws {
+            let sensor = try #require(home.sensor)
+            let before = try failedScans()
+            for miss in 1...misses {
+                try VirtualSensor.send("SCAN stranger", to: sensor)
+                let deadline = VirtualSensor.now() + 20
+                while try failedScans() < before + miss && VirtualSensor.now() < deadline {
+                    var pause = timespec(tv_sec: 0, tv_nsec: 5_000_000)
+                    nanosleep(&pause, nil)
+                }
+                #expect(try failedScans() >= before + miss, "miss \(miss) was not counted in time")
+            }
+        }
+
+        /// The trail's sentences, as `fingerseal audit` lists them (without the times).
+        func sentences() throws -> [String] {
+            let listed = try home.run(["audit"])
+            #expect(listed.status == 0, "\(listed.all)")
+            return listed.stdout.split(separator: "\n").map { $0.split(separator: ": ", maxSplits: 1).last.map(String.init) ?? "" }
+        }
+    }
+
     /// The PAM module (in this process, PIN through the conversation): an unlock by PIN, a
-    /// wrong PIN, and a skipped PIN.
-    @Test(.disabled("moves to the broker (issue 10)")) func thePAMModuleRecordsPINUnlocksAndFailures() throws {
-        let stack = try ModuleAuthenticationTests.Stack()
-        #expect(try stack.authenticate(answer: ModuleAuthenticationTests.pin) == PAM_SUCCESS)
-        #expect(try stack.authenticate(answer: "0000") == PAM_AUTH_ERR)
-        #expect(try stack.authenticate(answer: "") == PAM_AUTHINFO_UNAVAIL)
-        let trail = AuditTrail(store: stack.store, sink: .none)
-        #expect(try trail.list().records.map(\.sentence) == [
+    /// wrong PIN, and a skipped PIN, each recorded by the broker.
+    @Test func thePAMModuleRecordsPINUnlocksAndFailures() throws {
+        let rig = try PAMRig(reader: false)
+        #expect(try rig.authenticateInProcess(answer: PAMRig.pin) == PAM_SUCCESS)
+        #expect(try rig.authenticateInProcess(answer: "0000") == PAM_AUTH_ERR)
+        #expect(try rig.authenticateInProcess(answer: "") == PAM_AUTHINFO_UNAVAIL)
+        #expect(try rig.sentences() == [
             "Unlocked with the PIN at a system sign-in (PAM).",
             "Unlock did not succeed: the PIN was wrong.",
             "Moved on to the next way to sign in: cancelled.",
         ])
-        #expect(try trail.verify(Vault.unlockWithDevice(stack.store)).intact)
+        #expect(try AuditTrail(store: rig.store, sink: .none).verify(Vault.unlockWithDevice(rig.store)).intact)
+        let verified = try rig.home.run(["audit", "--verify"])
+        #expect(verified.status == 0 && verified.stdout == "The audit trail is intact: 3 events.\n", "\(verified.all)")
     }
 
-    /// Through pamtester with the fingerseal-scan helper and a virtual reader: a match is
-    /// recorded by the helper; failed matches, the PIN fallback and the PIN unlock by both.
-    @Test(.disabled("moves to the broker (issue 10)"), .enabled(if: ModuleFingerprintTests.available)) func thePAMFingerprintPathRecordsMatchesAndFallbacks() throws {
-        let rig = try ModuleFingerprintTests.Rig()
-        let matched = try rig.authenticate(answers: [], sensor: ["SCAN finger-a"])
+    /// Through pamtester with the broker's virtual reader: a match, then failed matches, the
+    /// PIN fallback and the PIN unlock, each recorded by the broker.
+    @Test(.enabled(if: PAMRig.pamtesterAvailable)) func thePAMFingerprintPathRecordsMatchesAndFallbacks() throws {
+        let rig = try PAMRig(reader: true)
+        let matching = try rig.startPamtester(answers: [])
+        try VirtualSensor.send("SCAN finger-a", to: try #require(rig.home.sensor))
+        let matched = matching.finish()
         #expect(matched.status == 0, "\(matched.all)")
-        let missed = try rig.authenticate(answers: [ModuleFingerprintTests.pin], misses: 3)
+        let missing = try rig.startPamtester(answers: [PAMRig.pin])
+        try rig.miss(3)
+        let missed = missing.finish()
         #expect(missed.status == 0, "\(missed.all)")
-        let account = try #require(try UserAccount.current())
-        let store = VaultStore(location: VaultLocation(directory: rig.temp.file("state/fingerseal"), account: account))
-        #expect(try AuditTrail(store: store, sink: .none).list().records.map(\.sentence) == [
+        #expect(missed.all.contains("The fingerprint did not match."), "\(missed.all)")
+        #expect(try rig.sentences() == [
             "Unlocked with a finger at a system sign-in (PAM).",
             "Fingerprint scan did not succeed: too many failed tries.",
             "Moved on to the next way to sign in: too many failed tries.",
             "Unlocked with the PIN at a system sign-in (PAM).",
         ])
+        #expect(try rig.home.run(["audit", "--verify"]).status == 0)
     }
 
-    /// Each event also goes to syslog at LOG_AUTHPRIV as one sentence: from the CLI, from
-    /// fingerseal-scan, and from the module through pam_syslog.
-    @Test(.disabled("moves to the broker (issue 10)"), .enabled(if: SyslogCapture.availableAnywhere && ModuleFingerprintTests.available)) func eventsGoToSyslog() throws {
-        var rig = try ModuleFingerprintTests.Rig()
+    /// Each event also goes to syslog at LOG_AUTHPRIV as one sentence, from the broker (which
+    /// records them all now): for the CLI's refused sign-in, and for pamtester's failed scans
+    /// and PIN unlock.
+    @Test(.enabled(if: SyslogCapture.availableAnywhere && PAMRig.pamtesterAvailable)) func eventsGoToSyslog() throws {
+        let captureDirectory = try TempDirectory()
+        let capture = try SyslogCapture(directory: captureDirectory.path)
+        let rig = try PAMRig(reader: true, wrapBroker: capture.wrap)
         rig.environment["PAM_WRAPPER_USE_SYSLOG"] = "1" // pam_wrapper's pam_syslog goes to syslog, not stderr
-        let user = String(cString: getpwuid(geteuid()).pointee.pw_name)
+        let user = rig.user.name
         // The CLI: a sign-in that cannot reach its provider is a recorded failure.
-        var cli = rig.environment
-        cli["LD_PRELOAD"] = nil
-        let capture = try SyslogCapture(directory: rig.temp.path)
-        let (path, arguments) = capture.wrap([Paths.cli, "login", "--issuer", "http://127.0.0.1:9", "--client-id", "x",
-                                              "--flow", "password", "--password-fd", "3"])
-        let login = try Child.run(path, arguments, environment: cli, fd3: Array("pw\n".utf8))
+        let login = try rig.home.run(["login", "--issuer", "http://127.0.0.1:9", "--client-id", "x", "--flow", "password",
+                                      "--password-fd", "3"], fd3: "pw\n")
         #expect(login.status == 8, "\(login.all)")
-        // The module (PIN) and the helper (a failed scan), through pamtester.
-        let (pamtester, pamArguments) = capture.wrap(["/usr/bin/pamtester", "fingerseal-scan-test", user, "authenticate"])
-        let child = try Child(pamtester, pamArguments, environment: rig.environment,
-                              stdin: Array("\(ModuleFingerprintTests.pin)\n".utf8))
-        // Each miss sent after the one before was counted (see Rig.authenticate(misses:)).
-        for miss in 1...3 {
-            try VirtualSensor.send("SCAN stranger", to: rig.socket)
-            let deadline = VirtualSensor.now() + 20
-            while try rig.failedScans() < miss && VirtualSensor.now() < deadline {
-                var pause = timespec(tv_sec: 0, tv_nsec: 5_000_000)
-                nanosleep(&pause, nil)
-            }
-        }
+        // The module (PIN) after failed scans, through pamtester.
+        let child = try rig.startPamtester(answers: [PAMRig.pin], wrap: capture.wrap)
+        try rig.miss(3)
         let pam = child.finish()
         #expect(pam.status == 0, "\(pam.all)")
         let log = capture.messages()
@@ -488,11 +583,12 @@ import SystemKit
             log.contains { $0.hasPrefix("<85>") && $0.contains(text) }
         }
         // A refused sign-in is logged, not recorded: the vault is left as it was.
-        #expect(logged("fingerseal["), "\(log)")
+        #expect(logged("fingersealed["), "\(log)")
         #expect(logged("audit: user \(user): Sign-in did not succeed: not available."), "\(log)")
-        #expect(logged("fingerseal-scan["), "\(log)")
         #expect(logged("Fingerprint scan did not succeed"), "\(log)")
         #expect(logged("Unlocked with the PIN at a system sign-in (PAM)."), "\(log)")
+        #expect(!(try rig.sentences()).contains { $0.hasPrefix("Sign-in did not succeed") })
+        #expect(!log.contains { $0.contains(PAMRig.pin) }, "no PIN in the log: \(log)")
     }
 }
 
@@ -516,9 +612,8 @@ final class LogLines: @unchecked Sendable {
 @Suite(.enabled(if: LocalIdP.available)) struct AuditCLIFlowTests {
     @Test func loginUnlockAndLogoutAreRecorded() throws {
         let idp = try LocalIdP()
-        let home = try LoginTests.Home()
-        let login = try home.run(["login", "--issuer", idp.issuer, "--client-id", "fingerseal-test", "--flow", "password",
-                                  "--user", "alice", "--password-fd", "3", "--pin-fd", "3"], fd3: "wonderland-7\n2580\n")
+        let home = try CLIHome()
+        let login = try LoginTests.passwordLogin(idp, home)
         #expect(login.status == 0, "\(login.all)")
         let unlock = try home.run(["unlock", "--pin-fd", "3"], fd3: "2580\n")
         #expect(unlock.status == 0, "\(unlock.all)")
@@ -543,15 +638,15 @@ final class LogLines: @unchecked Sendable {
         #expect(events.map(\.event) == ["sign-in", "unlock", "failure", "logout"])
         #expect(events.first?.flow == "password" && events.count == 4 && events[1].method == "pin" && events[1].via == "cli")
         // No secret in the trail.
-        let file = String(decoding: readFile(home.temp.path + "/fingerseal/audit.jsonl") ?? [], as: UTF8.self)
+        let file = String(decoding: readFile(home.vaultDirectory + "/audit.jsonl") ?? [], as: UTF8.self)
         #expect(file.contains("sign-in") && !file.contains("wonderland-7") && !file.contains("2580"))
     }
 
     @Test func aFingerUnlockIsRecorded() throws {
         let s = try TokenCLITests.SignedIn()
         #expect(try s.unlock().status == 0)
-        let listed = try s.rig.run(["audit"])
+        let listed = try s.run(["audit"])
         #expect(listed.stdout.hasSuffix(": Unlocked with a finger, using the fingerseal command.\n"), "\(listed.stdout)")
-        #expect(try s.rig.run(["audit", "--verify"]).status == 0)
+        #expect(try s.run(["audit", "--verify"]).status == 0)
     }
 }

@@ -7,17 +7,18 @@ import SodiumKit
 import Testing
 @testable import IdentityClient
 
-/// `fingerseal login --flow browser` against the local IdP, with a scripted browser.
+/// `fingerseal login --flow browser` against the local IdP, with a scripted browser. The
+/// broker runs the loopback listener and makes the token requests; the CLI prints the address
+/// and starts the browser (xdg-open) as the person running it.
 @Suite(.enabled(if: LocalIdP.available)) struct BrowserLoginTests {
-    typealias Home = LoginTests.Home
+    typealias Home = CLIHome
 
     /// Starts a browser sign-in that opens no browser; returns it with the address it prints
     /// (its --json line), which it prints only once it listens and watches for Ctrl-C.
     func startBrowserLogin(_ idp: LocalIdP, _ home: Home, client: String = "fingerseal-browser",
                            _ extra: [String] = []) throws -> (Child, String) {
-        let child = try Child(Paths.cli, ["login", "--issuer", idp.issuer, "--client-id", client, "--flow", "browser",
-                                          "--no-browser", "--json", "--pin-fd", "3"] + extra,
-                              environment: home.environment, fd3: Array("2580\n".utf8))
+        let child = try home.start(["login", "--issuer", idp.issuer, "--client-id", client, "--flow", "browser",
+                                    "--no-browser", "--json", "--pin-fd", "3"] + extra, fd3: "2580\n")
         let line = try #require(child.readLine(), "\(child.finish().all)")
         struct Prompt: Decodable { let authorization_url: String }
         return (child, try JSONDecoder().decode(Prompt.self, from: Data(line.utf8)).authorization_url)
@@ -41,6 +42,8 @@ import Testing
         #expect(status.stdout.contains("\"issuer\" : \"\(idp.issuer)\""))
         #expect(status.stdout.contains("\"client_id\" : \"\(client)\""))
         #expect(try idp.familyAlive("alice"), "the IdP issued alice a live refresh token")
+        home.storeIsRootOnly()
+        #expect(home.leftInHome().isEmpty, "\(home.leftInHome())")
     }
 
     @Test func strayRequestsAreIgnoredAndTheSignInGoesOn() throws {
@@ -75,7 +78,7 @@ import Testing
         let idp = try LocalIdP()
         let home = try Home()
         #expect(try home.run(["pin", "set", "--pin-fd", "3"], fd3: "2580\n").status == 0)
-        let vaultFile = home.temp.path + "/fingerseal/vault"
+        let vaultFile = home.vaultFile
         let before = try #require(readFile(vaultFile))
         let (child, url) = try startBrowserLogin(idp, home)
         let callback = try #require(parameter("redirect_uri", of: url))
@@ -156,13 +159,11 @@ import Testing
         #expect(mkdir(bin, 0o700) == 0)
         writeFile(bin + "/browser.py", Array(Browser.script.utf8))
         writeFile(bin + "/xdg-open", Array("#!/bin/sh\nexec \(Browser.python) \(bin)/browser.py \"$1\"\n".utf8), mode: 0o700)
-        var environment = home.environment
-        environment["PATH"] = bin + ":/usr/bin:/bin"
-        environment["DISPLAY"] = ":99"
-        let login = try Child.run(Paths.cli, ["login", "--issuer", idp.issuer, "--client-id", "fingerseal-browser", "--flow",
-                                              "browser", "--pin-fd", "3"], environment: environment, fd3: Array("2580\n".utf8))
+        let login = try home.run(["login", "--issuer", idp.issuer, "--client-id", "fingerseal-browser", "--flow", "browser",
+                                  "--pin-fd", "3"], fd3: "2580\n", environment: ["PATH": bin + ":/usr/bin:/bin", "DISPLAY": ":99"])
         #expect(login.status == 0, "\(login.all)")
         #expect(login.stdout.contains("Signed in to \(idp.issuer)."))
+        #expect(try home.run(["status"]).stdout.contains("Sign-in: signed in"))
     }
 }
 

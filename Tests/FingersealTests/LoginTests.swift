@@ -1,42 +1,66 @@
 import Glibc
 import Testing
 
-/// `fingerseal login` against the local IdP.
+/// `fingerseal login` against the local IdP, through a broker of its own: the broker makes
+/// every request to the provider and seals the chain in its store; the CLI shows what the
+/// person must see and relays the passwords.
 @Suite(.enabled(if: LocalIdP.available)) struct LoginTests {
-    struct Home {
-        let temp: TempDirectory
-        let environment: [String: String]
-        init() throws {
-            temp = try TempDirectory()
-            environment = ["XDG_STATE_HOME": temp.path, "PATH": "/usr/bin:/bin", "NO_COLOR": "1"]
-        }
-        func run(_ arguments: [String], fd3: String? = nil) throws -> Child.Result {
-            try Child.run(Paths.cli, arguments, environment: environment, fd3: fd3.map { Array($0.utf8) })
-        }
+    typealias Home = CLIHome
+
+    /// The password sign-in as alice at the provider (`--idp-user`; `--user` names a local
+    /// account), the provider's password and the new PIN from descriptor 3.
+    static func passwordLogin(_ idp: LocalIdP, _ home: Home, pin: String = "2580",
+                              client: String = "fingerseal-test") throws -> Child.Result {
+        try home.run(["login", "--issuer", idp.issuer, "--client-id", client, "--flow", "password",
+                      "--idp-user", "alice", "--password-fd", "3", "--pin-fd", "3"], fd3: "wonderland-7\n\(pin)\n")
     }
 
     @Test func passwordSignInSealsTheChain() throws {
         let idp = try LocalIdP()
         let home = try Home()
-        let login = try home.run(["login", "--issuer", idp.issuer, "--client-id", "fingerseal-test", "--flow", "password",
-                                  "--user", "alice", "--password-fd", "3", "--pin-fd", "3"], fd3: "wonderland-7\n2580\n")
+        let login = try LoginTests.passwordLogin(idp, home)
         #expect(login.status == 0, "\(login.all)")
         #expect(login.stdout.contains("Signed in to \(idp.issuer)."))
         #expect(login.stderr.contains("fingerseal enroll"), "enrollment is offered")
+        #expect(!login.all.contains("wonderland-7"))
         let status = try home.run(["status", "--json"])
         #expect(status.stdout.contains("\"sign_in\" : \"active\""), "\(status.stdout)")
         #expect(status.stdout.contains("\"issuer\" : \"\(idp.issuer)\""))
+        #expect(status.stdout.contains("\"directory\" : \"\(home.vaultDirectory)\""))
         #expect(!status.all.contains("wonderland-7"))
+        #expect(try idp.familyAlive("alice"))
+        // The chain is sealed in the broker's store, root's; nothing in the home.
+        home.storeIsRootOnly()
+        #expect(home.leftInHome().isEmpty, "\(home.leftInHome())")
         // Signing in again into the same vault needs its PIN.
-        let again = try home.run(["login", "--issuer", idp.issuer, "--client-id", "fingerseal-test", "--flow", "password",
-                                  "--user", "alice", "--password-fd", "3", "--pin-fd", "3"], fd3: "wonderland-7\n0000\n")
+        let again = try LoginTests.passwordLogin(idp, home, pin: "0000")
         #expect(again.status == 1, "\(again.all)")
+        #expect(again.stderr.contains("The PIN is not correct."), "\(again.all)")
+    }
+
+    /// `--user` is the local account now (root only); the provider's user name is `--idp-user`.
+    @Test func theProviderUserIsIdpUser() throws {
+        let idp = try LocalIdP()
+        let home = try Home()
+        // A local account that does not exist: refused before anyone signs in.
+        let unknown = try home.run(["login", "--issuer", idp.issuer, "--client-id", "fingerseal-test", "--flow", "password",
+                                    "--user", "no-such-account-fs", "--password-fd", "3", "--pin-fd", "3"],
+                                   fd3: "wonderland-7\n2580\n")
+        #expect(unknown.status == 11, "\(unknown.all)")
+        #expect(try home.run(["status"]).status == 6)
+        // Without --idp-user the provider is asked for the local account's name (root), which
+        // it does not know: its refusal, and no vault.
+        let asRoot = try home.run(["login", "--issuer", idp.issuer, "--client-id", "fingerseal-test", "--flow", "password",
+                                   "--password-fd", "3", "--pin-fd", "3"], fd3: "wonderland-7\n2580\n")
+        #expect(asRoot.status == 1, "\(asRoot.all)")
+        #expect(asRoot.stderr.contains("The identity provider refused the user name or password."), "\(asRoot.all)")
+        #expect(try home.run(["status"]).status == 6, "no vault was created")
     }
 
     /// Starts a device sign-in and returns it with the user code it shows (its --json line).
     func startDeviceLogin(_ idp: LocalIdP, _ home: Home) throws -> (Child, String) {
-        let child = try Child(Paths.cli, ["login", "--issuer", idp.issuer, "--client-id", "fingerseal-device", "--json",
-                                          "--pin-fd", "3"], environment: home.environment, fd3: Array("2580\n".utf8))
+        let child = try home.start(["login", "--issuer", idp.issuer, "--client-id", "fingerseal-device", "--json",
+                                    "--pin-fd", "3"], fd3: "2580\n")
         let prompt = try #require(child.readLine())
         let code = try #require(prompt.split(separator: "\"").drop { $0 != "user_code" }.dropFirst(2).first)
         return (child, String(code))
@@ -50,6 +74,7 @@ import Testing
         let result = child.finish()
         #expect(result.status == 0, "\(result.all)")
         #expect(try home.run(["status"]).stdout.contains("Sign-in: signed in"))
+        #expect(home.leftInHome().isEmpty, "\(home.leftInHome())")
     }
 
     @Test func deviceSignInRefused() throws {
@@ -71,6 +96,9 @@ import Testing
         let closed = try home.run(["login", "--issuer", "http://127.0.0.1:9", "--client-id", "x", "--flow", "password"])
         #expect(closed.status == 8, "\(closed.all)")
         #expect(closed.stderr.contains("cannot be reached"))
-        #expect(try home.run(["login", "--client-id", "x"]).status == 2)
+        let missing = try home.run(["login", "--client-id", "x"])
+        #expect(missing.status == 2, "\(missing.all)")
+        #expect(missing.stderr.contains("--issuer URL --client-id ID"), "\(missing.all)")
+        #expect(try home.run(["status"]).status == 6, "no vault was created")
     }
 }
