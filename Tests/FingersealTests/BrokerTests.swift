@@ -130,3 +130,49 @@ import Testing
         #expect(info.st_mode & 0o777 == 0o700)
     }
 }
+
+/// What the broker says to whom: graphical hosts are never told to press Ctrl-C, and a
+/// request no person can answer gets neither a scan nor a PIN question.
+@Suite(.serialized) struct BrokerPromptTests {
+    static let pin = "4826"
+
+    /// A broker with the virtual reader and root's vault with one finger.
+    static func enrolledHome() throws -> CLIHome {
+        let home = try CLIHome(reader: true)
+        #expect(try home.run(["pin", "set", "--pin-fd", "3"], fd3: pin + "\n").status == 0)
+        try home.enroll("finger-a", pin: pin)
+        return home
+    }
+
+    static func authenticate(_ home: CLIHome, _ items: [String]) throws -> Child.Result {
+        try home.broker.wire(["pam.authenticate", "pam.user=root"] + items + ["option=timeout=1", "option=pin"])
+    }
+
+    @Test func graphicalHostsAreNotToldToPressCtrlC() throws {
+        let home = try Self.enrolledHome()
+        let terminal = try Self.authenticate(home, [])
+        #expect(terminal.stdout.contains("info: Swipe your finger across the reader, or press Ctrl-C to use your password."),
+                "\(terminal.all)")
+        for items in [["pam.xdisplay=:0"], ["pam.tty=/dev/tty1", "pam.service=gdm-fingerprint"], ["pam.tty=:1"]] {
+            let graphical = try Self.authenticate(home, items)
+            #expect(graphical.stdout.contains("info: Swipe your finger across the reader, or use your password."),
+                    "\(items): \(graphical.all)")
+            #expect(!graphical.stdout.contains("Ctrl-C"), "\(items): \(graphical.all)")
+        }
+    }
+
+    @Test func nobodyToAnswerMeansNoScanAndNoPIN() throws {
+        let home = try Self.enrolledHome()
+        // No tty, no display, and the caller (a process session of its own) is in no login session.
+        let unattended = try Self.authenticate(home, ["pam.tty=", "pam.service=smtp"])
+        #expect(unattended.stdout.contains("result: unavailable"), "\(unattended.all)")
+        #expect(!unattended.stdout.contains("info:") && !unattended.stdout.contains("ask:"), "\(unattended.all)")
+        // The administrator can name a service either way.
+        let config = "interactive_services=vpn\nunattended_services=sshd-batch\n"
+        writeFile(home.broker.config, Array(config.utf8), mode: 0o644)
+        let named = try Self.authenticate(home, ["pam.tty=", "pam.service=vpn"])
+        #expect(named.stdout.contains("info: Swipe your finger"), "\(named.all)")
+        let never = try Self.authenticate(home, ["pam.service=sshd-batch"])
+        #expect(never.stdout.contains("result: unavailable") && !never.stdout.contains("info:"), "\(never.all)")
+    }
+}

@@ -55,10 +55,15 @@ do {
         guard let command = Command(rawValue: commandName) else { die("unknown command \(commandName)") }
         var request = Request(command)
         for item in arguments.dropFirst() {
-            let parts = item.split(separator: "=", maxSplits: 1).map(String.init)
-            guard parts.count == 2 else { die("bad item \(item)") }
+            let raw = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+            guard raw.count == 2 else { die("bad item \(item)") }
+            let parts = raw
             switch parts[0] {
             case "pam.user": request.pam = PAMItems(user: parts[1], service: "wire-client", tty: "/dev/pts/99")
+            // After pam.user: change one item ("" leaves it unset).
+            case "pam.tty": request.pam?.tty = parts[1].isEmpty ? nil : parts[1]
+            case "pam.xdisplay": request.pam?.xdisplay = parts[1]
+            case "pam.service": request.pam?.service = parts[1]
             case "option": request.moduleOptions.append(parts[1])
             case "flag": request.flags.append(parts[1])
             case "value":
