@@ -117,7 +117,7 @@ public enum Messages {
     public static func tooLargeToSeal(_ limit: Int) -> String { "This is too large to seal; the limit is \(limit / (1024 * 1024)) MiB." }
     public static func cannotRead(_ path: String) -> String { "Cannot read \(path)." }
     public static func cannotWrite(_ path: String, _ why: String) -> String { "Cannot write \(path): \(why)." }
-    public static let pinForReset = "Deleting the vault needs your PIN. If you have forgotten it, delete the vault directory yourself (see fingerseal status)."
+    public static let pinForReset = "Deleting the vault needs its PIN. If the PIN is forgotten, set a new one with: fingerseal pin reset"
     public static func redirectPortBusy(_ port: Int) -> String {
         "Port \(port) on 127.0.0.1 is in use, so the browser cannot come back to fingerseal. Close what uses it, or choose another port."
     }
