@@ -176,3 +176,31 @@ import Testing
         #expect(never.stdout.contains("result: unavailable") && !never.stdout.contains("info:"), "\(never.all)")
     }
 }
+
+/// The reader serves one request at a time; the next one waits, and is told why.
+@Suite struct BrokerReaderTurnTests {
+    @Test func aSecondRequestWaitsForTheReaderAndIsToldWhy() throws {
+        let home = try BrokerPromptTests.enrolledHome()
+        let sensor = try #require(home.sensor)
+        let wire = Paths.buildDirectory + "/wire-client"
+        let first = try Child(wire, [home.broker.socketPath, "pam.authenticate", "pam.user=root", "option=timeout=20"])
+        // The first request holds the reader once it prompts.
+        while let line = first.readLine(), !line.hasPrefix("info: Swipe") {}
+        let second = try Child(wire, [home.broker.socketPath, "pam.authenticate", "pam.user=root", "option=timeout=20"])
+        // The second is told that it waits before it may prompt.
+        var told = false
+        while let line = second.readLine() {
+            if line == "info: The fingerprint reader is busy with another request. Waiting for it." { told = true; break }
+            if line.hasPrefix("info: Swipe") || line.hasPrefix("result:") { break }
+        }
+        #expect(told)
+        try VirtualSensor.send("SCAN finger-a", to: sensor)
+        let firstResult = first.finish(limit: 30)
+        #expect(firstResult.stdout.contains("result: success"), "\(firstResult.all)")
+        // Now the second has the reader: it prompts, and a finger answers it too.
+        while let line = second.readLine(), !line.hasPrefix("info: Swipe") {}
+        try VirtualSensor.send("SCAN finger-a", to: sensor)
+        let secondResult = second.finish(limit: 30)
+        #expect(secondResult.stdout.contains("result: success"), "\(secondResult.all)")
+    }
+}

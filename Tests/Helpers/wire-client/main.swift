@@ -11,8 +11,14 @@ import FingersealWire
 import Glibc
 
 func die(_ text: String) -> Never {
-    print("wire-client: \(text)")
+    say("wire-client: \(text)")
     exit(2)
+}
+
+/// One line straight to standard output, so a test can act on each message as it comes.
+func say(_ line: String) {
+    var text = line + "\n"
+    _ = text.withUTF8 { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
 }
 
 var arguments = Array(CommandLine.arguments.dropFirst())
@@ -78,23 +84,23 @@ do {
     while true {
         guard case let .message(message) = try connection.receive(until: deadline, BrokerMessage.decode) else { continue }
         switch message {
-        case let .info(text): print("info: \(text)")
-        case let .error(text): print("error: \(text)")
-        case let .output(text): print("output: \(text)")
-        case let .event(json): print("event: \(json)")
-        case let .browse(url): print("browse: \(url)")
-        case let .data(bytes, end): print("data: \(bytes.count)\(end ? " end" : "")")
+        case let .info(text): say("info: \(text)")
+        case let .error(text): say("error: \(text)")
+        case let .output(text): say("output: \(text)")
+        case let .event(json): say("event: \(json)")
+        case let .browse(url): say("browse: \(url)")
+        case let .data(bytes, end): say("data: \(bytes.count)\(end ? " end" : "")")
         case let .ask(ask):
-            print("ask: \(ask.kind.rawValue) \(ask.purpose.rawValue) \(ask.prompt)")
+            say("ask: \(ask.kind.rawValue) \(ask.purpose.rawValue) \(ask.prompt)")
             if hangUpAfterAsk { exit(1) }
             let answer = answers.isEmpty ? Answer(.skip) : Answer(ask.kind == .secret ? .secret : .text, Array(answers.removeFirst().utf8))
             try connection.send(ClientMessage.answer(answer).encoded(), until: deadline)
         case let .result(reply):
-            print("result: \(reply.outcome.rawValue) \(reply.message)" + (reply.token != nil ? " (token)" : ""))
+            say("result: \(reply.outcome.rawValue) \(reply.message)" + (reply.token != nil ? " (token)" : ""))
             exit(0)
         }
     }
 } catch {
-    print("closed: \(error)")
+    say("closed: \(error)")
     exit(1)
 }
