@@ -125,11 +125,6 @@ let package = Package(
             dependencies: ["BenchSupport", "FprintKit"],
             path: "Benchmarks/verify-latency"
         ),
-        .executableTarget(
-            name: "unlock-latency",
-            dependencies: ["BenchSupport", "FingerprintFlows", "FingersealCore", "IdentityClient", "FprintKit", "CurlKit", "SodiumKit", "SystemKit"],
-            path: "Benchmarks/unlock-latency"
-        ),
 
         .testTarget(
             name: "FingersealTests",

@@ -1,0 +1,788 @@
+#!/usr/bin/python3
+"""The benchmarks that need daemons: fingerseal through its broker (fingersealed), beside
+baselines measured in the same run. Prints figures; asserts nothing. Run by scripts/bench.
+
+    system-bench.py --release DIR --work DIR [--pam-runs N] [--runs N] [--unlock-runs N] [--only PART]...
+
+1. PAM, side by side on libfprint's virtual_device, both through pamtester on a pty
+   (PAM_TTY set, so the request counts as interactive), services through pam_wrapper:
+   pam_fprintd + fprintd (private system bus, mocked polkit; design §6) and pam_fingerseal +
+   fingersealed. Whole pamtester run, and prompt -> PAM_SUCCESS (the SCAN is sent the moment
+   the prompt is seen).
+2. The module's overhead over pam_permit.so with no vault for the user: a broker running
+   (socket=), and no broker at all.
+3. `fingerseal token` with a token cached for the session, beside `fingerseal --version`.
+4. Match -> access token in hand: `fingerseal unlock --print-token` from the SCAN to the token
+   on stdout, against the local IdP, beside the IdP's own refresh round trip.
+
+Every process started here is killed (its whole process group) on the way out, also on
+SIGINT/SIGTERM/SIGHUP; every wait is bounded. Readiness: the broker's READY=1 over
+NOTIFY_SOCKET, dbus-daemon's --print-address, bus names through `gdbus wait`.
+"""
+import argparse
+import json
+import math
+import os
+import pty
+import re
+import select
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+PROMPT = re.compile(rb"(Place|Swipe) your [^\n]*finger")
+FINGER_ID = "bench-finger"
+PIN = "4826"
+IDP_USER, IDP_PASSWORD, IDP_CLIENT = "alice", "wonderland-7", "fingerseal-test"
+
+
+class Skip(Exception):
+    """A part that cannot run on this tree or machine; the reason is printed."""
+
+
+def now():
+    return time.monotonic()
+
+
+def median(values):
+    return statistics.median(values)
+
+
+def p95(values):
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def ms(seconds):
+    return seconds * 1000.0
+
+
+def verdict(ok):
+    return "met" if ok else "NOT met"
+
+
+# ---------------------------------------------------------------------------------------------
+# Processes: each in its own session (process group), killed on the way out.
+
+class Processes:
+    def __init__(self):
+        self.started = []
+
+    def start(self, argv, **kwargs):
+        kwargs.setdefault("stdin", subprocess.DEVNULL)
+        process = subprocess.Popen(argv, start_new_session=True, **kwargs)
+        self.started.append(process)
+        return process
+
+    def stop(self, process, grace=3.0):
+        if process.poll() is None:
+            try:
+                os.killpg(process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                process.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                pass
+        # The group may outlive its leader (children it started).
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            print(f"bench: pid {process.pid} did not exit", file=sys.stderr)
+        if process in self.started:
+            self.started.remove(process)
+
+    def stop_all(self):
+        for process in reversed(list(self.started)):
+            self.stop(process)
+
+
+def run(argv, env, limit=30, stdin=None, pass_fds=(), check=True, what=None):
+    """Runs to completion within `limit` seconds; output captured."""
+    try:
+        result = subprocess.run(argv, env=env, input=stdin, pass_fds=pass_fds, capture_output=True,
+                                timeout=limit, start_new_session=True)
+    except subprocess.TimeoutExpired as error:
+        raise Skip(f"{what or argv[0]} did not finish within {limit} s") from error
+    if check and result.returncode != 0:
+        said = (result.stderr or result.stdout).decode(errors="replace").strip().splitlines()
+        raise Skip(f"{what or argv[0]} failed (exit {result.returncode}): {said[-1] if said else 'no message'}")
+    return result
+
+
+def secret_pipes(texts):
+    """One pipe per text (a line each), for --pin-fd N / --password-fd N; the read ends."""
+    ends = []
+    for text in texts:
+        read_end, write_end = os.pipe()
+        os.write(write_end, (text + "\n").encode())
+        os.close(write_end)
+        ends.append(read_end)
+    return ends
+
+
+def run_with_fds(argv, env, texts, limit=60, check=True, what=None):
+    """Runs argv (its "{0}", "{1}", ... replaced by the fds holding texts[0], texts[1], ...)."""
+    ends = secret_pipes(texts)
+    try:
+        argv = [arg.format(*ends) for arg in argv]
+        process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, pass_fds=ends, start_new_session=True)
+    finally:
+        for fd in ends:
+            os.close(fd)
+    try:
+        out, err = process.communicate(timeout=limit)
+    except subprocess.TimeoutExpired as error:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise Skip(f"{what or argv[0]} did not finish within {limit} s") from error
+    if check and process.returncode != 0:
+        said = (err or out).decode(errors="replace").strip().splitlines()
+        raise Skip(f"{what or argv[0]} failed (exit {process.returncode}): {said[-1] if said else 'no message'}")
+    return process.returncode, out, err
+
+
+# ---------------------------------------------------------------------------------------------
+# libfprint's virtual_device: one command per connection; EOF = taken. The socket exists while
+# the device is open (libfprint creates it at open), so connecting is retried, bounded.
+
+def sensor_send(path, command, limit=10.0, waiting=None):
+    """`waiting`: the process whose request opens the device; no use waiting once it exited."""
+    deadline = now() + limit
+    while True:
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            connection.connect(path)
+            break
+        except OSError:
+            connection.close()
+            if waiting is not None and waiting.poll() is not None:
+                raise Skip(f"{os.path.basename(waiting.args[0])} exited (status {waiting.returncode}) before the reader opened")
+            if now() > deadline:
+                raise Skip(f"the virtual sensor {path} did not appear within {limit} s")
+            time.sleep(0.002)
+    with connection:
+        connection.settimeout(limit)
+        connection.sendall(command.encode())
+        while connection.recv(64):
+            pass
+
+
+# ---------------------------------------------------------------------------------------------
+# A program on a pty, the SCAN sent when the prompt shows; times taken with the monotonic
+# clock, the exit seen through a pidfd (no polling).
+
+class Timed:
+    start = prompt = line = end = None
+    status = None
+    output = b""
+    stdout = b""
+
+
+def run_on_pty(argv, env, sensor, scan=f"SCAN {FINGER_ID}", stdout_pipe=False, limit=30.0):
+    master, slave = pty.openpty()
+    tty = os.ttyname(slave)
+    argv = [arg.replace("@TTY@", tty) for arg in argv]
+    timed = Timed()
+    process = None
+    try:
+        timed.start = now()
+        process = subprocess.Popen(argv, env=env, stdin=slave, stdout=subprocess.PIPE if stdout_pipe else slave,
+                                   stderr=slave, start_new_session=True)
+        os.close(slave)
+        slave = None
+        pidfd = os.pidfd_open(process.pid)
+        watched = [master, pidfd] + ([process.stdout.fileno()] if stdout_pipe else [])
+        deadline = timed.start + limit
+        try:
+            while timed.end is None:
+                remaining = deadline - now()
+                if remaining <= 0:
+                    raise Skip(f"{os.path.basename(argv[0])} did not finish within {limit} s; it said: "
+                               + timed.output.decode(errors="replace")[-300:])
+                ready, _, _ = select.select(watched, [], [], remaining)
+                for fd in ready:
+                    if fd == pidfd:
+                        timed.end = now()
+                    elif fd == master:
+                        try:
+                            chunk = os.read(master, 4096)
+                        except OSError:  # EIO: every holder of the slave closed it
+                            chunk = b""
+                        if not chunk:
+                            watched.remove(master)
+                            continue
+                        timed.output += chunk
+                        if timed.prompt is None and PROMPT.search(timed.output):
+                            timed.prompt = now()
+                            sensor_send(sensor, scan, waiting=process)
+                    else:
+                        chunk = os.read(fd, 4096)
+                        if not chunk:
+                            watched.remove(fd)
+                            continue
+                        timed.stdout += chunk
+                        if timed.line is None and b"\n" in timed.stdout:
+                            timed.line = now()
+        finally:
+            os.close(pidfd)
+        timed.status = process.wait(timeout=5)
+        # What is left on the pty and the pipe.
+        while select.select([master], [], [], 0)[0]:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            timed.output += chunk
+        if stdout_pipe:
+            timed.stdout += process.stdout.read()
+        return timed
+    finally:
+        if process is not None and process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=5)
+        if process is not None and process.stdout:
+            process.stdout.close()
+        if slave is not None:
+            os.close(slave)
+        os.close(master)
+
+
+# ---------------------------------------------------------------------------------------------
+# Commands timed in turn (A, B, C, A, B, C, ...), so that load from elsewhere on a shared machine
+# falls on all of them alike; posix_spawn, the exit seen through a pidfd.
+
+def interleaved(commands, env, runs, warmup=10, limit=30.0, own_session=True):
+    """Returns, per command, the wall times in ms of the measured runs. Each run in a process
+    session of its own, unless `own_session` is false (then the caller's)."""
+    programs = []
+    for argv in commands:
+        path = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=env.get("PATH"))
+        if not path:
+            raise Skip(f"{argv[0]} not found")
+        programs.append((path, argv))
+    quiet = [(os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
+             (os.POSIX_SPAWN_OPEN, 1, "/dev/null", os.O_WRONLY, 0),
+             (os.POSIX_SPAWN_OPEN, 2, "/dev/null", os.O_WRONLY, 0)]
+    results = [[] for _ in commands]
+    for index in range(warmup + runs):
+        for (path, argv), times in zip(programs, results):
+            start = now()
+            pid = os.posix_spawn(path, argv, env, file_actions=quiet, setsid=own_session)
+            pidfd = os.pidfd_open(pid)
+            try:
+                if not select.select([pidfd], [], [], limit)[0]:
+                    (os.killpg if own_session else os.kill)(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    raise Skip(f"{' '.join(argv)} did not finish within {limit} s")
+                end = now()
+            finally:
+                os.close(pidfd)
+            _, status = os.waitpid(pid, 0)
+            if os.waitstatus_to_exitcode(status) != 0:
+                raise Skip(f"{' '.join(argv)} failed (exit {os.waitstatus_to_exitcode(status)})")
+            if index >= warmup:
+                times.append(ms(end - start))
+    return results
+
+
+def peak_rss(commands, env, runs=20):
+    """Median peak RSS in MB (10^6 bytes) per command, from /usr/bin/time (a small C parent: a
+    child's peak RSS counts the memory it had before exec, so a Python parent would inflate it)."""
+    results = [[] for _ in commands]
+    for _ in range(runs):
+        for argv, kib in zip(commands, results):
+            result = run(["/usr/bin/time", "-f", "%M"] + argv, env, limit=30, what=f"{argv[0]} under /usr/bin/time")
+            kib.append(int(result.stderr.decode().strip().splitlines()[-1]))
+    return [median(kib) * 1024 / 1e6 for kib in results]
+
+
+# ---------------------------------------------------------------------------------------------
+# fprintd without systemd (design §6): a private system bus, polkit mocked to allow all.
+
+DBUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path={path}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <allow own="*"/>
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow receive_sender="*"/>
+    <allow eavesdrop="true"/>
+  </policy>
+</busconfig>
+"""
+
+
+class Fprintd:
+    def __init__(self, processes, work):
+        self.processes = processes
+        self.work = os.path.join(work, "fprintd")
+        os.makedirs(self.work, mode=0o700)
+        self.sensor = os.path.join(self.work, "sensor.sock")
+        self.env = None
+
+    def start(self):
+        for tool in ("/usr/libexec/fprintd", "/usr/bin/dbus-daemon", "/usr/bin/gdbus", "/usr/bin/fprintd-enroll"):
+            if not os.access(tool, os.X_OK):
+                raise Skip(f"{tool} is missing (scripts/install-deps installs it)")
+        config = os.path.join(self.work, "system-bus.conf")
+        with open(config, "w") as f:
+            f.write(DBUS_CONFIG.format(path=os.path.join(self.work, "system_bus_socket")))
+        bus = self.processes.start(["/usr/bin/dbus-daemon", f"--config-file={config}", "--nofork", "--nopidfile",
+                                    "--print-address=1"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        # Readiness: the address, printed once the bus listens.
+        if not select.select([bus.stdout], [], [], 10)[0]:
+            raise Skip("dbus-daemon printed no address within 10 s")
+        address = bus.stdout.readline().decode().strip()
+        if not address:
+            raise Skip("dbus-daemon exited without an address")
+        base = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8", "DBUS_SYSTEM_BUS_ADDRESS": address}
+        self.env = base
+        log = open(os.path.join(self.work, "daemons.log"), "ab")
+        self.processes.start(["/usr/bin/python3", "-m", "dbusmock", "--system", "--template", "polkitd"],
+                             env=base, stdout=log, stderr=log)
+        self.wait_for_name("org.freedesktop.PolicyKit1")
+        run(["gdbus", "call", "--system", "--dest", "org.freedesktop.PolicyKit1",
+             "--object-path", "/org/freedesktop/PolicyKit1/Authority",
+             "--method", "org.freedesktop.DBus.Mock.AllowUnknown", "true"], base, limit=10, what="polkit mock AllowUnknown")
+        for name in ("state", "runtime"):
+            os.makedirs(os.path.join(self.work, name), mode=0o700)
+        self.processes.start(["/usr/libexec/fprintd", "-t"],
+                             env=dict(base, FP_DRIVERS_WHITELIST="virtual_device", FP_VIRTUAL_DEVICE=self.sensor,
+                                      STATE_DIRECTORY=os.path.join(self.work, "state"),
+                                      RUNTIME_DIRECTORY=os.path.join(self.work, "runtime")),
+                             stdout=log, stderr=log)
+        self.wait_for_name("net.reactivated.Fprint")
+
+    def wait_for_name(self, name):
+        run(["gdbus", "wait", "--system", "--timeout", "10", name], self.env, limit=15, what=f"waiting for {name}")
+
+    def enroll(self, user):
+        enroll = self.processes.start(["fprintd-enroll", "-f", "right-index-finger", user], env=self.env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            for _ in range(5):
+                sensor_send(self.sensor, f"SCAN {FINGER_ID}", waiting=enroll)
+            out = enroll.communicate(timeout=30)[0]
+        except subprocess.TimeoutExpired:
+            raise Skip("fprintd-enroll did not finish within 30 s")
+        finally:
+            self.processes.stop(enroll)
+        if b"enroll-completed" not in out:
+            raise Skip("fprintd-enroll did not complete: " + out.decode(errors="replace").strip()[-300:])
+
+
+# ---------------------------------------------------------------------------------------------
+# fingersealed in the foreground, ready when it says READY=1 over NOTIFY_SOCKET.
+
+class Broker:
+    def __init__(self, processes, work, name, release):
+        self.processes = processes
+        self.release = release
+        self.work = os.path.join(work, name)
+        os.makedirs(self.work, mode=0o700)
+        self.socket = os.path.join(self.work, "socket")
+        self.state = os.path.join(self.work, "state")
+        self.sensor = os.path.join(self.work, "sensor.sock")
+        self.config = os.path.join(self.work, "fingerseal.conf")
+        self.log = os.path.join(self.work, "broker.log")
+        self.process = None
+
+    def start(self, config=""):
+        with open(self.config, "w") as f:
+            f.write(config)
+        notify_path = os.path.join(self.work, "notify")
+        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        notify.bind(notify_path)
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8", "NOTIFY_SOCKET": notify_path,
+               # What libfprint sees: the virtual reader only.
+               "FP_DRIVERS_WHITELIST": "virtual_device", "FP_VIRTUAL_DEVICE": self.sensor}
+        try:
+            with open(self.log, "ab") as log:
+                self.process = self.processes.start(
+                    [os.path.join(self.release, "fingersealed"), "--socket", self.socket, "--state", self.state,
+                     "--config", self.config], env=env, stdout=log, stderr=log)
+            deadline = now() + 20
+            while now() < deadline:
+                if select.select([notify], [], [], 0.2)[0]:
+                    if b"READY=1" in notify.recv(4096):
+                        return
+                if self.process.poll() is not None:
+                    break
+            raise Skip("fingersealed did not say READY=1 within 20 s: " + self.said())
+        finally:
+            notify.close()
+
+    def said(self):
+        try:
+            with open(self.log, "rb") as f:
+                return f.read().decode(errors="replace").strip()[-300:] or "no message"
+        except OSError:
+            return "no log"
+
+    def cli_env(self, work):
+        # XDG_STATE_HOME: a CLI that is not yet a broker client keeps its vault in the temporary
+        # directory, never in the real home.
+        return {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8", "NO_COLOR": "1",
+                "HOME": os.environ.get("HOME", "/root"), "FINGERSEAL_SOCKET": self.socket,
+                "XDG_STATE_HOME": os.path.join(work, "cli-state-guard")}
+
+
+# ---------------------------------------------------------------------------------------------
+
+def pam_wrapper_env(base, services):
+    multiarch = subprocess.run(["gcc", "-print-multiarch"], capture_output=True, text=True).stdout.strip() or "x86_64-linux-gnu"
+    wrapper = f"/usr/lib/{multiarch}/libpam_wrapper.so"
+    if not os.path.exists(wrapper):
+        raise Skip(f"{wrapper} is missing (libpam-wrapper)")
+    return dict(base, LD_PRELOAD=wrapper, PAM_WRAPPER="1", PAM_WRAPPER_SERVICE_DIR=services)
+
+
+def module_dir():
+    multiarch = subprocess.run(["gcc", "-print-multiarch"], capture_output=True, text=True).stdout.strip() or "x86_64-linux-gnu"
+    return f"/lib/{multiarch}/security"
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.release = os.path.realpath(args.release)
+        self.work = os.path.realpath(args.work)
+        self.cli = os.path.join(self.release, "fingerseal")
+        self.module = os.path.join(self.release, "libpam_fingerseal.so")
+        self.processes = Processes()
+        self.services = os.path.join(self.work, "pam.d")
+        os.makedirs(self.services, exist_ok=True)
+        self.user = subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
+        self.broker = None        # with this user's vault and an enrolled finger, once set up
+        self.broker_ready = None  # why not, when not
+        self.idp_dir = os.path.join(self.work, "idp")
+        self.issuer = None
+        self.signed_in = None     # "" once signed in, else why not
+
+    def service(self, name, lines):
+        with open(os.path.join(self.services, name), "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+    # -- 1 ----------------------------------------------------------------------------------
+
+    def ensure_broker(self):
+        """Broker A, set up once; Skip with the reason when it cannot be."""
+        if self.broker is None and self.broker_ready is None:
+            try:
+                self.broker = self.fingerseal_with_finger()
+            except Skip as why:
+                self.broker_ready = str(why)
+        if self.broker is None:
+            raise Skip(self.broker_ready)
+        return self.broker
+
+    def fingerseal_with_finger(self):
+        """Broker A: this user's vault, PIN, one enrolled finger, through the CLI."""
+        broker = Broker(self.processes, self.work, "broker", self.release)
+        broker.start()
+        env = broker.cli_env(self.work)
+        uid = os.getuid()
+        code, out, err = run_with_fds([self.cli, "pin", "set", "--pin-fd", "{0}"], env, [PIN], check=False,
+                                      what="fingerseal pin set")
+        if not os.path.isdir(os.path.join(broker.state, str(uid))):
+            said = (err or out).decode(errors="replace").strip().splitlines()
+            raise Skip("`fingerseal pin set --pin-fd N` with FINGERSEAL_SOCKET made no vault in the broker's store "
+                       f"(exit {code}: {said[-1] if said else 'no message'}): this tree's CLI is not a broker client "
+                       "yet, or the broker does not serve pin set yet")
+        ends = secret_pipes([PIN])
+        try:
+            enroll = self.processes.start([self.cli, "enroll", "--pin-fd", str(ends[0])], env=env, stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, pass_fds=ends)
+        finally:
+            for fd in ends:
+                os.close(fd)
+        try:
+            for _ in range(5):
+                sensor_send(broker.sensor, f"SCAN {FINGER_ID}", waiting=enroll)
+            out = enroll.communicate(timeout=30)[0]
+        except subprocess.TimeoutExpired:
+            raise Skip("fingerseal enroll did not finish within 30 s")
+        finally:
+            self.processes.stop(enroll)
+        if enroll.returncode != 0:
+            said = out.decode(errors="replace").strip().splitlines()
+            raise Skip(f"fingerseal enroll failed (exit {enroll.returncode}): {said[-1] if said else 'no message'}")
+        return broker
+
+    def side_by_side(self):
+        runs = self.args.pam_runs
+        print(f"== PAM side by side on virtual_device: pamtester on a pty (PAM_TTY set), services through pam_wrapper, "
+              f"{runs} runs each after 2 unmeasured, interleaved")
+        pamtester = ["pamtester", "-I", "tty=@TTY@"]
+        contenders = []
+        try:
+            fprintd = Fprintd(self.processes, self.work)
+            fprintd.start()
+            fprintd.enroll(self.user)
+            self.service("bench-fprintd", [f"auth required {module_dir()}/pam_fprintd.so"])
+            contenders.append(("pam_fprintd + fprintd", pam_wrapper_env(fprintd.env, self.services),
+                               pamtester + ["bench-fprintd", self.user, "authenticate"], fprintd.sensor))
+        except Skip as why:
+            print(f"pam_fprintd + fprintd: not run: {why}")
+        try:
+            self.ensure_broker()
+            self.service("bench-fingerseal-finger", [f"auth required {self.module} socket={self.broker.socket}"])
+            base = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+            contenders.append(("pam_fingerseal + fingersealed", pam_wrapper_env(base, self.services),
+                               pamtester + ["bench-fingerseal-finger", self.user, "authenticate"], self.broker.sensor))
+        except Skip as why:
+            print(f"pam_fingerseal + fingersealed: not run: {why}")
+        if not contenders:
+            return
+        whole = {name: [] for name, *_ in contenders}
+        after = {name: [] for name, *_ in contenders}
+        warmup = 2
+        try:
+            for run_index in range(warmup + runs):
+                for name, env, argv, sensor in contenders:
+                    timed = run_on_pty(argv, env, sensor)
+                    if timed.prompt is None or timed.status != 0 or b"successfully authenticated" not in timed.output:
+                        raise Skip(f"{name}: the finger did not authenticate (exit {timed.status}): "
+                                   + timed.output.decode(errors="replace").strip()[-300:])
+                    if run_index < warmup:
+                        continue
+                    whole[name].append(ms(timed.end - timed.start))
+                    after[name].append(ms(timed.end - timed.prompt))
+        except Skip as why:
+            print(f"side by side stopped: {why}")
+            return
+        for name, *_ in contenders:
+            print(f"{name}:")
+            print(f"  whole pamtester run:   median {median(whole[name]):7.2f} ms, p95 {p95(whole[name]):7.2f} ms")
+            print(f"  prompt -> PAM_SUCCESS: median {median(after[name]):7.2f} ms, p95 {p95(after[name]):7.2f} ms")
+        if len(contenders) == 2:
+            fp, fs = contenders[0][0], contenders[1][0]
+            ratio_whole = median(whole[fs]) / median(whole[fp])
+            ratio_after = median(after[fs]) / median(after[fp])
+            print(f"fingerseal / pam_fprintd, whole run (medians):        {ratio_whole:.2f}x  "
+                  f"(target <= 0.5x: {verdict(ratio_whole <= 0.5)})")
+            print(f"fingerseal / pam_fprintd, prompt -> PAM_SUCCESS:      {ratio_after:.2f}x")
+        fs_name = "pam_fingerseal + fingersealed"
+        if after.get(fs_name):
+            print(f"fingerseal prompt -> PAM_SUCCESS median {median(after[fs_name]):.2f} ms "
+                  f"(target <= 1.0 ms: {verdict(median(after[fs_name]) <= 1.0)})")
+
+    # -- 2 ----------------------------------------------------------------------------------
+
+    def module_overhead(self):
+        runs = self.args.runs
+        print(f"\n== PAM module overhead over pam_permit.so, no vault for the user: pamtester (pam_wrapper, PAM_TTY set), "
+              f"{runs} runs each after 10 unmeasured, interleaved")
+        try:
+            empty = Broker(self.processes, self.work, "broker-empty", self.release)
+            empty.start()
+        except Skip as why:
+            print(f"not run: {why}")
+            return
+        permit = f"auth required {module_dir()}/pam_permit.so"
+        services = {
+            "pam_permit.so only": ("bench-permit", [permit]),
+            "pam_fingerseal.so + permit, broker running": (
+                "bench-fingerseal-broker", [f"auth sufficient {self.module} socket={empty.socket}", permit]),
+            "pam_fingerseal.so + permit, no broker": (
+                "bench-fingerseal-nobroker", [f"auth sufficient {self.module} socket={self.work}/no-broker.sock", permit]),
+        }
+        for service, lines in services.values():
+            self.service(service, lines)
+        env = pam_wrapper_env({"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}, self.services)
+        commands = [["pamtester", "-I", "tty=/dev/pts/0", service, self.user, "authenticate"] for service, _ in services.values()]
+        try:
+            results = interleaved(commands, env, runs)
+            rss = peak_rss(commands, env)
+        except Skip as why:
+            print(f"not run: {why}")
+            return
+        medians = [median(times) for times in results]
+        for index, name in enumerate(services):
+            line = (f"{name + ':':46} median {medians[index]:6.2f} ms, p95 {p95(results[index]):6.2f} ms, "
+                    f"peak RSS {rss[index]:5.1f} MB (median of 20)")
+            if index:
+                extra_ms, extra_mb = medians[index] - medians[0], rss[index] - rss[0]
+                line += (f"\n{'':46} {extra_ms:+.2f} ms (target <= +2 ms: {verdict(extra_ms <= 2)}), "
+                         f"{extra_mb:+.1f} MB RSS (target <= +4 MB: {verdict(extra_mb <= 4)})")
+            print(line)
+        print(f"module size on disk: {os.path.getsize(self.module) / 1048576:.1f} MiB")
+        self.processes.stop(empty.process)
+
+    # -- 3, 4: signed in ------------------------------------------------------------------------
+
+    def ensure_signed_in(self):
+        """This user's vault in broker A signed in at the local IdP, once; Skip with the reason."""
+        if self.signed_in is None:
+            try:
+                self.sign_in()
+                self.signed_in = ""
+            except Skip as why:
+                self.signed_in = str(why)
+        if self.signed_in:
+            raise Skip(self.signed_in)
+
+    def sign_in(self):
+        self.ensure_broker()
+        root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+        line = run([os.path.join(root, "scripts", "local-idp"), "start", self.idp_dir], dict(os.environ), limit=60,
+                   what="scripts/local-idp start").stdout.decode()
+        self.issuer = re.search(r"issuer=(\S+)", line).group(1)
+        env = self.broker.cli_env(self.work)
+        run_with_fds([self.cli, "login", "--issuer", self.issuer, "--client-id", IDP_CLIENT, "--flow", "password",
+                      "--idp-user", IDP_USER, "--password-fd", "{0}", "--pin-fd", "{1}"], env, [IDP_PASSWORD, PIN],
+                     what="fingerseal login --flow password")
+
+    def unlock_latency(self):
+        runs = self.args.unlock_runs
+        print(f"\n== Match -> access token in hand: fingerseal unlock --print-token through the broker, against the local "
+              f"IdP on 127.0.0.1 ({runs} runs)")
+        try:
+            self.ensure_signed_in()
+            env = self.broker.cli_env(self.work)
+            after_scan, whole = [], []
+            for _ in range(runs):
+                timed = run_on_pty([self.cli, "unlock", "--print-token", "--timeout", "10"], env, self.broker.sensor,
+                                   stdout_pipe=True)
+                if timed.status != 0 or timed.prompt is None or timed.line is None or not timed.stdout.strip():
+                    raise Skip(f"fingerseal unlock --print-token did not give a token (exit {timed.status}): "
+                               + timed.output.decode(errors="replace").strip()[-300:])
+                after_scan.append(ms(timed.line - timed.prompt))
+                whole.append(ms(timed.end - timed.start))
+        except Skip as why:
+            print(f"not run: {why}")
+            return
+        baseline = self.idp_refresh_round_trips(runs)
+        print(f"IdP refresh alone (Python urllib, new connection each): median {median(baseline):6.2f} ms, "
+              f"p95 {p95(baseline):6.2f} ms")
+        print(f"SCAN -> token on stdout:                            median {median(after_scan):6.2f} ms, "
+              f"p95 {p95(after_scan):6.2f} ms  (targets p50 <= 50 ms: {verdict(median(after_scan) <= 50)}; "
+              f"p95 <= 150 ms: {verdict(p95(after_scan) <= 150)})")
+        print(f"whole fingerseal unlock --print-token run:          median {median(whole):6.2f} ms, p95 {p95(whole):6.2f} ms")
+
+    def idp_refresh_round_trips(self, runs):
+        """The floor of an unlock: the IdP's own refresh (rotation), its own token chain."""
+        token_url = self.issuer + "/token/"
+
+        def post(fields):
+            body = urllib.parse.urlencode(fields).encode()
+            with urllib.request.urlopen(urllib.request.Request(token_url, data=body), timeout=10) as answer:
+                return json.load(answer)
+        refresh = post({"grant_type": "password", "username": IDP_USER, "password": IDP_PASSWORD,
+                        "client_id": IDP_CLIENT, "scope": "openid offline_access"})["refresh_token"]
+        times = []
+        for _ in range(runs):
+            start = now()
+            refresh = post({"grant_type": "refresh_token", "refresh_token": refresh, "client_id": IDP_CLIENT})["refresh_token"]
+            times.append(ms(now() - start))
+        return times
+
+    def cached_token(self):
+        runs = self.args.runs
+        print(f"\n== fingerseal token with a token cached for the session, vs fingerseal --version ({runs} runs each "
+              "after 10 unmeasured, interleaved)")
+        try:
+            self.ensure_signed_in()
+            env = self.broker.cli_env(self.work)
+            export = os.path.join(self.work, "token.json")
+            # One process session (setsid) for the unlock that caches the token and for every
+            # `fingerseal token`: the broker keys the cache by the caller's session, and the
+            # timer below spawns into the shell's session (posix_spawn without setsid there).
+            # --timeout bounds each: a token that is not cached would wait for a finger.
+            script = """set -e
+"$1" unlock --timeout 10 >/dev/null
+"$1" token --timeout 1 >/dev/null
+exec /usr/bin/python3 "$2" time-in-session "$3" "$4" "$1" --version -- "$1" token --timeout 1
+"""
+            shell = self.processes.start(["bash", "-c", script, "bash", self.cli, os.path.realpath(__file__), export,
+                                          str(runs)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            try:
+                sensor_send(self.broker.sensor, f"SCAN {FINGER_ID}", waiting=shell)
+                err = shell.communicate(timeout=300)[1]
+            except subprocess.TimeoutExpired:
+                raise Skip("the unlock and the timing did not finish within 300 s")
+            finally:
+                self.processes.stop(shell)
+            if shell.returncode != 0:
+                said = err.decode(errors="replace").strip().splitlines()
+                raise Skip(f"exit {shell.returncode}: {said[-1] if said else 'no message'}")
+        except Skip as why:
+            print(f"not run: {why}")
+            return
+        version, token = json.load(open(export))
+        print(f"fingerseal --version:        median {median(version):6.2f} ms, p95 {p95(version):6.2f} ms")
+        print(f"fingerseal token (cached):   median {median(token):6.2f} ms, p95 {p95(token):6.2f} ms  "
+              f"(target <= 5 ms: {verdict(median(token) <= 5)})")
+
+    def stop(self):
+        self.processes.stop_all()
+        if os.path.isdir(self.idp_dir):
+            root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+            subprocess.run([os.path.join(root, "scripts", "local-idp"), "stop", self.idp_dir], timeout=30,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def time_in_session(arguments):
+    """time-in-session OUT RUNS CMD... -- CMD...: the interleaved timer, run inside a process
+    session that the commands must share (no setsid of their own); writes the times as JSON."""
+    out, runs, rest = arguments[0], int(arguments[1]), arguments[2:]
+    split = rest.index("--")
+    try:
+        results = interleaved([rest[:split], rest[split + 1:]], dict(os.environ), runs, own_session=False)
+    except Skip as why:
+        sys.exit(str(why))
+    with open(out, "w") as f:
+        json.dump(results, f)
+
+
+def main():
+    if sys.argv[1:2] == ["time-in-session"]:
+        return time_in_session(sys.argv[2:])
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--release", required=True)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--pam-runs", type=int, default=30)
+    parser.add_argument("--runs", type=int, default=200, help="runs of the short commands (module overhead, token)")
+    parser.add_argument("--unlock-runs", type=int, default=50)
+    parser.add_argument("--only", choices=["pam", "overhead", "token", "unlock"], action="append")
+    args = parser.parse_args()
+
+    def leave(signum, _frame):
+        raise SystemExit(128 + signum)
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, leave)
+    bench = Bench(args)
+    parts = args.only or ["pam", "overhead", "unlock", "token"]
+    try:
+        if "pam" in parts:
+            bench.side_by_side()
+        if "overhead" in parts:
+            bench.module_overhead()
+        if "unlock" in parts:
+            bench.unlock_latency()
+        if "token" in parts:
+            bench.cached_token()
+    finally:
+        bench.stop()
+
+
+if __name__ == "__main__":
+    main()
