@@ -20,6 +20,12 @@ let moduleLinkerFlags: [String] = [
     "-Xlinker", "--version-script=\(packageRoot)/Sources/PAMFingerseal/exports.map",
 ]
 
+// What the PAM module links is kept to the Swift standard library: without these, every Swift
+// target imports _StringProcessing (regex) and _Concurrency implicitly, and the module carries
+// them into every host (about 9,000 symbols; load time and resident memory in sshd and sudo).
+let leanSwift: [SwiftSetting] = [.unsafeFlags(["-Xfrontend", "-disable-implicit-string-processing-module-import",
+                                               "-Xfrontend", "-disable-implicit-concurrency-module-import"])]
+
 func cLibrary(_ name: String, pkgConfig: String, apt: [String]) -> Target {
     .systemLibrary(name: name, pkgConfig: pkgConfig, providers: [.apt(apt)])
 }
@@ -51,9 +57,9 @@ let package = Package(
         cLibrary("CSystemd", pkgConfig: "libsystemd", apt: ["libsystemd-dev"]),
 
         // Thin wrappers: each owns its C pointers; no C types in their public API.
-        .target(name: "SystemKit", dependencies: ["CLinux"]),
+        .target(name: "SystemKit", dependencies: ["CLinux"], swiftSettings: leanSwift),
         .target(name: "SodiumKit", dependencies: ["CSodium"]),
-        .target(name: "PAMKit", dependencies: ["CPAM"]),
+        .target(name: "PAMKit", dependencies: ["CPAM"], swiftSettings: leanSwift),
         .target(name: "FprintKit", dependencies: ["CFprint", "CLinux"]),
         .target(name: "CurlKit", dependencies: ["CCurl"]),
         .target(name: "TPMKit", dependencies: ["CTSS2"]),
@@ -63,7 +69,7 @@ let package = Package(
 
         // The broker's wire protocol and the outcome table: stdlib and Glibc only, so the PAM
         // module that links it stays small (no Foundation).
-        .target(name: "FingersealWire", dependencies: ["CLinux"]),
+        .target(name: "FingersealWire", dependencies: ["CLinux"], swiftSettings: leanSwift),
 
         // Pure-Swift core: vault, keyslots, config, lockout.
         .target(name: "FingersealCore", dependencies: ["FingersealWire", "SystemKit", "SodiumKit"]),
@@ -88,7 +94,7 @@ let package = Package(
             name: "PAMFingerseal",
             dependencies: ["FingersealWire", "PAMKit", "SystemKit"],
             exclude: ["exports.map"],
-            swiftSettings: [.unsafeFlags(["-static-stdlib"])],
+            swiftSettings: [.unsafeFlags(["-static-stdlib"])] + leanSwift,
             linkerSettings: [.unsafeFlags(moduleLinkerFlags)]
         ),
 

@@ -235,7 +235,7 @@ public final class SafeDirectory {
     /// Removes temp files a crashed writer left behind. Call only while holding the
     /// exclusive lock: then no live writer owns one.
     public func removeStaleTempFiles() throws {
-        for name in try entries() where name.hasPrefix(".") && name.contains(".tmp-") {
+        for name in try entries() where name.hasPrefix(".") && includes(name, ".tmp-") {
             _ = unlinkat(fd.rawValue, name, 0)
         }
     }
@@ -268,4 +268,12 @@ public func createDirectories(_ path: String, mode: mode_t) throws {
         let code = errno
         if code != EEXIST { throw SystemError("mkdir", prefix, code: code) }
     }
+}
+
+/// Whether `text` contains `part` (stdlib only: substring search is otherwise
+/// _StringProcessing's, which the PAM module does not link).
+func includes(_ text: String, _ part: String) -> Bool {
+    let haystack = Array(text.utf8), needle = Array(part.utf8)
+    guard needle.count <= haystack.count else { return needle.isEmpty }
+    return (0...(haystack.count - needle.count)).contains { start in haystack[start..<(start + needle.count)].elementsEqual(needle) }
 }
