@@ -26,13 +26,15 @@ public enum Vault {
     static let masterKeyLength = 32
 
     /// The vault's state, or nil when there is none. Throws if a file is damaged or unsafe.
-    public static func status(_ store: VaultStore) throws -> VaultStatus? {
+    /// `checkingSlots`: also try each device slot's key (what `status` reports); a flow
+    /// that is about to open the vault anyway learns that from opening it.
+    public static func status(_ store: VaultStore, checkingSlots: Bool = false) throws -> VaultStatus? {
         let result = try store.withDirectory(exclusive: false) { directory -> VaultStatus? in
             guard let document = try store.readDocument(directory) else { return nil }
             let lockout = try LockoutLedger(store: store, policy: LockoutPolicy()).read(directory)
             let slots = document.keyslots.map { slot -> VaultStatus.Slot in
                 var usable = true
-                if slot.kind == .device {
+                if slot.kind == .device && checkingSlots {
                     usable = (try? DeviceKeyslot(directory: directory).wrappingKey(for: slot)) != nil
                 }
                 return VaultStatus.Slot(kind: slot.kind, protection: slot.protection, usable: usable)

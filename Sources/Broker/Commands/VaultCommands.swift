@@ -50,7 +50,7 @@ enum VaultCommands {
 
     static func status(_ call: Call) throws -> Reply {
         let store = call.store
-        guard let status = try Vault.status(store) else {
+        guard let status = try Vault.status(store, checkingSlots: true) else {
             if call.has("--json") {
                 try call.printJSON(StatusReport(vault: false, directory: store.location.directory))
             }
