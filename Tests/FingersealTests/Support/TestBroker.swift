@@ -9,10 +9,15 @@ final class TestBroker {
     let config: String
     private(set) var process: Child?
     private let environment: [String: String]
+    /// Turns the broker's command line into the one to start (e.g. SyslogCapture.wrap).
+    private let wrap: (([String]) -> (String, [String]))?
 
     /// `environment` is the broker's own (root's, as systemd would give it): FP_* for the
-    /// virtual readers, never a client's.
-    init(environment: [String: String] = [:], config: String = "") throws {
+    /// virtual readers, never a client's. `wrap`: runs the broker inside another command
+    /// that ends by exec'ing it (same pid), such as a syslog capture.
+    init(environment: [String: String] = [:], config: String = "",
+         wrap: (([String]) -> (String, [String]))? = nil) throws {
+        self.wrap = wrap
         temp = try TempDirectory()
         // Test users' clients must reach the socket (the store inside stays root's, 0700).
         chmod(temp.path, 0o755)
@@ -41,8 +46,9 @@ final class TestBroker {
         guard withUnixAddress(notify, { bind(fd, $0, $1) }) == 0 else { throw TestFailure("bind \(notify) failed") }
         var environment = self.environment
         environment["NOTIFY_SOCKET"] = notify
-        let child = try Child(Paths.buildDirectory + "/fingersealed",
-                              ["--socket", socketPath, "--state", state, "--config", config], environment: environment)
+        let command = [Paths.buildDirectory + "/fingersealed", "--socket", socketPath, "--state", state, "--config", config]
+        let (path, arguments) = wrap?(command) ?? (command[0], Array(command.dropFirst()))
+        let child = try Child(path, arguments, environment: environment)
         process = child
         // Readiness: READY=1 within 20 s, or the broker's own words on why not.
         var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)

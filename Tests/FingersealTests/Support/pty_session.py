@@ -3,16 +3,21 @@
 usage: pty_session.py STEPS_JSON -- COMMAND...
 STEPS_JSON is a list of [expect, send]: wait (bounded) until `expect` appears in the output,
 then type `send`. A `send` of "@sensor COMMAND" goes to the virtual_device socket named in
-FP_VIRTUAL_DEVICE instead of the terminal (a finger on the reader while a prompt waits). Prints a JSON object: the whole transcript, the exit status, and whether
-the terminal still echoes afterwards (it must: a cancelled prompt restores the terminal).
+PTY_SENSOR (the broker's reader, whose socket the command itself never needs to know; for
+older callers, FP_VIRTUAL_DEVICE) instead of the terminal (a finger on the reader while a
+prompt waits). PTY_SENSOR is not passed on to the command. Prints a JSON object: the whole
+transcript, the exit status, and whether the terminal still echoes afterwards (it must: a
+cancelled prompt restores the terminal).
 """
 import json, os, pty, select, socket, sys, termios, time
 
 steps = json.loads(sys.argv[1])
 command = sys.argv[sys.argv.index("--") + 1:]
+sensor_path = os.environ.get("PTY_SENSOR") or os.environ.get("FP_VIRTUAL_DEVICE")
+child_environment = {k: v for k, v in os.environ.items() if k != "PTY_SENSOR"}
 pid, fd = pty.fork()
 if pid == 0:
-    os.execvpe(command[0], command, os.environ)
+    os.execvpe(command[0], command, child_environment)
 
 transcript = b""
 def read_until(needle, deadline):
@@ -40,7 +45,7 @@ for expect, send in steps:
     if send.startswith("@sensor "):
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sensor:
             sensor.settimeout(10)
-            sensor.connect(os.environ["FP_VIRTUAL_DEVICE"])
+            sensor.connect(sensor_path)
             sensor.sendall(send[len("@sensor "):].encode())
             sensor.recv(4096)  # the driver closes the connection once it took the command
     else:
