@@ -163,6 +163,18 @@ import PAMKit
         #expect(asked.status != 0 && asked.stderr.contains("Confirm it is you for payroll."), "\(asked.all)")
     }
 
+    /// A confirmation lasts its TTL (whole seconds, so between one and two seconds here), then
+    /// the next step-up asks again.
+    @Test func aGrantExpiresAfterItsTTL() throws {
+        let home = try Home()
+        #expect(try home.run(["step-up", "--pin-fd", "3", "--ttl", "2", "payroll"], pin: StepUpCLITests.pin).status == 0)
+        #expect(try home.run(["step-up", "payroll", "--check"]).status == 0)
+        // Expiry is the clock's business: look (bounded) until it has passed.
+        #expect(ReaderBroker.waitUntil(6) { (try? home.run(["step-up", "payroll", "--check"]).status) == 1 })
+        let asked = try home.run(["step-up"] + StepUpCLITests.pinFD + ["payroll"])
+        #expect(asked.status != 0 && asked.stderr.contains("Confirm it is you for payroll."), "\(asked.all)")
+    }
+
     /// The session is the caller's, as the kernel tells the broker; the variables that once
     /// named it (XDG_SESSION_ID, XDG_RUNTIME_DIR) change nothing either way.
     @Test func anotherSessionIsAskedWhateverItsVariablesSay() throws {
@@ -354,6 +366,16 @@ import PAMKit
         // Another session is asked.
         let other = try stack.elsewhere("authenticate")
         #expect(other.status != 0 && other.stderr.contains("PIN: "), "\(other.all)")
+    }
+
+    /// `ttl=` bounds the module's confirmation: after it, the PIN is asked again.
+    @Test func aConfirmationFromPAMExpiresAfterItsTTL() throws {
+        let stack = try Stack()
+        stack.service("auth required \(Paths.module) socket=\(stack.home.rig.broker.socketPath) pin stepup=sudo ttl=2")
+        #expect(try stack.authenticate(answer: StepUpCLITests.pin) == (PAM_SUCCESS, true))
+        #expect(try stack.authenticate(answer: nil) == (PAM_SUCCESS, false), "held")
+        // Each look answers nothing when asked, which is no failure.
+        #expect(ReaderBroker.waitUntil(6) { (try? stack.authenticate(answer: nil).prompted) == true }, "asked again after the TTL")
     }
 
     /// close_session drops the grants of its own session, and no other session's.
