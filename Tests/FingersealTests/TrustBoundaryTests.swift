@@ -413,4 +413,33 @@ import SystemKit
         let two = second.finish()
         #expect(two.status == 0, "\(two.all)")
     }
+
+    /// Many unlocks at once (the CLI as root, and PAM hosts), all refreshing the one sealed
+    /// sign-in in the one broker: each refresh token is used once, the chain stays alive.
+    @Test(.enabled(if: LocalIdP.available && Pamtester.available)) func concurrentRefreshesNeverReuseAToken() throws {
+        let idp = try LocalIdP()
+        let rig = try ReaderBroker(driver: "none", reader: false)
+        let login = try rig.cli(["login", "--issuer", idp.issuer, "--client-id", "fingerseal-test", "--flow", "password",
+                                 "--idp-user", "alice", "--password-fd", "3", "--pin-fd", "3"],
+                                fd3: "wonderland-7\n\(TrustBoundaryTests.pin)\n")
+        #expect(login.status == 0, "\(login.all)")
+        #expect(mkdir(rig.files.file("pam.d"), 0o755) == 0)
+        writeFile(rig.files.file("pam.d/fingerseal-test"),
+                  Array("auth required \(Paths.module) socket=\(rig.broker.socketPath) pin require_token\n".utf8), mode: 0o644)
+        let root = String(cString: getpwuid(0).pointee.pw_name)
+        var children: [Child] = []
+        for index in 0..<8 {
+            children.append(index % 4 == 3
+                ? try Pamtester.start(services: rig.files.file("pam.d"), service: "fingerseal-test", user: root,
+                                      answers: [TrustBoundaryTests.pin])
+                : try rig.startCLI(["unlock", "--pin-fd", "3"], fd3: TrustBoundaryTests.pin + "\n"))
+        }
+        for child in children {
+            let result = child.finish()
+            #expect(result.status == 0, "\(result.all)")
+        }
+        let family = try idp.family("alice")
+        #expect(family.contains("\"rotations\": 8") && family.contains("\"reuse_attempts\": 0"), "\(family)")
+        #expect(try idp.familyAlive("alice"))
+    }
 }
