@@ -234,9 +234,11 @@ extension ReaderCLITests {
         static var umockdev: Bool { access("/usr/bin/umockdev-run", X_OK) == 0 }
 
         /// A broker running under umockdev-run, so its libfprint sees the recorded device, its
-        /// output going to `log`.
-        static func replayBroker(_ umockdev: [String], driver: String, log: String) throws -> TestBroker {
-            try TestBroker(environment: ["FP_DEVICE_EMULATION": "1", "FP_DRIVERS_WHITELIST": driver],
+        /// output going to `log`. umockdev-run makes its test bed under TMPDIR: `temp`, which
+        /// goes with the test (the broker is stopped with SIGKILL, which leaves no time to
+        /// clean up).
+        static func replayBroker(_ umockdev: [String], driver: String, log: String, temp: TempDirectory) throws -> TestBroker {
+            try TestBroker(environment: ["FP_DEVICE_EMULATION": "1", "FP_DRIVERS_WHITELIST": driver, "TMPDIR": temp.path],
                            wrap: { ("/bin/sh", ["-c", #"exec "$@" >>"$0" 2>&1"#, log, "/usr/bin/umockdev-run"] + umockdev + ["--"] + $0) })
         }
 
@@ -244,7 +246,7 @@ extension ReaderCLITests {
             let temp = try TempDirectory()
             let recording = Paths.fixtures + "/umockdev/vfs5011"
             let broker = try Self.replayBroker(["-d", recording + "/device", "-i", "/dev/bus/usb/002/017=" + recording + "/capture.ioctl"],
-                                               driver: "vfs5011", log: temp.file("broker.log"))
+                                               driver: "vfs5011", log: temp.file("broker.log"), temp: temp)
             let out = temp.file("capture.pgm")
             let result = try Child.run(Paths.cli, ["capture", "--out", out], environment: broker.clientEnvironment)
             #expect(result.status == 0, "\(result.all)")
@@ -265,7 +267,7 @@ extension ReaderCLITests {
             let recording = Paths.fixtures + "/umockdev/synaptics"
             let sysfs = "/sys/devices/pci0000:00/0000:00:14.0/usb1/1-9"
             let broker = try Self.replayBroker(["-d", recording + "/device", "-p", sysfs + "=" + recording + "/custom.pcapng"],
-                                               driver: "synaptics", log: temp.file("broker.log"))
+                                               driver: "synaptics", log: temp.file("broker.log"), temp: temp)
             // The recording clears the chip's storage first: that needs the explicit flag (root).
             let result = try Child.run(Paths.cli, ["selftest", "--json", "--clear-storage"], environment: broker.clientEnvironment)
             #expect(result.status == 0, "\(result.all)")
