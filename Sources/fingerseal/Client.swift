@@ -279,6 +279,13 @@ final class Client {
             // confirmation exactly that long, and drops it when we close.
             let status = try Programs.runForeground(command)
             connection.shutdownWrite()
+            // The broker ends the confirmation when it sees us hang up, then closes its end:
+            // wait (bounded) for that, so that when we exit the confirmation is already gone
+            // (a script's next command must not find it held).
+            let deadline = monotonicNow() + Client.cancelLimit
+            while case .packet = connection.wait(until: deadline) {
+                if (try? connection.withPacket { _ in () }) == nil { break }
+            }
             return status
         }
     }

@@ -4,62 +4,74 @@ import FingersealCore
 import SystemKit
 import Testing
 
-/// pam_fingerseal.so's fingerprint step (through the fingerseal-scan helper) in a real PAM
-/// stack: pamtester under pam_wrapper, fingerseal first, then pam_matrix as the password
-/// module, and libfprint's virtual_device as the reader. Each test has its own environment.
-@Suite(.disabled("moves to the broker (issue 10)")) struct ModuleFingerprintTests {
+/// pam_fingerseal.so's fingerprint step in a real PAM stack: pamtester under pam_wrapper,
+/// fingerseal first, then pam_matrix as the password module. The module asks a broker of the
+/// test's own (`socket=`), whose reader is libfprint's virtual_device (the broker's own
+/// environment); the finger is enrolled with the CLI against that broker. pamtester names a
+/// terminal (`-I tty=`), so a person can answer.
+@Suite struct ModuleFingerprintTests {
     static let pin = "4826"
+    static let service = "fingerseal-finger-test"
 
     struct Rig {
-        let temp: TempDirectory
+        let rig: ReaderBroker
+        /// pamtester's environment (pam_wrapper, the private service directory).
         var environment: [String: String]
-        var socket: String { temp.file("sensor.sock") }
+        var temp: TempDirectory { rig.files }
+        var socket: String { rig.sensor }
+        let user = String(cString: getpwuid(geteuid()).pointee.pw_name)
+        var services: String { rig.files.file("pam.d") }
+        /// Root's vault in the broker's store.
+        var store: VaultStore { get throws { try rig.store() } }
 
-        init(moduleOptions: String = "pin") throws {
-            temp = try TempDirectory()
-            environment = ["XDG_STATE_HOME": temp.file("state"), "PATH": "/usr/bin:/bin", "NO_COLOR": "1",
-                           "FP_DRIVERS_WHITELIST": "virtual_device", "FP_VIRTUAL_DEVICE": temp.file("sensor.sock")]
-            #expect(mkdir(temp.file("state"), 0o700) == 0 && mkdir(temp.file("pam.d"), 0o755) == 0)
+        /// `alone`: the module alone in the stack (`required`), no password module after it.
+        init(moduleOptions: String = "pin", alone: Bool = false, config: String = "",
+             wrap: (([String]) -> (String, [String]))? = nil) throws {
+            rig = try ReaderBroker(config: config, pin: ModuleFingerprintTests.pin, wrap: wrap)
+            #expect(mkdir(rig.files.file("pam.d"), 0o755) == 0)
             // Enroll with the CLI, as a user would.
-            let cliEnvironment = environment, socket = temp.file("sensor.sock")
-            let cli = { (arguments: [String], commands: [String]) throws -> Child.Result in
-                let child = try Child(Paths.cli, arguments, environment: cliEnvironment,
-                                      fd3: Array((ModuleFingerprintTests.pin + "\n").utf8))
-                for command in commands { try VirtualSensor.send(command, to: socket) }
-                return child.finish()
+            let enrolled = try rig.enroll("finger-a", pin: ModuleFingerprintTests.pin)
+            #expect(enrolled.status == 0, "\(enrolled.all)")
+            environment = Pamtester.environment(rig.files.file("pam.d"))
+            writeFile(rig.files.file("passdb"), Array("\(user):secret:\(ModuleFingerprintTests.service)\n".utf8))
+            setOptions(moduleOptions, alone: alone)
+        }
+
+        /// The service's module line (and the password module after it unless `alone`).
+        func setOptions(_ options: String, alone: Bool = false) {
+            let module = "\(Paths.module) socket=\(rig.broker.socketPath) \(options)"
+            let text = alone ? "auth required \(module)\n" : """
+                auth [success=done default=ignore] \(module)
+                auth required \(PamtesterTests.matrix) passdb=\(rig.files.file("passdb"))
+
+                """
+            writeFile(services + "/" + ModuleFingerprintTests.service, Array(text.utf8), mode: 0o644)
+        }
+
+        /// `lineBuffered`: pamtester's standard output (where the conversation's sentences go)
+        /// is flushed at each line, so a test can read a prompt as it is shown.
+        func start(answers: [String], user name: String? = nil, tty: String? = "/dev/pts/0",
+                   items: [String] = [], lineBuffered: Bool = false) throws -> Child {
+            var arguments: [String] = []
+            if let tty { arguments += ["-I", "tty=\(tty)"] }
+            for item in items { arguments += ["-I", item] }
+            arguments += [ModuleFingerprintTests.service, name ?? user, "authenticate"]
+            let stdin = Array(answers.map { $0 + "\n" }.joined().utf8)
+            if lineBuffered {
+                return try Child("/usr/bin/stdbuf", ["-oL", "/usr/bin/pamtester"] + arguments, environment: environment, stdin: stdin)
             }
-            #expect(try cli(["pin", "set", "--pin-fd", "3"], []).status == 0)
-            #expect(try cli(["enroll", "--pin-fd", "3"], Array(repeating: "SCAN finger-a", count: 5)).status == 0)
-            let user = String(cString: getpwuid(geteuid()).pointee.pw_name)
-            writeFile(temp.file("passdb"), Array("\(user):secret:fingerseal-scan-test\n".utf8))
-            writeFile(temp.file("pam.d/fingerseal-scan-test"), Array("""
-                auth [success=done default=ignore] \(Paths.module) store=\(temp.file("state"))/fingerseal helper=\(Paths.buildDirectory)/fingerseal-scan \(moduleOptions)
-                auth required \(PamtesterTests.matrix) passdb=\(temp.file("passdb"))
-
-                """.utf8), mode: 0o644)
-            environment["LD_PRELOAD"] = PamtesterTests.wrapper
-            environment["PAM_WRAPPER"] = "1"
-            environment["PAM_WRAPPER_SERVICE_DIR"] = temp.file("pam.d")
+            return try Child("/usr/bin/pamtester", arguments, environment: environment, stdin: stdin)
         }
 
-        func start(answers: [String]) throws -> Child {
-            let user = String(cString: getpwuid(geteuid()).pointee.pw_name)
-            return try Child("/usr/bin/pamtester", ["fingerseal-scan-test", user, "authenticate"], environment: environment,
-                             stdin: Array(answers.map { $0 + "\n" }.joined().utf8))
-        }
-
-        func authenticate(answers: [String], sensor commands: [String]) throws -> Child.Result {
-            let child = try start(answers: answers)
+        func authenticate(answers: [String], sensor commands: [String], user name: String? = nil, tty: String? = "/dev/pts/0",
+                          items: [String] = []) throws -> Child.Result {
+            let child = try start(answers: answers, user: name, tty: tty, items: items)
             for command in commands { try VirtualSensor.send(command, to: socket) }
             return child.finish()
         }
 
-        /// Failed matches recorded in the user's vault.
-        func failedScans() throws -> Int {
-            guard let account = try UserAccount.current() else { throw TestFailure("no account") }
-            let store = VaultStore(location: VaultLocation(directory: temp.file("state/fingerseal"), account: account))
-            return try LockoutLedger(store: store, policy: LockoutPolicy()).current().fingerFailures
-        }
+        /// Failed matches recorded in root's vault, as the broker keeps them.
+        func failedScans() throws -> Int { try rig.lockout().fingerFailures }
 
         /// `misses` non-matching scans, each sent only after the previous one was counted: the
         /// virtual driver may drop a command queued while an action is ending.
@@ -68,20 +80,12 @@ import Testing
             let before = try failedScans()
             for miss in 1...misses {
                 try VirtualSensor.send("SCAN stranger", to: socket)
-                let deadline = VirtualSensor.now() + 20
-                while try failedScans() < before + miss && VirtualSensor.now() < deadline {
-                    var pause = timespec(tv_sec: 0, tv_nsec: 5_000_000)
-                    nanosleep(&pause, nil)
-                }
+                #expect(try ReaderBroker.waitUntil { try failedScans() >= before + miss }, "miss \(miss) was never counted")
             }
             return child.finish()
         }
 
-        func status() throws -> String {
-            var env = environment
-            env["LD_PRELOAD"] = nil
-            return try Child.run(Paths.cli, ["status"], environment: env).stdout
-        }
+        func status() throws -> String { try rig.status() }
     }
 
     static var available: Bool { PamtesterTests.available }
@@ -103,30 +107,29 @@ import Testing
         #expect(try rig.status().contains("failed scans in a row: 3"))
     }
 
-    @Test(.enabled(if: available)) func ctrlCGoesToTheFallbackWithoutCounting() throws {
+    /// Ctrl-C goes to the password (no PIN: the person asked for the password), and a
+    /// cancelled scan is never counted.
+    @Test(.enabled(if: available)) func ctrlCGoesToThePasswordWithoutCounting() throws {
         let rig = try Rig()
-        // libfprint creates the sensor socket when the helper opens the reader, which is after
-        // the module set up its signalfd: once the socket is back, Ctrl-C goes to the module.
-        // (pamtester's own output is block-buffered on a pipe, so its text cannot say when.)
-        unlink(rig.socket)
-        let child = try rig.start(answers: ["", "secret"])
-        let deadline = VirtualSensor.now() + 20
-        while access(rig.socket, F_OK) != 0 && VirtualSensor.now() < deadline {
-            var pause = timespec(tv_sec: 0, tv_nsec: 5_000_000)
-            nanosleep(&pause, nil)
+        let child = try rig.start(answers: ["secret"], lineBuffered: true)
+        // The prompt is shown; then the module watches Ctrl-C (SIGINT blocked, a signalfd)
+        // exactly while it waits for the broker's next message, here the scan's end.
+        var prompt: String? = nil
+        while prompt == nil, let line = child.readLine() {
+            if line.contains("Swipe your finger") { prompt = line }
         }
-        #expect(access(rig.socket, F_OK) == 0, "the helper never opened the reader")
+        #expect(prompt == "Swipe your finger across the reader, or press Ctrl-C to use your password.")
+        #expect(ReaderBroker.waitUntil { interruptIsBlocked(child.pid) }, "the module never waited for the broker")
         child.signal(SIGINT)
         let result = child.finish()
         #expect(result.status == 0, "\(result.all)")
-        #expect(result.all.contains("Swipe your finger across the reader, or press Ctrl-C to use your password."))
-        #expect(result.stderr.contains("PIN: Password: "))
+        #expect(result.stderr.contains("Password: ") && !result.stderr.contains("PIN: "), "\(result.stderr)")
         #expect(try rig.status().contains("failed scans in a row: 0"))
     }
 
     @Test(.enabled(if: available)) func noReaderGoesStraightToTheFallback() throws {
-        var rig = try Rig()
-        rig.environment["FP_VIRTUAL_DEVICE"] = nil
+        let rig = try Rig()
+        try rig.rig.unplugReader()
         let start = VirtualSensor.now()
         let result = try rig.authenticate(answers: [ModuleFingerprintTests.pin], sensor: [])
         #expect(result.status == 0, "\(result.all)")
@@ -144,16 +147,16 @@ import Testing
         #expect(unplugged.stderr.contains("PIN: Password: "))
     }
 
-    /// Many authentications that each start the helper (no reader here, then the PIN): the
-    /// host process keeps its threads, descriptors, signal state and environment.
-    @Test(.enabled(if: available)) func helperCyclesLeaveTheHostAsFound() throws {
-        var rig = try Rig()
-        rig.environment["FP_VIRTUAL_DEVICE"] = nil
+    /// Many authentications in one host process (no reader here, then the PIN): the host
+    /// keeps its threads, descriptors, signal state and environment. pam-cycles names no
+    /// terminal: the broker's configuration names the service as one a person answers.
+    @Test(.enabled(if: available)) func cyclesLeaveTheHostAsFound() throws {
+        var rig = try Rig(config: "interactive_services=\(ModuleFingerprintTests.service)\n")
+        try rig.rig.unplugReader()
         rig.environment["LD_PRELOAD"] = nil
         // pam-cycles uses pam_start_confdir itself: point it at the rig's service directory.
-        let user = String(cString: getpwuid(geteuid()).pointee.pw_name)
         let run = try Child.run(Paths.buildDirectory + "/pam-cycles",
-                                [rig.temp.file("pam.d"), "fingerseal-scan-test", user, "30", ModuleFingerprintTests.pin],
+                                [rig.services, ModuleFingerprintTests.service, rig.user, "30", ModuleFingerprintTests.pin],
                                 environment: rig.environment)
         #expect(run.status == 0, "\(run.all)")
         for line in run.stdout.split(separator: "\n").map({ $0.split(separator: " ").map(String.init) })
@@ -164,44 +167,42 @@ import Testing
         #expect(run.stdout.contains("codes 0:30"), "\(run.stdout)")
     }
 
-    /// What the module sends to syslog (LOG_AUTHPRIV, through pam_syslog): one line per
-    /// decision with outcome, user and service, and one for a bad option.
+    /// What goes to syslog (LOG_AUTHPRIV): the broker's one line per decision with outcome,
+    /// user and service; the module's own line for an argument it cannot use; never a secret.
     @Test(.enabled(if: available && SyslogCapture.availableAnywhere)) func decisionsAreLogged() throws {
-        func logged(_ rig: Rig, answers: [String], sensor: [String]) throws -> (Child.Result, String) {
-            // A capture socket of its own for each run (one path cannot be bound twice).
-            let directory = try TempDirectory()
-            let capture = try SyslogCapture(directory: directory.path)
-            let user = String(cString: getpwuid(geteuid()).pointee.pw_name)
-            let (path, arguments) = capture.wrap(["/usr/bin/pamtester", "fingerseal-scan-test", user, "authenticate"])
-            var environment = rig.environment
-            environment["PAM_WRAPPER_USE_SYSLOG"] = "1" // pam_wrapper's pam_syslog goes to syslog, not stderr
-            let child = try Child(path, arguments, environment: environment,
-                                  stdin: Array(answers.map { $0 + "\n" }.joined().utf8))
-            for command in sensor { try VirtualSensor.send(command, to: rig.socket) }
-            let result = child.finish()
-            return (result, capture.messages().joined(separator: "\n"))
-        }
-        let rig = try Rig()
-        let (matched, matchLog) = try logged(rig, answers: [], sensor: ["SCAN finger-a"])
+        let brokerLog = try TempDirectory()
+        let brokerCapture = try SyslogCapture(directory: brokerLog.path)
+        var rig = try Rig(wrap: brokerCapture.wrap)
+        let matched = try rig.authenticate(answers: [], sensor: ["SCAN finger-a"])
         #expect(matched.status == 0, "\(matched.all)")
-        #expect(matchLog.contains("authentication success for user="), "\(matchLog)")
-        #expect(matchLog.contains("service=fingerseal-scan-test"))
+        let matchLog = brokerCapture.messages().joined(separator: "\n")
+        #expect(matchLog.contains("pam.authenticate success for user=\(rig.user)"), "\(matchLog)")
+        #expect(matchLog.contains("service=\(ModuleFingerprintTests.service)"))
 
-        let vault = rig.temp.file("state/fingerseal/vault")
+        let vault = try rig.store.location.directory + "/vault"
         var bytes = try #require(readFile(vault))
         bytes[bytes.count / 2] ^= 0x04
         writeFile(vault, bytes)
-        let (damaged, damagedLog) = try logged(rig, answers: ["secret"], sensor: [])
+        let damaged = try rig.authenticate(answers: ["secret"], sensor: [])
         #expect(damaged.status == 0, "the password still works: \(damaged.all)")
-        #expect(damagedLog.contains("authentication vaultUnusable"), "\(damagedLog)")
+        let damagedLog = brokerCapture.messages().joined(separator: "\n")
+        #expect(damagedLog.contains("pam.authenticate vaultUnusable"), "\(damagedLog)")
         #expect(readFile(vault) == bytes, "the damaged vault is left as it was")
 
-        // Out of range (a longer line would be cut by libpam before the module sees it).
-        var hostile = try Rig(moduleOptions: "timeout=99999")
-        hostile.environment["FP_VIRTUAL_DEVICE"] = nil
-        let (_, hostileLog) = try logged(hostile, answers: ["secret"], sensor: [])
+        // Out of range for the module itself (a longer line would be cut by libpam before the
+        // module sees it): the module says so in the host's log and asks no broker.
+        rig.setOptions("timeout=99999")
+        let moduleLog = try TempDirectory()
+        let moduleCapture = try SyslogCapture(directory: moduleLog.path)
+        let (path, arguments) = moduleCapture.wrap(["/usr/bin/pamtester", "-I", "tty=/dev/pts/0", ModuleFingerprintTests.service,
+                                                    rig.user, "authenticate"])
+        rig.environment["PAM_WRAPPER_USE_SYSLOG"] = "1" // pam_wrapper's pam_syslog goes to syslog, not stderr
+        let hostile = try Child.run(path, arguments, environment: rig.environment, stdin: Array("secret\n".utf8))
+        #expect(hostile.status == 0, "\(hostile.all)")
+        let hostileLog = moduleCapture.messages().joined(separator: "\n")
         #expect(hostileLog.contains("configuration:"), "\(hostileLog)")
-        #expect(!matchLog.contains(ModuleFingerprintTests.pin) && !damagedLog.contains("secret"))
+        #expect(!brokerCapture.messages().joined().contains("pam.authenticate"), "the broker was not asked")
+        #expect(!matchLog.contains(ModuleFingerprintTests.pin) && !damagedLog.contains("secret") && !hostileLog.contains("secret"))
     }
 
     @Test(.enabled(if: available)) func lockoutAfterMaxFailsAndResetByPIN() throws {
@@ -219,9 +220,9 @@ import Testing
     }
 }
 
-/// The return-code table of design §2, row by row, with pam_fingerseal.so alone in the
-/// stack; pamtester reports the code through pam_strerror's text.
-@Suite(.disabled("moves to the broker (issue 10)")) struct ReturnCodeTableTests {
+/// The return-code table of design §3, row by row, with pam_fingerseal.so alone in the stack;
+/// pamtester reports the code through pam_strerror's text.
+@Suite struct ReturnCodeTableTests {
     static let texts: [Int32: String] = [
         0: "successfully authenticated",
         7: "Authentication failure",
@@ -231,45 +232,57 @@ import Testing
         3: "Error in service module",
     ]
 
-    func rig(_ options: String) throws -> ModuleFingerprintTests.Rig {
-        var rig = try ModuleFingerprintTests.Rig(moduleOptions: options)
-        // fingerseal alone: drop the password module line.
-        let path = rig.temp.file("pam.d/fingerseal-scan-test")
-        let first = String(decoding: readFile(path) ?? [], as: UTF8.self).split(separator: "\n")[0]
-        writeFile(path, Array((first.replacingOccurrences(of: "[success=done default=ignore]", with: "required") + "\n").utf8), mode: 0o644)
-        rig.environment["NO_COLOR"] = "1"
-        return rig
-    }
-
-    func expect(_ result: Child.Result, _ code: Int32, sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(result.all.contains(ReturnCodeTableTests.texts[code] ?? "?"), "\(result.all)", sourceLocation: sourceLocation)
+    func expect(_ result: Child.Result, _ code: Int32, _ row: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(result.all.contains(ReturnCodeTableTests.texts[code] ?? "?"), "\(row): \(result.all)", sourceLocation: sourceLocation)
     }
 
     @Test(.enabled(if: PamtesterTests.available)) func everyRow() throws {
+        let rig = try ModuleFingerprintTests.Rig(moduleOptions: "", alone: true)
         // success: a match
-        expect(try rig("").authenticate(answers: [], sensor: ["SCAN finger-a"]), 0)
-        // tries used up → PAM_MAXTRIES
-        expect(try rig("max_tries=2").authenticate(answers: [], misses: 2), 11)
+        expect(try rig.authenticate(answers: [], sensor: ["SCAN finger-a"]), 0, "match")
         // a single failed match (max_tries=1) → PAM_AUTH_ERR
-        expect(try rig("max_tries=1").authenticate(answers: [], sensor: ["SCAN x"]), 7)
+        rig.setOptions("max_tries=1", alone: true)
+        expect(try rig.authenticate(answers: [], sensor: ["SCAN x"]), 7, "no match")
+        // tries used up → PAM_MAXTRIES
+        rig.setOptions("max_tries=2", alone: true)
+        expect(try rig.authenticate(answers: [], misses: 2), 11, "tries used up")
+        // bad configuration → PAM_SERVICE_ERR (the module's own option, or the broker's)
+        rig.setOptions("timeout=0", alone: true)
+        expect(try rig.authenticate(answers: [], sensor: []), 3, "bad module option")
+        rig.setOptions("max_fails=0", alone: true)
+        expect(try rig.authenticate(answers: [], sensor: []), 3, "bad broker option")
+        // unknown user → PAM_USER_UNKNOWN
+        rig.setOptions("", alone: true)
+        expect(try rig.authenticate(answers: [], sensor: [], user: "no-such-user-fingerseal"), 10, "unknown user")
+        // remote → PAM_AUTHINFO_UNAVAIL (no scan offered)
+        let remote = try rig.authenticate(answers: [], sensor: [], items: ["rhost=203.0.113.9"])
+        expect(remote, 9, "remote")
+        #expect(!remote.all.contains("Swipe your finger"))
+        // nobody to answer (no terminal, no display, no login session) → PAM_AUTHINFO_UNAVAIL
+        let unattended = try rig.authenticate(answers: [], sensor: [], tty: nil)
+        expect(unattended, 9, "no person")
+        #expect(!unattended.all.contains("Swipe your finger"))
+        // broker unreachable → PAM_AUTHINFO_UNAVAIL
+        writeFile(rig.services + "/" + ModuleFingerprintTests.service,
+                  Array("auth required \(Paths.module) socket=\(rig.temp.file("no-broker"))\n".utf8), mode: 0o644)
+        expect(try rig.authenticate(answers: [], sensor: []), 9, "no broker")
         // timeout → PAM_AUTHINFO_UNAVAIL
-        expect(try rig("timeout=1").authenticate(answers: [], sensor: ["SLEEP 5000"]), 9)
+        rig.setOptions("timeout=1", alone: true)
+        expect(try rig.authenticate(answers: [], sensor: ["SLEEP 5000"]), 9, "timeout")
         // no reader → PAM_AUTHINFO_UNAVAIL
-        var noReader = try rig("")
-        noReader.environment["FP_VIRTUAL_DEVICE"] = nil
-        expect(try noReader.authenticate(answers: [], sensor: []), 9)
+        try rig.rig.unplugReader()
+        rig.setOptions("", alone: true)
+        expect(try rig.authenticate(answers: [], sensor: []), 9, "no reader")
+        // wrong PIN → PAM_AUTH_ERR; skipped PIN after no reader → PAM_AUTHINFO_UNAVAIL
+        rig.setOptions("pin", alone: true)
+        expect(try rig.authenticate(answers: ["0000"], sensor: []), 7, "wrong PIN")
+        expect(try rig.authenticate(answers: [""], sensor: []), 9, "skipped PIN")
+
         // locked → PAM_AUTH_ERR (no scan offered)
-        let locked = try rig("max_tries=1 max_fails=1")
-        expect(try locked.authenticate(answers: [], sensor: ["SCAN x"]), 7)
+        let locked = try ModuleFingerprintTests.Rig(moduleOptions: "max_tries=1 max_fails=1", alone: true)
+        expect(try locked.authenticate(answers: [], sensor: ["SCAN x"]), 7, "the locking miss")
         let stillLocked = try locked.authenticate(answers: [], sensor: [])
-        expect(stillLocked, 7)
+        expect(stillLocked, 7, "locked")
         #expect(stillLocked.all.contains("locked"))
-        // bad configuration → PAM_SERVICE_ERR
-        expect(try rig("timeout=0").authenticate(answers: [], sensor: []), 3)
-        // wrong PIN → PAM_AUTH_ERR; skipped PIN after cancel/no reader → PAM_AUTHINFO_UNAVAIL
-        var pinOnly = try rig("pin")
-        pinOnly.environment["FP_VIRTUAL_DEVICE"] = nil
-        expect(try pinOnly.authenticate(answers: ["0000"], sensor: []), 7)
-        expect(try pinOnly.authenticate(answers: [""], sensor: []), 9)
     }
 }

@@ -4,8 +4,9 @@ import Testing
 import SystemKit
 
 /// pamtester under pam_wrapper: fingerseal first, then a password module (pam_wrapper's
-/// pam_matrix), the order the pam-auth-update profile sets up.
-@Suite(.disabled("moves to the broker (issue 10)")) struct PamtesterTests {
+/// pam_matrix), the order the pam-auth-update profile sets up. The module asks a broker of the
+/// test's own (`socket=`, no reader); pamtester names a terminal (`-I tty=`): a person answers.
+@Suite struct PamtesterTests {
     static let multiarch = "x86_64-linux-gnu"
     static let wrapper = "/usr/lib/\(multiarch)/libpam_wrapper.so"
     static let matrix = "/usr/lib/\(multiarch)/pam_wrapper/pam_matrix.so"
@@ -13,30 +14,29 @@ import SystemKit
     static let pin = "4826"
 
     struct Stack {
-        let temp: TempDirectory
+        let rig: ReaderBroker
         let user: UserAccount
+        var temp: TempDirectory { rig.files }
+        var store: VaultStore { VaultStore(location: .broker(stateDirectory: rig.broker.state, account: user)) }
 
         init() throws {
-            temp = try TempDirectory()
+            rig = try ReaderBroker(driver: "none", reader: false)
             guard let user = try UserAccount.current() else { throw TestFailure("no account") }
             self.user = user
-            #expect(mkdir(temp.file("pam.d"), 0o755) == 0)
-            writeFile(temp.file("passdb"), Array("\(user.name):secret:fingerseal-fallback\n".utf8))
-            writeFile(temp.file("pam.d/fingerseal-fallback"), Array("""
-                auth [success=done default=ignore] \(Paths.module) pin store=\(temp.path)/%u
-                auth required \(PamtesterTests.matrix) passdb=\(temp.file("passdb"))
+            #expect(mkdir(rig.files.file("pam.d"), 0o755) == 0)
+            writeFile(rig.files.file("passdb"), Array("\(user.name):secret:fingerseal-fallback\n".utf8))
+            writeFile(rig.files.file("pam.d/fingerseal-fallback"), Array("""
+                auth [success=done default=ignore] \(Paths.module) pin socket=\(rig.broker.socketPath)
+                auth required \(PamtesterTests.matrix) passdb=\(rig.files.file("passdb"))
 
                 """.utf8), mode: 0o644)
-            let store = VaultStore(location: VaultLocation(directory: temp.path + "/" + user.name, account: user))
+            // In the broker's store directly (root, as the broker), with a cheap PIN cost.
             _ = try Vault.create(store, pin: PINKeyslot(pin: secret(PamtesterTests.pin), cost: .fastForTests))
         }
 
         /// pamtester reads the answers to its prompts from stdin, one per line.
         func authenticate(_ answers: [String]) throws -> Child.Result {
-            try Child.run("/usr/bin/pamtester", ["fingerseal-fallback", user.name, "authenticate"], environment: [
-                "LD_PRELOAD": PamtesterTests.wrapper, "PAM_WRAPPER": "1", "PAM_WRAPPER_SERVICE_DIR": temp.file("pam.d"),
-                "PATH": "/usr/bin:/bin",
-            ], stdin: Array(answers.map { $0 + "\n" }.joined().utf8))
+            try Pamtester.run(services: temp.file("pam.d"), service: "fingerseal-fallback", user: user.name, answers: answers)
         }
     }
 
@@ -60,13 +60,23 @@ import SystemKit
         #expect(result.status == 0, "\(result.all)")
         #expect(result.all.contains("The PIN is not correct."))
         #expect(result.stderr.contains("Password: "))
-        let store = VaultStore(location: VaultLocation(directory: stack.temp.path + "/" + stack.user.name, account: stack.user))
-        #expect(try LockoutLedger(store: store, policy: LockoutPolicy()).current().pinFailures == 1)
+        #expect(try LockoutLedger(store: stack.store, policy: LockoutPolicy()).current().pinFailures == 1)
     }
 
     @Test(.enabled(if: available)) func neitherMeansFailure() throws {
         let result = try Stack().authenticate(["", "wrong"])
         #expect(result.status != 0)
         #expect(result.all.contains("Authentication failure"))
+    }
+
+    /// The broker gone (stopped): the password at once, nothing else asked.
+    @Test(.enabled(if: available)) func withoutTheBrokerThePasswordWorksAtOnce() throws {
+        let stack = try Stack()
+        stack.rig.broker.stop()
+        let started = VirtualSensor.now()
+        let result = try stack.authenticate(["secret"])
+        #expect(result.status == 0, "\(result.all)")
+        #expect(!result.stderr.contains("PIN: ") && result.stderr.contains("Password: "))
+        #expect(VirtualSensor.now() - started < 3)
     }
 }

@@ -119,31 +119,33 @@ import PAMKit
     }
 }
 
-/// `fingerseal step-up`, `seal` and `reveal` as a user runs them.
+/// `fingerseal step-up`, `seal` and `reveal` as a user runs them, against a broker of each
+/// test's own (no reader). Confirmations live in the broker's memory per (uid, login session);
+/// the CLI runs in the test runner's session unless a test says otherwise, so that one test's
+/// runs share a session as a person's commands in one terminal do.
 @Suite struct StepUpCLITests {
     static let pin = "2580"
+    /// Where a run takes its PIN from: descriptor 3, which is empty unless the run gives a PIN
+    /// (no run of the test session may fall back to a terminal).
+    static let pinFD = ["--pin-fd", "3"]
 
     struct Home {
-        let temp: TempDirectory
-        let runtime: TempDirectory
-        var environment: [String: String]
+        let rig: ReaderBroker
+        /// The test's files (inputs, sealed files).
+        var temp: TempDirectory { rig.files }
+        /// The CLI's environment.
+        var environment: [String: String] { rig.environment() }
 
-        init(session: String = "7") throws {
-            temp = try TempDirectory()
-            runtime = try TempDirectory(base: "/dev/shm")
-            environment = ["XDG_STATE_HOME": temp.path, "XDG_RUNTIME_DIR": runtime.path, "XDG_SESSION_ID": session,
-                           "PATH": "/usr/bin:/bin", "NO_COLOR": "1", "FP_DRIVERS_WHITELIST": "none"]
-            #expect(try run(["pin", "set", "--pin-fd", "3"], pin: StepUpCLITests.pin).status == 0)
+        init() throws {
+            rig = try ReaderBroker(driver: "none", reader: false, pin: StepUpCLITests.pin)
         }
 
-        func run(_ arguments: [String], pin: String? = nil, environment extra: [String: String] = [:]) throws -> Child.Result {
-            try Child.run(Paths.cli, arguments, environment: environment.merging(extra) { $1 },
-                          fd3: pin.map { Array(($0 + "\n").utf8) })
+        /// In the test runner's session unless `ownSession`; `pin` (or nothing) on descriptor 3.
+        func run(_ arguments: [String], pin: String? = nil, ownSession: Bool = false,
+                 environment extra: [String: String] = [:]) throws -> Child.Result {
+            try rig.cli(arguments, fd3: pin.map { $0 + "\n" } ?? "", inTestSession: !ownSession, environment: extra)
         }
     }
-
-    /// The audit session id, when the kernel has one, wins over XDG_SESSION_ID.
-    static var sessionsFromEnvironment: Bool { !SessionIdentity.current(sessionVariable: nil).session.hasPrefix("audit-") }
 
     @Test func aGrantMeansNoPromptUntilEnded() throws {
         let home = try Home()
@@ -151,21 +153,40 @@ import PAMKit
         let first = try home.run(["step-up", "--pin-fd", "3", "--ttl", "600", "payroll"], pin: StepUpCLITests.pin)
         #expect(first.status == 0, "\(first.all)")
         #expect(first.stdout.contains("Confirmed with your PIN for payroll, for 10 minutes."))
-        // Held: no PIN needed (none is given; there is no terminal either).
-        let again = try home.run(["step-up", "payroll"])
+        // Held: no PIN needed (none is given).
+        let again = try home.run(["step-up"] + StepUpCLITests.pinFD + ["payroll"])
         #expect(again.status == 0 && again.stdout.contains("Already confirmed"), "\(again.all)")
         #expect(try home.run(["step-up", "payroll", "--check"]).status == 0)
         #expect(try home.run(["step-up", "payroll", "--end"]).stdout.contains("is ended"))
         #expect(try home.run(["step-up", "payroll", "--check"]).status == 1)
-        let asked = try home.run(["step-up", "payroll"])
+        let asked = try home.run(["step-up"] + StepUpCLITests.pinFD + ["payroll"])
         #expect(asked.status != 0 && asked.stderr.contains("Confirm it is you for payroll."), "\(asked.all)")
     }
 
-    @Test(.enabled(if: sessionsFromEnvironment)) func anotherSessionIsAsked() throws {
+    /// A confirmation lasts its TTL (whole seconds, so between one and two seconds here), then
+    /// the next step-up asks again.
+    @Test func aGrantExpiresAfterItsTTL() throws {
+        let home = try Home()
+        #expect(try home.run(["step-up", "--pin-fd", "3", "--ttl", "2", "payroll"], pin: StepUpCLITests.pin).status == 0)
+        #expect(try home.run(["step-up", "payroll", "--check"]).status == 0)
+        // Expiry is the clock's business: look (bounded) until it has passed.
+        #expect(ReaderBroker.waitUntil(6) { (try? home.run(["step-up", "payroll", "--check"]).status) == 1 })
+        let asked = try home.run(["step-up"] + StepUpCLITests.pinFD + ["payroll"])
+        #expect(asked.status != 0 && asked.stderr.contains("Confirm it is you for payroll."), "\(asked.all)")
+    }
+
+    /// The session is the caller's, as the kernel tells the broker; the variables that once
+    /// named it (XDG_SESSION_ID, XDG_RUNTIME_DIR) change nothing either way.
+    @Test func anotherSessionIsAskedWhateverItsVariablesSay() throws {
         let home = try Home()
         #expect(try home.run(["step-up", "--pin-fd", "3", "payroll"], pin: StepUpCLITests.pin).status == 0)
-        #expect(try home.run(["step-up", "payroll", "--check"], environment: ["XDG_SESSION_ID": "8"]).status == 1)
+        #expect(try home.run(["step-up", "payroll", "--check"], ownSession: true).status == 1)
+        let runtime = try TempDirectory(base: "/dev/shm")
+        let variables = ["XDG_SESSION_ID": "8", "XDG_RUNTIME_DIR": runtime.path]
+        #expect(try home.run(["step-up", "payroll", "--check"], environment: variables).status == 0)
+        #expect(try home.run(["step-up", "payroll", "--check"], ownSession: true, environment: variables).status == 1)
         #expect(try home.run(["step-up", "payroll", "--check"]).status == 0)
+        #expect(try Child.run("/bin/ls", ["-A", runtime.path]).stdout.isEmpty, "nothing is written to the runtime directory")
     }
 
     @Test func aCommandsGrantEndsWithTheCommandEvenWhenKilled() throws {
@@ -187,12 +208,12 @@ import PAMKit
     @Test func freshOperationsWantThePINWhateverIsHeld() throws {
         let home = try Home()
         #expect(try home.run(["step-up", "--pin-fd", "3", "admin"], pin: StepUpCLITests.pin).status == 0)
-        // No PIN and no terminal: each refuses, although a confirmation is held.
+        // No PIN given: each asks for it and refuses, although a confirmation is held.
         for command in [["step-up", "--fresh", "admin"], ["pin", "change"], ["reset", "--yes"]] {
-            let result = try home.run(command)
-            #expect(result.status == 2 && result.stderr.contains("--pin-fd"), "\(command) without the PIN: \(result.all)")
+            let result = try home.run(command + StepUpCLITests.pinFD)
+            #expect(result.status == 2 && result.stderr.contains("No PIN was given."), "\(command) without the PIN: \(result.all)")
         }
-        #expect(readFile(home.temp.file("fingerseal/vault")) != nil, "nothing was deleted")
+        #expect(readFile(home.rig.broker.vaultDirectory() + "/vault") != nil, "nothing was deleted")
         let fresh = try home.run(["step-up", "--fresh", "--pin-fd", "3", "admin"], pin: StepUpCLITests.pin)
         #expect(fresh.status == 0 && fresh.stdout.contains("with your PIN"), "\(fresh.all)")
     }
@@ -204,8 +225,8 @@ import PAMKit
         let sealed = home.temp.file("iban.sealed")
         #expect(try home.run(["seal", "--context", "bank", "--out", sealed, plain]).status == 0)
         #expect(!String(decoding: try #require(readFile(sealed)), as: UTF8.self).contains("IBAN"))
-        // No confirmation, none possible (no terminal, no PIN): nothing revealed.
-        let refused = try home.run(["reveal", sealed])
+        // No confirmation, none possible (no PIN given): nothing revealed.
+        let refused = try home.run(["reveal"] + StepUpCLITests.pinFD + [sealed])
         #expect(refused.status != 0 && !refused.stdout.contains("IBAN"), "\(refused.all)")
         let wrong = try home.run(["reveal", "--pin-fd", "3", sealed], pin: "0000")
         #expect(wrong.status == 1 && wrong.stdout.isEmpty, "\(wrong.all)")
@@ -213,7 +234,7 @@ import PAMKit
         #expect(shown.status == 0 && shown.stdout == "IBAN DE00 1234\n", "\(shown.all)")
         #expect(shown.stderr.hasSuffix("Personal data follows.\n"), "the notice comes first, on stderr")
         // The confirmation is now held for the context: no PIN the second time.
-        let quiet = try home.run(["reveal", "--no-notice", sealed])
+        let quiet = try home.run(["reveal", "--no-notice"] + StepUpCLITests.pinFD + [sealed])
         #expect(quiet.status == 0 && quiet.stdout == "IBAN DE00 1234\n" && quiet.stderr.isEmpty, "\(quiet.all)")
         // The audit trail has the refused and the granted step-up and both reveals, and verifies.
         let audit = try home.run(["audit", "--json"]).stdout
@@ -258,14 +279,12 @@ import PAMKit
 
     @Test func withoutAReaderThePINIsAsked() throws {
         let home = try StepUpCLITests.Home()
-        // A finger enrolled on the virtual reader, which is then gone.
-        let socket = home.temp.file("sensor.sock")
-        let enroll = try Child(Paths.cli, ["enroll", "--pin-fd", "3"],
-                               environment: home.environment.merging(["FP_DRIVERS_WHITELIST": "virtual_device",
-                                                                      "FP_VIRTUAL_DEVICE": socket]) { $1 },
-                               fd3: Array("\(StepUpCLITests.pin)\n".utf8))
-        for _ in 0..<5 { try VirtualSensor.send("SCAN finger-a", to: socket) }
-        #expect(enroll.finish().status == 0)
+        // A finger enrolled on the virtual reader, which is then gone (the broker's reader).
+        try home.rig.broker.restart(environment: ["FP_DRIVERS_WHITELIST": "virtual_device", "FP_VIRTUAL_DEVICE": home.rig.sensor])
+        let enroll = try home.rig.scan(["enroll", "--pin-fd", "3"], Array(repeating: "SCAN finger-a", count: 5),
+                                       fd3: "\(StepUpCLITests.pin)\n")
+        #expect(enroll.status == 0, "\(enroll.all)")
+        try home.rig.broker.restart(environment: ["FP_DRIVERS_WHITELIST": "virtual_device"])
         let session = try run([["PIN: ", StepUpCLITests.pin + "\r"]], ["step-up", "payroll"], home)
         #expect(session.ok && session.status == 0, "\(session.transcript)")
         #expect(session.transcript.contains("Confirm it is you for payroll."))
@@ -284,45 +303,95 @@ import PAMKit
     }
 }
 
-/// `stepup=CONTEXT ttl=S` in the module honours the same grants as the CLI.
-@Suite(.disabled("moves to the broker (issue 10)")) struct StepUpPAMTests {
-    @Test func aConfirmationFromPAMOrTheCLIAnswersWithoutAPrompt() throws {
-        let stack = try ModuleAuthenticationTests.Stack()
-        let runtime = try TempDirectory(base: "/dev/shm")
-        writeFile(stack.services + "/fingerseal-test", Array(
-            "auth required \(Paths.module) store=\(stack.temp.path)/%u pin stepup=sudo ttl=120\n".utf8), mode: 0o644)
-        func authenticate(session: String, answer: String?) throws -> (Int32, prompted: Bool) {
+/// `stepup=CONTEXT ttl=S` in the module honours the same grants as the CLI: the broker's, per
+/// (uid, login session). The PAM transactions run in this process (one session, the test
+/// runner's), with a terminal named as PAM_TTY; "another session" is a pamtester of its own.
+@Suite struct StepUpPAMTests {
+    struct Stack {
+        let home: StepUpCLITests.Home
+        var services: String { home.temp.file("pam.d") }
+        var user: String { String(cString: getpwuid(geteuid()).pointee.pw_name) }
+
+        init() throws {
+            home = try StepUpCLITests.Home()
+            #expect(mkdir(home.temp.file("pam.d"), 0o755) == 0)
+            service("auth required \(Paths.module) socket=\(home.rig.broker.socketPath) pin stepup=sudo ttl=120")
+        }
+
+        func service(_ lines: String) {
+            writeFile(services + "/fingerseal-test", Array((lines + "\n").utf8), mode: 0o644)
+        }
+
+        /// A PAM transaction in this process: authenticate, answering a PIN prompt with `answer`.
+        func authenticate(answer: String?, rhost: String? = nil,
+                          environment: [String: String] = [:]) throws -> (code: Int32, prompted: Bool) {
             var prompted = false
-            let client = try PAMClient(service: "fingerseal-test", user: stack.user.name, configDirectory: stack.services) { message in
+            let client = try PAMClient(service: "fingerseal-test", user: user, configDirectory: services) { message in
                 if case .promptEchoOff = message { prompted = true; return answer }
                 return nil
             }
-            #expect(client.setEnvironment("XDG_RUNTIME_DIR", runtime.path) == PAM_SUCCESS)
-            #expect(client.setEnvironment("XDG_SESSION_ID", session) == PAM_SUCCESS)
+            #expect(client.setItem(.tty, "/dev/pts/0") == PAM_SUCCESS)
+            if let rhost { #expect(client.setItem(.rhost, rhost) == PAM_SUCCESS) }
+            for (name, value) in environment { #expect(client.setEnvironment(name, value) == PAM_SUCCESS) }
             return (client.authenticate(), prompted)
         }
-        let first = try authenticate(session: "4", answer: ModuleAuthenticationTests.pin)
-        #expect(first.0 == PAM_SUCCESS && first.prompted)
-        let second = try authenticate(session: "4", answer: nil)
-        #expect(second.0 == PAM_SUCCESS && !second.prompted, "the confirmation is held")
-        // A held confirmation never answers for a remote login (allow_remote is off).
-        let remote = try PAMClient(service: "fingerseal-test", user: stack.user.name, configDirectory: stack.services) { _ in nil }
-        #expect(remote.setEnvironment("XDG_RUNTIME_DIR", runtime.path) == PAM_SUCCESS)
-        #expect(remote.setEnvironment("XDG_SESSION_ID", "4") == PAM_SUCCESS)
-        #expect(remote.setItem(.rhost, "203.0.113.9") == PAM_SUCCESS)
-        #expect(remote.authenticate() != PAM_SUCCESS)
-        if StepUpCLITests.sessionsFromEnvironment {
-            let other = try authenticate(session: "5", answer: nil)
-            #expect(other.0 != PAM_SUCCESS && other.prompted, "another session is asked")
+
+        /// pamtester OPERATION in a session of its own.
+        func elsewhere(_ operation: String, answers: [String] = []) throws -> Child.Result {
+            try Pamtester.run(services: services, service: "fingerseal-test", user: user, operations: [operation], answers: answers)
         }
-        let grants = try Child.run("/bin/ls", [runtime.file("fingerseal/grants")]).stdout
-        #expect(grants.contains(".sudo"), "\(grants)")
-        // Logout drops it.
-        writeFile(stack.services + "/fingerseal-test", Array(
-            "session required \(Paths.module) store=\(stack.temp.path)/%u\n".utf8), mode: 0o644)
-        let session = try PAMClient(service: "fingerseal-test", user: stack.user.name, configDirectory: stack.services) { _ in nil }
-        #expect(session.setEnvironment("XDG_RUNTIME_DIR", runtime.path) == PAM_SUCCESS)
-        #expect(session.closeSession() == PAM_SUCCESS)
-        #expect(try Child.run("/bin/ls", ["-A", runtime.file("fingerseal")]).stdout.isEmpty)
+    }
+
+    @Test(.enabled(if: Pamtester.available)) func aConfirmationFromPAMOrTheCLIAnswersWithoutAPrompt() throws {
+        let stack = try Stack()
+        let first = try stack.authenticate(answer: StepUpCLITests.pin)
+        #expect(first.code == PAM_SUCCESS && first.prompted)
+        let second = try stack.authenticate(answer: nil)
+        #expect(second.code == PAM_SUCCESS && !second.prompted, "the confirmation is held")
+        // The CLI in the same session sees it, and only there.
+        #expect(try stack.home.run(["step-up", "sudo", "--check"]).status == 0)
+        #expect(try stack.home.run(["step-up", "sudo", "--check"], ownSession: true).status == 1)
+        // And the reverse: a confirmation made with the CLI answers the module.
+        #expect(try stack.home.run(["step-up", "--pin-fd", "3", "admin"], pin: StepUpCLITests.pin).status == 0)
+        stack.service("auth required \(Paths.module) socket=\(stack.home.rig.broker.socketPath) pin stepup=admin")
+        let fromCLI = try stack.authenticate(answer: nil)
+        #expect(fromCLI.code == PAM_SUCCESS && !fromCLI.prompted, "the CLI's confirmation is held")
+        stack.service("auth required \(Paths.module) socket=\(stack.home.rig.broker.socketPath) pin stepup=sudo ttl=120")
+        // A held confirmation never answers for a remote login (allow_remote is off).
+        let remote = try stack.authenticate(answer: nil, rhost: "203.0.113.9")
+        #expect(remote.code != PAM_SUCCESS && !remote.prompted)
+        // Variables in the PAM environment do not choose the session.
+        let named = try stack.authenticate(answer: nil, environment: ["XDG_SESSION_ID": "5", "XDG_RUNTIME_DIR": "/nonexistent"])
+        #expect(named.code == PAM_SUCCESS && !named.prompted)
+        // Another session is asked.
+        let other = try stack.elsewhere("authenticate")
+        #expect(other.status != 0 && other.stderr.contains("PIN: "), "\(other.all)")
+    }
+
+    /// `ttl=` bounds the module's confirmation: after it, the PIN is asked again.
+    @Test func aConfirmationFromPAMExpiresAfterItsTTL() throws {
+        let stack = try Stack()
+        stack.service("auth required \(Paths.module) socket=\(stack.home.rig.broker.socketPath) pin stepup=sudo ttl=2")
+        #expect(try stack.authenticate(answer: StepUpCLITests.pin) == (PAM_SUCCESS, true))
+        #expect(try stack.authenticate(answer: nil) == (PAM_SUCCESS, false), "held")
+        // Each look answers nothing when asked, which is no failure.
+        #expect(ReaderBroker.waitUntil(6) { (try? stack.authenticate(answer: nil).prompted) == true }, "asked again after the TTL")
+    }
+
+    /// close_session drops the grants of its own session, and no other session's.
+    @Test(.enabled(if: Pamtester.available)) func closingASessionDropsItsGrantsOnly() throws {
+        let stack = try Stack()
+        #expect(try stack.authenticate(answer: StepUpCLITests.pin).code == PAM_SUCCESS)
+        // The module has no opinion where nothing was dropped (PAM_IGNORE): pam_permit decides.
+        stack.service("""
+            session [success=ok ignore=ignore default=die] \(Paths.module) socket=\(stack.home.rig.broker.socketPath)
+            session required pam_permit.so
+            """)
+        let elsewhere = try stack.elsewhere("close_session")
+        #expect(elsewhere.status == 0, "\(elsewhere.all)")
+        #expect(try stack.home.run(["step-up", "sudo", "--check"]).status == 0, "another session's close leaves it")
+        let client = try PAMClient(service: "fingerseal-test", user: stack.user, configDirectory: stack.services) { _ in nil }
+        #expect(client.closeSession() == PAM_SUCCESS)
+        #expect(try stack.home.run(["step-up", "sudo", "--check"]).status == 1, "this session's close drops it")
     }
 }

@@ -8,42 +8,64 @@ import Testing
 import PAMKit
 import SystemKit
 
-/// pam_fingerseal.so's token step against the local IdP: after a correct PIN (the module in
-/// this process, the refresh in fingerseal-scan) and after a match (pamtester, virtual_device).
-@Suite(.disabled("moves to the broker (issue 10)"), .enabled(if: LocalIdP.available && PamtesterTests.available)) struct TokenPAMTests {
+/// pam_fingerseal.so's token step against the local IdP, decided by the broker: after a
+/// correct PIN (the module in this process) and after a match (pamtester, virtual_device).
+/// The access token stays in the broker, kept for the session that authenticated (and handed
+/// to the one open_session opens); the CLI in the same session asks for it with `token`.
+@Suite(.enabled(if: LocalIdP.available && PamtesterTests.available)) struct TokenPAMTests {
     static let pin = ModuleAuthenticationTests.pin
 
     /// A PIN-only vault signed in to the local IdP (alice), and a PAM service with auth and
-    /// session lines.
+    /// session lines. open_session's answer tells whether it was handed a token: the module
+    /// then says success; with nothing to hand on it has no opinion (PAM_IGNORE), which
+    /// pam_debug after it turns into PAM_CRED_INSUFFICIENT.
     struct SignedInStack {
         let idp: LocalIdP
         let stack: ModuleAuthenticationTests.Stack
-        let runtimeDirectory: TempDirectory
-        var runtime: String { runtimeDirectory.path }
+        static let noToken = PAM_CRED_INSUFFICIENT
 
         init(options: String, lastRefresh: Int64? = nil) throws {
             idp = try LocalIdP()
             stack = try ModuleAuthenticationTests.Stack()
-            runtimeDirectory = try TempDirectory(base: "/dev/shm")
-            let line = "\(Paths.module) store=\(stack.temp.path)/%u helper=\(Paths.buildDirectory)/fingerseal-scan pin \(options)"
-            writeFile(stack.services + "/fingerseal-test", Array("auth required \(line)\nsession required \(line)\n".utf8),
-                      mode: 0o644)
+            let line = "\(Paths.module) socket=\(stack.socket) pin \(options)"
+            stack.service("""
+                auth required \(line)
+                session [success=done ignore=ignore default=die] \(line)
+                session required pam_debug.so open_session=cred_insufficient close_session=cred_insufficient
+                """)
+            // Signed in as `fingerseal login` would, with the last refresh at `lastRefresh`:
+            // written into the broker's store directly (the tests run as root).
             try idp.signIn(try Vault.unlockWithDevice(stack.store), at: lastRefresh ?? SystemClock().now())
         }
 
-        /// authenticate with the PIN, then open_session; returns both codes.
-        func login() throws -> (auth: Int32, session: Int32) {
+        func client() throws -> PAMClient {
             let client = try PAMClient(service: "fingerseal-test", user: stack.user.name, configDirectory: stack.services) { message in
                 if case .promptEchoOff = message { return TokenPAMTests.pin }
                 return nil
             }
-            #expect(client.setEnvironment("XDG_RUNTIME_DIR", runtime) == PAM_SUCCESS)
+            #expect(client.setItem(.tty, "/dev/pts/0") == PAM_SUCCESS)
+            return client
+        }
+
+        /// authenticate with the PIN, then open_session, in this process (the test runner's
+        /// session); returns both codes.
+        func login() throws -> (auth: Int32, session: Int32) {
+            let client = try client()
             let auth = client.authenticate()
             return (auth, auth == PAM_SUCCESS ? client.openSession() : auth)
         }
 
-        var sessionToken: AccessTokenFile? {
-            readFile(runtime + "/fingerseal/access-token").flatMap { bytes in bytes.withUnsafeBytes { AccessTokenFile.parse($0) } }
+        /// The access token the broker keeps for a session: this one, or (`ownSession`) a
+        /// process's own. `fingerseal token` answers from the session's token; without one it
+        /// would unlock, which needs the PIN, and none is given.
+        func sessionToken(ownSession: Bool = false) throws -> (token: String, expiresAt: Int64)? {
+            let result = try stack.rig.cli(["token", "--json", "--min-valid", "0", "--pin-fd", "3"], fd3: "",
+                                           inTestSession: !ownSession)
+            guard result.status == 0 else { return nil }
+            struct Report: Decodable { let access_token: String; let expires_at: Int64 }
+            let json = result.stdout.prefix { $0 != "}" } + "}"
+            let report = try JSONDecoder().decode(Report.self, from: Data(json.utf8))
+            return (report.access_token, report.expires_at)
         }
     }
 
@@ -51,12 +73,14 @@ import SystemKit
         let s = try SignedInStack(options: "require_token")
         let codes = try s.login()
         #expect(codes.auth == PAM_SUCCESS && codes.session == PAM_SUCCESS, "\(codes)")
-        let token = try #require(s.sessionToken)
-        #expect(token.isValid(at: SystemClock().now()))
-        var info = stat()
-        #expect(stat(s.runtime + "/fingerseal/access-token", &info) == 0 && info.st_mode & 0o777 == 0o600)
+        let token = try #require(try s.sessionToken())
+        #expect(token.expiresAt > SystemClock().now() && token.token.count >= 10)
+        #expect(try s.sessionToken(ownSession: true) == nil, "another session has no token")
         #expect(try s.idp.family("alice").contains("\"rotations\": 1"))
         #expect(try s.idp.familyAlive("alice"))
+        // close_session drops this session's token.
+        #expect(try s.client().closeSession() == PAM_SUCCESS)
+        #expect(try s.sessionToken() == nil)
     }
 
     @Test(arguments: [("require_token", PAM_AUTH_ERR), ("", PAM_AUTHINFO_UNAVAIL)])
@@ -65,7 +89,7 @@ import SystemKit
         try s.idp.hook("/test/revoke-user-tokens", [("username", "alice")])
         #expect(try s.login().auth == expected)
         #expect(try Vault.status(s.stack.store)?.signIn == .required)
-        #expect(s.sessionToken == nil)
+        #expect(try s.sessionToken() == nil)
     }
 
     @Test func anUnreachableProviderIsAllowedOnlyWithinTheGrace() throws {
@@ -73,8 +97,8 @@ import SystemKit
         let within = try SignedInStack(options: "require_token offline_grace=7200", lastRefresh: hourAgo)
         try within.idp.hook("/test/mode", [("mode", "down-5xx")])
         let allowed = try within.login()
-        #expect(allowed.auth == PAM_SUCCESS && allowed.session == PAM_SUCCESS, "\(allowed)")
-        #expect(within.sessionToken == nil, "no fresh token while offline")
+        #expect(allowed.auth == PAM_SUCCESS && allowed.session == SignedInStack.noToken, "\(allowed)")
+        #expect(try within.sessionToken() == nil, "no fresh token while offline")
 
         let beyond = try SignedInStack(options: "require_token offline_grace=60", lastRefresh: hourAgo)
         try beyond.idp.hook("/test/mode", [("mode", "down-5xx")])
@@ -91,27 +115,22 @@ import SystemKit
         #expect(elapsed < 8, "\(elapsed) s")
     }
 
-    /// A match through pamtester refreshes in the helper; CLI unlocks (PIN) run at the same
-    /// time against the same vault, and the IdP never sees a refresh token twice.
+    /// A match through pamtester and CLI unlocks (PIN) at the same time, all refreshing in the
+    /// one broker against the same vault: the IdP never sees a refresh token twice.
     @Test func fingerUnlocksInPAMAndCLIUnlocksAtOnceNeverReuseAToken() throws {
         let idp = try LocalIdP()
         let rig = try ModuleFingerprintTests.Rig(moduleOptions: "pin require_token")
-        var cli = rig.environment
-        cli["LD_PRELOAD"] = nil
-        cli["PAM_WRAPPER"] = nil
-        cli["FP_DRIVERS_WHITELIST"] = "none"
-        let login = try Child.run(Paths.cli, ["login", "--issuer", idp.issuer, "--client-id", "fingerseal-test", "--flow", "password",
-                                              "--user", "alice", "--password-fd", "3", "--pin-fd", "3"],
-                                  environment: cli, fd3: Array("wonderland-7\n\(ModuleFingerprintTests.pin)\n".utf8))
+        let login = try rig.rig.cli(["login", "--issuer", idp.issuer, "--client-id", "fingerseal-test", "--flow", "password",
+                                     "--idp-user", "alice", "--password-fd", "3", "--pin-fd", "3"],
+                                    fd3: "wonderland-7\n\(ModuleFingerprintTests.pin)\n")
         #expect(login.status == 0, "\(login.all)")
-        let pair = UnlockPair(rig: rig, cli: cli)
+        let pair = UnlockPair(rig: rig)
         for _ in 0..<5 {
             let failures = Failures()
             DispatchQueue.concurrentPerform(iterations: 2) { index in
                 do {
                     let result = index == 0 ? try pair.rig.authenticate(answers: [], sensor: ["SCAN finger-a"])
-                        : try Child.run(Paths.cli, ["unlock", "--pin-fd", "3"], environment: pair.cli,
-                                        fd3: Array("\(ModuleFingerprintTests.pin)\n".utf8))
+                        : try pair.rig.rig.cli(["unlock", "--pin-fd", "3"], fd3: "\(ModuleFingerprintTests.pin)\n")
                     if result.status != 0 { failures.add(result.all) }
                 } catch { failures.add("\(error)") }
             }
@@ -126,9 +145,7 @@ import SystemKit
 /// What the concurrent unlocks share (read-only).
 final class UnlockPair: @unchecked Sendable {
     let rig: ModuleFingerprintTests.Rig
-    let cli: [String: String]
-    init(rig: ModuleFingerprintTests.Rig, cli: [String: String]) {
+    init(rig: ModuleFingerprintTests.Rig) {
         self.rig = rig
-        self.cli = cli
     }
 }

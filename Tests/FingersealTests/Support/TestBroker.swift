@@ -44,7 +44,7 @@ final class TestBroker {
         guard fd >= 0 else { throw TestFailure("socket failed") }
         defer { close(fd) }
         guard withUnixAddress(notify, { bind(fd, $0, $1) }) == 0 else { throw TestFailure("bind \(notify) failed") }
-        var environment = self.environment
+        var environment = environmentOverride ?? self.environment
         environment["NOTIFY_SOCKET"] = notify
         let command = [Paths.buildDirectory + "/fingersealed", "--socket", socketPath, "--state", state, "--config", config]
         let (path, arguments) = wrap?(command) ?? (command[0], Array(command.dropFirst()))
@@ -66,6 +66,9 @@ final class TestBroker {
     /// Stops the broker (SIGTERM, then SIGKILL) and waits for it.
     func stop() {
         guard let process else { return }
+        // A wrapper that forks the broker (umockdev-run) would leave it behind: its whole
+        // process group goes too (Child starts each in a session, and so a group, of its own).
+        if wrap != nil { kill(-process.pid, SIGKILL) }
         process.signal(SIGKILL)
         _ = process.finish(limit: 5)
         self.process = nil
@@ -73,6 +76,17 @@ final class TestBroker {
 
     func restart() throws {
         stop()
+        try start()
+    }
+
+    /// The broker's environment from `restart(environment:)` on, instead of the first one.
+    private var environmentOverride: [String: String]? = nil
+
+    /// Restarts the broker with another environment of its own (a reader unplugged for good:
+    /// the same store, no FP_VIRTUAL_DEVICE).
+    func restart(environment: [String: String]) throws {
+        stop()
+        environmentOverride = environment
         try start()
     }
 
