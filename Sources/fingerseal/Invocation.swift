@@ -45,9 +45,6 @@ struct Invocation {
         }
         socketPath = parsed.values["--socket"] ?? Invocation.environment("FINGERSEAL_SOCKET") ?? Invocation.defaultSocket
         pinFD = parsed.descriptor("--pin-fd")
-        // The descriptor stays here; the broker is told that PINs come from one (it then
-        // asks only the PIN, not a finger, and asks a new PIN once), never its number.
-        if pinFD != nil { request.flags.append("--pin-fd") }
         passwordFD = parsed.descriptor("--password-fd")
         eventsFD = parsed.descriptor("--events-fd")
         request.wantsEvents = eventsFD != nil
