@@ -9,6 +9,7 @@ final class BrokerState: @unchecked Sendable {
     let settings: BrokerSettings
     let sessions = SessionRegistry()
     let reader = ReaderGate()
+    let bookkeeping = Bookkeeping()
 
     init(settings: BrokerSettings) throws {
         self.settings = settings

@@ -28,20 +28,88 @@ struct Call {
     }
 }
 
-/// Work a flow leaves for after its reply, run in order on the connection's thread right
-/// after `conversation.finish(reply)`, whatever the reply was: the success-side bookkeeping
-/// of an unlock (the audit entry, the failure counter's reset), so the person is answered
-/// first (failures are persisted before the answer); and a step-up made for a command
-/// (`--command`), which lasts until the client hangs up. Everything here must be bounded.
+/// Work a flow leaves for after its reply, run on the connection's thread right after
+/// `conversation.finish(reply)`, whatever the reply was:
+/// - `add`: the success-side bookkeeping of an unlock (the audit entry, the failure count's
+///   reset), so the person is answered first (failures are persisted before the answer). It
+///   counts as pending for the user from the moment it is added, so the user's next request
+///   starts only once it is written (`Bookkeeping.settle`).
+/// - `hold`: a step-up made for a command, which lasts until the client hangs up.
+/// Everything here must be bounded in time.
 final class AfterReply: @unchecked Sendable {
+    private let uid: UInt32
+    private let pending: Bookkeeping
     private var work: [() -> Void] = []
+    private var holding: (() -> Void)? = nil
 
-    func add(_ next: @escaping () -> Void) { work.append(next) }
+    init(uid: UInt32, pending: Bookkeeping) {
+        self.uid = uid
+        self.pending = pending
+    }
+
+    func add(_ next: @escaping () -> Void) {
+        pending.begin(uid)
+        work.append(next)
+    }
+
+    func hold(_ until: @escaping () -> Void) { holding = until }
 
     func run() {
-        let pending = work
+        let due = work
         work = []
-        for next in pending { next() }
+        for next in due {
+            next()
+            pending.end(uid)
+        }
+        holding?()
+        holding = nil
+    }
+}
+
+/// Bookkeeping written after a reply, counted per user: a request waits (bounded) until the
+/// user's earlier requests have written theirs, so it never reads a store that an answered
+/// request is still updating.
+final class Bookkeeping: @unchecked Sendable {
+    private var mutex = pthread_mutex_t()
+    private var changed = pthread_cond_t()
+    private var counts: [UInt32: Int] = [:]
+    /// Bookkeeping is a few file writes; a request waits at most this long for it.
+    static let settleLimit = 5.0
+
+    init() {
+        pthread_mutex_init(&mutex, nil)
+        pthread_cond_init(&changed, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(&changed)
+        pthread_mutex_destroy(&mutex)
+    }
+
+    func begin(_ uid: UInt32) {
+        pthread_mutex_lock(&mutex)
+        counts[uid, default: 0] += 1
+        pthread_mutex_unlock(&mutex)
+    }
+
+    func end(_ uid: UInt32) {
+        pthread_mutex_lock(&mutex)
+        counts[uid, default: 1] -= 1
+        if counts[uid] == 0 { counts[uid] = nil }
+        pthread_cond_broadcast(&changed)
+        pthread_mutex_unlock(&mutex)
+    }
+
+    /// Waits until `uid` has no bookkeeping pending, at most `settleLimit`.
+    func settle(_ uid: UInt32) {
+        var deadline = timespec()
+        clock_gettime(CLOCK_REALTIME, &deadline)
+        deadline.tv_sec += Int(Bookkeeping.settleLimit)
+        pthread_mutex_lock(&mutex)
+        while counts[uid] != nil {
+            if pthread_cond_timedwait(&changed, &mutex, &deadline) == ETIMEDOUT { break }
+        }
+        pthread_mutex_unlock(&mutex)
     }
 }
 
@@ -148,14 +216,17 @@ enum Dispatcher {
     /// outcome and a sentence.
     static func handle(_ request: Request, from caller: Caller, conversation: Conversation, state: BrokerState) {
         let reply: Reply
-        let after = AfterReply()
+        var after: AfterReply? = nil
         do {
             let account = try Authorization.account(for: request, caller: caller)
+            state.bookkeeping.settle(account.uid)
+            let work = AfterReply(uid: account.uid, pending: state.bookkeeping)
+            after = work
             let (options, warnings) = try effectiveOptions(request, caller: caller, state: state)
             // The CLI has always shown what in the configuration it did not understand.
             if request.pam == nil { for warning in warnings { conversation.info(warning) } }
             let call = Call(caller: caller, request: request, conversation: conversation, state: state, account: account,
-                            options: options, after: after)
+                            options: options, after: work)
             reply = try handler(request.command)(call)
         } catch let error as FingersealError {
             reply = Reply(error.outcome, error.message)
@@ -167,7 +238,7 @@ enum Dispatcher {
             Syslog.log(.warning, "fingersealed: \(request.command.rawValue) from \(caller): \(error)")
         }
         conversation.finish(reply)
-        after.run()
+        after?.run()
     }
 
     /// The system configuration, then the module arguments of a PAM request (all of them

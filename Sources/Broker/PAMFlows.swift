@@ -24,7 +24,7 @@ enum PAMFlows {
             log(call, AuthenticationResult(.success, "step-up for \(context) held (\(held.method))"))
             return Reply(.success)
         }
-        var accessToken: AccessTokenFile? = nil
+        var accessToken: AccessToken? = nil
         let scan: Authentication.FingerprintStep = { store, ledger, status in
             let result = Unlocking.scan(call, store: store, ledger: ledger, via: .pam)
             guard case let .matched(vault, finger) = result else {

@@ -23,16 +23,16 @@ struct Grant: Sendable {
 /// again.
 final class SessionRegistry: @unchecked Sendable {
     private let lock = Mutex()
-    private var tokens: [SessionKey: AccessTokenFile] = [:]
+    private var tokens: [SessionKey: AccessToken] = [:]
     private var grants: [SessionKey: [String: Grant]] = [:]
-    private var tickets: [String: (uid: UInt32, token: AccessTokenFile, madeAt: Double)] = [:]
+    private var tickets: [String: (uid: UInt32, token: AccessToken, madeAt: Double)] = [:]
     private var nextHolder: UInt64 = 1
     /// How long an authentication's token waits for its session to open.
     static let ticketLifetime = 120.0
 
-    func token(_ key: SessionKey) -> AccessTokenFile? { lock.locked { tokens[key] } }
+    func token(_ key: SessionKey) -> AccessToken? { lock.locked { tokens[key] } }
 
-    func setToken(_ key: SessionKey, _ token: AccessTokenFile) { lock.locked { tokens[key] = token } }
+    func setToken(_ key: SessionKey, _ token: AccessToken) { lock.locked { tokens[key] = token } }
 
     func dropToken(_ key: SessionKey) -> Bool { lock.locked { tokens.removeValue(forKey: key) != nil } }
 
@@ -84,7 +84,7 @@ final class SessionRegistry: @unchecked Sendable {
     }
 
     /// Keeps `token` for the session pam.open-session will open; returns the ticket.
-    func makeTicket(uid: UInt32, token: AccessTokenFile) -> String? {
+    func makeTicket(uid: UInt32, token: AccessToken) -> String? {
         guard let random = try? Sodium.randomBytes(16) else { return nil }
         let ticket = Encoding.hex(random)
         lock.locked {
@@ -96,7 +96,7 @@ final class SessionRegistry: @unchecked Sendable {
     }
 
     /// The token a ticket carries, once, for its user only.
-    func redeem(_ ticket: String, uid: UInt32) -> AccessTokenFile? {
+    func redeem(_ ticket: String, uid: UInt32) -> AccessToken? {
         lock.locked {
             guard let entry = tickets[ticket], entry.uid == uid,
                   monotonicNow() - entry.madeAt < SessionRegistry.ticketLifetime else { return nil }

@@ -60,10 +60,10 @@ enum Unlocking {
 
     /// Refreshes the sealed sign-in: the rotated refresh token is sealed before the access
     /// token is returned. Never throws: a token problem is a step the policy judges.
-    static func refresh(_ vault: UnlockedVault, _ options: Options) -> (TokenStep, AccessTokenFile?) {
+    static func refresh(_ vault: UnlockedVault, _ options: Options) -> (TokenStep, AccessToken?) {
         do {
             let result = try chainRefresh(vault, options)
-            if case let .refreshed(tokens) = result { return (.refreshed, AccessTokenFile(tokens, issuedAt: SystemClock().now())) }
+            if case let .refreshed(tokens) = result { return (.refreshed, AccessToken(tokens, issuedAt: SystemClock().now())) }
             return (result.step, nil)
         } catch {
             return (.failed, nil)
@@ -245,7 +245,7 @@ extension Unlocking {
     /// Unlocks (finger or PIN) and refreshes the sealed sign-in, for `unlock` and `token`.
     /// The fresh access token is kept for the caller's login session; offline within the
     /// grace, the session's token is used while it is valid (`cached`).
-    static func unlockAndRefresh(_ call: Call) throws -> (unlocked: Unlocked, step: TokenStep, token: AccessTokenFile?, cached: Bool) {
+    static func unlockAndRefresh(_ call: Call) throws -> (unlocked: Unlocked, step: TokenStep, token: AccessToken?, cached: Bool) {
         let store = call.store
         // Say "sign in first" before asking for a finger that could not help.
         guard let status = try Vault.status(store) else { throw FingersealError(.noVault, Messages.noVault) }
@@ -260,7 +260,7 @@ extension Unlocking {
         let result = try chainRefresh(unlocked.vault, call.options)
         let now = SystemClock().now()
         if let fresh = try recordingFailure("token refresh", trail, vault: unlocked.vault, { try result.checked() }) {
-            let token = AccessTokenFile(fresh, issuedAt: now)
+            let token = AccessToken(fresh, issuedAt: now)
             call.state.sessions.setToken(call.session, token)
             return (unlocked, result.step, token, false)
         }

@@ -1,15 +1,9 @@
 import SodiumKit
 
-/// An access token with its expiry, as kept for a login session (`$XDG_RUNTIME_DIR/
-/// fingerseal/access-token`, tmpfs) and as `fingerseal-scan` hands it to the module:
-///
-///     v1 EXPIRES_AT\n TOKEN\n
-///
-/// EXPIRES_AT is seconds since the epoch; TOKEN is 1 to `maxToken` visible ASCII characters
-/// (RFC 6749 A.12 VSCHAR). The bytes live in secure memory.
-public struct AccessTokenFile {
+/// An access token with its expiry, as the broker keeps it for a login session (in memory
+/// only) and hands it to its owner. The bytes live in secure memory.
+public struct AccessToken {
     public static let maxToken = 16 * 1024
-    public static let maxSize = maxToken + 32
 
     public let token: SecureBytes
     public let expiresAt: Int64
@@ -24,7 +18,7 @@ public struct AccessTokenFile {
 
     public init(_ tokens: TokenSet, issuedAt now: Int64) {
         // Bounded, whatever the provider said: a day at most is kept for a session.
-        let lifetime = min(max(Int64(tokens.expiresIn ?? Int(AccessTokenFile.assumedLifetime)), 0), 86_400)
+        let lifetime = min(max(Int64(tokens.expiresIn ?? Int(AccessToken.assumedLifetime)), 0), 86_400)
         self.init(token: tokens.accessToken, expiresAt: max(now, 0) + lifetime)
     }
 
@@ -33,38 +27,14 @@ public struct AccessTokenFile {
         expiresAt > now &+ margin
     }
 
-    /// The file's bytes, in secure memory.
-    public func encoded() throws -> SecureBytes {
-        let header = Array("v1 \(expiresAt)\n".utf8)
-        let bytes = try SecureBytes(capacity: header.count + token.count + 1)
-        for byte in header { bytes.append(byte) }
-        token.withUnsafeBytes { for byte in $0 { bytes.append(byte) } }
-        bytes.append(0x0a)
-        return bytes
-    }
-
-    /// Parses the file's bytes; nil for anything not exactly in the format.
-    public static func parse(_ bytes: UnsafeRawBufferPointer) -> AccessTokenFile? {
-        guard bytes.count <= maxSize, bytes.count > 5, bytes[0] == 0x76, bytes[1] == 0x31, bytes[2] == 0x20,
-              let newline = bytes.firstIndex(of: 0x0a), newline < bytes.count - 1, bytes[bytes.count - 1] == 0x0a else { return nil }
-        let digits = bytes[3..<newline]
-        // Canonical decimal only (no leading zero), so a file has exactly one spelling.
-        guard (1...18).contains(digits.count), digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-              digits.first != 0x30 || digits.count == 1,
-              let expiresAt = Int64(String(decoding: digits, as: UTF8.self)) else { return nil }
-        let token = bytes[(newline + 1)..<(bytes.count - 1)]
-        guard isValidToken(token), let secure = try? SecureBytes(copying: token) else { return nil }
-        return AccessTokenFile(token: secure, expiresAt: expiresAt)
-    }
-
     /// RFC 6749 A.12/A.17: 1*VSCHAR, bounded.
     public static func isValidToken(_ token: some Collection<UInt8>) -> Bool {
         (1...maxToken).contains(token.count) && token.allSatisfy { $0 >= 0x20 && $0 <= 0x7e }
     }
 }
 
-/// How the token step after a successful finger or PIN went, as `fingerseal-scan` reports it
-/// to the module and `Authentication` turns it into an outcome.
+/// How the token step after a successful finger or PIN went, which `Authentication` turns
+/// into an outcome.
 public enum TokenStep: String, Codable, Sendable {
     /// A fresh access token; the rotated refresh token is sealed.
     case refreshed

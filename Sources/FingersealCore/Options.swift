@@ -11,8 +11,6 @@ public struct Options: Equatable, Sendable {
     public var maxFails = 5
     /// Offer the PIN fallback in the PAM module.
     public var pin = false
-    /// Vault location template; `%u` is the user name, `%h` the home directory.
-    public var store: String? = nil
     public var allowRemote = false
     public var onlyGroup: String? = nil
     public var requireToken = false
@@ -109,9 +107,6 @@ public struct Options: Equatable, Sendable {
         case "max_tries": maxTries = try integer(1...20)
         case "max_fails": maxFails = try integer(1...100)
         case "pin": pin = try flag()
-        case "store":
-            store = try text({ $0.hasPrefix("/") && !$0.contains("..") && !$0.utf8.contains(0) },
-                             "it needs an absolute path without ..")
         case "allow_remote": allowRemote = try flag()
         case "only_group":
             onlyGroup = try text({ $0.utf8.count <= 256 && !$0.contains(where: { $0 == ":" || $0 == "\n" }) },
@@ -120,8 +115,8 @@ public struct Options: Equatable, Sendable {
         case "offline_grace": offlineGrace = try integer(0...(365 * 24 * 3600))
         case "connect_timeout": connectTimeout = try integer(1...60)
         case "idp_timeout": idpTimeout = try integer(1...120)
-        case "stepup": stepUp = try text(StepUpGrants.isValidContext, "it needs a context name (letters, digits, . - _)")
-        case "ttl": stepUpTTL = try integer(1...StepUpGrants.maxTTL)
+        case "stepup": stepUp = try text(StepUp.isValidContext, "it needs a context name (letters, digits, . - _)")
+        case "ttl": stepUpTTL = try integer(1...StepUp.maxTTL)
         case "interactive_services": interactiveServices = try services()
         case "unattended_services": unattendedServices = try services()
         // The PAM module's own: where the broker's socket is.

@@ -39,7 +39,7 @@ public enum SealedFile {
     }
 
     public static func seal(_ plaintext: SecureBytes, context: String, vault: UnlockedVault) throws -> [UInt8] {
-        guard StepUpGrants.isValidContext(context) else { throw FingersealError(.usage, Messages.badContext) }
+        guard StepUp.isValidContext(context) else { throw FingersealError(.usage, Messages.badContext) }
         guard plaintext.count <= maxPlaintext else { throw FingersealError(.usage, Messages.tooLargeToSeal(maxPlaintext)) }
         let key = try contextKey(context, vault)
         // The nonce goes in the header, which is the associated data: seal with a nonce
@@ -63,7 +63,7 @@ public enum SealedFile {
         guard let newline = rest.prefix(maxHeader).firstIndex(of: 0x0a) else { throw notSealed }
         let headerBytes = rest[..<newline]
         guard let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)), header.format == 1,
-              StepUpGrants.isValidContext(header.context), header.fileID.utf8.count == 32,
+              StepUp.isValidContext(header.context), header.fileID.utf8.count == 32,
               header.fileID.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }),
               (1...64).contains(header.vaultID.utf8.count),
               let nonce = Data(base64Encoded: header.nonce), nonce.count == AEAD.nonceLength else { throw notSealed }

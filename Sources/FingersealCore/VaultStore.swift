@@ -44,26 +44,6 @@ public struct VaultLocation: Equatable, Sendable {
         VaultLocation(directory: stateDirectory + "/" + String(account.uid), account: account, owner: geteuid())
     }
 
-    /// `store=` (with `%u` and `%h` expanded) when set, else `$XDG_STATE_HOME/fingerseal`
-    /// when the caller passes one (the CLI running as the user), else
-    /// `~/.local/state/fingerseal`.
-    public static func resolve(account: UserAccount, options: Options, stateHome: String?) throws -> VaultLocation {
-        if let template = options.store {
-            guard !account.name.contains("/"), account.name != "..", account.name != "." else {
-                throw FingersealError(.unknownUser, Messages.unknownUser)
-            }
-            let path = substitute(substitute(template, "%u", account.name), "%h", account.home)
-            return VaultLocation(directory: path, account: account)
-        }
-        if let stateHome, stateHome.hasPrefix("/") {
-            return VaultLocation(directory: stateHome + "/fingerseal", account: account)
-        }
-        return VaultLocation(directory: account.home + "/.local/state/fingerseal", account: account)
-    }
-}
-
-private func substitute(_ text: String, _ token: String, _ value: String) -> String {
-    text.split(separator: token, omittingEmptySubsequences: false).joined(separator: value)
 }
 
 /// File access for one vault: every operation runs as the vault's owner (when called by

@@ -192,10 +192,10 @@ enum TokenRequests {
         guard let answer = try? JSONDecoder().decode(Answer.self, from: Data(body)) else {
             throw .malformed("the token answer is not valid JSON with an access token")
         }
-        guard AccessTokenFile.isValidToken(answer.access_token.utf8), answer.token_type.lowercased() == "bearer" else {
+        guard AccessToken.isValidToken(answer.access_token.utf8), answer.token_type.lowercased() == "bearer" else {
             throw .malformed("the token answer has no bearer access token")
         }
-        if let refresh = answer.refresh_token, !AccessTokenFile.isValidToken(refresh.utf8) {
+        if let refresh = answer.refresh_token, !AccessToken.isValidToken(refresh.utf8) {
             throw .malformed("the refresh token in the answer is not valid")
         }
         let lifetime = answer.expires_in?.value

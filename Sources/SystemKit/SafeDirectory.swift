@@ -74,13 +74,6 @@ public final class SafeDirectory {
 
     private func full(_ name: String) -> String { path + "/" + name }
 
-    /// True when the directory lives in memory (tmpfs or ramfs), so nothing written here
-    /// reaches a disk.
-    public var isMemoryBacked: Bool {
-        var info = statfs()
-        guard fstatfs(fd.rawValue, &info) == 0 else { return false }
-        return [0x0102_1994, 0x8584_58f6].contains(Int64(info.f_type))
-    }
 
     /// Opens `name` for reading with the trusted-file checks. Returns nil if it does not exist.
     public func openTrusted(_ name: String, sizeLimit: Int) throws -> FileDescriptor? {

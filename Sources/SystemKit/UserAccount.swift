@@ -77,14 +77,3 @@ extension UserAccount {
         return false
     }
 }
-
-/// The process environment as `NAME=value` entries.
-public func environmentEntries() -> [String] {
-    var entries: [String] = []
-    var pointer = environ
-    while let entry = pointer.pointee {
-        entries.append(String(cString: entry))
-        pointer += 1
-    }
-    return entries
-}

@@ -179,6 +179,9 @@ import Testing
         #expect(matchLog.contains("pam.authenticate success for user=\(rig.user)"), "\(matchLog)")
         #expect(matchLog.contains("service=\(ModuleFingerprintTests.service)"))
 
+        // The broker answers first and records the match right after; a request of the same
+        // user starts only once that is written, so the file is read after it.
+        #expect(try rig.status().contains("Fingers enrolled: right-index-finger"))
         let vault = try rig.store.location.directory + "/vault"
         var bytes = try #require(readFile(vault))
         bytes[bytes.count / 2] ^= 0x04

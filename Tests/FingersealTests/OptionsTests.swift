@@ -15,7 +15,8 @@ import Testing
             ("allow_remote", \Options.allowRemote, "true"),
             ("require_token", \Options.requireToken, "true"),
             ("offline_grace=60", \Options.offlineGrace, "60"),
-            ("store=/var/lib/fingerseal/%u", \Options.store, "Optional(\"/var/lib/fingerseal/%u\")"),
+            ("interactive_services=vpn,smtp", \Options.interactiveServices, "[\"vpn\", \"smtp\"]"),
+            ("unattended_services=imap", \Options.unattendedServices, "[\"imap\"]"),
             ("only_group=fingerprint", \Options.onlyGroup, "Optional(\"fingerprint\")"),
         ]
         let defaults = Options()
@@ -34,12 +35,11 @@ import Testing
         let options = Options()
         #expect(options.timeout == 15 && options.maxTries == 3 && options.maxFails == 5)
         #expect(!options.debug && !options.pin && !options.allowRemote && !options.requireToken)
-        #expect(options.offlineGrace == 7 * 24 * 3600 && options.store == nil && options.onlyGroup == nil)
+        #expect(options.offlineGrace == 7 * 24 * 3600 && options.interactiveServices.isEmpty && options.onlyGroup == nil)
     }
 
     @Test(arguments: ["timeout=0", "timeout=301", "timeout=-1", "timeout=", "timeout", "max_tries=0", "max_tries=21",
-                      "max_fails=0", "max_fails=101", "offline_grace=99999999999", "debug=maybe", "store=", "store=relative",
-                      "store=/a/../b", "only_group=", "only_group=a:b", "timeout=1e3", "timeout= 5", "socket=relative", "socket=/run/../tmp/x", "interactive_services=a b"])
+                      "max_fails=0", "max_fails=101", "offline_grace=99999999999", "debug=maybe", "only_group=", "only_group=a:b", "timeout=1e3", "timeout= 5", "socket=relative", "socket=/run/../tmp/x", "interactive_services=a b"])
     func outOfRangeOrGarbageIsAnError(setting: String) {
         var options = Options()
         #expect(throws: FingersealError.self) { try options.apply([setting], source: "test") }
@@ -48,7 +48,7 @@ import Testing
     @Test func hugeOptionIsRefused() {
         var options = Options()
         #expect(throws: FingersealError.self) {
-            try options.apply(["store=/" + String(repeating: "a", count: 100 * 1024)], source: "test")
+            try options.apply(["only_group=" + String(repeating: "a", count: 100 * 1024)], source: "test")
         }
     }
 

@@ -51,13 +51,6 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
             _ = try? Discovery.requireSecure(metadata.tokenEndpoint)
             _ = try? Discovery.requireSecure(metadata.issuer)
         }
-    case 9:
-        // The session's access-token file (and what fingerseal-scan hands the module):
-        // whatever it accepts must encode back to the input.
-        let parsed = input.withUnsafeBytes { AccessTokenFile.parse($0) }
-        if let parsed {
-            guard let encoded = try? parsed.encoded(), encoded.copyBytes() == input else { trap() }
-        }
     case 10:
         // The broker's wire decoder: any packet a client (or, for the module and the CLI, a
         // broker) can send. Whatever decodes must encode to a packet that decodes to the same
@@ -83,9 +76,6 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     case 12:
         // A sealed file given to `fingerseal reveal` (any file a user may be handed).
         _ = try? SealedFile.parse(input)
-    case 13:
-        // A step-up grant file from the runtime directory.
-        _ = try? JSONDecoder().decode(StepUpGrant.self, from: Data(input))
     case 14:
         // The audit trail (audit.jsonl): the file split into lines, each line's parser, and
         // the chain walk over whatever comes out (with a fixed key: nothing verifies, every

@@ -9,9 +9,9 @@ enum StepUpCommands {
     static let commandLimit = 24.0 * 3600
 
     static func ttlSeconds(_ call: Call) throws -> Int {
-        let seconds = try call.integer("--ttl") ?? StepUpGrants.defaultTTL
-        guard (1...StepUpGrants.maxTTL).contains(seconds) else {
-            throw FingersealError(.usage, "The option --ttl takes 1 to \(StepUpGrants.maxTTL) seconds.")
+        let seconds = try call.integer("--ttl") ?? StepUp.defaultTTL
+        guard (1...StepUp.maxTTL).contains(seconds) else {
+            throw FingersealError(.usage, "The option --ttl takes 1 to \(StepUp.maxTTL) seconds.")
         }
         return seconds
     }
@@ -39,7 +39,7 @@ enum StepUpCommands {
             throw error
         }
         trail.record(.stepUp(context: context, result: .success), vault: unlocked.vault)
-        let expiry = SystemClock().now() + Int64(min(max(ttl, 1), StepUpGrants.maxTTL))
+        let expiry = SystemClock().now() + Int64(min(max(ttl, 1), StepUp.maxTTL))
         sessions.setGrant(call.session, context, Grant(method: unlocked.method.rawValue, expiresAt: expiry, holder: holder))
         return (unlocked.vault, unlocked.method == .pin ? "your PIN" : "your finger")
     }
@@ -54,7 +54,7 @@ enum StepUpCommands {
         guard let context = call.arguments.first else {
             throw FingersealError(.usage, "Say which context to confirm, for example: fingerseal step-up payroll")
         }
-        guard StepUpGrants.isValidContext(context) else { throw FingersealError(.usage, Messages.badContext) }
+        guard StepUp.isValidContext(context) else { throw FingersealError(.usage, Messages.badContext) }
         guard call.arguments.count == 1 else {
             throw FingersealError(.usage, "Put the command to run after --, for example: fingerseal step-up \(context) -- COMMAND")
         }
@@ -86,11 +86,11 @@ enum StepUpCommands {
             return Reply(.success)
         }
         let holder = sessions.newHolder()
-        let (_, asked) = try confirm(call, context, fresh: call.has("--fresh"), ttl: StepUpGrants.maxTTL, holder: holder)
+        let (_, asked) = try confirm(call, context, fresh: call.has("--fresh"), ttl: StepUp.maxTTL, holder: holder)
         if asked != nil {
             let key = call.session
             let conversation = call.conversation
-            call.after.add {
+            call.after.hold {
                 conversation.waitForHangUp(limit: StepUpCommands.commandLimit)
                 _ = sessions.endGrant(key, context, holder: holder)
             }
@@ -106,7 +106,7 @@ enum StepUpCommands {
         guard let context = call.value("--context") else {
             throw FingersealError(.usage, "Say which context to seal for with --context CONTEXT.")
         }
-        guard StepUpGrants.isValidContext(context) else { throw FingersealError(.usage, Messages.badContext) }
+        guard StepUp.isValidContext(context) else { throw FingersealError(.usage, Messages.badContext) }
         guard call.arguments.count <= 1 else { throw FingersealError(.usage, "Give at most one file to seal.") }
         let plaintext = try call.conversation.receiveData(limit: SealedFile.maxPlaintext)
         // Sealing reveals nothing, so the vault is opened without asking.

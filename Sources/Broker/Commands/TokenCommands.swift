@@ -19,12 +19,12 @@ enum TokenCommands {
         unlocked.method == .pin ? "your PIN" : "your finger" + (unlocked.finger.map { " (\($0))" } ?? "")
     }
 
-    static func text(_ token: AccessTokenFile) -> String {
+    static func text(_ token: AccessToken) -> String {
         token.token.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
     }
 
     /// The reply that hands `token` to the client (for --print-token, --exec, token).
-    static func handing(_ token: AccessTokenFile) -> Reply {
+    static func handing(_ token: AccessToken) -> Reply {
         Reply(.success, token: token.token.withUnsafeBytes { Array($0) }, expiresAt: token.expiresAt)
     }
 
@@ -76,7 +76,7 @@ enum TokenCommands {
         let margin = try call.integer("--min-valid") ?? 60
         guard margin <= 86_400 else { throw FingersealError(.usage, "The option --min-valid takes at most 86400 seconds.") }
         let now = SystemClock().now()
-        let token: AccessTokenFile?
+        let token: AccessToken?
         if let held = call.state.sessions.token(call.session), held.isValid(at: now, margin: Int64(margin)) {
             token = held
         } else {

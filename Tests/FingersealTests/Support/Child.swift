@@ -18,8 +18,10 @@ final class Child {
     /// `newSession`: start in a session of its own (no controlling terminal). The broker keys
     /// session tokens and grants by the caller's session, so commands that must share them
     /// run with `newSession: false` (all in the test runner's session).
+    /// `logFile`: stdout and stderr go there (appended) instead of pipes, for a long-running
+    /// program whose output nobody reads: a pipe would fill and stop it.
     init(_ path: String, _ arguments: [String], environment: [String: String] = [:],
-         stdin: [UInt8] = [], fd3: [UInt8]? = nil, newSession: Bool = true) throws {
+         stdin: [UInt8] = [], fd3: [UInt8]? = nil, newSession: Bool = true, logFile: String? = nil) throws {
         func pipePair() throws -> (Int32, Int32) {
             var fds: [Int32] = [0, 0]
             guard pipe(&fds) == 0 else { throw TestFailure("pipe failed") }
@@ -41,8 +43,13 @@ final class Child {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, inRead, 0)
-        posix_spawn_file_actions_adddup2(&actions, outWrite, 1)
-        posix_spawn_file_actions_adddup2(&actions, errWrite, 2)
+        if let logFile {
+            posix_spawn_file_actions_addopen(&actions, 1, logFile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        } else {
+            posix_spawn_file_actions_adddup2(&actions, outWrite, 1)
+            posix_spawn_file_actions_adddup2(&actions, errWrite, 2)
+        }
         if let extra { posix_spawn_file_actions_adddup2(&actions, extra.0, 3) }
         // Start in a new session: no controlling terminal, so prompts cannot reach a real tty.
         var attributes = posix_spawnattr_t()

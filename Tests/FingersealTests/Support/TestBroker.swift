@@ -31,6 +31,9 @@ final class TestBroker {
 
     deinit { stop() }
 
+    /// What the broker wrote on stdout and stderr.
+    var log: String { temp.file("broker.log") }
+
     /// The vault directory of `uid` in this broker's store.
     func vaultDirectory(uid: UInt32 = getuid()) -> String { state + "/" + String(uid) }
 
@@ -48,7 +51,9 @@ final class TestBroker {
         environment["NOTIFY_SOCKET"] = notify
         let command = [Paths.buildDirectory + "/fingersealed", "--socket", socketPath, "--state", state, "--config", config]
         let (path, arguments) = wrap?(command) ?? (command[0], Array(command.dropFirst()))
-        let child = try Child(path, arguments, environment: environment)
+        // Its output goes to a file: a pipe nobody reads would fill and stop it (libusb logs a
+        // line per retry against an emulated device).
+        let child = try Child(path, arguments, environment: environment, logFile: log)
         process = child
         // Readiness: READY=1 within 20 s, or the broker's own words on why not.
         var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
@@ -59,8 +64,8 @@ final class TestBroker {
             let count = recv(fd, &buffer, buffer.count, 0)
             if count > 0, String(decoding: buffer[..<count], as: UTF8.self).contains("READY=1") { return }
         }
-        let result = child.finish(limit: 2)
-        throw TestFailure("fingersealed did not become ready: \(result.all)")
+        _ = child.finish(limit: 2)
+        throw TestFailure("fingersealed did not become ready: " + String(decoding: readFile(log) ?? [], as: UTF8.self))
     }
 
     /// Stops the broker (SIGTERM, then SIGKILL) and waits for it.
@@ -107,9 +112,11 @@ enum TestUsers {
     /// Creates the account if missing; returns false when it cannot (not root).
     @discardableResult
     static func ensure(_ name: String, password: String = "correct horse") -> Bool {
-        if getpwnam(name) != nil { return true }
-        guard getuid() == 0 else { return false }
-        guard Child.runQuietly("/usr/sbin/useradd", ["--create-home", "--shell", "/bin/sh", name]) == 0 else { return false }
+        guard getuid() == 0 else { return getpwnam(name) != nil }
+        if getpwnam(name) == nil {
+            guard Child.runQuietly("/usr/sbin/useradd", ["--create-home", "--shell", "/bin/sh", name]) == 0 else { return false }
+        }
+        // The password the tests expect, whatever an earlier run left.
         let result = try? Child.run("/usr/sbin/chpasswd", [], stdin: Array("\(name):\(password)\n".utf8))
         return result?.status == 0
     }

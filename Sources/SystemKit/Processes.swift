@@ -1,0 +1,46 @@
+import CLinux
+import Glibc
+
+/// When process `pid` started, in clock ticks since boot (field 22 of /proc/PID/stat); nil
+/// when there is no such process. With the pid it names one process, whatever reuses the pid.
+public func processStartTime(_ pid: pid_t) -> UInt64? {
+    let path = "/proc/\(pid)/stat"
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    let file = FileDescriptor(owning: fd)
+    guard let bytes = try? file.readAll(limit: 4096, subject: path),
+          let close = bytes.lastIndex(of: 0x29) else { return nil } // after the ")" of the command name
+    let fields = bytes[(close + 1)...].split(separator: 0x20)
+    // fields[0] is the state (field 3), so field 22 is fields[19].
+    guard fields.count > 19 else { return nil }
+    return UInt64(String(decoding: fields[19], as: UTF8.self))
+}
+
+/// Starts a program the way a new program should start, whoever calls: no signal blocked and
+/// every signal at its default (the caller may have blocked some for a signalfd). With
+/// `searchPath`, `path` is looked up in PATH; `environment` nil passes this process's own.
+public func spawnProgram(_ path: String, arguments: [String], environment: [String]?, searchPath: Bool = false,
+                         actions: UnsafeMutablePointer<posix_spawn_file_actions_t>? = nil,
+                         newSession: Bool = false) throws -> pid_t {
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var none = sigset_t(), all = sigset_t()
+    sigemptyset(&none)
+    sigfillset(&all)
+    posix_spawnattr_setsigmask(&attributes, &none)
+    posix_spawnattr_setsigdefault(&attributes, &all)
+    let session = newSession ? FS_POSIX_SPAWN_SETSID : 0
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | session))
+    let argv = arguments.map { strdup($0) } + [nil]
+    var envp = (environment ?? []).map { strdup($0) } + [nil]
+    defer { (argv + envp).forEach { free($0) } }
+    var child: pid_t = 0
+    let rc = envp.withUnsafeMutableBufferPointer { own -> Int32 in
+        let env = environment == nil ? environ : own.baseAddress
+        return searchPath ? posix_spawnp(&child, path, actions, &attributes, argv, env)
+                          : posix_spawn(&child, path, actions, &attributes, argv, env)
+    }
+    guard rc == 0 else { throw SystemError("spawn", path, code: rc) }
+    return child
+}
