@@ -59,7 +59,10 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
         var offset = 0
         repeat {
             let end = min(offset + chunk, bytes.count)
-            send(.data(Array(bytes[offset..<end]), end: end == bytes.count))
+            // Plaintext passes through here (reveal): the copy is wiped once sent.
+            var piece = Array(bytes[offset..<end])
+            send(.data(piece, end: end == bytes.count))
+            Wire.wipe(&piece)
             offset = end
         } while offset < bytes.count
     }

@@ -34,9 +34,7 @@ final class SessionRegistry: @unchecked Sendable {
 
     func setToken(_ key: SessionKey, _ token: AccessToken) { lock.locked { tokens[key] = token } }
 
-    func dropToken(_ key: SessionKey) -> Bool { lock.locked { tokens.removeValue(forKey: key) != nil } }
-
-    /// Drops everything a session holds (its close, or a logout).
+    /// Drops everything a session holds (its close).
     func dropSession(_ key: SessionKey) -> (token: Bool, grants: Int) {
         lock.locked {
             let token = tokens.removeValue(forKey: key) != nil
@@ -50,6 +48,16 @@ final class SessionRegistry: @unchecked Sendable {
         lock.locked {
             tokens = tokens.filter { $0.key.uid != uid }
             grants = grants.filter { $0.key.uid != uid }
+            tickets = tickets.filter { $0.value.uid != uid }
+        }
+    }
+
+    /// Drops every session's access token of `uid` (and the tickets carrying one): its
+    /// sign-in ended. Step-up grants stay; they confirmed the person, not the sign-in.
+    func dropTokens(_ uid: UInt32) {
+        lock.locked {
+            tokens = tokens.filter { $0.key.uid != uid }
+            tickets = tickets.filter { $0.value.uid != uid }
         }
     }
 

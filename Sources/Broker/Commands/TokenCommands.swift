@@ -114,7 +114,8 @@ enum TokenCommands {
         // The sign-in goes even when the provider could not be told: the user asked for it.
         try vault.update { $0.signedOut() }
         AuditTrail(store: store).record(.logout, vault: vault)
-        _ = call.state.sessions.dropToken(call.session)
+        // Every session's token came from the sign-in that just ended.
+        call.state.sessions.dropTokens(call.account.uid)
         if call.has("--json") {
             struct LogoutReport: Encodable { let result: String; let revoked: Bool; let message: String? }
             try call.printJSON(LogoutReport(result: "signed-out", revoked: revoked, message: warning))
