@@ -25,31 +25,9 @@ enum PAMFlows {
             return Reply(.success)
         }
         var accessToken: AccessToken? = nil
-        let scan: Authentication.FingerprintStep = { store, ledger, status in
-            let result = Unlocking.scan(call, store: store, ledger: ledger, via: .pam)
-            guard case let .matched(vault, finger) = result else {
-                if case let .failed(failure) = result { return failure }
-                return AuthenticationResult(.systemError, "scan")
-            }
-            // Only a signed-in vault talks to the identity provider (and writes the vault).
-            guard status.signIn == .active else { return AuthenticationResult(.success, "matched \(finger)") }
-            let (step, token) = Unlocking.refresh(vault, options)
-            accessToken = token
-            return AuthenticationResult(.success, "matched \(finger)", tokenStep: step)
-        }
-        let refreshAfterPIN = { () -> TokenStep in
-            guard let vault = try? Vault.unlockWithDevice(call.store) else { return .failed }
-            let (step, token) = Unlocking.refresh(vault, options)
-            accessToken = token
-            return step
-        }
-        var authentication = Authentication(request: request, prompter: call.conversation,
-                                            locate: { [state = call.state] in state.store(for: $0) })
-        authentication.auditSink = .syslog
-        let result = authentication.run(fingerprint: scan, refreshAfterPIN: refreshAfterPIN) {
-            // The PIN goes from the packet straight into secure memory.
-            (try? call.conversation.askSecret(.pin, Messages.enterPIN)) ?? nil
-        }
+        var vault: UnlockedVault? = nil
+        let result = decide(call, request, accessToken: &accessToken, vault: &vault)
+        audit(call, result, vault)
         log(call, result)
         var reply = Reply(result.outcome)
         if result.outcome == .success, let accessToken {
@@ -58,8 +36,7 @@ enum PAMFlows {
             reply.ticket = call.state.sessions.makeTicket(uid: call.account.uid, token: accessToken)
         }
         if let context = options.stepUp {
-            let store = call.store
-            AuditTrail(store: store).record(.stepUp(context: context, result: result.outcome), vault: try? Vault.unlockWithDevice(store))
+            AuditTrail(store: call.store).record(.stepUp(context: context, result: result.outcome), vault: vault)
             if result.outcome == .success {
                 call.state.sessions.setGrant(call.session, context, Grant(method: (result.method ?? .finger).rawValue,
                                                                            expiresAt: SystemClock().now() + Int64(options.stepUpTTL),
@@ -67,6 +44,65 @@ enum PAMFlows {
             }
         }
         return reply
+    }
+
+    /// The decision sequence of design §3 for a PAM host: who, from where, which vault, then
+    /// the one unlock flow (a finger; the PIN with `pin`), then the token step. Every way
+    /// that cannot go on gives an outcome that lets the stack go on to the password; success
+    /// only ever comes from a match or a correct PIN.
+    static func decide(_ call: Call, _ request: AuthenticationRequest, accessToken: inout AccessToken?,
+                       vault opened: inout UnlockedVault?) -> AuthenticationResult {
+        let options = call.options
+        if let group = options.onlyGroup, !call.account.isMember(ofGroup: group) {
+            return AuthenticationResult(.unavailable, "not a member of \(group)")
+        }
+        // Remote sessions do not get biometrics unless allowed.
+        if request.isRemote && !options.allowRemote { return AuthenticationResult(.remoteSession, "remote session") }
+        let store = call.store
+        do {
+            // Damaged, tampered or unsafe files: logged, nothing touched, the password next.
+            guard let status = try Vault.status(store) else { return AuthenticationResult(.noVault, "no vault") }
+            let unlocked = try Unlocking.open(call, store: store, status: status, pin: options.pin ? .fallback : .never)
+            opened = unlocked.vault
+            var result = AuthenticationResult(.success, unlocked.method == .pin ? "PIN" : "matched \(unlocked.finger ?? "a finger")")
+            result.method = unlocked.method
+            // Only a signed-in vault talks to the identity provider (and writes the vault).
+            let step: TokenStep
+            switch status.signIn {
+            case .none: step = .notSignedIn
+            case .required: step = .signInRequired
+            case .active:
+                let (refreshed, token) = Unlocking.refresh(unlocked.vault, options)
+                accessToken = token
+                step = refreshed
+            }
+            return step.applied(to: result, requireToken: options.requireToken, prompter: call.conversation)
+        } catch let error as FingersealError {
+            return AuthenticationResult(error.outcome, error.description)
+        } catch {
+            return AuthenticationResult(.systemError, "\(error)")
+        }
+    }
+
+    /// The audit trail of one decision (design §3: every unlock, fallback, lockout and failure
+    /// is audited; failed scans and the finger's fallbacks are recorded by the flow). What
+    /// says nothing to the person (no vault, not enrolled, remote) records nothing. A success
+    /// is recorded right after the answer.
+    static func audit(_ call: Call, _ result: AuthenticationResult, _ vault: UnlockedVault?) {
+        let trail = AuditTrail(store: call.store)
+        switch result.outcome.pamReturn {
+        case .success:
+            if let method = result.method { call.after.add { trail.record(.unlock(method: method, via: .pam), vault: vault) } }
+        case .authInfoUnavailable:
+            // The stack moves on to the password module.
+            if ![.noVault, .notEnrolled, .remoteSession].contains(result.outcome) {
+                trail.record(.fallback(reason: result.outcome.rawValue), vault: nil)
+            }
+        case .ignore, .userUnknown:
+            break
+        case .authError, .maxTries, .serviceError, .incomplete:
+            trail.record(.failure(action: "unlock", reason: result.outcome.rawValue), vault: nil)
+        }
     }
 
     /// A person can answer: a terminal, a display, a caller inside a login session, or a

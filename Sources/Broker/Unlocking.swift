@@ -10,36 +10,6 @@ import SystemKit
 /// The unlock steps every flow shares (PAM, unlock, token, step-up): one scan against the
 /// user's prints through the broker's reader, and one refresh of the sealed sign-in.
 enum Unlocking {
-    enum ScanOutcome {
-        case matched(UnlockedVault, finger: String)
-        case failed(AuthenticationResult)
-    }
-
-    /// Scans until a match, the tries are used up, the timeout, or a cancel (a `cancel`
-    /// message or a client that leaves). Failed matches are counted and audited; a cancel
-    /// or a timeout never is.
-    static func scan(_ call: Call, store: VaultStore, ledger: LockoutLedger, via channel: AuditChannel,
-                     cancelHint: String? = nil, cancelFD: Int32? = nil) -> ScanOutcome {
-        let settings = ScanSettings(timeout: Double(call.options.timeout), maxTries: call.options.maxTries,
-                                    cancelHint: cancelHint ?? call.conversation.cancelHint)
-        let trail = AuditTrail(store: store)
-        do {
-            let match = try verify(call, store: store, ledger: ledger, settings: settings, cancelFD: cancelFD)
-            // Answer first: the audit entry of a success is written right after the reply.
-            call.after.add { trail.record(.unlock(method: .finger, via: channel), vault: match.vault) }
-            return .matched(match.vault, finger: match.finger)
-        } catch let error as FingersealError {
-            let outcome = error.outcome
-            if [.noMatch, .triesExhausted].contains(outcome) {
-                trail.record(.failure(action: "fingerprint scan", reason: outcome.rawValue), vault: nil)
-            }
-            if [.noMatch, .triesExhausted, .lockedOut, .timedOut].contains(outcome) { call.conversation.error(error.message) }
-            return .failed(AuthenticationResult(outcome, error.description))
-        } catch {
-            return .failed(AuthenticationResult(.systemError, "\(error)"))
-        }
-    }
-
     /// One verification through the broker's reader (its turn, its device), nothing audited.
     /// A cancel the reader reports counts as `.cancelled` only when it was the client's (a
     /// `cancel` message or a hang-up); otherwise it is `.unavailable`. `cancelFD` nil: the
@@ -89,7 +59,11 @@ extension Unlocking {
     /// The PIN, asked through the client (its terminal, or its --pin-fd). Nothing typed is a
     /// mistake, not a wrong PIN.
     static func askPIN(_ call: Call, prompt: String = Messages.enterPIN) throws -> SecureBytes {
-        guard let pin = try call.conversation.askSecret(.pin, prompt) else { throw FingersealError(.usage, Messages.pinEmptyInput) }
+        guard let pin = try call.conversation.askSecret(.pin, prompt) else {
+            // In a PAM conversation an empty answer means "the password instead".
+            if call.request.pam != nil { throw FingersealError(.cancelled, Messages.cancelled, detail: "PIN skipped") }
+            throw FingersealError(.usage, Messages.pinEmptyInput)
+        }
         return pin
     }
 
@@ -113,37 +87,55 @@ extension Unlocking {
     static func withPIN(_ call: Call, store: VaultStore, prompt: String = Messages.enterPIN) throws -> UnlockedVault {
         guard try Vault.status(store) != nil else { throw FingersealError(.noVault, Messages.noVault) }
         let pin = try askPIN(call, prompt: prompt)
-        return try Vault.unlock(store, pin: PINKeyslot(pin: pin), ledger: LockoutLedger(store: store, options: call.options))
+        do {
+            return try Vault.unlock(store, pin: PINKeyslot(pin: pin), ledger: LockoutLedger(store: store, options: call.options))
+        } catch let error as FingersealError {
+            // The CLI shows a command's error itself; a PAM host shows only what is sent.
+            if call.request.pam != nil { call.conversation.error(error.message) }
+            throw error
+        }
     }
 
-    /// What the finger's turn came to: an unlock, or a reason to go on to the PIN.
+    /// What the finger's turn came to: an unlock, or why the next way in is needed.
     enum FingerTurn {
         case unlocked(Unlocked)
-        case fallback(Outcome)
+        case fallback(FingersealError)
     }
 
-    /// Opens the vault with a finger, or with the PIN. With `answersWhileScanning` the PIN
-    /// may be typed while the reader waits (the first to succeed wins and stops the other;
-    /// Enter alone goes straight to the PIN); otherwise the scan comes first and the PIN
-    /// after it fails. Without a reader, an enrolled finger, or with the finger locked, the
-    /// PIN is asked at once; `--pin` and `--pin-fd` ask only the PIN. Nothing is audited
-    /// here but the fallbacks: the caller records the unlock or its failure.
-    static func fingerOrPIN(_ call: Call, store: VaultStore) throws -> Unlocked {
-        guard let status = try Vault.status(store) else { throw FingersealError(.noVault, Messages.noVault) }
+    /// When the PIN may open the vault: never (a PAM stack without `pin`), when the finger
+    /// cannot (the CLI, and PAM with `pin`), or only the PIN (`--pin`, `--pin-fd`).
+    enum PINUse { case never, fallback, only }
+
+    /// The unlock, for every flow (PAM, unlock, token, step-up, reveal): a finger, or the PIN.
+    /// With `answersWhileScanning` the PIN may be typed while the reader waits (the first to
+    /// succeed wins and stops the other; Enter alone goes straight to the PIN); otherwise the
+    /// scan comes first and the PIN after it fails. Without a reader, an enrolled finger, or
+    /// with the finger locked, the PIN is asked at once. A cancel ends it. Failed scans and
+    /// the fallbacks are audited here; the caller records the unlock or its failure. Without
+    /// the PIN, what stopped the finger is thrown.
+    static func open(_ call: Call, store: VaultStore, status: VaultStatus, pin use: PINUse) throws -> Unlocked {
         let ledger = LockoutLedger(store: store, options: call.options)
-        /// The PIN; `fallback` says why the finger gave way to it (for the audit trail).
-        func pinInstead(fallback reason: Outcome? = nil) throws -> Unlocked {
-            if let reason { AuditTrail(store: store).record(.fallback(reason: reason.rawValue), vault: nil) }
+        let trail = AuditTrail(store: store)
+        func pinInstead(after failure: FingersealError?) throws -> Unlocked {
+            guard use != .never, status.pinSet else {
+                throw failure ?? FingersealError(.notEnrolled, Messages.notEnrolled)
+            }
+            if let failure { trail.record(.fallback(reason: failure.outcome.rawValue), vault: nil) }
             return Unlocked(vault: try withPIN(call, store: store), method: .pin, finger: nil)
         }
-        if call.has("--pin-fd") || call.has("--pin") || status.fingers.isEmpty { return try pinInstead() }
+        if use == .only { return try pinInstead(after: nil) }
+        if status.fingers.isEmpty {
+            // Nothing to scan: the PIN, or (PAM without it) on to the password, silently.
+            if use == .fallback { return try pinInstead(after: nil) }
+            throw FingersealError(.notEnrolled, Messages.notEnrolled)
+        }
         if status.lockout.fingerLocked {
-            call.conversation.info(Messages.fingerLocked)
-            return try pinInstead(fallback: .lockedOut)
+            call.conversation.error(Messages.fingerLocked)
+            return try pinInstead(after: FingersealError(.lockedOut, Messages.fingerLocked))
         }
         var settings = try call.scanSettings()
         let turn: FingerTurn
-        if call.request.answersWhileScanning {
+        if call.request.answersWhileScanning && use == .fallback {
             settings.cancelHint = Messages.fingerOrPIN
             turn = try fingerWhilePIN(call, store: store, ledger: ledger, settings: settings)
         } else {
@@ -151,19 +143,33 @@ extension Unlocking {
         }
         switch turn {
         case let .unlocked(unlocked): return unlocked
-        case let .fallback(reason): return try pinInstead(fallback: reason)
+        case let .fallback(failure): return try pinInstead(after: failure)
         }
     }
 
-    /// The scan alone; the PIN comes after it unless the client cancelled.
+    /// The command line's unlock: the PIN alone with `--pin` or `--pin-fd`.
+    static func fingerOrPIN(_ call: Call, store: VaultStore) throws -> Unlocked {
+        guard let status = try Vault.status(store) else { throw FingersealError(.noVault, Messages.noVault) }
+        return try open(call, store: store, status: status, pin: call.has("--pin-fd") || call.has("--pin") ? .only : .fallback)
+    }
+
+    /// The scan alone; what comes next is the caller's, unless the client cancelled.
     static func fingerFirst(_ call: Call, store: VaultStore, ledger: LockoutLedger, settings: ScanSettings) throws -> FingerTurn {
         do {
             let match = try verify(call, store: store, ledger: ledger, settings: settings)
             return .unlocked(Unlocked(vault: match.vault, method: .finger, finger: match.finger))
         } catch let error as FingersealError {
             if error.outcome == .cancelled { throw error }
-            call.conversation.info(error.message)
-            return .fallback(error.outcome)
+            if [.noMatch, .triesExhausted].contains(error.outcome) {
+                AuditTrail(store: store).record(.failure(action: "fingerprint scan", reason: error.outcome.rawValue), vault: nil)
+            }
+            // What the person must hear; a PAM host goes on quietly when there is no reader.
+            if [.noMatch, .triesExhausted, .lockedOut, .timedOut].contains(error.outcome) {
+                call.conversation.error(error.message)
+            } else if call.request.pam == nil {
+                call.conversation.info(error.message)
+            }
+            return .fallback(error)
         }
     }
 
@@ -179,7 +185,7 @@ extension Unlocking {
         } catch let error as FingersealError where [.noReader, .unavailable].contains(error.outcome) {
             // No reader, or another request kept it: the PIN at once.
             call.conversation.info(error.message)
-            return .fallback(error.outcome)
+            return .fallback(error)
         }
         return try raced.get()
     }
@@ -212,17 +218,19 @@ extension Unlocking {
                 // The scan ended: a match wins; otherwise the PIN is the fallback.
                 let result = job.wait()
                 if let won = matched(result) { return won }
-                guard case let .failure(error as FingersealError)? = result else { return .fallback(.systemError) }
+                guard case let .failure(error as FingersealError)? = result else {
+                    return .fallback(FingersealError(.systemError, Messages.systemFailure("scan")))
+                }
                 if error.outcome == .cancelled { throw error }
                 conversation.info(error.message)
-                return .fallback(error.outcome)
+                return .fallback(error)
             case .skipped:
                 if let won = matched(job.stop()) { return won }
-                return .fallback(.cancelled)
+                return .fallback(FingersealError(.cancelled, Messages.cancelled))
             case let .secret(pin):
                 if pin.count == 0 {
                     if let won = matched(job.stop()) { return won }
-                    return .fallback(.cancelled)
+                    return .fallback(FingersealError(.cancelled, Messages.cancelled))
                 }
                 do {
                     let vault = try Vault.unlock(store, pin: PINKeyslot(pin: pin), ledger: ledger)

@@ -13,12 +13,14 @@ extension Call {
         conversation.output(String(decoding: try encoder.encode(value), as: UTF8.self))
     }
 
-    /// The reader settings for a command: `--timeout` (1 to 600 seconds) or the options'.
-    /// The prompt's end says how to cancel: the client turns Ctrl-C into a cancel.
+    /// The reader settings for a request: `--timeout` (1 to 600 seconds) or the options'.
+    /// The prompt's end says how to cancel: the CLI turns Ctrl-C into a cancel; a PAM host's
+    /// cancel leads to the password (never said to a graphical host).
     func scanSettings(maxTries: Int? = nil) throws -> ScanSettings {
         let seconds = try integer("--timeout") ?? options.timeout
         guard (1...600).contains(seconds) else { throw FingersealError(.usage, "The option --timeout needs 1 to 600 seconds.") }
-        return ScanSettings(timeout: Double(seconds), maxTries: maxTries ?? options.maxTries, cancelHint: Messages.pressCtrlC)
+        return ScanSettings(timeout: Double(seconds), maxTries: maxTries ?? options.maxTries,
+                            cancelHint: request.pam == nil ? Messages.pressCtrlC : conversation.cancelHint)
     }
 
     /// The positional arguments the client sent.
