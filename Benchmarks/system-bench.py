@@ -265,6 +265,29 @@ def run_on_pty(argv, env, sensor, scan=f"SCAN {FINGER_ID}", stdout_pipe=False, l
         os.close(master)
 
 
+def minimal_swift_module(work):
+    """A PAM module in Swift that does nothing, linked like pam_fingerseal.so (static standard
+    library, -z nodelete, pam_sm_* only, no implicit _StringProcessing or _Concurrency); None
+    when swiftc is not at hand."""
+    swiftc = shutil.which("swiftc") or ("/opt/swift/usr/bin/swiftc" if os.path.exists("/opt/swift/usr/bin/swiftc") else None)
+    if not swiftc:
+        return None
+    source, exports, module = (os.path.join(work, name) for name in ("floor.swift", "floor.map", "libfloor.so"))
+    with open(source, "w") as f:
+        f.write('@_cdecl("pam_sm_authenticate")\n'
+                'public func pam_sm_authenticate(_ h: OpaquePointer?, _ f: Int32, _ c: Int32, _ v: OpaquePointer?) -> Int32 { 25 }\n'
+                '@_cdecl("pam_sm_setcred")\n'
+                'public func pam_sm_setcred(_ h: OpaquePointer?, _ f: Int32, _ c: Int32, _ v: OpaquePointer?) -> Int32 { 0 }\n')
+    with open(exports, "w") as f:
+        f.write("{ global: pam_sm_*; local: *; };\n")
+    built = subprocess.run([swiftc, "-O", "-parse-as-library", "-emit-library", "-static-stdlib", "-use-ld=lld",
+                            "-Xlinker", "-znodelete", "-Xlinker", f"--version-script={exports}",
+                            "-Xfrontend", "-disable-implicit-string-processing-module-import",
+                            "-Xfrontend", "-disable-implicit-concurrency-module-import", source, "-o", module],
+                           capture_output=True, timeout=300)
+    return module if built.returncode == 0 else None
+
+
 # ---------------------------------------------------------------------------------------------
 # Commands timed in turn (A, B, C, A, B, C, ...), so that load from elsewhere on a shared machine
 # falls on all of them alike; posix_spawn, the exit seen through a pidfd.
@@ -607,6 +630,9 @@ class Bench:
             print(f"not run: {why}")
             return
         permit = f"auth required {module_dir()}/pam_permit.so"
+        # The floor for any PAM module in Swift: one that links the static standard library
+        # the same way and does nothing (returns PAM_IGNORE).
+        minimal = minimal_swift_module(self.work)
         services = {
             "pam_permit.so only": ("bench-permit", [permit]),
             "pam_fingerseal.so + permit, broker running": (
@@ -614,6 +640,8 @@ class Bench:
             "pam_fingerseal.so + permit, no broker": (
                 "bench-fingerseal-nobroker", [f"auth sufficient {self.module} socket={self.work}/no-broker.sock", permit]),
         }
+        if minimal:
+            services["do-nothing Swift module + permit (the floor)"] = ("bench-swift-floor", [f"auth sufficient {minimal}", permit])
         for service, lines in services.values():
             self.service(service, lines)
         env = pam_wrapper_env({"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}, self.services)
@@ -628,7 +656,9 @@ class Bench:
         for index, name in enumerate(services):
             line = (f"{name + ':':46} median {medians[index]:6.2f} ms, p95 {p95(results[index]):6.2f} ms, "
                     f"peak RSS {rss[index]:5.1f} MB (median of 20)")
-            if index:
+            if index and "floor" in name:
+                line += f"\n{'':46} {medians[index] - medians[0]:+.2f} ms, {rss[index] - rss[0]:+.1f} MB RSS"
+            elif index:
                 extra_ms, extra_mb = medians[index] - medians[0], rss[index] - rss[0]
                 line += (f"\n{'':46} {extra_ms:+.2f} ms (target <= +2 ms: {verdict(extra_ms <= 2)}), "
                          f"{extra_mb:+.1f} MB RSS (target <= +4 MB: {verdict(extra_mb <= 4)})")

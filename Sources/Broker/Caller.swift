@@ -62,6 +62,9 @@ public struct Caller: Sendable, CustomStringConvertible {
 
     /// logind's session of `pid`, when logind knows one.
     static func logindSession(_ pid: pid_t) -> String? {
+        // Without logind (containers, build machines) there is nothing to ask, and asking
+        // costs two cgroup files per request.
+        guard access("/run/systemd/sessions", F_OK) == 0 else { return nil }
         var name: UnsafeMutablePointer<CChar>? = nil
         guard sd_pid_get_session(pid, &name) >= 0, let name else { return nil }
         defer { free(name) }
