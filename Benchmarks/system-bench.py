@@ -465,11 +465,8 @@ class Broker:
             return "no log"
 
     def cli_env(self, work):
-        # XDG_STATE_HOME: a CLI that is not yet a broker client keeps its vault in the temporary
-        # directory, never in the real home.
         return {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8", "NO_COLOR": "1",
-                "HOME": os.environ.get("HOME", "/root"), "FINGERSEAL_SOCKET": self.socket,
-                "XDG_STATE_HOME": os.path.join(work, "cli-state-guard")}
+                "HOME": os.environ.get("HOME", "/root"), "FINGERSEAL_SOCKET": self.socket}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -531,9 +528,8 @@ class Bench:
                                       what="fingerseal pin set")
         if not os.path.isdir(os.path.join(broker.state, str(uid))):
             said = (err or out).decode(errors="replace").strip().splitlines()
-            raise Skip("`fingerseal pin set --pin-fd N` with FINGERSEAL_SOCKET made no vault in the broker's store "
-                       f"(exit {code}: {said[-1] if said else 'no message'}): this tree's CLI is not a broker client "
-                       "yet, or the broker does not serve pin set yet")
+            raise Skip("`fingerseal pin set --pin-fd N` made no vault in the broker's store "
+                       f"(exit {code}: {said[-1] if said else 'no message'})")
         ends = secret_pipes([PIN])
         try:
             enroll = self.processes.start([self.cli, "enroll", "--pin-fd", str(ends[0])], env=env, stdout=subprocess.PIPE,

@@ -10,7 +10,7 @@ public enum UnlockMethod: String, Codable, Sendable {
 public enum AuditChannel: String, Codable, Sendable {
     /// The `fingerseal` command.
     case cli
-    /// The PAM module (and its fingerseal-scan helper).
+    /// A PAM host (through the broker).
     case pam
 }
 
@@ -37,7 +37,7 @@ public enum AuditEvent: Equatable, Sendable {
 
 /// Where each event's log line goes, besides the audit file.
 public enum AuditSink: Sendable {
-    /// syslog(3) at LOG_AUTHPRIV: the CLI and fingerseal-scan.
+    /// syslog(3) at LOG_AUTHPRIV: the broker.
     case syslog
     /// The PAM module passes pam_syslog here.
     case custom(@Sendable (Syslog.Level, String) -> Void)

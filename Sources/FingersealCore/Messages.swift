@@ -98,10 +98,6 @@ public enum Messages {
     }
     // Step-up and sealed data
     public static let badContext = "A context name is 1 to 64 letters, digits, dots, dashes or underscores."
-    public static let noRuntimeDirectory = "There is no runtime directory for this session (XDG_RUNTIME_DIR), so the step-up cannot be kept; it is asked for again next time."
-    public static func runtimeNotTmpfs(_ path: String) -> String {
-        "The runtime directory \(path) is not in memory, so no step-up is kept there; it is asked for again next time."
-    }
     public static func steppedUp(_ context: String, _ method: String, ttl: Int) -> String {
         "Confirmed with \(method) for \(context), for \(ttl / 60 > 0 ? "\(ttl / 60) minute\(ttl / 60 == 1 ? "" : "s")" : "\(ttl) seconds")."
     }

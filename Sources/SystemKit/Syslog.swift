@@ -1,7 +1,7 @@
 import CLinux
 import Glibc
 
-/// syslog(3) for the programs (the CLI and fingerseal-scan), at LOG_AUTHPRIV like PAM's
+/// syslog(3) for the broker, at LOG_AUTHPRIV like PAM's
 /// own log. The PAM module logs through pam_syslog instead and never calls `open`: the
 /// host's syslog identity is not ours to change.
 public enum Syslog {
