@@ -265,6 +265,18 @@ def run_on_pty(argv, env, sensor, scan=f"SCAN {FINGER_ID}", stdout_pipe=False, l
         os.close(master)
 
 
+def scan_five_times(processes, enroll, sensor, what):
+    """Answers an enrollment's five virtual scans; returns what it said. Skip when it hangs."""
+    try:
+        for _ in range(5):
+            sensor_send(sensor, f"SCAN {FINGER_ID}", waiting=enroll)
+        return enroll.communicate(timeout=30)[0]
+    except subprocess.TimeoutExpired:
+        raise Skip(f"{what} did not finish within 30 s")
+    finally:
+        processes.stop(enroll)
+
+
 def minimal_swift_module(work):
     """A PAM module in Swift that does nothing, linked like pam_fingerseal.so (static standard
     library, -z nodelete, pam_sm_* only, no implicit _StringProcessing or _Concurrency); None
@@ -404,14 +416,7 @@ class Fprintd:
     def enroll(self, user):
         enroll = self.processes.start(["fprintd-enroll", "-f", "right-index-finger", user], env=self.env,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        try:
-            for _ in range(5):
-                sensor_send(self.sensor, f"SCAN {FINGER_ID}", waiting=enroll)
-            out = enroll.communicate(timeout=30)[0]
-        except subprocess.TimeoutExpired:
-            raise Skip("fprintd-enroll did not finish within 30 s")
-        finally:
-            self.processes.stop(enroll)
+        out = scan_five_times(self.processes, enroll, self.sensor, "fprintd-enroll")
         if b"enroll-completed" not in out:
             raise Skip("fprintd-enroll did not complete: " + out.decode(errors="replace").strip()[-300:])
 
@@ -537,14 +542,7 @@ class Bench:
         finally:
             for fd in ends:
                 os.close(fd)
-        try:
-            for _ in range(5):
-                sensor_send(broker.sensor, f"SCAN {FINGER_ID}", waiting=enroll)
-            out = enroll.communicate(timeout=30)[0]
-        except subprocess.TimeoutExpired:
-            raise Skip("fingerseal enroll did not finish within 30 s")
-        finally:
-            self.processes.stop(enroll)
+        out = scan_five_times(self.processes, enroll, broker.sensor, "fingerseal enroll")
         if enroll.returncode != 0:
             said = out.decode(errors="replace").strip().splitlines()
             raise Skip(f"fingerseal enroll failed (exit {enroll.returncode}): {said[-1] if said else 'no message'}")

@@ -13,6 +13,20 @@ import SystemKit
 /// without the account password; the broker dying or restarting loses no vault, only what it
 /// kept in memory; many callers at once are all answered.
 @Suite(.serialized, .enabled(if: getuid() == 0)) struct TrustBoundaryTests {
+    /// A broker without a reader whose root vault is signed in at `idp` (PIN fallback), and a
+    /// PAM service `fingerseal-test` that requires a token from it.
+    static func signedInRig(_ idp: LocalIdP, sourceLocation: SourceLocation = #_sourceLocation) throws -> ReaderBroker {
+        let rig = try ReaderBroker(driver: "none", reader: false)
+        let login = try rig.cli(["login", "--issuer", idp.issuer, "--client-id", "fingerseal-test", "--flow", "password",
+                                 "--idp-user", "alice", "--password-fd", "3", "--pin-fd", "3"],
+                                fd3: "wonderland-7\n\(TrustBoundaryTests.pin)\n")
+        #expect(login.status == 0, "\(login.all)", sourceLocation: sourceLocation)
+        #expect(mkdir(rig.files.file("pam.d"), 0o755) == 0, sourceLocation: sourceLocation)
+        writeFile(rig.files.file("pam.d/fingerseal-test"),
+                  Array("auth required \(Paths.module) socket=\(rig.broker.socketPath) pin require_token\n".utf8), mode: 0o644)
+        return rig
+    }
+
     static let pin = "2580"
     static let alicePIN = "3141"
     static let alicePassword = "correct horse"
@@ -194,14 +208,7 @@ import SystemKit
     /// the IdP as the broker's own configuration says; nothing reaches the proxy.
     @Test(.enabled(if: LocalIdP.available && Pamtester.available)) func aCallersProxyAndTLSVariablesReachNothing() throws {
         let idp = try LocalIdP()
-        let rig = try ReaderBroker(driver: "none", reader: false)
-        let login = try rig.cli(["login", "--issuer", idp.issuer, "--client-id", "fingerseal-test", "--flow", "password",
-                                 "--idp-user", "alice", "--password-fd", "3", "--pin-fd", "3"],
-                                fd3: "wonderland-7\n\(TrustBoundaryTests.pin)\n")
-        #expect(login.status == 0, "\(login.all)")
-        #expect(mkdir(rig.files.file("pam.d"), 0o755) == 0)
-        writeFile(rig.files.file("pam.d/fingerseal-test"),
-                  Array("auth required \(Paths.module) socket=\(rig.broker.socketPath) pin require_token\n".utf8), mode: 0o644)
+        let rig = try Self.signedInRig(idp)
         let bait = try Bait()
         for extra in [[:], bait.environment] {
             let unlock = try rig.cli(["unlock", "--pin-fd", "3", "--json"], fd3: TrustBoundaryTests.pin + "\n", environment: extra)
@@ -418,14 +425,7 @@ import SystemKit
     /// sign-in in the one broker: each refresh token is used once, the chain stays alive.
     @Test(.enabled(if: LocalIdP.available && Pamtester.available)) func concurrentRefreshesNeverReuseAToken() throws {
         let idp = try LocalIdP()
-        let rig = try ReaderBroker(driver: "none", reader: false)
-        let login = try rig.cli(["login", "--issuer", idp.issuer, "--client-id", "fingerseal-test", "--flow", "password",
-                                 "--idp-user", "alice", "--password-fd", "3", "--pin-fd", "3"],
-                                fd3: "wonderland-7\n\(TrustBoundaryTests.pin)\n")
-        #expect(login.status == 0, "\(login.all)")
-        #expect(mkdir(rig.files.file("pam.d"), 0o755) == 0)
-        writeFile(rig.files.file("pam.d/fingerseal-test"),
-                  Array("auth required \(Paths.module) socket=\(rig.broker.socketPath) pin require_token\n".utf8), mode: 0o644)
+        let rig = try Self.signedInRig(idp)
         let root = String(cString: getpwuid(0).pointee.pw_name)
         var children: [Child] = []
         for index in 0..<8 {
