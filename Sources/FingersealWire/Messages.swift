@@ -174,7 +174,9 @@ extension ClientMessage {
             }
             for option in request.moduleOptions { fields.add("option", option) }
             for flag in request.flags { fields.add("flag", flag) }
-            for (name, value) in request.values.sorted(by: { $0.key < $1.key }) { fields.add("value", name + "=" + value) }
+            if !request.values.isEmpty {
+                for (name, value) in request.values.sorted(by: { $0.key < $1.key }) { fields.add("value", name + "=" + value) }
+            }
             for argument in request.arguments { fields.add("arg", argument) }
             fields.add("answers-while-scanning", request.answersWhileScanning)
             fields.add("events", request.wantsEvents)

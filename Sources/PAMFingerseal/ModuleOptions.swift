@@ -31,9 +31,12 @@ struct ModuleOptions: Equatable {
     /// Throws on the first invalid value of one of its own.
     init(parsing arguments: [String]) throws(Invalid) {
         for argument in arguments {
-            let parts = argument.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = parts.first.map(String.init) ?? ""
-            let value = parts.count > 1 ? String(parts[1]) : nil
+            // Byte-wise: the host's arguments are ASCII names, and this keeps the module out of
+            // the standard library's Unicode machinery.
+            let bytes = Array(argument.utf8)
+            let equals = bytes.firstIndex(of: UInt8(ascii: "="))
+            let name = String(decoding: bytes[..<(equals ?? bytes.endIndex)], as: UTF8.self)
+            let value = equals.map { String(decoding: bytes[($0 + 1)...], as: UTF8.self) }
             switch name {
             case "socket": socket = try ModuleOptions.socketPath(value)
             case "debug": debug = try ModuleOptions.flag(name, value)
@@ -46,7 +49,8 @@ struct ModuleOptions: Equatable {
 
     /// An absolute path that fits a socket address (108 bytes with its NUL).
     private static func socketPath(_ value: String?) throws(Invalid) -> String {
-        guard let value, value.hasPrefix("/"), !value.split(separator: "/").contains(".."), value.utf8.count < 108 else {
+        guard let value, value.utf8.first == UInt8(ascii: "/"), value.utf8.count < 108,
+              !value.utf8.split(separator: UInt8(ascii: "/")).contains(where: { $0.elementsEqual("..".utf8) }) else {
             throw Invalid(reason: "socket= needs an absolute path of at most 107 bytes without ..")
         }
         return value
