@@ -37,11 +37,6 @@ public struct PAMHandle {
         return String(cString: value)
     }
 
-    public func environment(_ name: String) -> String? {
-        guard let value = pam_getenv(raw, name) else { return nil }
-        return String(cString: value)
-    }
-
     public enum LogLevel {
         case error, warning, notice, info, debug
 
