@@ -35,7 +35,8 @@ public struct Caller: Sendable, CustomStringConvertible {
         var pidfdLength = socklen_t(MemoryLayout<Int32>.size)
         if getsockopt(fd, SOL_SOCKET, FS_SO_PEERPIDFD, &pidfd, &pidfdLength) != 0 { pidfd = -1 }
         defer { if pidfd >= 0 { close(pidfd) } }
-        let started = processStartTime(pid)
+        // Without a pidfd, the start time read before and after pins the process instead.
+        let started = pidfd >= 0 ? nil : processStartTime(pid)
         let groups = processGroups(pid) ?? [credentials.gid]
         let logind = logindSession(pid)
         let session = loginSession(pid, logind: logind)
