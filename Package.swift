@@ -69,7 +69,7 @@ let package = Package(
 
         // The broker's wire protocol and the outcome table: stdlib and Glibc only, so the PAM
         // module that links it stays small (no Foundation).
-        .target(name: "FingersealWire", dependencies: ["CLinux"], swiftSettings: leanSwift),
+        .target(name: "FingersealWire", dependencies: ["CLinux", "SystemKit"], swiftSettings: leanSwift),
 
         // Pure-Swift core: vault, keyslots, config, lockout.
         .target(name: "FingersealCore", dependencies: ["FingersealWire", "SystemKit", "SodiumKit"]),
@@ -112,7 +112,7 @@ let package = Package(
 
         // Test helper: a wire-protocol client that can run as another user (authorization rows,
         // hostile clients).
-        .executableTarget(name: "wire-client", dependencies: ["FingersealWire"], path: "Tests/Helpers/wire-client"),
+        .executableTarget(name: "wire-client", dependencies: ["FingersealWire", "SystemKit"], path: "Tests/Helpers/wire-client"),
 
         // Test helper: many PAM transactions in one (Swift) process, counting what is left behind.
         .executableTarget(name: "pam-cycles", dependencies: ["PAMKit"], path: "Tests/Helpers/pam-cycles"),

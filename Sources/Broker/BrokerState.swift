@@ -15,8 +15,8 @@ final class BrokerState: @unchecked Sendable {
         self.settings = settings
         // The store's root: root's, 0700 (systemd's StateDirectory makes it so too).
         try createDirectories(settings.stateDirectory, mode: 0o700)
-        let directory = try SafeDirectory(path: settings.stateDirectory, owner: geteuid())
-        _ = directory
+        // Refused when it is a link, not the broker's, or writable by others.
+        _ = try SafeDirectory(path: settings.stateDirectory, owner: geteuid())
         guard chmod(settings.stateDirectory, 0o700) == 0 else {
             throw BrokerStartError("cannot set the mode of \(settings.stateDirectory)")
         }
@@ -41,7 +41,7 @@ final class ReaderGate: @unchecked Sendable {
     private var semaphore = sem_t()
     /// Touched only by the holder of the semaphore.
     private var cached: Reader? = nil
-    private var lastUse = monotonicNow()
+    private var lastUse = monotonicSeconds()
     /// The longest a request waits for another to finish with the reader.
     static let waitLimit = 30.0
     /// An idle reader is closed after this long, leaving the device to others.
@@ -64,7 +64,7 @@ final class ReaderGate: @unchecked Sendable {
     }
 
     private func release() {
-        lastUse = monotonicNow()
+        lastUse = monotonicSeconds()
         sem_post(&semaphore)
     }
 
@@ -108,7 +108,7 @@ final class ReaderGate: @unchecked Sendable {
     /// the way out). A reader in use is left alone.
     func closeIfIdle(after seconds: Double) {
         guard sem_trywait(&semaphore) == 0 else { return }
-        if cached != nil && monotonicNow() - lastUse >= seconds {
+        if cached != nil && monotonicSeconds() - lastUse >= seconds {
             cached?.close()
             cached = nil
         }

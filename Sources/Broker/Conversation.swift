@@ -3,6 +3,7 @@ import FingersealCore
 import FprintKit
 import Glibc
 import SodiumKit
+import SystemKit
 
 /// One client connection, seen from a flow: sentences out, questions answered, a cancel or
 /// a vanished client noticed. Every send and every wait is bounded; a client that stops
@@ -44,7 +45,7 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
         // One packet at a time, whole: a scan thread and the connection's thread may both send.
         lock.locked {
             guard !gone else { return }
-            do { try connection.send(packet, until: monotonicNow() + Conversation.sendLimit) } catch { gone = true }
+            do { try connection.send(packet, until: monotonicSeconds() + Conversation.sendLimit) } catch { gone = true }
         }
     }
 
@@ -105,7 +106,7 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
 
     public func awaitAnswer(wakingOn others: [Int32] = [], limit: Double = Conversation.answerLimit) throws -> AnswerOrWake {
         if isGone || cancelled { throw FingersealError(.cancelled, Messages.cancelled) }
-        let deadline = monotonicNow() + limit
+        let deadline = monotonicSeconds() + limit
         let incoming: WireConnection.Incoming<ClientMessage>
         do {
             incoming = try connection.receive(until: deadline, alsoWatching: others, ClientMessage.decode)
@@ -148,7 +149,7 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
         if cancelled || isGone { return true }
         // A deadline already past would return before looking: look once (1 ms at most; the
         // packet or the hang-up that woke the reader is already there).
-        switch connection.wait(until: monotonicNow() + 0.001) {
+        switch connection.wait(until: monotonicSeconds() + 0.001) {
         case .packet:
             _ = try? awaitAnswer(limit: 0.5)
             return cancelled || isGone
@@ -185,7 +186,7 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
         while true {
             let incoming: WireConnection.Incoming<ClientMessage>
             do {
-                incoming = try connection.receive(until: monotonicNow() + Conversation.sendLimit, ClientMessage.decode)
+                incoming = try connection.receive(until: monotonicSeconds() + Conversation.sendLimit, ClientMessage.decode)
             } catch {
                 isGone = true
                 throw FingersealError(.cancelled, Messages.cancelled)
@@ -210,7 +211,7 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
 
     /// Waits until the client hangs up (a grant held for a command), at most `limit` seconds.
     func waitForHangUp(limit: Double) {
-        let deadline = monotonicNow() + limit
+        let deadline = monotonicSeconds() + limit
         while !isGone {
             switch connection.wait(until: deadline) {
             case .packet:

@@ -31,7 +31,7 @@ public final class Server: @unchecked Sendable {
     private let lock = Mutex()
     private var active = 0
     private var perUser: [UInt32: Int] = [:]
-    private var lastActivity = monotonicNow()
+    private var lastActivity = monotonicSeconds()
 
     public init(listener: Listener, settings: BrokerSettings) throws {
         self.listener = listener
@@ -54,7 +54,7 @@ public final class Server: @unchecked Sendable {
             }
             if ready <= 0 {
                 state.reader.closeIfIdle(after: ReaderGate.idleLimit)
-                if let idle = state.settings.idleExit, lock.locked({ active == 0 && monotonicNow() - lastActivity >= idle }) {
+                if let idle = state.settings.idleExit, lock.locked({ active == 0 && monotonicSeconds() - lastActivity >= idle }) {
                     _ = sd_notify(0, "STOPPING=1\nSTATUS=Idle; exiting until the next request.")
                     return
                 }
@@ -66,7 +66,7 @@ public final class Server: @unchecked Sendable {
             let caller: Caller
             do { caller = try Caller.of(socket: fd) } catch { continue } // a peer that is gone already
             let admitted = lock.locked { () -> Bool in
-                lastActivity = monotonicNow()
+                lastActivity = monotonicSeconds()
                 guard active < Server.maxConnections, perUser[caller.uid, default: 0] < Server.maxPerUser else { return false }
                 active += 1
                 perUser[caller.uid, default: 0] += 1
@@ -82,7 +82,7 @@ public final class Server: @unchecked Sendable {
                     active -= 1
                     perUser[caller.uid, default: 1] -= 1
                     if perUser[caller.uid] == 0 { perUser[caller.uid] = nil }
-                    lastActivity = monotonicNow()
+                    lastActivity = monotonicSeconds()
                 }
             }
             let started = startThread { [self] in
@@ -100,7 +100,7 @@ public final class Server: @unchecked Sendable {
     func serve(_ connection: WireConnection, _ caller: Caller) {
         let request: Request
         do {
-            guard case let .message(.request(first)) = try connection.receive(until: monotonicNow() + Server.requestLimit,
+            guard case let .message(.request(first)) = try connection.receive(until: monotonicSeconds() + Server.requestLimit,
                                                                                ClientMessage.decode) else { return }
             request = first
         } catch .protocolError(.badVersion(let version)) {

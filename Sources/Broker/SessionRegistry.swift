@@ -1,6 +1,7 @@
 import FingersealCore
 import Glibc
 import SodiumKit
+import SystemKit
 
 /// A user in one login session: what session tokens and step-up grants are kept for.
 struct SessionKey: Hashable, Sendable {
@@ -96,7 +97,7 @@ final class SessionRegistry: @unchecked Sendable {
         guard let random = try? Sodium.randomBytes(16) else { return nil }
         let ticket = Encoding.hex(random)
         lock.locked {
-            let now = monotonicNow()
+            let now = monotonicSeconds()
             tickets = tickets.filter { now - $0.value.madeAt < SessionRegistry.ticketLifetime }
             tickets[ticket] = (uid, token, now)
         }
@@ -107,7 +108,7 @@ final class SessionRegistry: @unchecked Sendable {
     func redeem(_ ticket: String, uid: UInt32) -> AccessToken? {
         lock.locked {
             guard let entry = tickets[ticket], entry.uid == uid,
-                  monotonicNow() - entry.madeAt < SessionRegistry.ticketLifetime else { return nil }
+                  monotonicSeconds() - entry.madeAt < SessionRegistry.ticketLifetime else { return nil }
             tickets[ticket] = nil
             return entry.token
         }

@@ -1,12 +1,6 @@
 import CLinux
 import Glibc
-
-/// Seconds on the monotonic clock (deadlines; never the wall clock).
-public func monotonicNow() -> Double {
-    var time = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &time)
-    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
-}
+import SystemKit
 
 /// Why a connection could not be used.
 public enum ConnectionError: Error, Equatable, Sendable {
@@ -72,7 +66,7 @@ public final class WireConnection: @unchecked Sendable {
             if code == EINTR { continue }
             guard code == EAGAIN else { throw .system("send", code) }
             var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-            let remaining = deadline - monotonicNow()
+            let remaining = deadline - monotonicSeconds()
             guard remaining > 0 else { throw .timedOut }
             _ = poll(&pfd, 1, Int32(min(remaining * 1000, 60_000).rounded(.up)))
         }
@@ -91,7 +85,7 @@ public final class WireConnection: @unchecked Sendable {
         var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
         for other in others { fds.append(pollfd(fd: other, events: Int16(POLLIN), revents: 0)) }
         while true {
-            let remaining = deadline - monotonicNow()
+            let remaining = deadline - monotonicSeconds()
             if remaining <= 0 { return .timedOut }
             let ready = poll(&fds, nfds_t(fds.count), Int32(min(remaining * 1000, 60_000).rounded(.up)))
             if ready < 0 {

@@ -41,7 +41,7 @@ struct BrokerExchange {
             return .unreachable
         }
         do {
-            try connection.send(packet, until: monotonicNow() + options.messageWait)
+            try connection.send(packet, until: monotonicSeconds() + options.messageWait)
         } catch {
             return failed(error, cancelled: false)
         }
@@ -51,7 +51,7 @@ struct BrokerExchange {
     /// Relays the broker's messages until its result.
     private func converse(_ connection: WireConnection) -> Ending {
         var cancelled = false
-        var deadline = monotonicNow() + options.messageWait
+        var deadline = monotonicSeconds() + options.messageWait
         while true {
             let message: BrokerMessage?
             let interrupted: Bool
@@ -70,7 +70,7 @@ struct BrokerExchange {
                 } catch {
                     return .failed(.cancelled)
                 }
-                deadline = min(deadline, monotonicNow() + BrokerExchange.cancelWait)
+                deadline = min(deadline, monotonicSeconds() + BrokerExchange.cancelWait)
             }
             guard let message else { continue }
             switch message {
@@ -89,7 +89,7 @@ struct BrokerExchange {
                 var packet = cancelled ? ClientMessage.answer(Answer(.skip)).encoded() : answer(ask)
                 defer { Wire.wipe(&packet) }
                 do {
-                    try connection.send(packet, until: monotonicNow() + options.messageWait)
+                    try connection.send(packet, until: monotonicSeconds() + options.messageWait)
                 } catch {
                     return failed(error, cancelled: cancelled)
                 }
@@ -99,7 +99,7 @@ struct BrokerExchange {
             }
             // The person may take their time in the conversation; the broker's next message is
             // due within the bound from now (after a cancel, the cancel's bound stands).
-            if !cancelled { deadline = monotonicNow() + options.messageWait }
+            if !cancelled { deadline = monotonicSeconds() + options.messageWait }
         }
     }
 

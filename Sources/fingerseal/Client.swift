@@ -51,7 +51,7 @@ final class Client {
         let client = Client(invocation, connection, output, interrupt)
         // A broker that refuses at once (busy) may close before reading: its result is still
         // waiting to be read, so a failed send falls through to the loop.
-        if (try? connection.send(request, until: monotonicNow() + sendLimit)) != nil {
+        if (try? connection.send(request, until: monotonicSeconds() + sendLimit)) != nil {
             client.streamPayload()
         }
         return try client.loop()
@@ -66,7 +66,7 @@ final class Client {
                 let end = min(offset + Client.chunkSize, bytes.count)
                 let chunk = Array(bytes[offset..<end])
                 let packet = ClientMessage.data(chunk, end: end == bytes.count).encoded()
-                let sent = (try? connection.send(packet, until: monotonicNow() + Client.sendLimit)) != nil
+                let sent = (try? connection.send(packet, until: monotonicSeconds() + Client.sendLimit)) != nil
                 wipeStorage(chunk)
                 wipeStorage(packet)
                 guard sent else { return }
@@ -119,7 +119,7 @@ final class Client {
     /// The next message from the broker, within the message limit (the cancel limit once
     /// cancelled); nil when a signal came first (and was handled).
     private func receive() throws(CLIError) -> BrokerMessage? {
-        let deadline = cancelledAt.map { $0 + Client.cancelLimit } ?? monotonicNow() + Client.messageLimit
+        let deadline = cancelledAt.map { $0 + Client.cancelLimit } ?? monotonicSeconds() + Client.messageLimit
         let incoming: WireConnection.Incoming<BrokerMessage>
         do {
             incoming = try connection.receive(until: deadline, alsoWatching: watched, BrokerMessage.decode)
@@ -150,8 +150,8 @@ final class Client {
 
     private func sendCancel() {
         guard cancelledAt == nil else { return }
-        cancelledAt = monotonicNow()
-        _ = try? connection.send(ClientMessage.cancel.encoded(), until: monotonicNow() + 2)
+        cancelledAt = monotonicSeconds()
+        _ = try? connection.send(ClientMessage.cancel.encoded(), until: monotonicSeconds() + 2)
     }
 
     private func event(_ json: String) {
@@ -186,7 +186,7 @@ final class Client {
             try abandon(Strings.noTerminal)
         }
         let kind: Answer.Kind = ask.kind == .secret ? .secret : .text
-        let deadline = monotonicNow() + Client.messageLimit
+        let deadline = monotonicSeconds() + Client.messageLimit
         while true {
             switch reader.read(until: deadline, wakingOn: [connection.fd] + watched) {
             case let .line(line):
@@ -236,7 +236,7 @@ final class Client {
 
     private func send(_ answer: Answer) {
         let packet = ClientMessage.answer(answer).encoded()
-        _ = try? connection.send(packet, until: monotonicNow() + Client.sendLimit)
+        _ = try? connection.send(packet, until: monotonicSeconds() + Client.sendLimit)
         wipeStorage(packet)
     }
 
@@ -282,7 +282,7 @@ final class Client {
             // The broker ends the confirmation when it sees us hang up, then closes its end:
             // wait (bounded) for that, so that when we exit the confirmation is already gone
             // (a script's next command must not find it held).
-            let deadline = monotonicNow() + Client.cancelLimit
+            let deadline = monotonicSeconds() + Client.cancelLimit
             while case .packet = connection.wait(until: deadline) {
                 if (try? connection.withPacket { _ in () }) == nil { break }
             }

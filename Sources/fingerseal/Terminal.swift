@@ -140,7 +140,7 @@ final class LineReader {
         var byte: UInt8 = 0
         defer { byte = 0 }
         while true {
-            let remaining = deadline - monotonicNow()
+            let remaining = deadline - monotonicSeconds()
             if remaining <= 0 { return .timedOut }
             for index in watched.indices { watched[index].revents = 0 }
             let ready = poll(&watched, nfds_t(watched.count), Int32(min(remaining * 1000, 60_000).rounded(.up)))

@@ -1,5 +1,6 @@
 import FingersealWire
 import Glibc
+import SystemKit
 
 /// A stand-in for fingersealed in the PAM module's tests: a SOCK_SEQPACKET listener in a temp
 /// directory, served on a thread of its own. For each script it takes one connection (in
@@ -133,7 +134,7 @@ final class ScriptedBroker: @unchecked Sendable {
         for step in script {
             switch step {
             case let .send(message):
-                do { try connection.send(message.encoded(), until: monotonicNow() + patience) } catch {
+                do { try connection.send(message.encoded(), until: monotonicSeconds() + patience) } catch {
                     record.problems.append("send: \(error)")
                 }
             case let .raw(bytes):
@@ -176,7 +177,7 @@ final class ScriptedBroker: @unchecked Sendable {
     private func receive(_ connection: WireConnection, _ record: inout Connection,
                          quietAtEnd: Bool = false) -> WireConnection.Incoming<ClientMessage>? {
         do {
-            return try connection.receive(until: monotonicNow() + patience, ClientMessage.decode)
+            return try connection.receive(until: monotonicSeconds() + patience, ClientMessage.decode)
         } catch .closed where quietAtEnd {
             return nil
         } catch {

@@ -9,6 +9,7 @@
 // MESSAGE"); exits 0 when a result came, 1 when none did.
 import FingersealWire
 import Glibc
+import SystemKit
 
 func die(_ text: String) -> Never {
     say("wire-client: \(text)")
@@ -53,7 +54,7 @@ guard let commandName = arguments.first else { die("no command") }
 
 let connection: WireConnection
 do { connection = try WireConnection.connect(path: socketPath, timeout: 5) } catch { die("connect: \(error)") }
-let deadline = monotonicNow() + 60
+let deadline = monotonicSeconds() + 60
 do {
     if let raw {
         try connection.send(raw, until: deadline)
