@@ -64,6 +64,9 @@ let package = Package(
         .target(name: "CurlKit", dependencies: ["CCurl"]),
         .target(name: "TPMKit", dependencies: ["CTSS2"]),
         .target(name: "QRKit", dependencies: ["CQRencode"]),
+        // fprintd over D-Bus (sd-bus), and logind's lid state: the reader on desktops where
+        // fprintd owns it. FprintKit only for the value types both backends share.
+        .target(name: "FprintdKit", dependencies: ["CSystemd", "FprintKit", "SystemKit", "CLinux"]),
         // The browser sign-in's loopback redirect receiver (one request, then it stops).
         .target(name: "LoopbackKit", dependencies: ["CMicroHTTPD", "CLinux", "SodiumKit", "SystemKit"]),
 
@@ -76,7 +79,7 @@ let package = Package(
 
         // Fingerprint flows (verify, enroll, forget) over the core and the reader layer; its
         // own target so that what does not scan never loads libfprint (~5 ms of start-up).
-        .target(name: "FingerprintFlows", dependencies: ["FingersealCore", "FprintKit", "SodiumKit", "SystemKit"]),
+        .target(name: "FingerprintFlows", dependencies: ["FingersealCore", "FprintKit", "FprintdKit", "SodiumKit", "SystemKit"]),
 
         // The identity provider over HTTP (discovery, token requests): its own target, so
         // that what does not talk to the IdP never loads libcurl.
@@ -84,7 +87,7 @@ let package = Package(
 
         // The broker: the socket server, the caller's identity, the authorization table, and
         // every flow (design §2, §5).
-        .target(name: "Broker", dependencies: ["FingersealCore", "FingerprintFlows", "IdentityClient", "FprintKit", "CurlKit",
+        .target(name: "Broker", dependencies: ["FingersealCore", "FingerprintFlows", "IdentityClient", "FprintKit", "FprintdKit", "CurlKit",
                                                "QRKit", "LoopbackKit", "PAMKit", "SodiumKit", "SystemKit", "CSystemd", "CLinux"]),
         .executableTarget(name: "fingersealed", dependencies: ["Broker", "FingersealWire", "SystemKit"]),
 

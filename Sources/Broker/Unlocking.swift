@@ -17,7 +17,7 @@ enum Unlocking {
     static func verify(_ call: Call, store: VaultStore, ledger: LockoutLedger, settings: ScanSettings,
                        cancelFD: Int32? = nil) throws -> Fingerprint.Match {
         do {
-            return try call.state.reader.withReader(call.conversation, deviceID: call.value("--device")) { reader in
+            return try call.state.reader.withReader(call, deviceID: call.value("--device")) { reader in
                 try Fingerprint.verify(store: store, ledger: ledger, reader: reader, settings: settings,
                                        prompter: call.conversation, cancelFD: cancelFD ?? call.conversation.cancelFD,
                                        afterMatch: { call.after.add($0) })
@@ -113,7 +113,14 @@ extension Unlocking {
     /// with the finger locked, the PIN is asked at once. A cancel ends it. Failed scans and
     /// the fallbacks are audited here; the caller records the unlock or its failure. Without
     /// the PIN, what stopped the finger is thrown.
+    /// A PIN unlock also confirms fprintd's enrolled set where it changed.
     static func open(_ call: Call, store: VaultStore, status: VaultStatus, pin use: PINUse) throws -> Unlocked {
+        let unlocked = try fingerThenPIN(call, store: store, status: status, pin: use)
+        if unlocked.method == .pin { confirmFprintdSet(call, unlocked.vault) }
+        return unlocked
+    }
+
+    private static func fingerThenPIN(_ call: Call, store: VaultStore, status: VaultStatus, pin use: PINUse) throws -> Unlocked {
         let ledger = LockoutLedger(store: store, options: call.options)
         let trail = AuditTrail(store: store)
         func pinInstead(after failure: FingersealError?) throws -> Unlocked {
@@ -124,7 +131,7 @@ extension Unlocking {
             return Unlocked(vault: try withPIN(call, store: store), method: .pin, finger: nil)
         }
         if use == .only { return try pinInstead(after: nil) }
-        if status.fingers.isEmpty {
+        if status.fingers.isEmpty && status.fprintd?.fingers.isEmpty ?? true {
             // Nothing to scan: the PIN, or (PAM without it) on to the password, silently.
             if use == .fallback { return try pinInstead(after: nil) }
             throw FingersealError(.notEnrolled, Messages.notEnrolled)
@@ -147,6 +154,26 @@ extension Unlocking {
         }
     }
 
+    /// A vault just opened with the PIN: where fprintd holds the fingers and their set
+    /// changed, the PIN confirms the new set (said once). Never fails the unlock.
+    static func confirmFprintdSet(_ call: Call, _ vault: UnlockedVault, announce: Bool = true) {
+        do {
+            guard let current = try call.state.reader.fprintdSet(call) else { return }
+            let bound = try vault.fprintdSet()
+            guard Fingerprint.fprintdSetChanged(current, bound: bound) else { return }
+            try vault.update {
+                try $0.bindFprintd(FprintdSet(fingers: current.fingers, digest: current.digest,
+                                              enrolledHere: bound?.enrolledHere ?? []))
+            }
+            AuditTrail(store: vault.store).record(.fprintdSetConfirmed(fingers: current.fingers.count), vault: vault)
+            if announce && !current.fingers.isEmpty {
+                call.conversation.info(bound == nil ? Messages.fingersBound : Messages.fingersConfirmed)
+            }
+        } catch {
+            Syslog.log(.notice, "fingersealed: fprintd's enrolled set for user=\(call.account.name) not confirmed: \(error)")
+        }
+    }
+
     /// The command line's unlock: the PIN alone with `--pin` or `--pin-fd`.
     static func fingerOrPIN(_ call: Call, store: VaultStore) throws -> Unlocked {
         guard let status = try Vault.status(store) else { throw FingersealError(.noVault, Messages.noVault) }
@@ -164,7 +191,7 @@ extension Unlocking {
                 AuditTrail(store: store).record(.failure(action: "fingerprint scan", reason: error.outcome.rawValue), vault: nil)
             }
             // What the person must hear; a PAM host goes on quietly when there is no reader.
-            if [.noMatch, .triesExhausted, .lockedOut, .timedOut].contains(error.outcome) {
+            if [.noMatch, .triesExhausted, .lockedOut, .timedOut, .fingersChanged].contains(error.outcome) {
                 call.conversation.error(error.message)
             } else if call.request.pam == nil {
                 call.conversation.info(error.message)
@@ -179,7 +206,7 @@ extension Unlocking {
                                settings: ScanSettings) throws -> FingerTurn {
         let raced: Result<FingerTurn, any Error>
         do {
-            raced = try call.state.reader.withReader(call.conversation, deviceID: call.value("--device")) { reader in
+            raced = try call.state.reader.withReader(call, deviceID: call.value("--device")) { reader in
                 Result { try race(call, reader: reader, store: store, ledger: ledger, settings: settings) }
             }
         } catch let error as FingersealError where [.noReader, .unavailable].contains(error.outcome) {
@@ -190,7 +217,7 @@ extension Unlocking {
         return try raced.get()
     }
 
-    private static func race(_ call: Call, reader: Reader, store: VaultStore, ledger: LockoutLedger,
+    private static func race(_ call: Call, reader: FingerReader, store: VaultStore, ledger: LockoutLedger,
                              settings: ScanSettings) throws -> FingerTurn {
         let conversation = call.conversation
         let job = try BackgroundScan()
@@ -327,6 +354,6 @@ final class BackgroundScan: @unchecked Sendable {
 
 /// The reader, handed to the scan thread, which is its only user until the scan ends.
 struct UncheckedReader: @unchecked Sendable {
-    let reader: Reader
-    init(_ reader: Reader) { self.reader = reader }
+    let reader: FingerReader
+    init(_ reader: FingerReader) { self.reader = reader }
 }

@@ -1,5 +1,6 @@
 import FingersealCore
 import FprintKit
+import FprintdKit
 import SodiumKit
 import SystemKit
 
@@ -73,48 +74,85 @@ public enum Fingerprint {
         public let milliseconds: Double
     }
 
+    /// What one scan is matched against, and how the result names the finger.
+    private enum MatchPlan {
+        case single(finger: String, print: Print)
+        case identify([(finger: String, print: Print)])
+        case fprintd(FprintdDevice, fingers: [String])
+
+        /// The vault's templates this reader can match, or fprintd's set if the PIN confirmed it.
+        init(_ reader: FingerReader, vault: UnlockedVault) throws {
+            switch reader {
+            case let .libfprint(device):
+                let enrolled = try vault.prints()
+                guard !enrolled.isEmpty else { throw FingersealError(.notEnrolled, Messages.notEnrolled) }
+                let candidates = enrolled.compactMap { entry -> (finger: String, print: Print)? in
+                    guard let print = try? entry.template.withUnsafeBytes({ try Print(serialized: $0) }),
+                          device.isCompatible(print) else { return nil }
+                    return (entry.finger, print)
+                }
+                guard let first = candidates.first else { throw FingersealError(.noPrints, Messages.noCompatiblePrints) }
+                self = candidates.count > 1 && device.info.features.contains(.identify)
+                    ? .identify(candidates) : .single(finger: first.finger, print: first.print)
+            case let .fprintd(device, user, storage):
+                let current = try FprintdEnrolledSet.read(device, user: user, storage: storage)
+                guard !current.fingers.isEmpty else { throw FingersealError(.notEnrolled, Messages.notEnrolled) }
+                guard let bound = try vault.fprintdSet(), bound.digest == current.digest else {
+                    throw FingersealError(.fingersChanged, Messages.fingersChanged)
+                }
+                self = .fprintd(device, fingers: current.fingers)
+            }
+        }
+
+        func start(_ reader: FingerReader) throws(FprintError) -> any ScanOperation {
+            switch (self, reader) {
+            case let (.single(_, print), .libfprint(device)): return try device.verify(print)
+            case let (.identify(candidates), .libfprint(device)): return try device.identify(candidates.map(\.print))
+            case let (.fprintd(device, _), _): return try device.verify()
+            default: throw FprintError.notSupported("this reader")
+            }
+        }
+
+        /// The matched finger; nil for no match. Throws for a result that is not a decision.
+        func decide(_ result: OperationResult) throws(FprintError) -> String? {
+            switch (self, result) {
+            case let (.single(finger, _), .verified(isMatch)): return isMatch ? finger : nil
+            case let (.identify(candidates), .identified(index)): return index.map { candidates[$0].finger }
+            case let (.fprintd(_, fingers), .verified(isMatch)):
+                return isMatch ? (fingers.count == 1 ? fingers[0] : Messages.anyFprintdFinger) : nil
+            case let (_, .failed(error)): throw error
+            default: throw FprintError.other(domain: "fingerseal", code: 0, message: "unexpected result")
+            }
+        }
+    }
+
     /// Scans until a match, `maxTries` failed matches, the timeout, or a cancel. Failed
     /// matches are counted in the lockout ledger (persisted); cancel and timeout are not.
     ///
     /// `afterMatch`: where the success-side bookkeeping (resetting the failure count) goes;
     /// the broker runs it after answering. Without one it runs before returning.
-    public static func verify(store: VaultStore, ledger: LockoutLedger, reader: Reader, settings: ScanSettings,
+    public static func verify(store: VaultStore, ledger: LockoutLedger, reader: FingerReader, settings: ScanSettings,
                               prompter: ScanPrompter, cancelFD: Int32?,
                               afterMatch: ((@escaping () -> Void) -> Void)? = nil) throws -> Match {
         if try ledger.current().fingerLocked { throw FingersealError(.lockedOut, Messages.fingerLocked) }
         let vault = try Vault.unlockWithDevice(store)
-        let enrolled = try vault.prints()
-        guard !enrolled.isEmpty else { throw FingersealError(.notEnrolled, Messages.notEnrolled) }
-        let candidates = enrolled.compactMap { entry -> (finger: String, print: Print)? in
-            guard let print = try? entry.template.withUnsafeBytes({ try Print(serialized: $0) }),
-                  reader.isCompatible(print) else { return nil }
-            return (entry.finger, print)
-        }
-        guard let first = candidates.first else { throw FingersealError(.noPrints, Messages.noCompatiblePrints) }
-        let useIdentify = candidates.count > 1 && reader.info.features.contains(.identify)
+        let plan = try MatchPlan(reader, vault: vault)
 
         let deadline = monotonicSeconds() + settings.timeout
         var failures = 0
-        prompter.info(Messages.placeFinger(swipe: reader.info.scanType == .swipe, cancelHint: settings.cancelHint))
+        prompter.info(Messages.placeFinger(swipe: reader.swipe, cancelHint: settings.cancelHint))
         while failures < settings.maxTries {
             let started = monotonicSeconds()
-            let operation: ReaderOperation
-            do {
-                operation = useIdentify ? try reader.identify(candidates.map(\.print)) : try reader.verify(first.print)
-            } catch { throw translate(error) }
+            let operation: any ScanOperation
+            do { operation = try plan.start(reader) } catch { throw translate(error) }
             let result = operation.wait(timeout: max(deadline - started, 0), cancelFD: cancelFD) { event in
                 prompter.readerEvent(event)
                 if case let .hint(hint) = event { prompter.info(describe(hint)) }
             }
             let elapsed = (monotonicSeconds() - started) * 1000
-            var matched: String? = nil
-            switch result {
-            case let .verified(isMatch): matched = isMatch ? first.finger : nil
-            case let .identified(index): matched = index.map { candidates[$0].finger }
-            case .failed(.retry): continue // the hint was shown; a retry is not a failed match
-            case let .failed(error): throw translate(error)
-            default: throw FingersealError(.unavailable, Messages.readerFailed("unexpected result"))
-            }
+            let matched: String?
+            do { matched = try plan.decide(result) } catch .retry { continue } // the hint was shown; not a failed match
+            catch { throw translate(error) }
             if let matched {
                 if let afterMatch {
                     afterMatch { try? ledger.fingerSucceeded() }
@@ -130,33 +168,54 @@ public enum Fingerprint {
         throw FingersealError(settings.maxTries > 1 ? .triesExhausted : .noMatch, Messages.noMatch)
     }
 
-    /// Enrolls `finger` on `reader` into a vault opened with the PIN.
-    public static func enroll(vault: UnlockedVault, reader: Reader, finger: Finger, settings: ScanSettings,
+    /// Enrolls `finger` into a vault opened with the PIN: its template sealed in the vault
+    /// (libfprint), or enrolled at fprintd, whose new set the PIN then confirms.
+    public static func enroll(vault: UnlockedVault, reader: FingerReader, finger: Finger, settings: ScanSettings,
                               prompter: ScanPrompter, cancelFD: Int32?) throws {
         guard vault.unlockedBy == .pin else { throw FingersealError(.usage, Messages.pinNeeded) }
-        if try vault.enrolledFingers().contains(finger.name) {
-            throw FingersealError(.usage, Messages.alreadyEnrolled(finger.name))
+        let enrolled: [String]
+        if case let .fprintd(device, user, storage) = reader {
+            enrolled = try FprintdEnrolledSet.read(device, user: user, storage: storage).fingers
+        } else {
+            enrolled = try vault.enrolledFingers()
         }
-        let swipe = reader.info.scanType == .swipe
-        prompter.info(Messages.placeFinger(swipe: swipe, cancelHint: settings.cancelHint))
-        let operation: ReaderOperation
-        do {
-            operation = try reader.enroll(finger: finger, username: vault.store.location.account.name,
-                                          description: "fingerseal")
+        if enrolled.contains(finger.name) { throw FingersealError(.usage, Messages.alreadyEnrolled(finger.name)) }
+        prompter.info(Messages.placeFinger(swipe: reader.swipe, cancelHint: settings.cancelHint))
+        let operation: any ScanOperation
+        do throws(FprintError) {
+            switch reader {
+            case let .libfprint(device):
+                operation = try device.enroll(finger: finger, username: vault.store.location.account.name, description: "fingerseal")
+            case let .fprintd(device, _, _):
+                operation = try device.enroll(finger: finger)
+            }
         } catch { throw translate(error) }
         let total = max(reader.enrollStages, 1)
         let result = operation.wait(timeout: settings.timeout * Double(total + 1), cancelFD: cancelFD) { event in
             prompter.readerEvent(event)
             switch event {
-            case let .enrollProgress(done, total): prompter.info(Messages.enrollProgress(done, total, swipe: swipe))
+            case let .enrollProgress(done, total): prompter.info(Messages.enrollProgress(done, total, swipe: reader.swipe))
             case let .hint(hint): prompter.info(describe(hint))
             case .fingerNeeded, .finished: break
             }
         }
-        guard case let .enrolled(print) = result else {
-            if case let .failed(error) = result { throw translate(error) }
+        switch (reader, result) {
+        case let (.libfprint(device), .enrolled(print)):
+            try seal(print, finger: finger, into: vault, from: device)
+        case let (.fprintd(device, user, storage), .done):
+            // The new set, confirmed by the PIN this enrollment was made with.
+            let set = try FprintdEnrolledSet.read(device, user: user, storage: storage)
+            let here = (try vault.fprintdSet()?.enrolledHere ?? []) + [finger.name]
+            try vault.update { try $0.bindFprintd(FprintdSet(fingers: set.fingers, digest: set.digest, enrolledHere: here)) }
+        case let (_, .failed(error)):
+            throw translate(error)
+        default:
             throw FingersealError(.unavailable, Messages.readerFailed("unexpected result"))
         }
+    }
+
+    /// Seals a new libfprint template into the vault; never leaves an orphan on a chip.
+    private static func seal(_ print: Print, finger: Finger, into vault: UnlockedVault, from reader: Reader) throws {
         do {
             var bytes = try print.serialize()
             defer { Sodium.wipe(&bytes) }

@@ -33,6 +33,8 @@ public enum AuditEvent: Equatable, Sendable {
     case logout
     /// A forgotten PIN was replaced (`fingerseal pin reset`: the account password, or root).
     case pinReset
+    /// The PIN confirmed fprintd's enrolled set (`fingers` of them) after it changed.
+    case fprintdSetConfirmed(fingers: Int)
 }
 
 /// Where each event's log line goes, besides the audit file.
@@ -290,6 +292,9 @@ extension AuditEvent {
             entry.event = "logout"
         case .pinReset:
             entry.event = "pin-reset"
+        case let .fprintdSetConfirmed(fingers):
+            entry.event = "fprintd-set-confirmed"
+            entry.reason = String(fingers)
         }
         return entry
     }
@@ -308,6 +313,7 @@ extension AuditEntry {
         case "failure": return Messages.auditFailure(action ?? "?", Messages.auditReason(reason ?? "?"))
         case "logout": return Messages.auditLoggedOut
         case "pin-reset": return Messages.auditPINReset
+        case "fprintd-set-confirmed": return Messages.auditFprintdSetConfirmed(Int(reason ?? "") ?? 0)
         case AuditEntry.rotated: return Messages.auditRotated(AuditFiles.older)
         default: return Messages.auditUnknownEvent(event)
         }

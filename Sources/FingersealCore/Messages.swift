@@ -64,6 +64,18 @@ public enum Messages {
     public static func readerFailed(_ detail: String) -> String { "The fingerprint reader reported an error: \(detail)." }
     public static let readerBusy = "The fingerprint reader is busy. Try again in a moment."
     public static let notEnrolled = "No finger is enrolled. Run: fingerseal enroll"
+    // fprintd holds the templates (reader=fprintd, or auto with fprintd on the system bus).
+    public static let fingersChanged = "The fingers enrolled for you in fprintd changed since your PIN last confirmed them, so a finger unlocks again only after you enter your PIN once."
+    public static let fingersConfirmed = "Your PIN confirmed the fingers now enrolled in fprintd; they unlock fingerseal again."
+    public static let anyFprintdFinger = "a finger enrolled in fprintd"
+    public static let fingersBound = "The fingers enrolled for you in fprintd now unlock fingerseal."
+    public static func notEnrolledHere(_ finger: String) -> String {
+        "The finger \(finger) was enrolled with another program (your desktop's settings or fprintd-enroll), so fingerseal does not delete it. Remove it there; fingerseal then asks for your PIN once to confirm the change."
+    }
+    public static let fprintdUnavailable = "fprintd, which owns the fingerprint reader on this computer, cannot be reached."
+    public static let nothingForgottenAtFprintd = "fingerseal enrolled no finger in fprintd, so none was deleted. Fingers enrolled with other programs are removed there."
+    public static let needsDirectReader = "fprintd owns the fingerprint reader on this computer, so this command cannot drive it directly. Stop fprintd and set reader=libfprint in the configuration to use it."
+    public static let lidClosed = "The lid is closed, so the built-in fingerprint reader is not used."
     public static let noCompatiblePrints = "None of your enrolled fingers were enrolled on this reader. Run: fingerseal enroll"
     public static func alreadyEnrolled(_ finger: String) -> String {
         "The finger \(finger) is already enrolled. To enroll it again, first run: fingerseal forget \(finger)"
@@ -191,6 +203,7 @@ public enum Messages {
         case "noReader": return "no fingerprint reader"
         case "noPrints": return "no print for this reader"
         case "notEnrolled": return "no finger enrolled"
+        case "fingersChanged": return "the fingers enrolled in fprintd changed"
         case "noVault": return "not set up"
         case "noPIN": return "no PIN"
         case "timedOut": return "timed out"
@@ -207,6 +220,10 @@ public enum Messages {
         }
     }
     public static func auditListed(_ seq: UInt64, _ time: String, _ sentence: String) -> String { "Event \(seq), \(time): \(sentence)" }
+    public static func auditFprintdSetConfirmed(_ fingers: Int) -> String {
+        fingers == 1 ? "The PIN confirmed the 1 finger now enrolled in fprintd."
+                     : "The PIN confirmed the \(fingers) fingers now enrolled in fprintd."
+    }
     public static let auditNone = "No events are recorded yet."
     public static func auditUnreadableLines(_ count: Int) -> String {
         "\(count) line\(count == 1 ? "" : "s") of the audit trail cannot be read. Run: fingerseal audit --verify"

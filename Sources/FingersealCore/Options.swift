@@ -28,6 +28,16 @@ public struct Options: Equatable, Sendable {
     /// common-auth): the broker's interactivity guess is overridden for them.
     public var interactiveServices: [String] = []
     public var unattendedServices: [String] = []
+    // The reader (issue 11 §1, §5).
+    /// Which reader backend the broker uses: fprintd when it is on the system bus (or can
+    /// be activated), else libfprint directly (`auto`), or one of them always.
+    public var reader: ReaderBackendChoice = .auto
+    /// Where fprintd keeps its prints (read only, to notice a finger re-enrolled under the
+    /// same name).
+    public var fprintdStorage = "/var/lib/fprint"
+    /// Whether the reader is built into the lid (skipped while the lid is closed): `auto`
+    /// looks at the USB port (`removable`); `builtin` and `external` say so.
+    public var readerLocation: ReaderLocation = .auto
 
     public init() {}
 
@@ -117,6 +127,18 @@ public struct Options: Equatable, Sendable {
         case "idp_timeout": idpTimeout = try integer(1...120)
         case "stepup": stepUp = try text(StepUp.isValidContext, "it needs a context name (letters, digits, . - _)")
         case "ttl": stepUpTTL = try integer(1...StepUp.maxTTL)
+        case "reader":
+            guard let value, let choice = ReaderBackendChoice(rawValue: value) else {
+                throw FingersealError(.badConfiguration, Messages.badOption(name, "use auto, fprintd or libfprint"))
+            }
+            reader = choice
+        case "fprintd_storage": fprintdStorage = try text({ $0.hasPrefix("/") && !$0.contains("..") && $0.utf8.count <= 1024 },
+                                                         "it needs an absolute path")
+        case "reader_location":
+            guard let value, let location = ReaderLocation(rawValue: value) else {
+                throw FingersealError(.badConfiguration, Messages.badOption(name, "use auto, builtin or external"))
+            }
+            readerLocation = location
         case "interactive_services": interactiveServices = try services()
         case "unattended_services": unattendedServices = try services()
         // The PAM module's own: where the broker's socket is.
@@ -126,6 +148,14 @@ public struct Options: Equatable, Sendable {
         }
         return true
     }
+}
+
+public enum ReaderBackendChoice: String, Sendable {
+    case auto, fprintd, libfprint
+}
+
+public enum ReaderLocation: String, Sendable {
+    case auto, builtin, external
 }
 
 extension Substring {

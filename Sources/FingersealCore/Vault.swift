@@ -14,6 +14,8 @@ public struct VaultStatus: Equatable, Sendable {
     public let createdAt: Int64
     public let keyslots: [Slot]
     public let fingers: [String]
+    /// fprintd's enrolled set the device slot is bound to (the fprintd backend).
+    public let fprintd: FprintdSet?
     public let signIn: SignInState
     public let provider: ProviderRecord?
     public let lockout: LockoutState
@@ -40,8 +42,8 @@ public enum Vault {
                 return VaultStatus.Slot(kind: slot.kind, protection: slot.protection, usable: usable)
             }
             return VaultStatus(directory: store.location.directory, createdAt: document.createdAt, keyslots: slots,
-                               fingers: document.fingers, signIn: document.signIn, provider: document.provider,
-                               lockout: lockout)
+                               fingers: document.fingers, fprintd: document.fprintd, signIn: document.signIn,
+                               provider: document.provider, lockout: lockout)
         }
         return result ?? nil
     }
@@ -126,12 +128,14 @@ public enum Vault {
     }
 
     /// The digest the device slot is bound to: the enrolled fingers and their sealed
-    /// templates. Changing the enrolled set without the PIN leaves the device slot unable to
+    /// templates, and fprintd's enrolled set where fprintd holds the templates. Changing the enrolled set without the PIN leaves the device slot unable to
     /// unlock (like iOS's biometryCurrentSet).
     static func enrollmentBinding(_ document: VaultDocument) -> String {
-        let entries = document.fingers.sorted().map { finger in
+        var entries = document.fingers.sorted().map { finger in
             finger + "=" + (document.records[VaultFiles.printRecord(finger)]?.ciphertext ?? "")
         }
+        // fprintd's set, when bound: a vault without one keeps the binding it always had.
+        if let set = document.fprintd { entries.append("fprintd=" + set.digest) }
         let digest = (try? GenericHash.hash(Array(entries.joined(separator: "\n").utf8), length: 16)) ?? []
         return Encoding.hex(digest)
     }
@@ -167,6 +171,11 @@ public final class UnlockedVault {
 
     public func enrolledFingers() throws -> [String] {
         try withDocument(exclusive: false) { document, _ in document.fingers }
+    }
+
+    /// fprintd's enrolled set the device slot is bound to (verified with the vault's MAC).
+    public func fprintdSet() throws -> FprintdSet? {
+        try withDocument(exclusive: false) { document, _ in document.fprintd }
     }
 
     /// A secret by name, in secure memory, or nil when there is none.
@@ -316,6 +325,17 @@ public struct VaultEditor {
     }
 
     public var fingers: [String] { document.fingers }
+
+    /// Binds the device slot to fprintd's enrolled set as it is now (the PIN confirms it), or
+    /// unbinds it (nil). Fingers fingerseal enrolled there are kept track of.
+    public mutating func bindFprintd(_ set: FprintdSet?) throws {
+        try requirePIN()
+        guard document.fprintd != set else { return }
+        document.fprintd = set
+        try renewDeviceSlot()
+    }
+
+    public var fprintd: FprintdSet? { document.fprintd }
 
     /// Adds (or replaces) the template for `finger` and re-binds the device slot. Needs a
     /// vault opened with the PIN: a finger added without it must never unlock.

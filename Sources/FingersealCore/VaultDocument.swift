@@ -1,4 +1,5 @@
 import FoundationEssentials
+import SodiumKit
 
 /// Whether the IdP sign-in chain is alive.
 public enum SignInState: String, Codable, Sendable {
@@ -36,6 +37,35 @@ public struct ProviderRecord: Codable, Equatable, Sendable {
         self.tokenEndpoint = tokenEndpoint
         self.revocationEndpoint = revocationEndpoint
         self.confidential = confidential
+    }
+}
+
+/// The fingers fprintd holds for the user, as the PIN last confirmed them (the fprintd
+/// backend: the templates stay with fprintd, the device slot is bound to this set).
+public struct FprintdSet: Codable, Equatable, Sendable {
+    /// fprintd's finger names, sorted.
+    public var fingers: [String]
+    /// Digest of the names and, where readable, fprintd's stored prints (`FprintdSet.digest`).
+    public var digest: String
+    /// The fingers fingerseal itself enrolled at fprintd: the only ones `forget` may delete.
+    public var enrolledHere: [String]
+
+    public init(fingers: [String], digest: String, enrolledHere: [String] = []) {
+        self.fingers = fingers.sorted()
+        self.digest = digest
+        self.enrolledHere = enrolledHere.filter { fingers.contains($0) }.sorted()
+    }
+
+    /// The digest of an enrolled set: each finger's name and the bytes fprintd stored for it
+    /// (empty where they cannot be read), so that re-enrolling a finger under the same name
+    /// changes it too.
+    public static func digest(fingers: [String], stored: [String: [UInt8]]) -> String {
+        var input: [UInt8] = Array("fingerseal fprintd set v1".utf8)
+        for finger in fingers.sorted() {
+            let bytes = stored[finger] ?? []
+            input += [0x1f] + Array(finger.utf8) + [0x1e] + Array(String(bytes.count).utf8) + [0x1e] + bytes
+        }
+        return Encoding.hex((try? GenericHash.hash(input, length: 16)) ?? [])
     }
 }
 
@@ -90,6 +120,8 @@ struct VaultDocument: Codable, Equatable {
     var provider: ProviderRecord? = nil
     /// The audit trail's newest entry (see `AuditHead`); nil before the first.
     var auditHead: AuditHead? = nil
+    /// fprintd's enrolled set the device slot is bound to; nil when fprintd is not used.
+    var fprintd: FprintdSet? = nil
     var mac: String
 
     func keyslot(_ kind: KeyslotKind) -> KeyslotRecord? {

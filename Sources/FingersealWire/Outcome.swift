@@ -9,6 +9,9 @@ public enum Outcome: String, CaseIterable, Sendable {
     case tokenUnavailable
     // Nothing to authenticate with here: the stack goes on to the next module.
     case noReader, noPrints, notEnrolled, noVault, noPIN, timedOut, cancelled, remoteSession, vaultUnusable, unavailable
+    /// fprintd's enrolled set changed outside fingerseal: the finger waits for the PIN to
+    /// confirm the new set.
+    case fingersChanged
     case unknownUser, badConfiguration, conversationAgain
     /// The authorization table refuses this caller this request (another user's vault, a rig
     /// command outside its group).
@@ -42,7 +45,7 @@ extension Outcome {
         case .success: return .success
         case .triesExhausted: return .maxTries
         case .noReader, .noPrints, .notEnrolled, .noVault, .noPIN, .timedOut, .cancelled, .remoteSession,
-             .vaultUnusable, .unavailable, .systemError:
+             .vaultUnusable, .unavailable, .fingersChanged, .systemError:
             return .authInfoUnavailable
         case .unknownUser: return .userUnknown
         case .badConfiguration, .usage: return .serviceError
@@ -61,7 +64,7 @@ extension Outcome {
         case .cancelled: return 3
         case .timedOut: return 4
         case .lockedOut: return 5
-        case .noVault, .noPIN, .notEnrolled, .noPrints, .notApplicable: return 6
+        case .noVault, .noPIN, .notEnrolled, .noPrints, .fingersChanged, .notApplicable: return 6
         case .signInRequired: return 7
         case .noReader, .remoteSession, .unavailable, .tokenUnavailable, .conversationAgain: return 8
         case .vaultUnusable: return 9

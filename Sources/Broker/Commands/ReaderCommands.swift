@@ -1,6 +1,7 @@
 import FingerprintFlows
 import FingersealCore
 import FprintKit
+import FprintdKit
 import SystemKit
 
 /// devices, enroll, fingers, forget, verify, capture, selftest. The reader is the broker's:
@@ -26,12 +27,20 @@ enum ReaderCommands {
     }
 
     static func devices(_ call: Call) throws -> Reply {
-        let readers = try call.state.reader.whileHeld { () throws -> [ReaderInfo] in
-            do throws(FprintError) { return try Reader.list() } catch { throw Fingerprint.translate(error) }
-        }
-        let reports = readers.map {
-            DeviceReport(id: $0.deviceID, driver: $0.driver, name: $0.name,
-                         scanType: $0.scanType == .swipe ? "swipe" : "press", features: featureNames($0.features))
+        // fprintd's devices where it owns the reader (nothing here opens one then).
+        let reports = try call.state.reader.whileHeld(call.options) { backend, bus throws -> [DeviceReport] in
+            if backend == .fprintd && bus == nil { throw FingersealError(.unavailable, Messages.fprintdUnavailable) }
+            do throws(FprintError) {
+                if backend == .fprintd, let bus {
+                    return try bus.fprintdDevices().map {
+                        DeviceReport(id: $0.objectPath, driver: "fprintd", name: $0.name, scanType: $0.scanType, features: ["verify"])
+                    }
+                }
+                return try Reader.list().map {
+                    DeviceReport(id: $0.deviceID, driver: $0.driver, name: $0.name,
+                                 scanType: $0.scanType == .swipe ? "swipe" : "press", features: featureNames($0.features))
+                }
+            } catch { throw Fingerprint.translate(error) }
         }
         if call.has("--json") {
             try call.printJSON(reports)
@@ -62,9 +71,14 @@ enum ReaderCommands {
         let store = call.store
         let scan = try call.scanSettings()
         // The reader first: nobody should type a PIN only to hear there is no reader.
-        let finger = try call.state.reader.withReader(call.conversation, deviceID: call.value("--device")) { reader -> Finger in
+        let finger = try call.state.reader.withReader(call, deviceID: call.value("--device")) { reader -> Finger in
             let vault = try Unlocking.withPIN(call, store: store)
-            let enrolled = try vault.enrolledFingers()
+            let enrolled: [String]
+            if case let .fprintd(device, user, storage) = reader {
+                enrolled = try FprintdEnrolledSet.read(device, user: user, storage: storage).fingers
+            } else {
+                enrolled = try vault.enrolledFingers()
+            }
             let order: [Finger] = [.rightIndex, .leftIndex, .rightMiddle, .leftMiddle, .rightThumb, .leftThumb,
                                    .rightRing, .leftRing, .rightLittle, .leftLittle]
             guard let finger = requested ?? order.first(where: { !enrolled.contains($0.name) }) else {
@@ -84,11 +98,13 @@ enum ReaderCommands {
 
     static func fingers(_ call: Call) throws -> Reply {
         guard let status = try Vault.status(call.store) else { throw FingersealError(.noVault, Messages.noVault) }
+        // Where fprintd holds the fingers, they are fprintd's (enrolled here or elsewhere).
+        let fingers = try call.state.reader.fprintdSet(call)?.fingers ?? status.fingers
         if call.has("--json") {
-            try call.printJSON(["fingers": status.fingers])
+            try call.printJSON(["fingers": fingers])
             return Reply(.success)
         }
-        call.conversation.output(status.fingers.isEmpty ? "No finger is enrolled." : status.fingers.joined(separator: "\n"))
+        call.conversation.output(fingers.isEmpty ? "No finger is enrolled." : fingers.joined(separator: "\n"))
         return Reply(.success)
     }
 
@@ -99,13 +115,23 @@ enum ReaderCommands {
         }
         let vault = try Unlocking.withPIN(call, store: call.store)
         let fingers = all ? nil : call.arguments
+        // fprintd holds the fingers: only those fingerseal enrolled there are deleted.
+        if try call.state.reader.fprintdSet(call) != nil {
+            let forgotten = try call.state.reader.withReader(call) { reader -> [String] in
+                guard case let .fprintd(device, user, storage) = reader else { throw FingersealError(.unavailable, Messages.fprintdUnavailable) }
+                return try Fingerprint.forgetAtFprintd(vault: vault, fingers: fingers, device: device, user: user, storage: storage)
+            }
+            call.conversation.output(forgotten.isEmpty ? Messages.nothingForgottenAtFprintd : Messages.forgotten(forgotten))
+            return Reply(.success)
+        }
         // Prints stored on the reader are deleted there first, in the reader's turn. Opening
         // it may fail (none connected, or busy): then the vault forgets, and a print left on
         // a chip is reported.
         let attempt: Result<[String], any Error>?
         do {
-            attempt = try call.state.reader.withReader(call.conversation) { reader in
-                Result { try Fingerprint.forget(vault: vault, fingers: fingers, openReader: { reader }, prompter: call.conversation) }
+            attempt = try call.state.reader.withReader(call) { reader in
+                guard case let .libfprint(device) = reader else { throw FingersealError(.unavailable, Messages.readerBusy) }
+                return Result { try Fingerprint.forget(vault: vault, fingers: fingers, openReader: { device }, prompter: call.conversation) }
             }
         } catch is FingersealError {
             attempt = nil
@@ -130,7 +156,7 @@ enum ReaderCommands {
         let scan = try call.scanSettings(maxTries: 1)
         let ledger = LockoutLedger(store: store, options: call.options)
         let json = call.has("--json")
-        let result = try call.state.reader.withReader(call.conversation, deviceID: call.value("--device")) { reader in
+        let result = try call.state.reader.withReader(call, deviceID: call.value("--device")) { reader in
             Result { () throws -> Fingerprint.Match in
                 do {
                     return try Fingerprint.verify(store: store, ledger: ledger, reader: reader, settings: scan,
@@ -163,7 +189,8 @@ enum ReaderCommands {
     static func capture(_ call: Call) throws -> Reply {
         let path = call.value("--out") ?? "the file"
         let scan = try call.scanSettings()
-        let image = try call.state.reader.withReader(call.conversation, deviceID: call.value("--device")) { reader -> FingerprintImage in
+        let image = try call.state.reader.withReader(call, deviceID: call.value("--device")) { backend -> FingerprintImage in
+            guard case let .libfprint(reader) = backend else { throw FingersealError(.unavailable, Messages.needsDirectReader) }
             guard reader.info.features.contains(.capture) else { throw FingersealError(.unavailable, Messages.captureNotSupported) }
             call.conversation.info(Messages.placeFinger(swipe: reader.info.scanType == .swipe, cancelHint: scan.cancelHint))
             let operation: ReaderOperation
@@ -233,7 +260,9 @@ enum ReaderCommands {
             return result
         }
 
-        let ok = try call.state.reader.whileHeld { () -> Bool in
+        let ok = try call.state.reader.whileHeld(call.options) { backend, _ -> Bool in
+            // The self-test drives the device itself: never while fprintd owns it.
+            guard backend == .libfprint else { throw FingersealError(.unavailable, Messages.needsDirectReader) }
             var reader: Reader? = nil
             var enrolled: Print? = nil
             var ok = step("open") {

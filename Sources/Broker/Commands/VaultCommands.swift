@@ -1,3 +1,4 @@
+import FingerprintFlows
 import FingersealCore
 import SodiumKit
 
@@ -28,6 +29,10 @@ enum VaultCommands {
         var issuer: String? = nil
         var clientId: String? = nil
         var lockout: Lockout? = nil
+        /// "fprintd" when fprintd holds the fingers (then `fprintdFingers` and `fingersChanged`).
+        var reader: String? = nil
+        var fprintdFingers: [String]? = nil
+        var fingersChanged: Bool? = nil
     }
 
     static func describe(_ slot: VaultStatus.Slot) -> String {
@@ -56,8 +61,16 @@ enum VaultCommands {
             }
             throw FingersealError(.noVault, Messages.noVault)
         }
+        // Where fprintd holds the fingers: are they the set the PIN last confirmed?
+        let fprintd = try? call.state.reader.fprintdSet(call)
+        let changed = fprintd.map { Fingerprint.fprintdSetChanged($0, bound: status.fprintd) && !$0.fingers.isEmpty }
         if call.has("--json") {
             var report = StatusReport(vault: true, directory: status.directory)
+            if let fprintd {
+                report.reader = "fprintd"
+                report.fprintdFingers = fprintd.fingers
+                report.fingersChanged = changed
+            }
             report.enabledSince = isoTimestamp(status.createdAt)
             report.pinSet = status.pinSet
             report.keyslots = status.keyslots.map {
@@ -79,7 +92,12 @@ enum VaultCommands {
             "Keyslots:",
         ]
         lines += status.keyslots.map { "  \($0.kind.rawValue): \(describe($0))" }
-        lines.append("Fingers enrolled: " + (status.fingers.isEmpty ? "none" : status.fingers.joined(separator: ", ")))
+        if let fprintd {
+            lines.append("Fingers enrolled in fprintd: " + (fprintd.fingers.isEmpty ? "none" : fprintd.fingers.joined(separator: ", ")))
+            if changed == true { lines.append(Messages.fingersChanged) }
+        } else {
+            lines.append("Fingers enrolled: " + (status.fingers.isEmpty ? "none" : status.fingers.joined(separator: ", ")))
+        }
         lines.append("Sign-in: " + describe(status.signIn) + (status.provider.map { " (\($0.issuer), client \($0.clientID))" } ?? ""))
         lines.append("Fingerprint lock: " + (status.lockout.fingerLocked
             ? "locked after too many failed scans; a PIN or password success unlocks it"
@@ -100,8 +118,10 @@ enum VaultCommands {
         if try Vault.status(store) != nil { throw FingersealError(.usage, Messages.vaultExists) }
         try AccountPassword.requireUnlessRoot(call)
         let pin = try Unlocking.askNewPIN(call)
-        _ = try Vault.create(store, pin: PINKeyslot(pin: pin))
+        let vault = try Vault.create(store, pin: PINKeyslot(pin: pin))
         call.conversation.output(Messages.pinSet)
+        // Fingers already enrolled in fprintd (GNOME Settings, KDE) unlock from now on.
+        Unlocking.confirmFprintdSet(call, vault)
         return Reply(.success)
     }
 

@@ -1,0 +1,57 @@
+import Glibc
+
+/// Whether a fingerprint reader sits in a port the firmware calls removable (a USB reader
+/// plugged in, or a dock's), as opposed to built into the laptop: while the lid is closed,
+/// only such a reader is used (`reader_location=auto`).
+enum ReaderPlacement {
+    static let sysfsDevices = "/sys/bus/usb/devices"
+    /// libfprint's list of the USB readers it supports (`usb:vXXXXpYYYY*` lines).
+    static let hwdb = "/lib/udev/hwdb.d/60-autosuspend-libfprint-2.hwdb"
+
+    static func hasExternalReader(devices: String = sysfsDevices, hwdb: String = hwdb) -> Bool {
+        let known = supportedIDs(hwdb)
+        guard !known.isEmpty, let handle = opendir(devices) else { return false }
+        defer { closedir(handle) }
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard !name.hasPrefix(".") else { continue }
+            let base = devices + "/" + name
+            guard let vendor = firstLine(base + "/idVendor"), let product = firstLine(base + "/idProduct"),
+                  known.contains(vendor.lowercased() + ":" + product.lowercased()) else { continue }
+            if firstLine(base + "/removable") == "removable" { return true }
+        }
+        return false
+    }
+
+    /// "vvvv:pppp" for every reader the hwdb names.
+    static func supportedIDs(_ path: String) -> Set<String> {
+        guard let text = readText(path, limit: 1 << 20) else { return [] }
+        var ids: Set<String> = []
+        for line in text.split(separator: "\n") where line.hasPrefix("usb:v") {
+            let id = line.dropFirst(5)
+            guard id.count >= 10, let p = id.firstIndex(of: "p") else { continue }
+            let vendor = id[..<p], product = id[id.index(after: p)...].prefix(4)
+            if vendor.count == 4 && product.count == 4 { ids.insert(vendor.lowercased() + ":" + product.lowercased()) }
+        }
+        return ids
+    }
+
+    private static func firstLine(_ path: String) -> String? {
+        readText(path, limit: 256).map { String($0.prefix { $0 != "\n" }) }
+    }
+
+    private static func readText(_ path: String, limit: Int) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while bytes.count < limit {
+            let count = read(fd, &chunk, chunk.count)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            bytes += chunk[..<count]
+        }
+        return String(decoding: bytes.prefix(limit), as: UTF8.self)
+    }
+}
