@@ -58,7 +58,8 @@ public enum FprintdEnrolledSet {
         for driver in entries(userDirectory) {
             for device in entries(userDirectory + "/" + driver) {
                 for finger in fingers {
-                    let path = "\(userDirectory)/\(driver)/\(device)/\(finger.rawValue)"
+                    // fprintd names the file by the finger's number in hex ("a" for the right little finger).
+                    let path = "\(userDirectory)/\(driver)/\(device)/" + String(finger.rawValue, radix: 16)
                     if let bytes = readSmallFile(path) { stored[finger.name, default: []] += bytes }
                 }
             }

@@ -3,12 +3,12 @@ import Glibc
 /// Whether a fingerprint reader sits in a port the firmware calls removable (a USB reader
 /// plugged in, or a dock's), as opposed to built into the laptop: while the lid is closed,
 /// only such a reader is used (`reader_location=auto`).
-enum ReaderPlacement {
-    static let sysfsDevices = "/sys/bus/usb/devices"
+public enum ReaderPlacement {
+    public static let sysfsDevices = "/sys/bus/usb/devices"
     /// libfprint's list of the USB readers it supports (`usb:vXXXXpYYYY*` lines).
-    static let hwdb = "/lib/udev/hwdb.d/60-autosuspend-libfprint-2.hwdb"
+    public static let hwdb = "/lib/udev/hwdb.d/60-autosuspend-libfprint-2.hwdb"
 
-    static func hasExternalReader(devices: String = sysfsDevices, hwdb: String = hwdb) -> Bool {
+    public static func hasExternalReader(devices: String = sysfsDevices, hwdb: String = hwdb) -> Bool {
         let known = supportedIDs(hwdb)
         guard !known.isEmpty, let handle = opendir(devices) else { return false }
         defer { closedir(handle) }
