@@ -151,9 +151,6 @@ enum Authorization {
                 guard caller.isRoot || caller.isInGroup(named: rigGroup) else {
                     throw FingersealError(.notPermitted, Messages.rigOnly(rigGroup))
                 }
-                if request.has("--clear-storage") && !caller.isRoot {
-                    throw FingersealError(.notPermitted, Messages.clearStorageRootOnly)
-                }
             }
         }
         let found: UserAccount?

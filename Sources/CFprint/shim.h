@@ -49,3 +49,11 @@ static inline void fs_disconnect(FpDevice *device, gulong handler) {
     if (handler) g_signal_handler_disconnect(device, handler);
 }
 #endif
+
+#ifndef FINGERSEAL_CFPRINT_SHIM_LOG
+#define FINGERSEAL_CFPRINT_SHIM_LOG
+/* GLib's default log writer puts debug and info messages on standard output, so with
+ * G_MESSAGES_DEBUG=all libfprint's and GLib's lines would mix into what a program prints
+ * there. Every level goes to standard error instead (the journal, under systemd). */
+static inline void fs_log_to_stderr(void) { g_log_writer_default_set_use_stderr(TRUE); }
+#endif

@@ -56,6 +56,7 @@ public enum Fingerprint {
         case .device(.removed, _, _): return FingersealError(.noReader, Messages.readerRemoved)
         case .device(.busy, _, _): return FingersealError(.unavailable, Messages.readerBusy)
         case .device(.dataDuplicate, _, _): return FingersealError(.usage, Messages.duplicateFinger)
+        case .device(.dataFull, _, _): return FingersealError(.unavailable, Messages.readerStorageFull)
         case let .device(_, code, message):
             return FingersealError(.unavailable, Messages.readerFailed(message.isEmpty ? "code \(code)" : message))
         case let .notSupported(what): return FingersealError(.unavailable, Messages.readerFailed("it does not support \(what)"))
@@ -140,6 +141,7 @@ public enum Fingerprint {
 
         let deadline = monotonicSeconds() + settings.timeout
         var failures = 0
+        var lastScan: Double? = nil
         prompter.info(Messages.placeFinger(swipe: reader.swipe, cancelHint: settings.cancelHint))
         while failures < settings.maxTries {
             let started = monotonicSeconds()
@@ -162,10 +164,13 @@ public enum Fingerprint {
                 return Match(finger: matched, vault: vault, milliseconds: elapsed)
             }
             failures += 1
-            if try ledger.fingerFailed().fingerLocked { throw FingersealError(.lockedOut, Messages.fingerLocked) }
+            lastScan = elapsed
+            if try ledger.fingerFailed().fingerLocked {
+                throw FingersealError(.lockedOut, Messages.fingerLocked, milliseconds: elapsed)
+            }
             if failures < settings.maxTries { prompter.error(Messages.noMatchTryAgain) }
         }
-        throw FingersealError(settings.maxTries > 1 ? .triesExhausted : .noMatch, Messages.noMatch)
+        throw FingersealError(settings.maxTries > 1 ? .triesExhausted : .noMatch, Messages.noMatch, milliseconds: lastScan)
     }
 
     /// Enrolls `finger` into a vault opened with the PIN: its template sealed in the vault
@@ -246,9 +251,11 @@ public enum Fingerprint {
         }
         // Delete on the reader first: if the vault write then fails, the vault names a
         // template that is gone (a failed match), never the reverse (an orphan on the chip).
+        // Only the vault's own prints, and only where the chip holds that very template.
         if let reader = openReader() {
             if reader.info.features.contains(.storageDelete) {
-                for print in prints where reader.isCompatible(print) {
+                let ours = prints.filter { $0.isStoredOnDevice && reader.isCompatible($0) }
+                for print in try heldByReader(ours, reader) {
                     guard let operation = try? reader.deleteStoredPrint(print) else { continue }
                     if case let .failed(error) = operation.wait(timeout: 10) {
                         if case .device(.dataNotFound, _, _) = error { continue } // already gone
@@ -261,5 +268,19 @@ public enum Fingerprint {
         }
         try vault.update { editor in for finger in targets { try editor.forget(finger: finger) } }
         return targets
+    }
+
+    /// Those of the vault's `prints` whose template the reader really holds (the same
+    /// template, by libfprint's comparison): fingerseal deletes nothing on a chip that it did
+    /// not store. A reader that cannot list its storage is trusted to delete by template.
+    static func heldByReader(_ prints: [Print], _ reader: Reader) throws -> [Print] {
+        guard !prints.isEmpty, reader.info.features.contains(.storageList) else { return prints }
+        let listing: ReaderOperation
+        do { listing = try reader.listStoredPrints() } catch { throw translate(error) }
+        switch listing.wait(timeout: 10) {
+        case let .listed(stored): return prints.filter { print in stored.contains { $0.isSame(as: print) } }
+        case let .failed(error): throw translate(error)
+        default: throw FingersealError(.unavailable, Messages.readerFailed("unexpected result"))
+        }
     }
 }

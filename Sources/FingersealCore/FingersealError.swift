@@ -4,11 +4,15 @@ public struct FingersealError: Error, Equatable, CustomStringConvertible, Sendab
     public let outcome: Outcome
     public let message: String
     public let detail: String?
+    /// How long the scan that did not match took, in milliseconds (test rigs time impostors
+    /// as well as matches); nil for every other error.
+    public var milliseconds: Double? = nil
 
-    public init(_ outcome: Outcome, _ message: String, detail: String? = nil) {
+    public init(_ outcome: Outcome, _ message: String, detail: String? = nil, milliseconds: Double? = nil) {
         self.outcome = outcome
         self.message = message
         self.detail = detail
+        self.milliseconds = milliseconds
     }
 
     public var description: String {

@@ -1,15 +1,26 @@
 /// Every sentence a person sees, in one table: plain sentences a screen reader can speak,
 /// meaning never in colour or symbols alone. (Translation catalogs hook in here.)
 public enum Messages {
+    /// Text from elsewhere (libfprint, a system call, an identity provider) as it goes inside
+    /// one of our sentences: without its own closing period, so the sentence ends with one
+    /// (never "timed out..").
+    public static func embedded(_ text: String) -> String {
+        var end = text.endIndex
+        while end > text.startIndex, [".", " ", "\n", "\t"].contains(text[text.index(before: end)]) {
+            end = text.index(before: end)
+        }
+        return String(text[..<end])
+    }
+
     // Vault
     public static let noVault = "Fingerseal is not set up for this account. Run: fingerseal pin set"
     public static let vaultExists = "A PIN is already set. To change it, run: fingerseal pin change"
     public static let vaultReplaced = "The vault was replaced by another program while in use. Run the command again."
     public static func vaultDamaged(_ file: String, _ why: String) -> String {
-        "The fingerseal file \(file) cannot be used: \(why). It was left unchanged."
+        "The fingerseal file \(file) cannot be used: \(embedded(why)). It was left unchanged."
     }
     public static func unsafeFile(_ why: String) -> String {
-        "Fingerseal refused to use its files because \(why). Fix the ownership or permissions, or remove the file."
+        "Fingerseal refused to use its files because \(embedded(why)). Fix the ownership or permissions, or remove the file."
     }
     public static let vaultBusy = "Another fingerseal program is using the vault. Try again in a moment."
     public static func systemFailure(_ what: String) -> String { "Fingerseal could not \(what)." }
@@ -61,7 +72,7 @@ public enum Messages {
     public static let noMatchTryAgain = "The fingerprint did not match. Try again."
     public static let scanTimedOut = "No finger was scanned in time."
     public static let readerRemoved = "The fingerprint reader was disconnected."
-    public static func readerFailed(_ detail: String) -> String { "The fingerprint reader reported an error: \(detail)." }
+    public static func readerFailed(_ detail: String) -> String { "The fingerprint reader reported an error: \(embedded(detail))." }
     public static let readerBusy = "The fingerprint reader is busy. Try again in a moment."
     public static let notEnrolled = "No finger is enrolled. Run: fingerseal enroll"
     // fprintd holds the templates (reader=fprintd, or auto with fprintd on the system bus).
@@ -80,7 +91,8 @@ public enum Messages {
     public static func alreadyEnrolled(_ finger: String) -> String {
         "The finger \(finger) is already enrolled. To enroll it again, first run: fingerseal forget \(finger)"
     }
-    public static let duplicateFinger = "This finger is already enrolled on this reader."
+    public static let duplicateFinger = "The reader already holds this finger, stored by another program (fprintd, another operating system or another user). Enroll a different finger, or remove that print with the program that stored it."
+    public static let readerStorageFull = "The reader's storage is full. fingerseal never deletes other programs' prints to make room: remove prints you no longer need with the program that stored them, then enroll again."
     public static func enrolled(_ finger: String) -> String { "Enrolled \(finger)." }
     public static func forgotten(_ fingers: [String]) -> String {
         fingers.isEmpty ? "No finger was enrolled." : "Forgot " + fingers.joined(separator: ", ") + "."
@@ -106,7 +118,7 @@ public enum Messages {
     public static let fingerOrPIN = "or type your PIN and press Enter. Enter alone goes straight to the PIN."
     public static let loggedOut = "Signed out. The sign-in is removed from your vault; your PIN and fingers are kept."
     public static func revokeFailed(_ detail: String) -> String {
-        "The identity provider could not be told to end the sign-in (\(detail)). It is removed here; at the provider it ends when it expires."
+        "The identity provider could not be told to end the sign-in (\(embedded(detail))). It is removed here; at the provider it ends when it expires."
     }
     // Step-up and sealed data
     public static let badContext = "A context name is 1 to 64 letters, digits, dots, dashes or underscores."
@@ -124,12 +136,12 @@ public enum Messages {
     public static func sealedFor(_ context: String) -> String { "Sealed for the context \(context)." }
     public static func tooLargeToSeal(_ limit: Int) -> String { "This is too large to seal; the limit is \(limit / (1024 * 1024)) MiB." }
     public static func cannotRead(_ path: String) -> String { "Cannot read \(path)." }
-    public static func cannotWrite(_ path: String, _ why: String) -> String { "Cannot write \(path): \(why)." }
+    public static func cannotWrite(_ path: String, _ why: String) -> String { "Cannot write \(path): \(embedded(why))." }
     public static let pinForReset = "Deleting the vault needs its PIN. If the PIN is forgotten, set a new one with: fingerseal pin reset"
     public static func redirectPortBusy(_ port: Int) -> String {
         "Port \(port) on 127.0.0.1 is in use, so the browser cannot come back to fingerseal. Close what uses it, or choose another port."
     }
-    public static func cannotRun(_ command: String, _ why: String) -> String { "Cannot run \(command): \(why)." }
+    public static func cannotRun(_ command: String, _ why: String) -> String { "Cannot run \(command): \(embedded(why))." }
     public static let notRevocable = "The identity provider offers no way to end a sign-in early. It is removed here; at the provider it ends when it expires."
     public static func openAndEnter(_ uri: String, _ code: String) -> String {
         "To sign in, open \(uri) on any device and enter the code \(code)."
@@ -143,8 +155,8 @@ public enum Messages {
     public static func signedIn(_ issuer: String) -> String { "Signed in to \(issuer). The sign-in is sealed in your vault." }
     public static let offerEnroll = "To unlock with your finger from now on, run: fingerseal enroll"
     public static func passwordPrompt(_ user: String) -> String { "Password for \(user): " }
-    public static func providerProblem(_ detail: String) -> String { "The identity provider cannot be used: \(detail)." }
-    public static func providerUnreachable(_ detail: String) -> String { "The identity provider cannot be reached (\(detail)). Check the network and try again." }
+    public static func providerProblem(_ detail: String) -> String { "The identity provider cannot be used: \(embedded(detail))." }
+    public static func providerUnreachable(_ detail: String) -> String { "The identity provider cannot be reached (\(embedded(detail))). Check the network and try again." }
     public static let signInRequiredNotice = "Fingerprint unlock needs a new sign-in. Run: fingerseal login"
 
     // Browser sign-in (the pages are what the browser shows when it comes back)
@@ -166,7 +178,7 @@ public enum Messages {
     public static let noTerminal = "No terminal to read from. Use --pin-fd to pass the PIN from a file descriptor."
 
     // Configuration
-    public static func badOption(_ option: String, _ why: String) -> String { "The option \(option) is not valid: \(why)." }
+    public static func badOption(_ option: String, _ why: String) -> String { "The option \(option) is not valid: \(embedded(why))." }
     public static func unknownOption(_ option: String) -> String { "Unknown option \(option) was ignored." }
     public static let unknownUser = "That user does not exist."
 
@@ -176,7 +188,7 @@ public enum Messages {
         "Unlocked with " + (method == "finger" ? "a finger" : method == "pin" ? "the PIN" : method)
             + (via == "pam" ? " at a system sign-in (PAM)." : via == "cli" ? ", using the fingerseal command." : " (\(via)).")
     }
-    public static func auditFallback(_ reason: String) -> String { "Moved on to the next way to sign in: \(reason)." }
+    public static func auditFallback(_ reason: String) -> String { "Moved on to the next way to sign in: \(embedded(reason))." }
     public static func auditStepUp(_ context: String, _ result: String) -> String { "Step-up for \(context): \(result)." }
     public static func auditReveal(_ context: String, _ file: String) -> String { "Revealed \(file) for \(context)." }
     public static func auditLockout(_ method: String) -> String {
@@ -184,7 +196,7 @@ public enum Messages {
             : method == "pin" ? "The PIN was locked after too many wrong tries." : "\(method) was locked."
     }
     public static func auditFailure(_ action: String, _ reason: String) -> String {
-        (action.first.map { $0.uppercased() + action.dropFirst() } ?? "An action") + " did not succeed: \(reason)."
+        (action.first.map { $0.uppercased() + action.dropFirst() } ?? "An action") + " did not succeed: \(embedded(reason))."
     }
     public static let auditLoggedOut = "Signed out."
     public static let auditPINReset = "A forgotten PIN was replaced with a new one."
@@ -230,7 +242,7 @@ public enum Messages {
     }
     public static func auditIntact(_ events: Int) -> String { "The audit trail is intact: \(events) event\(events == 1 ? "" : "s")." }
     public static let auditInterruptedAppend = "Its last line is incomplete because an append was interrupted; it held no recorded event, and the next event recorded removes it."
-    public static func auditTampered(_ problem: String) -> String { "The audit trail is not intact: \(problem)." }
+    public static func auditTampered(_ problem: String) -> String { "The audit trail is not intact: \(embedded(problem))." }
     public static func auditUnreadable(_ file: String, _ line: Int) -> String { "line \(line) of \(file) is not an audit entry (edited or damaged)" }
     public static func auditEdited(_ file: String, _ line: Int, _ entry: UInt64) -> String {
         "line \(line) of \(file), event \(entry), does not match its seal (edited)"
@@ -285,7 +297,6 @@ public enum Messages {
     public static func rigOnly(_ group: String) -> String {
         "Only root and members of the group \(group) can use this command, because it reads biometric data or changes the reader."
     }
-    public static let clearStorageRootOnly = "Only root can clear the reader's storage."
     public static let notAvailableYet = "This command is not available from the fingerseal service yet."
 
     // The account password (checked by the service with PAM, service fingerseal-verify).
@@ -322,5 +333,10 @@ public enum Messages {
     public static let clientSecretPrompt = "Client secret: "
 
     // Rig commands
-    public static let selftestStorageKept = "The prints stored on the reader are not cleared first (root can add --clear-storage); the self-test may fail if its storage is full."
+    /// The self-test's closing sentence when a step failed; `why` is that step's sentence.
+    public static func selftestFailed(_ step: String, _ why: String) -> String {
+        "The self-test failed at \(step): \(embedded(why))."
+    }
+    public static let selftestPassed = "The self-test passed."
+    public static let readerDidNotClose = "The reader did not close in time."
 }

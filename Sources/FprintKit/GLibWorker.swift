@@ -17,7 +17,12 @@ final class GLibWorker: @unchecked Sendable {
         init(_ body: @escaping () -> Void) { self.body = body }
     }
 
+    /// GLib's log lines go to standard error, never standard output: set once, before the
+    /// first libfprint call (every one runs on a worker).
+    private static let logToStandardError: Void = fs_log_to_stderr()
+
     init() throws(FprintError) {
+        _ = GLibWorker.logToStandardError
         guard let loop = g_main_loop_new(nil, 0) else { throw FprintError.contextUnavailable }
         self.loop = loop
         var thread = pthread_t()

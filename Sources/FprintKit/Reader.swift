@@ -161,12 +161,17 @@ public final class Reader: @unchecked Sendable {
         close()
     }
 
-    /// Closes the device (waiting at most `timeout`) and stops the worker thread.
-    public func close(timeout: Double = 5) {
-        guard !closed else { return }
+    /// Closes the device (waiting at most `timeout`) and stops the worker thread. False when
+    /// the device did not confirm the close in time (or reported an error closing): the
+    /// reader is released either way. True when it was closed already.
+    @discardableResult
+    public func close(timeout: Double = 5) -> Bool {
+        guard !closed else { return true }
         closed = true
-        if let operation = try? start(.close) { _ = operation.wait(timeout: timeout) }
+        var confirmed = false
+        if let operation = try? start(.close), case .done = operation.wait(timeout: timeout) { confirmed = true }
         release()
+        return confirmed
     }
 
     private func release() {
@@ -227,11 +232,6 @@ public final class Reader: @unchecked Sendable {
         return try start(.delete(print))
     }
 
-    public func clearStorage() throws(FprintError) -> ReaderOperation {
-        guard info.features.contains(.storageClear) else { throw FprintError.notSupported("clearing storage") }
-        return try start(.clear)
-    }
-
     // MARK: plumbing
 
     /// What opening found; handed from the worker thread once, then owned by the Reader.
@@ -243,7 +243,9 @@ public final class Reader: @unchecked Sendable {
     }
 
     enum Kind {
-        case open, close, list, clear
+        // No clear-storage: it wipes every print on a chip, other programs' too (fingerseal
+        // deletes only the prints it stored).
+        case open, close, list
         case enroll(Template?)
         case verify(Print)
         case identify([Print])
@@ -306,7 +308,6 @@ public final class Reader: @unchecked Sendable {
         case .open: fp_device_open(device, cancellable, Reader.ready, retained)
         case .close: fp_device_close(device, nil, Reader.ready, retained)
         case .list: fp_device_list_prints(device, cancellable, Reader.ready, retained)
-        case .clear: fp_device_clear_storage(device, cancellable, Reader.ready, retained)
         case let .delete(print): fp_device_delete_print(device, print.raw, cancellable, Reader.ready, retained)
         case let .capture(wait): fp_device_capture(device, wait ? 1 : 0, cancellable, Reader.ready, retained)
         case let .verify(print):
@@ -378,8 +379,6 @@ public final class Reader: @unchecked Sendable {
             return fp_device_open_finish(device, result, &error) != 0 ? .done : .failed(.take(error))
         case .close:
             return fp_device_close_finish(device, result, &error) != 0 ? .done : .failed(.take(error))
-        case .clear:
-            return fp_device_clear_storage_finish(device, result, &error) != 0 ? .done : .failed(.take(error))
         case .delete:
             return fp_device_delete_print_finish(device, result, &error) != 0 ? .done : .failed(.take(error))
         case .enroll:

@@ -213,7 +213,7 @@ extension OptionSpec {
             guard let number = Int(value), number >= 0, number <= Int(Int32.max) else {
                 throw CLIError(.usage, Strings.needsDescriptor(name))
             }
-            guard fcntl(Int32(number), F_GETFD) != -1 else { throw CLIError(.usage, Strings.descriptorNotOpen(number)) }
+            guard fcntl(Int32(number), F_GETFD) != -1 else { throw CLIError(.usage, Strings.descriptorNotOpen(name, number)) }
             return String(number)
         }
     }

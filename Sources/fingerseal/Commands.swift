@@ -217,21 +217,22 @@ enum Commands {
 
     static let capture = CommandSpec(
         name: "capture", summary: "Capture one fingerprint image to a PGM file (image readers only).",
-        options: [OptionSpec.value("--out", "FILE", "Where to write the image (required; created 0600, never overwritten).").local]
+        options: [OptionSpec.value("--out", "FILE", "Where to write the image (required; written 0600, replacing FILE).").local]
             + scan,
         command: .capture,
         shape: { parsed, invocation throws(CLIError) in
             guard let path = parsed.values["--out"], !path.isEmpty else { throw CLIError(.usage, Strings.captureNeedsOut) }
-            invocation.target = try DataTarget.newFile(path)
+            invocation.target = try DataTarget.replacing(path)
             // Only for the broker's sentence ("Saved … to PATH"); it never opens it.
             invocation.request.values["--out"] = path
         })
 
     static let selftest = CommandSpec(
-        name: "selftest", summary: "Exercise a reader with on-device storage: open, clear, enroll, verify, delete, close.",
-        options: [json, .flag("--clear-storage", "Allow the self-test to clear the prints stored on the reader (root only).")]
-            + scan,
-        discussion: "This clears the prints stored on the reader. Your vault is not touched.",
+        name: "selftest", summary: "Exercise a reader with on-device storage: open, enroll, verify, delete, close.",
+        options: [json] + scan,
+        discussion: "Prints other programs stored on the reader are never touched; the self-test deletes only the print it "
+            + "enrolled, even when a later step failed. A reader whose storage is full fails the enroll step and says so. "
+            + "Your vault is not touched.",
         command: .selftest)
 
     // MARK: audit

@@ -62,29 +62,59 @@ enum LocalFiles {
 }
 
 /// Where the broker's `data` goes: standard output, or a file this run creates (owner-only,
-/// never an existing file or a symlink), which is removed again when the command fails.
+/// never following a symlink), which is removed again when the command fails.
 final class DataTarget {
     let fd: Int32
     let name: String
+    /// The file this run created (removed when the command fails).
     private let createdPath: String?
+    /// `replacing`: where the created file is renamed to once complete.
+    private let finalPath: String?
     private let file: FileDescriptor?
     private var kept = false
 
-    static var standardOutput: DataTarget { DataTarget(fd: STDOUT_FILENO, name: Strings.standardOutput, path: nil, file: nil) }
+    static var standardOutput: DataTarget {
+        DataTarget(fd: STDOUT_FILENO, name: Strings.standardOutput, path: nil, finalPath: nil, file: nil)
+    }
 
-    private init(fd: Int32, name: String, path: String?, file: FileDescriptor?) {
+    private init(fd: Int32, name: String, path: String?, finalPath: String?, file: FileDescriptor?) {
         self.fd = fd
         self.name = name
         self.createdPath = path
+        self.finalPath = finalPath
         self.file = file
     }
 
     /// Creates `path` now, before the broker is asked: a name that cannot be written is a
-    /// mistake on the command line, found before anyone scans a finger.
+    /// mistake on the command line, found before anyone scans a finger. Never an existing file.
     static func newFile(_ path: String) throws(CLIError) -> DataTarget {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw CLIError(.usage, Strings.cannotWrite(path, String(cString: strerror(errno)))) }
-        return DataTarget(fd: fd, name: path, path: path, file: FileDescriptor(owning: fd))
+        return DataTarget(fd: fd, name: path, path: path, finalPath: nil, file: FileDescriptor(owning: fd))
+    }
+
+    /// Writes into a new owner-only file beside `path`, renamed onto `path` when the command
+    /// succeeds: the result is 0600 and the caller's whatever `path` was before (an existing
+    /// file keeps neither its mode nor its content, a symlink there is replaced, not
+    /// followed), and a failed run leaves `path` as it was. Created now, like `newFile`.
+    static func replacing(_ path: String) throws(CLIError) -> DataTarget {
+        var existing = stat()
+        if lstat(path, &existing) == 0, existing.st_mode & S_IFMT == S_IFDIR {
+            throw CLIError(.usage, Strings.cannotWrite(path, String(cString: strerror(EISDIR))))
+        }
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { String(path[...$0]) } ?? ""
+        let base = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        for _ in 0..<16 {
+            let temporary = directory + "." + base + "." + String(UInt64.random(in: 0...UInt64.max), radix: 36) + ".tmp"
+            let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            if fd < 0 && errno == EEXIST { continue }
+            guard fd >= 0 else { break }
+            // The umask may have taken bits away; this is exactly owner read and write.
+            fchmod(fd, 0o600)
+            return DataTarget(fd: fd, name: path, path: temporary, finalPath: path, file: FileDescriptor(owning: fd))
+        }
+        throw CLIError(.usage, Strings.cannotWrite(path, String(cString: strerror(errno))))
     }
 
     var isStandardOutput: Bool { file == nil }
@@ -102,11 +132,22 @@ final class DataTarget {
         return nil
     }
 
-    /// The command succeeded: the file stays, on disk.
+    /// The command succeeded: the file stays, on disk (renamed into place when replacing).
     func keep() -> String? {
+        guard let file else { kept = true; return nil }
+        do { try file.sync() } catch {
+            discard()
+            return Strings.cannotWrite(name, String(cString: strerror((error as? SystemError)?.code ?? EIO)))
+        }
+        if let createdPath, let finalPath {
+            guard rename(createdPath, finalPath) == 0 else {
+                let why = String(cString: strerror(errno))
+                discard()
+                return Strings.cannotWrite(name, why)
+            }
+            LocalFiles.syncDirectory(of: finalPath)
+        }
         kept = true
-        guard let file else { return nil }
-        do { try file.sync() } catch { return Strings.cannotWrite(name, String(cString: strerror((error as? SystemError)?.code ?? EIO))) }
         return nil
     }
 
@@ -116,6 +157,18 @@ final class DataTarget {
         guard !kept, let createdPath else { return }
         kept = true
         unlink(createdPath)
+    }
+}
+
+extension LocalFiles {
+    /// Makes a rename in the directory of `path` durable; best effort (the file itself was
+    /// synced before).
+    static func syncDirectory(of path: String) {
+        let directory = path.lastIndex(of: "/").map { String(path[...$0]) } ?? "."
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        fsync(fd)
+        close(fd)
     }
 }
 

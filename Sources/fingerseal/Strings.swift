@@ -25,7 +25,9 @@ enum Strings {
         return "The option \(name) takes \(listed)."
     }
     static func needsDescriptor(_ name: String) -> String { "The option \(name) takes the number of an open file descriptor." }
-    static func descriptorNotOpen(_ number: Int) -> String { "File descriptor \(number) is not open." }
+    static func descriptorNotOpen(_ name: String, _ number: Int) -> String {
+        "The option \(name) names file descriptor \(number), which is not open. Open it for fingerseal (for example \(number)>FILE) or name another."
+    }
 
     // Command by command.
     static let execNeedsCommand = "Say which command to run after --exec."

@@ -117,9 +117,6 @@ import Testing
             let member = try broker.wire([command], as: TestUsers.bob)
             #expect(member.stdout.contains("result: ") && !member.stdout.contains("notPermitted"), "\(command): \(member.all)")
         }
-        // Clearing a reader's storage: root only, even for the rig group.
-        let clear = try broker.wire(["selftest", "flag=--clear-storage"], as: TestUsers.bob)
-        #expect(clear.stdout.contains("result: notPermitted"), "\(clear.all)")
     }
 
     @Test func theStoreIsRootsAndNotInAnyHome() throws {

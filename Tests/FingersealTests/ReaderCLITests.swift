@@ -216,7 +216,9 @@ import Testing
         let again = try rig.scan(["enroll", "--finger", "left-index-finger", "--pin-fd", "3"],
                                  ["INSERT chip-1", "SCAN chip-1"], fd3: ReaderCLITests.pin + "\n")
         #expect(again.status == 2, "\(again.all)")
-        #expect(again.stderr.contains("This finger is already enrolled on this reader."))
+        #expect(again.stderr.contains("The reader already holds this finger, stored by another program (fprintd, another operating "
+                                      + "system or another user). Enroll a different finger, or remove that print with the program "
+                                      + "that stored it."), "\(again.stderr)")
         #expect(try rig.run(["fingers"]).stdout == "No finger is enrolled.\n")
     }
 }
@@ -262,17 +264,24 @@ extension ReaderCLITests {
             #expect(compare.stdout == "size True differ 0\n", "\(compare.all)")
         }
 
-        @Test(.enabled(if: umockdev)) func selftestPassesOnTheSynapticsRecording() throws {
+        /// The recording was made by a program that clears the chip before enrolling (libfprint's
+        /// own test). fingerseal never clears a reader's storage, so the replay stops where the
+        /// recording expects the clear: the self-test fails at enroll, says why in one
+        /// sentence, and still closes the reader. (A new recording without the clear would let
+        /// this pass again.)
+        @Test(.enabled(if: umockdev)) func selftestNeverClearsTheSynapticsRecording() throws {
             let temp = try TempDirectory()
             let recording = Paths.fixtures + "/umockdev/synaptics"
             let sysfs = "/sys/devices/pci0000:00/0000:00:14.0/usb1/1-9"
             let broker = try Self.replayBroker(["-d", recording + "/device", "-p", sysfs + "=" + recording + "/custom.pcapng"],
                                                driver: "synaptics", log: temp.file("broker.log"), temp: temp)
-            // The recording clears the chip's storage first: that needs the explicit flag (root).
-            let result = try Child.run(Paths.cli, ["selftest", "--json", "--clear-storage"], environment: broker.clientEnvironment)
-            #expect(result.status == 0, "\(result.all)")
-            #expect(result.stdout.contains("\"passed\" : true"))
-            for step in ["open", "clear-storage", "enroll", "verify", "delete", "close"] {
+            let result = try Child.run(Paths.cli, ["selftest", "--json"], environment: broker.clientEnvironment)
+            #expect(result.status == 8, "\(result.all)")
+            #expect(result.stdout.contains("\"driver\" : \"synaptics\""), "\(result.stdout)")
+            #expect(!result.all.contains("clear"), "\(result.all)")
+            #expect(!result.all.contains(".."), "\(result.all)")
+            #expect(result.stderr.contains("The self-test failed at enroll: "), "\(result.stderr)")
+            for step in ["open", "enroll", "close"] {
                 #expect(result.stdout.contains("\"name\" : \"\(step)\""))
             }
         }

@@ -166,9 +166,10 @@ enum ReaderCommands {
                 }
             }
         }
+        func rounded(_ milliseconds: Double) -> Double { (milliseconds * 10).rounded() / 10 }
         do {
             let match = try result.get()
-            let milliseconds = (match.milliseconds * 10).rounded() / 10
+            let milliseconds = rounded(match.milliseconds)
             if json {
                 try call.printJSON(VerifyReport(result: "match", finger: match.finger, milliseconds: milliseconds, message: nil))
             } else {
@@ -178,7 +179,8 @@ enum ReaderCommands {
         } catch let error as FingersealError {
             if json {
                 let outcome = error.outcome == .noMatch ? "no-match" : error.outcome.rawValue
-                try call.printJSON(VerifyReport(result: outcome, finger: nil, milliseconds: nil, message: error.message))
+                try call.printJSON(VerifyReport(result: outcome, finger: nil, milliseconds: error.milliseconds.map(rounded),
+                                                message: error.message))
             }
             throw error
         }
@@ -224,13 +226,14 @@ enum ReaderCommands {
         var steps: [Step] = []
     }
 
-    /// Open, (clear the storage: only with --clear-storage, which only root may send), enroll,
-    /// verify, delete, close. The vault is not touched.
+    /// Open, enroll, verify, delete, close. The reader's storage is never cleared: other
+    /// programs' prints stay, and a full reader fails the enroll step saying so. The print the
+    /// enroll step made is deleted even when verify failed, so nothing of the self-test stays
+    /// on the chip. The vault is not touched.
     static func selftest(_ call: Call) throws -> Reply {
         let scan = try call.scanSettings()
         let prompter = call.conversation
         let json = call.has("--json")
-        let clear = call.has("--clear-storage")
         var report = SelftestReport()
 
         /// Runs one step, timing it; returns false (and records why) when it fails.
@@ -263,55 +266,55 @@ enum ReaderCommands {
         let ok = try call.state.reader.whileHeld(call.options) { backend, _ -> Bool in
             // The self-test drives the device itself: never while fprintd owns it.
             guard backend == .libfprint else { throw FingersealError(.unavailable, Messages.needsDirectReader) }
-            var reader: Reader? = nil
+            var opened: Reader? = nil
             var enrolled: Print? = nil
             var ok = step("open") {
-                reader = try Fingerprint.openReader(deviceID: call.value("--device"))
-                report.driver = reader?.info.driver ?? ""
-                guard reader?.info.features.contains(.storage) == true else {
+                opened = try Fingerprint.openReader(deviceID: call.value("--device"))
+                report.driver = opened?.info.driver ?? ""
+                guard opened?.info.features.contains(.storage) == true else {
                     throw FingersealError(.unavailable, Messages.selftestNeedsStorage)
                 }
             }
-            if let reader {
-                defer { reader.close() }
-                if ok {
-                    if clear {
-                        ok = step("clear-storage") { _ = try finish(try reader.clearStorage(), timeout: scan.timeout) }
-                    } else {
-                        prompter.info(Messages.selftestStorageKept)
+            guard let reader = opened else { return false }
+            defer { reader.close() }
+            if ok {
+                ok = step("enroll") {
+                    prompter.info(Messages.placeFinger(swipe: reader.info.scanType == .swipe, cancelHint: scan.cancelHint))
+                    let operation = try reader.enrollBare()
+                    guard case let .enrolled(print) = try finish(operation, timeout: scan.timeout * Double(reader.enrollStages + 1)) else {
+                        throw FingersealError(.unavailable, Messages.readerFailed("enrollment gave no print"))
                     }
-                    ok = ok && step("enroll") {
-                        prompter.info(Messages.placeFinger(swipe: reader.info.scanType == .swipe, cancelHint: scan.cancelHint))
-                        let operation = try reader.enrollBare()
-                        guard case let .enrolled(print) = try finish(operation, timeout: scan.timeout * Double(reader.enrollStages + 1)) else {
-                            throw FingersealError(.unavailable, Messages.readerFailed("enrollment gave no print"))
-                        }
-                        enrolled = print
-                    }
-                    ok = ok && step("verify") {
-                        guard let print = enrolled else { return }
-                        prompter.info(Messages.placeFinger(swipe: reader.info.scanType == .swipe, cancelHint: scan.cancelHint))
-                        guard case .verified(matched: true) = try finish(try reader.verify(print), timeout: scan.timeout) else {
-                            throw FingersealError(.noMatch, Messages.noMatch)
-                        }
-                    }
-                    ok = ok && step("delete") {
-                        guard let print = enrolled else { return }
-                        _ = try finish(try reader.deleteStoredPrint(print), timeout: scan.timeout)
+                    enrolled = print
+                }
+                ok = ok && step("verify") {
+                    guard let print = enrolled else { return }
+                    prompter.info(Messages.placeFinger(swipe: reader.info.scanType == .swipe, cancelHint: scan.cancelHint))
+                    guard case .verified(matched: true) = try finish(try reader.verify(print), timeout: scan.timeout) else {
+                        throw FingersealError(.noMatch, Messages.noMatch)
                     }
                 }
-                let closed = step("close") { reader.close() }
-                ok = ok && closed
+                if let print = enrolled {
+                    // Not cancellable by the client: the self-test's print must not stay behind.
+                    let deleted = step("delete") {
+                        if case let .failed(error) = try reader.deleteStoredPrint(print).wait(timeout: scan.timeout) {
+                            throw Fingerprint.translate(error)
+                        }
+                    }
+                    ok = ok && deleted
+                }
             }
-            return ok
+            let closed = step("close") {
+                guard reader.close() else { throw FingersealError(.unavailable, Messages.readerDidNotClose) }
+            }
+            return ok && closed
         }
         report.passed = ok
         if json { try call.printJSON(report) }
         if !ok {
             let failed = report.steps.first { !$0.passed }
-            throw FingersealError(.unavailable, "The self-test failed at \(failed?.name ?? "a step"): \(failed?.message ?? "").")
+            throw FingersealError(.unavailable, Messages.selftestFailed(failed?.name ?? "a step", failed?.message ?? ""))
         }
-        if !json { call.conversation.output("The self-test passed.") }
+        if !json { call.conversation.output(Messages.selftestPassed) }
         return Reply(.success)
     }
 }
