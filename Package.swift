@@ -61,6 +61,9 @@ let package = Package(
         .target(name: "SodiumKit", dependencies: ["CSodium"]),
         .target(name: "PAMKit", dependencies: ["CPAM"], swiftSettings: leanSwift),
         .target(name: "FprintKit", dependencies: ["CFprint", "CLinux"]),
+        // fprintd over D-Bus (sd-bus) and logind's lid state; FprintKit only for its value
+        // types (Finger, ReaderEvent, FprintError): nothing here calls libfprint.
+        .target(name: "FprintdKit", dependencies: ["CSystemd", "FprintKit", "SystemKit", "CLinux"]),
         .target(name: "CurlKit", dependencies: ["CCurl"]),
         .target(name: "TPMKit", dependencies: ["CTSS2"]),
         .target(name: "QRKit", dependencies: ["CQRencode"]),
@@ -140,9 +143,9 @@ let package = Package(
             dependencies: [
                 "FingersealCore", "FingerprintFlows", "IdentityClient", "SystemKit", "SodiumKit", "PAMKit", "CPAM",
                 "FprintKit", "CurlKit", "TPMKit", "QRKit", "LoopbackKit", "vault-torture", "pam-cycles", "fingerseal",
-                "fingersealed", "wire-client", "FingersealWire",
+                "fingersealed", "wire-client", "FingersealWire", "FprintdKit",
             ],
-            exclude: ["Support/pty_session.py"]
+            exclude: ["Support/pty_session.py", "Support/system-bus.conf"]
         ),
     ]
 )

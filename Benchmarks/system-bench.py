@@ -352,21 +352,9 @@ def peak_rss(commands, env, runs=20):
 # ---------------------------------------------------------------------------------------------
 # fprintd without systemd (design §6): a private system bus, polkit mocked to allow all.
 
-DBUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path={path}</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <allow own="*"/>
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow receive_sender="*"/>
-    <allow eavesdrop="true"/>
-  </policy>
-</busconfig>
-"""
+# The private system bus's configuration, shared with the Swift tests' PrivateSystemBus.
+DBUS_CONFIG = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))),
+                           "Tests", "FingersealTests", "Support", "system-bus.conf")
 
 
 class Fprintd:
@@ -382,8 +370,10 @@ class Fprintd:
             if not os.access(tool, os.X_OK):
                 raise Skip(f"{tool} is missing (scripts/install-deps installs it)")
         config = os.path.join(self.work, "system-bus.conf")
-        with open(config, "w") as f:
-            f.write(DBUS_CONFIG.format(path=os.path.join(self.work, "system_bus_socket")))
+        services = os.path.join(self.work, "services")
+        os.makedirs(services, mode=0o700)
+        with open(DBUS_CONFIG) as template, open(config, "w") as f:
+            f.write(template.read().format(path=os.path.join(self.work, "system_bus_socket"), servicedir=services))
         bus = self.processes.start(["/usr/bin/dbus-daemon", f"--config-file={config}", "--nofork", "--nopidfile",
                                     "--print-address=1"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         # Readiness: the address, printed once the bus listens.

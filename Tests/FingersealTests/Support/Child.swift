@@ -44,7 +44,8 @@ final class Child {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, inRead, 0)
         if let logFile {
-            posix_spawn_file_actions_addopen(&actions, 1, logFile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+            // Not O_CLOEXEC: the file is opened in the child before exec, and stdout must survive it.
+            posix_spawn_file_actions_addopen(&actions, 1, logFile, O_WRONLY | O_CREAT | O_APPEND, 0o600)
             posix_spawn_file_actions_adddup2(&actions, 1, 2)
         } else {
             posix_spawn_file_actions_adddup2(&actions, outWrite, 1)
