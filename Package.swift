@@ -67,9 +67,6 @@ let package = Package(
         .target(name: "CurlKit", dependencies: ["CCurl"]),
         .target(name: "TPMKit", dependencies: ["CTSS2"]),
         .target(name: "QRKit", dependencies: ["CQRencode"]),
-        // fprintd over D-Bus (sd-bus), and logind's lid state: the reader on desktops where
-        // fprintd owns it. FprintKit only for the value types both backends share.
-        .target(name: "FprintdKit", dependencies: ["CSystemd", "FprintKit", "SystemKit", "CLinux"]),
         // The browser sign-in's loopback redirect receiver (one request, then it stops).
         .target(name: "LoopbackKit", dependencies: ["CMicroHTTPD", "CLinux", "SodiumKit", "SystemKit"]),
 
