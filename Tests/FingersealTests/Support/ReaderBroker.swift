@@ -23,14 +23,14 @@ final class ReaderBroker {
     /// `reader: false`: the broker finds no reader. `config`: the broker's fingerseal.conf.
     /// `pin`: a vault for root (the tests' user) with this PIN, made with the CLI.
     init(driver: String = "virtual_device", variable: String = "FP_VIRTUAL_DEVICE", reader: Bool = true,
-         config: String = "", pin: String? = nil,
+         config: String = "", pin: String? = nil, extraEnvironment: [String: String] = [:],
          wrap: (([String]) -> (String, [String]))? = nil) throws {
         files = try TempDirectory()
         chmod(files.path, 0o755)
         self.driver = driver
         self.variable = variable
         let environment = reader ? ["FP_DRIVERS_WHITELIST": driver, variable: files.file("sensor.sock")] : ["FP_DRIVERS_WHITELIST": driver]
-        broker = try TestBroker(environment: environment, config: config, wrap: wrap)
+        broker = try TestBroker(environment: environment.merging(extraEnvironment) { $1 }, config: config, wrap: wrap)
         if let pin {
             let set = try cli(["pin", "set", "--pin-fd", "3"], fd3: pin + "\n")
             guard set.status == 0 else { throw TestFailure("pin set failed: \(set.all)") }
