@@ -142,11 +142,16 @@ public enum Fingerprint {
         let deadline = monotonicSeconds() + settings.timeout
         var failures = 0
         var lastScan: Double? = nil
-        prompter.info(Messages.placeFinger(swipe: reader.swipe, cancelHint: settings.cancelHint))
+        var prompted = false
         while failures < settings.maxTries {
             let started = monotonicSeconds()
             let operation: any ScanOperation
             do { operation = try plan.start(reader) } catch { throw translate(error) }
+            // Once the reader is armed (fprintd's VerifyStart has returned), not before.
+            if !prompted {
+                prompter.info(Messages.placeFinger(swipe: reader.swipe, cancelHint: settings.cancelHint))
+                prompted = true
+            }
             let result = operation.wait(timeout: max(deadline - started, 0), cancelFD: cancelFD) { event in
                 prompter.readerEvent(event)
                 if case let .hint(hint) = event { prompter.info(describe(hint)) }

@@ -154,4 +154,33 @@ import FingersealCore
         #expect(try rig.cli(["verify"], scans: ["SCAN finger-a"]).status == 0)
         rig.brokerOpenedNoDevice()
     }
+
+    /// Parity with the libfprint backend: the same sentences and exit codes for a retry, a
+    /// timeout and a reader another program holds.
+    @Test(.enabled(if: skip == nil)) func hintsTimeoutsAndABusyReaderAsWithLibfprint() throws {
+        let rig = try Rig()
+        let child = try rig.broker.startCLI(["verify"])
+        try rig.bus.sensor("RETRY 2") // not centred: a hint, and the scan goes on
+        try rig.bus.sensor("SCAN finger-a")
+        let hinted = child.finish()
+        #expect(hinted.status == 0 && hinted.stderr.contains("Your finger was not centred on the reader."), "\(hinted.all)")
+        let timedOut = try rig.cli(["verify", "--timeout", "1"])
+        #expect(timedOut.status == 4, "\(timedOut.all)")
+        #expect(try rig.broker.lockout().fingerFailures == 0)
+        // pam_fprintd (or GNOME) holds the reader: said plainly, the same exit code as a busy device.
+        let holder = try Child(PrivateSystemBus.python, ["-c", """
+            import dbus, sys, time
+            bus = dbus.bus.BusConnection(sys.argv[1])
+            device = dbus.Interface(bus.get_object('net.reactivated.Fprint', '/net/reactivated/Fprint/Device/0'), 'net.reactivated.Fprint.Device')
+            device.Claim('root')
+            print('held', flush=True)
+            time.sleep(60)
+            """, rig.bus.address], environment: rig.bus.environment)
+        #expect(holder.readLine() == "held")
+        let busy = try rig.cli(["verify"])
+        #expect(busy.status == 8 && busy.stderr.contains(Messages.readerBusy), "\(busy.all)")
+        holder.signal(SIGTERM)
+        _ = holder.finish(limit: 10)
+        rig.brokerOpenedNoDevice()
+    }
 }
