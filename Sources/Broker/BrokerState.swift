@@ -141,7 +141,11 @@ final class ReaderGate: @unchecked Sendable {
             device = try bus.fprintdDefaultDevice()
             try device.claim(user: user)
         } catch {
-            if case .other = error { self.bus = nil }
+            // No fprintd on the bus (reader=fprintd without it), or the bus itself broke.
+            if case let .other(domain, _, _) = error, domain == "dbus" {
+                self.bus = nil
+                throw FingersealError(.unavailable, Messages.fprintdUnavailable, detail: "\(error)")
+            }
             throw Fingerprint.translate(error)
         }
         defer { device.release() }

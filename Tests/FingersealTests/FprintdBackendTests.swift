@@ -183,4 +183,20 @@ import FingersealCore
         _ = holder.finish(limit: 10)
         rig.brokerOpenedNoDevice()
     }
+
+    /// reader=fprintd where fprintd is not on the bus, or there is no bus: said at once, and
+    /// nothing here opens a reader instead.
+    @Test(.enabled(if: skip == nil)) func fprintdRequiredButAbsent() throws {
+        let bus = try PrivateSystemBus(fprintd: false)
+        defer { bus.stop() }
+        for address in [bus.address, "unix:path=/nonexistent/system_bus_socket"] {
+            let broker = try ReaderBroker(config: "reader=fprintd\n", pin: FprintdBackendTests.pin,
+                                          extraEnvironment: ["DBUS_SYSTEM_BUS_ADDRESS": address])
+            let started = VirtualSensor.now()
+            let result = try broker.cli(["verify"])
+            #expect(result.status == 8 && result.stderr.contains(Messages.fprintdUnavailable), "\(address): \(result.all)")
+            #expect(VirtualSensor.now() - started < 5)
+            #expect(access(broker.sensor, F_OK) != 0)
+        }
+    }
 }
