@@ -18,6 +18,8 @@ import Testing
             ("interactive_services=vpn,smtp", \Options.interactiveServices, "[\"vpn\", \"smtp\"]"),
             ("unattended_services=imap", \Options.unattendedServices, "[\"imap\"]"),
             ("only_group=fingerprint", \Options.onlyGroup, "Optional(\"fingerprint\")"),
+            ("skip_services=gdm-password", \Options.skipServices, "[\"gdm-password\"]"),
+            ("prompt=none", \Options.prompt, "none"),
         ]
         let defaults = Options()
         for (setting, key, expected) in fields {
@@ -39,7 +41,8 @@ import Testing
     }
 
     @Test(arguments: ["timeout=0", "timeout=301", "timeout=-1", "timeout=", "timeout", "max_tries=0", "max_tries=21",
-                      "max_fails=0", "max_fails=101", "offline_grace=99999999999", "debug=maybe", "only_group=", "only_group=a:b", "timeout=1e3", "timeout= 5", "socket=relative", "socket=/run/../tmp/x", "interactive_services=a b"])
+                      "max_fails=0", "max_fails=101", "offline_grace=99999999999", "debug=maybe", "only_group=", "only_group=a:b", "timeout=1e3", "timeout= 5", "socket=relative", "socket=/run/../tmp/x", "interactive_services=a b",
+                      "prompt=", "prompt", "prompt=quiet", "skip_services="])
     func outOfRangeOrGarbageIsAnError(setting: String) {
         var options = Options()
         #expect(throws: FingersealError.self) { try options.apply([setting], source: "test") }
