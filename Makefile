@@ -63,15 +63,17 @@ install: build
 	# The rig group now, on this machine (a package's postinst does this through sysusers).
 	if [ -z "$(DESTDIR)" ]; then groupadd -f -r fingerseal-rig; fi
 	install -D -m 0644 pam/fingerseal.pam-config $(DESTDIR)$(PAMCONFIGDIR)/fingerseal
+	install -D -m 0644 pam/fingerseal-session.pam-config $(DESTDIR)$(PAMCONFIGDIR)/fingerseal-session
 	install -D -m 0644 man/pam_fingerseal.8 $(DESTDIR)$(PREFIX)/share/man/man8/pam_fingerseal.8
 	install -D -m 0644 man/fingersealed.8 $(DESTDIR)$(PREFIX)/share/man/man8/fingersealed.8
 	install -d $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam
-	install -m 0644 pam/examples/* $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam/
+	install -m 0644 pam/examples/* pam/README.md $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam/
 	install -D -m 0644 udev/70-fingerseal.rules $(DESTDIR)$(UDEVDIR)/rules.d/70-fingerseal.rules
 
 uninstall:
 	rm -f $(DESTDIR)$(PAMDIR)/pam_fingerseal.so $(DESTDIR)$(PREFIX)/bin/fingerseal
 	rm -f $(DESTDIR)$(PREFIX)/libexec/fingerseal/fingersealed $(DESTDIR)$(PAMCONFIGDIR)/fingerseal
+	rm -f $(DESTDIR)$(PAMCONFIGDIR)/fingerseal-session
 	rm -f $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.socket $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.service
 	rm -f $(DESTDIR)$(PAMDDIR)/fingerseal-verify $(DESTDIR)$(SYSUSERSDIR)/fingerseal.conf
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam

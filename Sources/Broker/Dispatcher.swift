@@ -172,9 +172,11 @@ enum Authorization {
         return account
     }
 
-    /// Module options a PAM host running as the user may set: presentation only. Policy
-    /// (lockout, remote, groups, tokens, timeouts towards the IdP) stays the administrator's.
-    static let optionsForUserHosts: Set<String> = ["debug", "timeout", "max_tries", "pin", "stepup", "ttl", "socket"]
+    /// Module options a PAM host running as the user may set: presentation only, and
+    /// skipping (which only lets the stack go on). Policy (lockout, remote, groups, tokens,
+    /// timeouts towards the IdP) stays the administrator's.
+    static let optionsForUserHosts: Set<String> = ["debug", "timeout", "max_tries", "pin", "stepup", "ttl", "socket",
+                                                   "skip_services", "prompt"]
 }
 
 enum Dispatcher {
@@ -220,14 +222,21 @@ enum Dispatcher {
             let work = AfterReply(uid: account.uid, pending: state.bookkeeping)
             after = work
             let (options, warnings) = try effectiveOptions(request, caller: caller, state: state)
-            // The CLI has always shown what in the configuration it did not understand.
-            if request.pam == nil { for warning in warnings { conversation.info(warning) } }
+            // The CLI has always shown what in the configuration it did not understand; a PAM
+            // host shows nothing of it, so it goes to the log (a mistyped module argument).
+            for warning in warnings {
+                if request.pam == nil { conversation.info(warning) } else {
+                    Syslog.log(.warning, "fingersealed: \(request.command.rawValue) service=\(request.pam?.service ?? "?"): \(warning)")
+                }
+            }
             let call = Call(caller: caller, request: request, conversation: conversation, state: state, account: account,
                             options: options, after: work)
             reply = try handler(request.command)(call)
         } catch let error as FingersealError {
             reply = Reply(error.outcome, error.message)
-            if error.outcome == .notPermitted || error.outcome == .systemError {
+            // A bad setting in a PAM stack shows nowhere else (the host says only PAM_SERVICE_ERR).
+            if error.outcome == .notPermitted || error.outcome == .systemError
+                || (error.outcome == .badConfiguration && request.pam != nil) {
                 Syslog.log(.warning, "fingersealed: \(request.command.rawValue) from \(caller): \(error.description)")
             }
         } catch {

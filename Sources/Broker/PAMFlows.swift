@@ -11,6 +11,13 @@ enum PAMFlows {
         let options = call.options
         let request = AuthenticationRequest(user: call.account.name, service: pam.service ?? "", remoteHost: pam.rhost,
                                             sshSession: call.caller.remote, options: options)
+        // A service with a fingerprint conversation of its own (gdm-password beside
+        // gdm-fingerprint): no opinion, at once, so no host scans twice or holds the reader
+        // against another.
+        if options.skipServices.contains(pam.service ?? "") {
+            log(call, AuthenticationResult(.notApplicable, "skip_services names this service"))
+            return Reply(.notApplicable)
+        }
         // No person can answer (a mail or VPN server using common-auth): no scan, no PIN.
         guard isInteractive(call, pam) else {
             log(call, AuthenticationResult(.unavailable, "no person to answer (no tty, no display, no login session)"))
@@ -62,7 +69,10 @@ enum PAMFlows {
         do {
             // Damaged, tampered or unsafe files: logged, nothing touched, the password next.
             guard let status = try Vault.status(store) else { return AuthenticationResult(.noVault, "no vault") }
-            let unlocked = try Unlocking.open(call, store: store, status: status, pin: options.pin ? .fallback : .never)
+            // prompt=none: a host that answers every prompt with the typed password (swaylock,
+            // i3lock) is never asked, so a password is never counted as a wrong PIN.
+            let pin: Unlocking.PINUse = options.pin && options.prompt != .none ? .fallback : .never
+            let unlocked = try Unlocking.open(call, store: store, status: status, pin: pin)
             opened = unlocked.vault
             var result = AuthenticationResult(.success, unlocked.method == .pin ? "PIN" : "matched \(unlocked.finger ?? "a finger")")
             result.method = unlocked.method
@@ -124,7 +134,10 @@ enum PAMFlows {
         return Reply(result.outcome == .success ? .notApplicable : result.outcome)
     }
 
-    /// Hands the access token authentication obtained to the session now opening.
+    /// Hands the access token authentication obtained to the session now opening, only when
+    /// it opens for the user who authenticated: sudo (and su, the other way round) change
+    /// PAM_USER between the two, and the new user's session never gets another's token. The
+    /// authenticated user's own token and grants stay where authentication put them.
     static func openSession(_ call: Call) throws -> Reply {
         guard let ticket = call.request.ticket, let token = call.state.sessions.redeem(ticket, uid: call.account.uid) else {
             return Reply(.notApplicable)
@@ -147,4 +160,9 @@ enum PAMFlows {
         Syslog.log(level, "fingersealed: \(call.request.command.rawValue) \(result.outcome.rawValue) for user=\(call.account.name) "
                    + "service=\(call.request.pam?.service ?? "?") (\(call.caller)): \(result.detail)")
     }
+}
+
+extension Call {
+    /// prompt=combined in a PAM conversation: one PIN prompt, asked while the reader waits.
+    var asksCombined: Bool { request.pam != nil && options.prompt == .combined }
 }

@@ -104,12 +104,13 @@ final class SessionRegistry: @unchecked Sendable {
         return ticket
     }
 
-    /// The token a ticket carries, once, for its user only.
+    /// The token a ticket carries, once, for its user only. The ticket is used up by any
+    /// try: offered for another user (sudo and su change PAM_USER before the session opens),
+    /// it gives nothing, then or later.
     func redeem(_ ticket: String, uid: UInt32) -> AccessToken? {
         lock.locked {
-            guard let entry = tickets[ticket], entry.uid == uid,
+            guard let entry = tickets.removeValue(forKey: ticket), entry.uid == uid,
                   monotonicSeconds() - entry.madeAt < SessionRegistry.ticketLifetime else { return nil }
-            tickets[ticket] = nil
             return entry.token
         }
     }

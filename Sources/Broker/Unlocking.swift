@@ -142,14 +142,16 @@ extension Unlocking {
         }
         var settings = try call.scanSettings()
         let turn: FingerTurn
-        if call.request.answersWhileScanning && use == .fallback {
-            settings.cancelHint = Messages.fingerOrPIN
+        if (call.request.answersWhileScanning || call.asksCombined) && use == .fallback {
+            settings.cancelHint = call.asksCombined ? Messages.fingerOrPINForPAM : Messages.fingerOrPIN
             turn = try fingerWhilePIN(call, store: store, ledger: ledger, settings: settings)
         } else {
             turn = try fingerFirst(call, store: store, ledger: ledger, settings: settings)
         }
         switch turn {
         case let .unlocked(unlocked): return unlocked
+        // In a PAM conversation Enter alone means the password, not the PIN asked again.
+        case let .fallback(failure) where failure.outcome == .cancelled && call.request.pam != nil: throw failure
         case let .fallback(failure): return try pinInstead(after: failure)
         }
     }
@@ -234,7 +236,8 @@ extension Unlocking {
         while true {
             let answer: Conversation.AnswerOrWake
             do {
-                answer = try conversation.ask(Ask(.secret, .pin, "", whileScanning: true), wakingOn: [job.done.rawValue])
+                answer = try conversation.ask(Ask(.secret, .pin, call.asksCombined ? Messages.fingerOrPINPrompt : "",
+                                                  whileScanning: true), wakingOn: [job.done.rawValue])
             } catch {
                 // A cancel (or a client gone, or no answer in time): stop the scan first.
                 _ = job.stop()

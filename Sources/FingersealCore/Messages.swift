@@ -116,6 +116,10 @@ public enum Messages {
     }
     public static let offlineNoToken = "The identity provider cannot be reached, so there is no fresh access token. The offline grace still allows unlocking."
     public static let fingerOrPIN = "or type your PIN and press Enter. Enter alone goes straight to the PIN."
+    /// prompt=combined: the one prompt of a host that drops info messages, so it says it all.
+    public static let fingerOrPINPrompt = "Touch the fingerprint reader and press Enter, or type your PIN: "
+    /// prompt=combined, for hosts that do show the sentence: Enter alone goes to the password.
+    public static let fingerOrPINForPAM = "or type your PIN. Enter alone goes on to the password."
     public static let loggedOut = "Signed out. The sign-in is removed from your vault; your PIN and fingers are kept."
     public static func revokeFailed(_ detail: String) -> String {
         "The identity provider could not be told to end the sign-in (\(embedded(detail))). It is removed here; at the provider it ends when it expires."

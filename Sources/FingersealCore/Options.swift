@@ -38,6 +38,12 @@ public struct Options: Equatable, Sendable {
     /// Whether the reader is built into the lid (skipped while the lid is closed): `auto`
     /// looks at the USB port (`removable`); `builtin` and `external` say so.
     public var readerLocation: ReaderLocation = .auto
+    /// Hosts (display managers, lock screens, polkit). `skip_services=`: services with a
+    /// fingerprint conversation of their own (gdm-password beside gdm-fingerprint), where the
+    /// module answers PAM_IGNORE at once: no scan, no question.
+    public var skipServices: [String] = []
+    /// `prompt=`: what the module may ask in a PAM conversation (see `PromptStyle`).
+    public var prompt: PromptStyle = .normal
 
     public init() {}
 
@@ -141,6 +147,12 @@ public struct Options: Equatable, Sendable {
             readerLocation = location
         case "interactive_services": interactiveServices = try services()
         case "unattended_services": unattendedServices = try services()
+        case "skip_services": skipServices = try services()
+        case "prompt":
+            guard let style = value.flatMap(PromptStyle.init(rawValue:)) else {
+                throw FingersealError(.badConfiguration, Messages.badOption(name, "use normal, combined or none"))
+            }
+            prompt = style
         // The PAM module's own: where the broker's socket is.
         case "socket": _ = try text({ $0.hasPrefix("/") && !$0.contains("..") }, "it needs an absolute path")
         case "backstop": _ = try integer(1...3600)
@@ -156,6 +168,19 @@ public enum ReaderBackendChoice: String, Sendable {
 
 public enum ReaderLocation: String, Sendable {
     case auto, builtin, external
+}
+
+/// How a PAM host's conversation is used, for hosts that show less than a terminal does.
+public enum PromptStyle: String, Sendable {
+    /// Sentences as info messages, the PIN (with `pin`) as its own prompt after the finger.
+    case normal
+    /// One PIN prompt, asked while the reader waits, whose own text says the finger works
+    /// too: for hosts that show prompts but drop info messages.
+    case combined
+    /// Nothing is ever asked, whatever `pin` says: the finger only. For hosts that answer
+    /// every prompt with the typed password (swaylock, i3lock), where a password would be
+    /// taken for a wrong PIN.
+    case none
 }
 
 extension Substring {

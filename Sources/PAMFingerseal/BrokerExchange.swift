@@ -63,44 +63,75 @@ struct BrokerExchange {
             if interrupted {
                 // A second Ctrl-C: the person does not want to wait for the broker's answer.
                 if cancelled { return .failed(.cancelled) }
-                cancelled = true
                 debug("Ctrl-C: cancel sent")
-                do {
-                    try connection.send(ClientMessage.cancel.encoded(), until: deadline)
-                } catch {
-                    return .failed(.cancelled)
-                }
-                deadline = min(deadline, monotonicSeconds() + BrokerExchange.cancelWait)
+                guard cancel(connection, &cancelled, &deadline) else { return .failed(.cancelled) }
             }
             guard let message else { continue }
+            // A conversation the host ended (gdm when the person turned to the password): a
+            // cancel, never a failure; the broker counts nothing and the stack goes on.
+            var ended = false
             switch message {
             case let .result(reply):
                 show(reply)
                 return .reply(reply)
             case let .info(text):
                 debug("info")
-                pam.info(text)
+                ended = !cancelled && !pam.info(text)
             case let .error(text):
                 debug("error")
-                pam.error(text)
+                ended = !cancelled && !pam.error(text)
             case let .ask(ask):
                 debug("ask (\(ask.kind.rawValue), \(ask.purpose.rawValue))")
                 // After a cancel nobody is asked anything more: the answer is empty.
-                var packet = cancelled ? ClientMessage.answer(Answer(.skip)).encoded() : answer(ask)
+                guard var packet = cancelled ? ClientMessage.answer(Answer(.skip)).encoded() : answer(ask) else {
+                    ended = true
+                    break
+                }
                 defer { Wire.wipe(&packet) }
                 do {
                     try connection.send(packet, until: monotonicSeconds() + options.messageWait)
                 } catch {
+                    // The broker may have ended meanwhile (prompt=combined: the finger matched
+                    // while the host waited for Enter); its result is still there to read.
+                    if let reply = leftResult(connection) {
+                        show(reply)
+                        return .reply(reply)
+                    }
                     return failed(error, cancelled: cancelled)
                 }
             case .event, .output, .browse, .data:
                 // For the CLI and rigs; a PAM host has nowhere to put them.
                 debug("ignored a message for other clients")
             }
+            if ended {
+                debug("the host ended the conversation: cancel sent")
+                guard cancel(connection, &cancelled, &deadline) else { return .failed(.cancelled) }
+            }
             // The person may take their time in the conversation; the broker's next message is
             // due within the bound from now (after a cancel, the cancel's bound stands).
             if !cancelled { deadline = monotonicSeconds() + options.messageWait }
         }
+    }
+
+    /// Tells the broker to stop (Ctrl-C, or a conversation the host ended); its result is then
+    /// due within `cancelWait`. False when the broker could not be told.
+    private func cancel(_ connection: WireConnection, _ cancelled: inout Bool, _ deadline: inout Double) -> Bool {
+        cancelled = true
+        do {
+            try connection.send(ClientMessage.cancel.encoded(), until: deadline)
+        } catch {
+            return false
+        }
+        deadline = min(deadline, monotonicSeconds() + BrokerExchange.cancelWait)
+        return true
+    }
+
+    /// A result the broker sent before it hung up, if one is waiting to be read.
+    private func leftResult(_ connection: WireConnection) -> Reply? {
+        while case let .message(message)? = try? connection.receive(until: monotonicSeconds() + 0.2, BrokerMessage.decode) {
+            if case let .result(reply) = message { return reply }
+        }
+        return nil
     }
 
     /// The broker's next message, with Ctrl-C watched while waiting for it, and only then: in
@@ -117,12 +148,13 @@ struct BrokerExchange {
     }
 
     /// The answer packet for `ask`. The person's answer goes from PAM's response buffer into the
-    /// packet and is wiped on the way (never a String); a failed or empty conversation (a
-    /// graphical host that ended it: the person chose the password) is a skip, never a failure.
-    private func answer(_ ask: Ask) -> [UInt8] {
+    /// packet and is wiped on the way (never a String); an empty answer is a skip. nil: the
+    /// conversation failed or gave nothing back (a graphical host that ended it: the person
+    /// chose the password), which the caller turns into a cancel.
+    private func answer(_ ask: Ask) -> [UInt8]? {
         let kind: Answer.Kind = ask.kind == .secret ? .secret : .text
         let packet = pam.withAnswer(ask.prompt, echo: ask.kind == .visible) { raw -> [UInt8]? in
-            guard raw.count > 0 else { return nil }
+            guard raw.count > 0 else { return ClientMessage.answer(Answer(.skip)).encoded() }
             var answer = Answer(kind, Array(raw))
             let packet = ClientMessage.answer(answer).encoded()
             // The message above was a temporary: `answer.value` is ours alone again, so this
@@ -130,7 +162,7 @@ struct BrokerExchange {
             Wire.wipe(&answer.value)
             return packet
         }
-        return (packet ?? nil) ?? ClientMessage.answer(Answer(.skip)).encoded()
+        return packet ?? nil
     }
 
     /// The result's own sentence, if the broker gave one.

@@ -11,10 +11,11 @@ public struct PAMHandle {
     }
 
     public enum Item {
-        case service, rhost, ruser, tty, xdisplay
+        case service, rhost, ruser, tty, xdisplay, user
 
         var code: Int32 {
             switch self {
+            case .user: return PAM_USER
             case .service: return PAM_SERVICE
             case .rhost: return PAM_RHOST
             case .ruser: return PAM_RUSER
@@ -56,11 +57,16 @@ public struct PAMHandle {
         fs_pam_syslog(raw, level.priority | LOG_AUTHPRIV, message)
     }
 
-    /// Shows an informational line to the user.
-    public func info(_ message: String) {
+    /// Shows an informational line to the user; false when the conversation failed (a
+    /// graphical host that ended it).
+    @discardableResult
+    public func info(_ message: String) -> Bool { show(PAM_TEXT_INFO, message) }
+
+    private func show(_ style: Int32, _ message: String) -> Bool {
         var response: UnsafeMutablePointer<CChar>? = nil
-        _ = fs_pam_prompt(raw, PAM_TEXT_INFO, &response, message)
+        let rc = fs_pam_prompt(raw, style, &response, message)
         free(response)
+        return rc == PAM_SUCCESS
     }
 
     /// Asks for a secret without echo (PAM_PROMPT_ECHO_OFF) and lends the answer to `body`;
@@ -120,10 +126,7 @@ public struct PAMHandle {
         return try body(UnsafeRawBufferPointer(start: data + MemoryLayout<Int>.size, count: count))
     }
 
-    /// Shows an error line to the user.
-    public func error(_ message: String) {
-        var response: UnsafeMutablePointer<CChar>? = nil
-        _ = fs_pam_prompt(raw, PAM_ERROR_MSG, &response, message)
-        free(response)
-    }
+    /// Shows an error line to the user; false when the conversation failed.
+    @discardableResult
+    public func error(_ message: String) -> Bool { show(PAM_ERROR_MSG, message) }
 }

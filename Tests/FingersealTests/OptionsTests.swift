@@ -21,6 +21,8 @@ import Testing
             ("reader=fprintd", \Options.reader, "fprintd"),
             ("fprintd_storage=/srv/fprint", \Options.fprintdStorage, "/srv/fprint"),
             ("reader_location=external", \Options.readerLocation, "external"),
+            ("skip_services=gdm-password", \Options.skipServices, "[\"gdm-password\"]"),
+            ("prompt=none", \Options.prompt, "none"),
         ]
         let defaults = Options()
         for (setting, key, expected) in fields {
@@ -43,7 +45,8 @@ import Testing
 
     @Test(arguments: ["timeout=0", "timeout=301", "timeout=-1", "timeout=", "timeout", "max_tries=0", "max_tries=21",
                       "max_fails=0", "max_fails=101", "offline_grace=99999999999", "debug=maybe", "only_group=", "only_group=a:b", "timeout=1e3", "timeout= 5", "socket=relative", "socket=/run/../tmp/x", "interactive_services=a b",
-                      "reader=both", "reader=", "fprintd_storage=relative", "fprintd_storage=/var/../etc", "reader_location=lid"])
+                      "reader=both", "reader=", "fprintd_storage=relative", "fprintd_storage=/var/../etc", "reader_location=lid",
+                      "prompt=", "prompt", "prompt=quiet", "skip_services="])
     func outOfRangeOrGarbageIsAnError(setting: String) {
         var options = Options()
         #expect(throws: FingersealError.self) { try options.apply([setting], source: "test") }
