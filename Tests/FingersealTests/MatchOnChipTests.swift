@@ -106,18 +106,6 @@ import Testing
         #expect(result.stderr.contains("The self-test failed at verify: The fingerprint did not match.\n"), "\(result.stderr)")
     }
 
-    @Test func selftestReportsAReaderThatDidNotClose() throws {
-        let rig = try Self.storageRig()
-        let child = try rig.start(["selftest", "--json"])
-        // The close sleeps 7 s; the broker waits 5 s for it.
-        try Self.feed(Self.selftest(close: "SLEEP 7000"), rig, child)
-        let result = child.finish()
-        #expect(result.status == 8, "\(result.all)")
-        #expect(result.stdout.contains("\"passed\" : false"), "\(result.stdout)")
-        #expect(result.stdout.contains("The reader did not close in time."), "\(result.stdout)")
-        #expect(result.stderr.contains("The self-test failed at close: The reader did not close in time.\n"), "\(result.stderr)")
-    }
-
     static let storageFull = "The reader's storage is full. fingerseal never deletes other programs' prints to make room: "
         + "remove prints you no longer need with the program that stored them, then enroll again."
 

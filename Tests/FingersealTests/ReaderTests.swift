@@ -84,6 +84,17 @@ extension InProcessLibfprint {
         #expect(threadCount() == threadsBefore, "the worker thread must be joined on close: \(names)")
     }
 
+    /// A reader that does not confirm its close in time is reported (the self-test's close
+    /// step): the virtual device takes a SLEEP queued while idle at its close.
+    @Test func closeReportsAReaderThatDidNotConfirm() throws {
+        let env = try VirtualEnvironment(driver: "virtual_device", variable: "FP_VIRTUAL_DEVICE")
+        let slow = try Reader()
+        try VirtualSensor.send("SLEEP 3000", to: env.socket)
+        #expect(slow.close(timeout: 1) == false)
+        let quick = try Reader()
+        #expect(quick.close(timeout: 5))
+    }
+
     @Test func retryHintReachesTheCaller() throws {
         let env = try VirtualEnvironment(driver: "virtual_device", variable: "FP_VIRTUAL_DEVICE")
         let reader = try Reader()
