@@ -81,8 +81,15 @@ final class ReaderGate: @unchecked Sendable {
     /// The system bus, kept open between requests; nil when there is none. Holder only.
     private func systemBus() -> SystemBus? {
         if let bus { return bus }
-        bus = try? SystemBus.open()
+        bus = ReaderGate.openSystemBus()
         return bus
+    }
+
+    /// A new connection to the system bus; nil at once where there is none (kiosks and rigs
+    /// without D-Bus: no socket, no address), without asking sd-bus.
+    static func openSystemBus() -> SystemBus? {
+        guard getenv("DBUS_SYSTEM_BUS_ADDRESS") != nil || access("/run/dbus/system_bus_socket", F_OK) == 0 else { return nil }
+        return try? SystemBus.open()
     }
 
     /// The backend `choice` comes to now. Holder only.
@@ -163,7 +170,7 @@ final class ReaderGate: @unchecked Sendable {
     func fprintdSet(_ call: Call) throws -> FprintdSet? {
         let choice = call.options.reader
         guard choice != .libfprint else { return nil }
-        guard let bus = try? SystemBus.open() else {
+        guard let bus = ReaderGate.openSystemBus() else {
             if choice == .fprintd { throw FingersealError(.unavailable, Messages.fprintdUnavailable) }
             return nil
         }

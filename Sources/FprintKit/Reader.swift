@@ -168,8 +168,13 @@ public final class Reader: @unchecked Sendable {
     public func close(timeout: Double = 5) -> Bool {
         guard !closed else { return true }
         closed = true
+        // Confirmed within `timeout`: a close that libfprint confirms only during the cancel
+        // grace after it came too late, and is reported so.
+        let started = monotonicNow()
         var confirmed = false
-        if let operation = try? start(.close), case .done = operation.wait(timeout: timeout) { confirmed = true }
+        if let operation = try? start(.close), case .done = operation.wait(timeout: timeout) {
+            confirmed = monotonicNow() - started <= timeout
+        }
         release()
         return confirmed
     }
