@@ -7,13 +7,21 @@ extension Options {
     /// defaults. Returns the options and any warnings about unknown names.
     public static func loadSystem(path: String = Options.configPath) throws -> (Options, [String]) {
         var options = Options()
+        guard let bytes = try readSystemFile(path, sizeLimit: Options.maxConfigSize) else { return (options, []) }
+        let warnings = try options.applyConfigFile(String(decoding: bytes, as: UTF8.self), source: path)
+        return (options, warnings)
+    }
+
+    /// A file the administrator owns (the configuration, the user map), read safely; nil
+    /// when it does not exist.
+    static func readSystemFile(_ path: String, sizeLimit: Int) throws -> [UInt8]? {
         let slash = path.lastIndex(of: "/") ?? path.startIndex
         let directoryPath = slash == path.startIndex ? "/" : String(path[..<slash])
         let name = String(path[path.index(after: slash)...])
         let bytes: [UInt8]?
         do {
             let directory = try SafeDirectory(path: directoryPath, owner: 0)
-            bytes = try directory.read(name, sizeLimit: Options.maxConfigSize)
+            bytes = try directory.read(name, sizeLimit: sizeLimit)
         } catch let error as SystemError where error.code == ENOENT {
             bytes = nil
         } catch let error as UnsafeFileError {
@@ -21,8 +29,6 @@ extension Options {
         } catch {
             throw FingersealError(.badConfiguration, Messages.systemFailure("read \(path)"), detail: "\(error)")
         }
-        guard let bytes else { return (options, []) }
-        let warnings = try options.applyConfigFile(String(decoding: bytes, as: UTF8.self), source: path)
-        return (options, warnings)
+        return bytes
     }
 }

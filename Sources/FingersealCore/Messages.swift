@@ -157,6 +157,15 @@ public enum Messages {
     public static let credentialsRefused = "The identity provider refused the user name or password."
     public static let noRefreshToken = "The identity provider issued no refresh token. Ask for the offline_access scope, or ask your administrator to allow refresh tokens for this client."
     public static func signedIn(_ issuer: String) -> String { "Signed in to \(issuer). The sign-in is sealed in your vault." }
+    public static func signedInAs(_ who: String) -> String { "Signed in as \(who)." }
+    public static func identityMismatch(_ who: String, _ user: String) -> String {
+        "The identity provider signed in \(who), which is not the account \(user) on this computer, so the sign-in was refused and nothing was stored."
+    }
+    public static func identityClaimMissing(_ who: String, _ claim: String, _ user: String) -> String {
+        "The identity provider did not say which account \(who) is here (it sent no \(claim) for the account \(user)), so the sign-in was refused and nothing was stored."
+    }
+    public static let identityUnknown = "The identity provider did not say who signed in (no ID token and no userinfo), so the sign-in was refused: this computer requires the account to match."
+    public static let identityChanged = "The identity provider now names another account than the one that signed in, so a new sign-in is required. Run: fingerseal login"
     public static let offerEnroll = "To unlock with your finger from now on, run: fingerseal enroll"
     public static func passwordPrompt(_ user: String) -> String { "Password for \(user): " }
     public static func providerProblem(_ detail: String) -> String { "The identity provider cannot be used: \(embedded(detail))." }
@@ -219,6 +228,7 @@ public enum Messages {
         case "noReader": return "no fingerprint reader"
         case "noPrints": return "no print for this reader"
         case "notEnrolled": return "no finger enrolled"
+        case "identityMismatch": return "the identity provider named another account"
         case "fingersChanged": return "the fingers enrolled in fprintd changed"
         case "noVault": return "not set up"
         case "noPIN": return "no PIN"

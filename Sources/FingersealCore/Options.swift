@@ -44,6 +44,11 @@ public struct Options: Equatable, Sendable {
     public var skipServices: [String] = []
     /// `prompt=`: what the module may ask in a PAM conversation (see `PromptStyle`).
     public var prompt: PromptStyle = .normal
+    // The IdP account bound to the Linux account (issue 12 §2).
+    /// `user_claim=`: the claim that must equal the Linux user name; nil: nothing enforced.
+    public var userClaim: UserClaim? = nil
+    /// `user_map=`: the subject-to-user map `user_claim=sub` reads.
+    public var userMap = UserMap.defaultPath
 
     public init() {}
 
@@ -147,6 +152,12 @@ public struct Options: Equatable, Sendable {
             readerLocation = location
         case "interactive_services": interactiveServices = try services()
         case "unattended_services": unattendedServices = try services()
+        case "user_claim":
+            guard let value, let claim = UserClaim(rawValue: value) else {
+                throw FingersealError(.badConfiguration, Messages.badOption(name, "use preferred_username, email, email_local or sub"))
+            }
+            userClaim = claim
+        case "user_map": userMap = try text({ $0.hasPrefix("/") && !$0.contains("..") && $0.utf8.count <= 1024 }, "it needs an absolute path")
         case "skip_services": skipServices = try services()
         case "prompt":
             guard let style = value.flatMap(PromptStyle.init(rawValue:)) else {

@@ -10,6 +10,21 @@ public enum TokenChain {
     /// client, its secret). Called under the vault lock; it must not talk to the network.
     public typealias ClientFactory = (ProviderRecord, SecureBytes?) throws(TokenFailure) -> any TokenClient
 
+    /// What a refresh's answer says of who is signed in, compared with what the vault holds.
+    public enum IdentityAfterRefresh: Sendable {
+        /// The same account, or nothing to check with.
+        case unchanged
+        /// First learnt now (a sign-in from before the binding, or one the provider did not name).
+        case learnt(SignedInIdentity)
+        /// Another account than the one that signed in (or, with `user_claim`, not this user's).
+        case otherAccount
+    }
+
+    /// Checks a refresh's answer (a verified ID token, or userinfo with the fresh access
+    /// token); throws when it cannot tell. Called under the vault lock, after the rotated
+    /// refresh token is in the update.
+    public typealias IdentityCheck = (TokenSet, ProviderRecord, SignedInIdentity?) throws(TokenFailure) -> IdentityAfterRefresh
+
     public enum Result {
         /// A fresh access token; the rotated refresh token is already sealed and fsync'd.
         case refreshed(TokenSet)
@@ -19,6 +34,8 @@ public enum TokenChain {
         case notSignedIn
         /// The IdP ended the chain (now or earlier): `fingerseal login` is needed.
         case signInRequired
+        /// The refresh named another account: the chain is ended here; `fingerseal login`.
+        case otherAccount
         /// Unreachable beyond the offline grace. The refresh token is kept.
         case unreachable(String)
         /// A refusal, or an answer that is not a token. The refresh token is kept.
@@ -29,7 +46,7 @@ public enum TokenChain {
             case .refreshed: return .refreshed
             case .offline: return .offline
             case .notSignedIn: return .notSignedIn
-            case .signInRequired: return .signInRequired
+            case .signInRequired, .otherAccount: return .signInRequired
             case .unreachable: return .unreachable
             case .failed: return .failed
             }
@@ -42,6 +59,7 @@ public enum TokenChain {
             case .offline: return nil
             case .notSignedIn: throw FingersealError(.signInRequired, Messages.notSignedIn)
             case .signInRequired: throw FingersealError(.signInRequired, Messages.signInRequired)
+            case .otherAccount: throw FingersealError(.signInRequired, Messages.identityChanged)
             case let .unreachable(why): throw FingersealError(.unavailable, Messages.idpUnreachable, detail: why)
             case let .failed(why): throw FingersealError(.unavailable, Messages.idpRefused, detail: why)
             }
@@ -50,8 +68,8 @@ public enum TokenChain {
 
     /// Refreshes with the client the vault's sign-in names.
     public static func refresh(_ vault: UnlockedVault, offlineGrace: Int, clock: any Clock = SystemClock(),
-                               makeClient: ClientFactory) throws -> Result {
-        try refresh(vault, offlineGrace: offlineGrace, clock: clock) { editor throws(TokenFailure) in
+                               makeClient: ClientFactory, identity: IdentityCheck? = nil) throws -> Result {
+        try refresh(vault, offlineGrace: offlineGrace, clock: clock, identity: identity) { editor throws(TokenFailure) in
             guard let provider = editor.provider else { throw .badConfiguration("the vault names no identity provider") }
             let secret: SecureBytes?
             do { secret = provider.confidential == true ? try editor.secret(clientSecretRecord) : nil } catch {
@@ -64,8 +82,8 @@ public enum TokenChain {
 
     /// Refreshes with a given client.
     public static func refresh(_ vault: UnlockedVault, client: any TokenClient, offlineGrace: Int,
-                               clock: any Clock = SystemClock()) throws -> Result {
-        try refresh(vault, offlineGrace: offlineGrace, clock: clock) { _ throws(TokenFailure) in client }
+                               clock: any Clock = SystemClock(), identity: IdentityCheck? = nil) throws -> Result {
+        try refresh(vault, offlineGrace: offlineGrace, clock: clock, identity: identity) { _ throws(TokenFailure) in client }
     }
 
     /// Refreshes under the vault's exclusive lock, so two unlocks (the CLI and PAM at once)
@@ -76,7 +94,7 @@ public enum TokenChain {
     /// IdP that did not rotate, or allows a short reuse window, answers normally; one that did
     /// rotate and protects against reuse answers `invalid_grant`, which ends the chain
     /// cleanly (sign-in required) instead of failing silently.
-    private static func refresh(_ vault: UnlockedVault, offlineGrace: Int, clock: any Clock,
+    private static func refresh(_ vault: UnlockedVault, offlineGrace: Int, clock: any Clock, identity: IdentityCheck?,
                                 client: (VaultEditor) throws(TokenFailure) -> any TokenClient) throws -> Result {
         try vault.update { editor -> Result in
             if editor.signIn == .required { return .signInRequired }
@@ -101,6 +119,21 @@ public enum TokenChain {
             }
             if let rotated = tokens.refreshToken { try editor.setSecret(refreshTokenRecord, rotated) }
             editor.setLastRefresh(clock.now())
+            // Whatever the identity check says, the rotated token is in this update: it is
+            // written, or (another account) the chain ends with it.
+            if let identity, let provider = editor.provider {
+                do throws(TokenFailure) {
+                    switch try identity(tokens, provider, editor.identity) {
+                    case .unchanged: break
+                    case let .learnt(who): editor.setIdentity(who)
+                    case .otherAccount:
+                        editor.endChain()
+                        return .otherAccount
+                    }
+                } catch {
+                    return .failed("the answer's identity could not be checked: \(error)")
+                }
+            }
             return .refreshed(tokens)
         }
         // update() has sealed and fsync'd the rotated token before the caller sees it.

@@ -16,6 +16,8 @@ public struct VaultStatus: Equatable, Sendable {
     public let fingers: [String]
     /// fprintd's enrolled set the device slot is bound to (the fprintd backend).
     public let fprintd: FprintdSet?
+    /// Who is signed in at the identity provider, when it said.
+    public let identity: SignedInIdentity?
     public let signIn: SignInState
     public let provider: ProviderRecord?
     public let lockout: LockoutState
@@ -42,7 +44,8 @@ public enum Vault {
                 return VaultStatus.Slot(kind: slot.kind, protection: slot.protection, usable: usable)
             }
             return VaultStatus(directory: store.location.directory, createdAt: document.createdAt, keyslots: slots,
-                               fingers: document.fingers, fprintd: document.fprintd, signIn: document.signIn,
+                               fingers: document.fingers, fprintd: document.fprintd, identity: document.identity,
+                               signIn: document.signIn,
                                provider: document.provider, lockout: lockout)
         }
         return result ?? nil
@@ -286,9 +289,11 @@ public struct VaultEditor {
 
     public var provider: ProviderRecord? { document.provider }
 
-    /// Records a completed sign-in: the new refresh token, its provider, the chain alive.
+    /// Records a completed sign-in: the new refresh token, its provider, who signed in (when
+    /// the provider said), the chain alive.
     public mutating func signedIn(refreshToken: SecureBytes, provider: ProviderRecord, clientSecret: SecureBytes? = nil,
-                                  at time: Int64) throws {
+                                  identity: SignedInIdentity? = nil, at time: Int64) throws {
+        document.identity = identity
         try setSecret(TokenChain.refreshTokenRecord, refreshToken)
         if let clientSecret { try setSecret(TokenChain.clientSecretRecord, clientSecret) } else {
             removeSecret(TokenChain.clientSecretRecord)
@@ -304,8 +309,23 @@ public struct VaultEditor {
         removeSecret(TokenChain.refreshTokenRecord)
         removeSecret(TokenChain.clientSecretRecord)
         document.provider = nil
+        document.identity = nil
         document.signIn = .none
         document.lastRefreshAt = nil
+    }
+
+    public var identity: SignedInIdentity? { document.identity }
+
+    /// Who signed in, learnt later (a refresh's verified answer) for a sign-in that had none.
+    public mutating func setIdentity(_ identity: SignedInIdentity) {
+        document.identity = identity
+    }
+
+    /// The identity provider named another account: the chain ends here, and its refresh
+    /// token (which is that other account's) goes.
+    public mutating func endChain() {
+        removeSecret(TokenChain.refreshTokenRecord)
+        document.signIn = .required
     }
 
     public mutating func setLastRefresh(_ time: Int64) {

@@ -122,6 +122,8 @@ struct VaultDocument: Codable, Equatable {
     var auditHead: AuditHead? = nil
     /// fprintd's enrolled set the device slot is bound to; nil when fprintd is not used.
     var fprintd: FprintdSet? = nil
+    /// Who the identity provider said signed in, when it said (verified ID token or userinfo).
+    var identity: SignedInIdentity? = nil
     var mac: String
 
     func keyslot(_ kind: KeyslotKind) -> KeyslotRecord? {

@@ -23,6 +23,8 @@ import Testing
             ("reader_location=external", \Options.readerLocation, "external"),
             ("skip_services=gdm-password", \Options.skipServices, "[\"gdm-password\"]"),
             ("prompt=none", \Options.prompt, "none"),
+            ("user_claim=email_local", \Options.userClaim, "Optional(FingersealCore.UserClaim.emailLocalPart)"),
+            ("user_map=/srv/users.map", \Options.userMap, "/srv/users.map"),
         ]
         let defaults = Options()
         for (setting, key, expected) in fields {
@@ -46,7 +48,8 @@ import Testing
     @Test(arguments: ["timeout=0", "timeout=301", "timeout=-1", "timeout=", "timeout", "max_tries=0", "max_tries=21",
                       "max_fails=0", "max_fails=101", "offline_grace=99999999999", "debug=maybe", "only_group=", "only_group=a:b", "timeout=1e3", "timeout= 5", "socket=relative", "socket=/run/../tmp/x", "interactive_services=a b",
                       "reader=both", "reader=", "fprintd_storage=relative", "fprintd_storage=/var/../etc", "reader_location=lid",
-                      "prompt=", "prompt", "prompt=quiet", "skip_services="])
+                      "prompt=", "prompt", "prompt=quiet", "skip_services=",
+                      "user_claim=name", "user_claim=", "user_map=relative"])
     func outOfRangeOrGarbageIsAnError(setting: String) {
         var options = Options()
         #expect(throws: FingersealError.self) { try options.apply([setting], source: "test") }

@@ -28,6 +28,8 @@ enum VaultCommands {
         var signIn: String? = nil
         var issuer: String? = nil
         var clientId: String? = nil
+        /// Who the identity provider said signed in (`Signed in as …`).
+        var signedInAs: String? = nil
         var lockout: Lockout? = nil
         /// "fprintd" when fprintd holds the fingers (then `fprintdFingers` and `fingersChanged`).
         var reader: String? = nil
@@ -80,6 +82,7 @@ enum VaultCommands {
             report.signIn = status.signIn.rawValue
             report.issuer = status.provider?.issuer
             report.clientId = status.provider?.clientID
+            report.signedInAs = status.signIn == .none ? nil : status.identity?.display
             report.lockout = .init(fingerFailures: status.lockout.fingerFailures, fingerLocked: status.lockout.fingerLocked,
                                    pinFailures: status.lockout.pinFailures, pinLocked: status.lockout.pinLocked)
             try call.printJSON(report)
@@ -99,6 +102,7 @@ enum VaultCommands {
             lines.append("Fingers enrolled: " + (status.fingers.isEmpty ? "none" : status.fingers.joined(separator: ", ")))
         }
         lines.append("Sign-in: " + describe(status.signIn) + (status.provider.map { " (\($0.issuer), client \($0.clientID))" } ?? ""))
+        if status.signIn != .none, let identity = status.identity { lines.append(Messages.signedInAs(identity.display)) }
         lines.append("Fingerprint lock: " + (status.lockout.fingerLocked
             ? "locked after too many failed scans; a PIN or password success unlocks it"
             : "not locked; failed scans in a row: \(status.lockout.fingerFailures)"))
