@@ -44,6 +44,9 @@ public struct Options: Equatable, Sendable {
     public var skipServices: [String] = []
     /// `prompt=`: what the module may ask in a PAM conversation (see `PromptStyle`).
     public var prompt: PromptStyle = .normal
+    /// `redirect_port=`: the loopback port of the browser sign-in, for providers that match
+    /// redirect URIs exactly (`--redirect-port` wins; none: a free port each time).
+    public var redirectPort: Int? = nil
 
     public init() {}
 
@@ -156,6 +159,7 @@ public struct Options: Equatable, Sendable {
         // The PAM module's own: where the broker's socket is.
         case "socket": _ = try text({ $0.hasPrefix("/") && !$0.contains("..") }, "it needs an absolute path")
         case "backstop": _ = try integer(1...3600)
+        case "redirect_port": redirectPort = try integer(1024...65535)
         default: return false
         }
         return true

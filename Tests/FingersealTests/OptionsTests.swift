@@ -23,6 +23,7 @@ import Testing
             ("reader_location=external", \Options.readerLocation, "external"),
             ("skip_services=gdm-password", \Options.skipServices, "[\"gdm-password\"]"),
             ("prompt=none", \Options.prompt, "none"),
+            ("redirect_port=8765", \Options.redirectPort, "Optional(8765)"),
         ]
         let defaults = Options()
         for (setting, key, expected) in fields {
