@@ -336,12 +336,15 @@ public enum Messages {
         case let .rejected(status, _): detail = "it refused the request with HTTP status \(status)"
         case .malformed: detail = "its answer could not be read"
         case .badConfiguration: detail = "its configuration cannot be used"
-        case .chainEnded: detail = "it no longer knows this sign-in"
+        case .chainEnded, .credentialsRefused: detail = "it no longer knows this sign-in"
+        case .clientAuthenticationRequired: return revokeNeedsClientSecret
         case .accessDenied: detail = "it refused the request"
         case .authorizationPending, .slowDown, .expiredToken: detail = "it gave an unexpected answer"
         }
         return revokeFailed(detail)
     }
+
+    public static let revokeNeedsClientSecret = "The identity provider lets only clients with a secret end a sign-in early. It is removed here; at the provider it ends when it expires."
 
     // Sign-in: a confidential client's secret, asked through the client
     public static let clientSecretPrompt = "Client secret: "

@@ -49,6 +49,9 @@ public struct Options: Equatable, Sendable {
     public var userClaim: UserClaim? = nil
     /// `user_map=`: the subject-to-user map `user_claim=sub` reads.
     public var userMap = UserMap.defaultPath
+    /// `redirect_port=`: the loopback port of the browser sign-in, for providers that match
+    /// redirect URIs exactly (`--redirect-port` wins; none: a free port each time).
+    public var redirectPort: Int? = nil
 
     public init() {}
 
@@ -167,6 +170,7 @@ public struct Options: Equatable, Sendable {
         // The PAM module's own: where the broker's socket is.
         case "socket": _ = try text({ $0.hasPrefix("/") && !$0.contains("..") }, "it needs an absolute path")
         case "backstop": _ = try integer(1...3600)
+        case "redirect_port": redirectPort = try integer(1024...65535)
         default: return false
         }
         return true

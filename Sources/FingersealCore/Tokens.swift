@@ -19,11 +19,18 @@ public struct TokenSet {
 
 /// Why a token request did not give tokens, sorted by what the caller must do about it.
 public enum TokenFailure: Error, Equatable, Sendable {
-    /// `invalid_grant`: the refresh-token chain is over; a new sign-in is needed.
+    /// `invalid_grant`, or on a refresh any refusal: the refresh-token chain is over; a new
+    /// sign-in is needed. Carries the error code, or the HTTP status when there was none.
     case chainEnded(String)
     /// Network error, timeout, TLS failure or a 5xx: try again later (offline policy).
     case unreachable(String)
-    /// Any other refusal, standard or not, or an error without a body.
+    /// A password grant refused with 400, 401 or 403: the user name or password (the
+    /// provider's code when it gave one).
+    case credentialsRefused(code: String?)
+    /// The provider takes the request only from a client that authenticates (revocation by
+    /// a public client, at some providers).
+    case clientAuthenticationRequired(status: Int)
+    /// Any other refusal, standard or not.
     case rejected(status: Int, code: String?)
     /// Not a token response: not JSON, oversized, missing fields.
     case malformed(String)

@@ -112,7 +112,7 @@ extension OAuthClient {
 
     /// Redeems an authorization code (RFC 6749 §4.1.3) with its PKCE verifier.
     public func exchangeCode(_ code: String, redirectURI: String, verifier: String) throws(TokenFailure) -> TokenSet {
-        try tokenRequest([("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI),
+        try tokenRequest(.codeExchange, [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI),
                           ("code_verifier", verifier)])
     }
 }

@@ -53,11 +53,11 @@ public struct OAuthClient: TokenClient, Sendable {
     }
 
     public func refresh(_ refreshToken: SecureBytes) throws(TokenFailure) -> TokenSet {
-        try tokenRequest([("grant_type", "refresh_token"), ("refresh_token", TokenRequests.text(refreshToken))])
+        try tokenRequest(.refresh, [("grant_type", "refresh_token"), ("refresh_token", TokenRequests.text(refreshToken))])
     }
 
     public func passwordGrant(username: String, password: SecureBytes, scope: String) throws(TokenFailure) -> TokenSet {
-        try tokenRequest([("grant_type", "password"), ("username", username), ("password", TokenRequests.text(password)),
+        try tokenRequest(.passwordGrant, [("grant_type", "password"), ("username", username), ("password", TokenRequests.text(password)),
                           ("scope", scope)])
     }
 
@@ -65,7 +65,8 @@ public struct OAuthClient: TokenClient, Sendable {
         guard let endpoint = metadata.deviceAuthorizationEndpoint else {
             throw .badConfiguration("the provider offers no device authorization")
         }
-        let body = try post(endpoint, [("client_id", clientID), ("scope", scope)])
+        // post() adds client_id (public client) or the credentials: each parameter once.
+        let body = try post(.deviceAuthorization, endpoint, [("scope", scope)])
         struct Answer: Decodable {
             let device_code: String
             let user_code: String
@@ -91,7 +92,7 @@ public struct OAuthClient: TokenClient, Sendable {
 
     /// One poll; throws `.authorizationPending` or `.slowDown` while the user has not acted.
     public func pollDevice(_ authorization: DeviceAuthorization) throws(TokenFailure) -> TokenSet {
-        try tokenRequest([("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),
+        try tokenRequest(.devicePoll, [("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),
                           ("device_code", authorization.deviceCode)])
     }
 
@@ -99,34 +100,36 @@ public struct OAuthClient: TokenClient, Sendable {
     @discardableResult
     public func revoke(_ token: SecureBytes, hint: String = "refresh_token") throws(TokenFailure) -> Bool {
         guard let endpoint = metadata.revocationEndpoint else { return false }
-        _ = try post(endpoint, [("token", TokenRequests.text(token)), ("token_type_hint", hint)])
+        _ = try post(.revocation, endpoint, [("token", TokenRequests.text(token)), ("token_type_hint", hint)])
         return true
     }
 
-    func tokenRequest(_ fields: [(name: String, value: String)]) throws(TokenFailure) -> TokenSet {
-        try TokenRequests.parseTokens(try post(metadata.tokenEndpoint, fields))
+    func tokenRequest(_ kind: TokenRequests.Kind, _ fields: [(name: String, value: String)]) throws(TokenFailure) -> TokenSet {
+        try TokenRequests.parseTokens(try post(kind, metadata.tokenEndpoint, fields))
     }
 
-    /// POSTs a form with the client's credentials; returns the body of a 200, or throws the
-    /// classified error.
-    func post(_ url: String, _ fields: [(name: String, value: String)]) throws(TokenFailure) -> [UInt8] {
+    /// POSTs a form, adding the client's authentication (the only place that does: `client_id`
+    /// for a public client, HTTP Basic for a confidential one); returns the body of a success,
+    /// or throws what `TokenRequests.failure` makes of the answer.
+    func post(_ kind: TokenRequests.Kind, _ url: String, _ fields: [(name: String, value: String)]) throws(TokenFailure) -> [UInt8] {
         var form = fields
         var headers: [(name: String, value: String)] = [("Accept", "application/json")]
         if let clientSecret {
             // client_secret_basic (RFC 6749 2.3.1): both parts form-encoded first.
             let pair = FormEncoding.percentEncode(clientID) + ":" + FormEncoding.percentEncode(clientSecret)
             headers.append(("Authorization", "Basic " + Data(pair.utf8).base64EncodedString()))
-        } else {
-            form.append(("client_id", clientID))
         }
+        // A public client names itself. So does a confidential one asking for a device code:
+        // RFC 8628 §3.1 shows client_id there, and oauthlib requires it beside HTTP Basic.
+        if clientSecret == nil || kind == .deviceAuthorization { form.append(("client_id", clientID)) }
         let response: HTTPResponse
         do {
             response = try http.send(.postForm(url, fields: form, headers: headers))
         } catch {
             throw TokenRequests.failure(for: error)
         }
-        if response.status == 200 { return response.body }
-        throw TokenRequests.failure(status: response.status, body: response.body)
+        if response.status == 200 || (kind == .revocation && (200..<300).contains(response.status)) { return response.body }
+        throw TokenRequests.failure(kind, status: response.status, body: response.body, authenticated: clientSecret != nil)
     }
 }
 
@@ -147,16 +150,52 @@ enum TokenRequests {
         }
     }
 
-    /// An error answer: the OAuth error code when there is one, whatever the body.
-    static func failure(status: Int, body: [UInt8]) -> TokenFailure {
-        // Overloaded or rate-limited: the same as unreachable for the offline policy.
+    /// The requests fingerseal makes; an error answer means something different for each.
+    enum Kind: Equatable, Sendable {
+        case refresh, passwordGrant, deviceAuthorization, devicePoll, codeExchange, revocation
+    }
+
+    /// What an error answer means: the one table of statuses and OAuth error codes (RFC 6749
+    /// §5.2, RFC 8628 §3.5, RFC 7009 §2.2.1) for every request, written for providers that
+    /// follow the standards and for those that bend them (an empty body, 401 or 403 where the
+    /// RFC says 400, codes of their own). `authenticated`: a confidential client sent its secret.
+    static func failure(_ kind: Kind, status: Int, body: [UInt8], authenticated: Bool) -> TokenFailure {
+        // Overloaded, rate-limited or timed out at the provider: temporary, whatever was asked
+        // (the offline policy treats it as unreachable).
         if status >= 500 || status == 429 || status == 408 { return .unreachable("the provider answered \(status)") }
         let code = errorCode(body)
+        let refusal = (400..<500).contains(status)
+        switch kind {
+        case .refresh where refusal:
+            // Any other refusal ends the chain, body or no body: a provider that answers a
+            // revoked, expired or reused refresh token with a bare 400 or 401 has ended it as
+            // surely as one that says invalid_grant. Only the code (or status) is kept: no
+            // text from the body.
+            return .chainEnded(code ?? "HTTP \(status)")
+        case .passwordGrant where [400, 401, 403].contains(status) && (code == nil || code == "invalid_grant"):
+            // The user name or password, even when the provider says nothing more; a code of
+            // another kind (invalid_client, unauthorized_client, invalid_scope) is the client's
+            // or the configuration's, and is shown as it is.
+            return .credentialsRefused(code: code)
+        case .devicePoll:
+            switch code {
+            case "authorization_pending": return .authorizationPending
+            case "slow_down": return .slowDown
+            // A device code the provider no longer takes (some say invalid_grant for expired).
+            case "expired_token", "invalid_grant": return .expiredToken
+            case "access_denied": return .accessDenied
+            default: break
+            }
+        case .revocation where !authenticated && [400, 401, 403].contains(status)
+            && (code == nil || code == "invalid_client" || code == "unauthorized_client"):
+            // Some providers revoke only for clients that authenticate; a public client's
+            // sign-in then ends when its token expires.
+            return .clientAuthenticationRequired(status: status)
+        default:
+            break
+        }
         switch code {
         case "invalid_grant": return .chainEnded("invalid_grant")
-        case "authorization_pending": return .authorizationPending
-        case "slow_down": return .slowDown
-        case "expired_token": return .expiredToken
         case "access_denied": return .accessDenied
         default: return .rejected(status: status, code: code)
         }

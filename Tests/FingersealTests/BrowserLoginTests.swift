@@ -137,6 +137,37 @@ import Testing
                               "--redirect-port", "80"]).status == 2)
     }
 
+    /// A provider that matches redirect URIs exactly (one registered port): a free port is
+    /// refused there, and the registered one works from --redirect-port or from
+    /// redirect_port= in the configuration.
+    @Test func exactRedirectMatchingNeedsTheRegisteredPort() throws {
+        let idp = try LocalIdP()
+        let port = Int(UInt16.random(in: 20_000...40_000))
+        try idp.exactRedirectPort(port)
+        let home = try Home()
+        let (refused, url) = try startBrowserLogin(idp, home)
+        #expect(parameter("redirect_uri", of: url) != "http://127.0.0.1:\(port)/callback")
+        let browser = try Browser.signIn(url)
+        // urllib raises on the provider's 400 page: the browser never reaches the listener.
+        #expect(browser.status != 0 && browser.stderr.contains("HTTP Error 400"), "\(browser.all)")
+        refused.signal(SIGINT)
+        #expect(refused.finish().status == 3)
+
+        let (child, fixed) = try startBrowserLogin(idp, home, ["--redirect-port", "\(port)"])
+        #expect(parameter("redirect_uri", of: fixed) == "http://127.0.0.1:\(port)/callback")
+        #expect(try Browser.signIn(fixed).status == 0)
+        let login = child.finish()
+        #expect(login.status == 0, "\(login.all)")
+
+        let configured = try Home(brokerConfig: "redirect_port=\(port)\n")
+        let (fromConfig, address) = try startBrowserLogin(idp, configured)
+        #expect(parameter("redirect_uri", of: address) == "http://127.0.0.1:\(port)/callback")
+        #expect(try Browser.signIn(address).status == 0)
+        let signedIn = fromConfig.finish()
+        #expect(signedIn.status == 0, "\(signedIn.all)")
+        #expect(try configured.run(["status"]).stdout.contains("Sign-in: signed in"))
+    }
+
     @Test func theWaitIsBounded() throws {
         let idp = try LocalIdP()
         let home = try Home()

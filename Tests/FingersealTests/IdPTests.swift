@@ -56,9 +56,84 @@ final class LocalIdP {
         try vault.update { try $0.signedIn(refreshToken: refresh, provider: client.providerRecord, at: time) }
     }
 
-    func client(_ id: String = "fingerseal-test", timeout: Double = 10) throws -> OAuthClient {
+    func client(_ id: String = "fingerseal-test", secret: String? = nil, timeout: Double = 10) throws -> OAuthClient {
         let http = HTTPClient(configuration: .init(connectTimeout: 2, timeout: timeout))
-        return OAuthClient(metadata: try Discovery.discover(issuer: issuer, http: http), clientID: id, http: http)
+        return OAuthClient(metadata: try Discovery.discover(issuer: issuer, http: http), clientID: id, clientSecret: secret, http: http)
+    }
+
+    /// fingerseal-confidential's secret, as the IdP wrote it at start.
+    func confidentialSecret() throws -> String {
+        String(decoding: try #require(readFile(temp.file("idp/client-secret"))), as: UTF8.self)
+    }
+
+    // MARK: other providers' behaviours (POST /test/switch, Tests/IdP/README.md)
+
+    /// Sets one switch; they combine, and stay until changed (or this IdP stops).
+    func setSwitch(_ name: String, _ value: String, grantType: String = "any") throws {
+        try hook("/test/switch", [("name", name), ("value", value), ("grant_type", grantType)])
+    }
+
+    /// A parameter sent twice (in the form, the query or both) gets 400 invalid_request.
+    func refuseDuplicateParameters(_ refuse: Bool = true) throws {
+        try setSwitch("duplicate-parameters", refuse ? "refuse" : "accept")
+    }
+
+    /// The token endpoint's error answers get `status` (400, 401 or 403) and an empty body,
+    /// for `grantType` ("password", "refresh_token", ...) or all; nil: DOT's own answers.
+    func emptyErrors(_ status: Int?, grantType: String = "any") throws {
+        try setSwitch("empty-errors", status.map(String.init) ?? "off", grantType: grantType)
+    }
+
+    /// A revocation without client authentication (any public client's) gets 401, empty body.
+    func revokeOnlyForConfidentialClients(_ only: Bool = true) throws {
+        try setSwitch("revocation", only ? "confidential-only" : "any-client")
+    }
+
+    /// The code clients' redirect URI is exactly http://127.0.0.1:PORT/callback (nil: any
+    /// loopback port, RFC 8252 §7.3, as DOT does).
+    func exactRedirectPort(_ port: Int?) throws {
+        try setSwitch("exact-redirect-port", port.map(String.init) ?? "off")
+    }
+
+    /// ID tokens signed with "RS256" (DOT's, the default) or "ES256"; the JWKS has both keys.
+    func signIDTokens(_ algorithm: String) throws {
+        try setSwitch("id-token-alg", algorithm)
+    }
+
+    /// The ID token's and userinfo's preferred_username, email and name become `user`'s,
+    /// whoever signed in (nil: the signed-in user's). `sub` stays the signed-in user's.
+    func claimIdentity(of user: String?) throws {
+        try setSwitch("claims-user", user ?? "off")
+    }
+
+    /// A raw form POST to `path` (no client of ours): status and body.
+    func post(_ path: String, _ fields: [(name: String, value: String)],
+              headers: [(name: String, value: String)] = []) throws -> (status: Int, body: String) {
+        let response = try http.send(.postForm(origin + path, fields: fields, headers: headers))
+        return (response.status, String(decoding: response.body, as: UTF8.self))
+    }
+
+    /// An ID token for `user` of `client` (a public one): a password grant, then a refresh,
+    /// which is where DOT issues one. The token's three parts as text.
+    func idToken(_ user: String = "alice", password: String = "wonderland-7",
+                 client: String = "fingerseal-password") throws -> (header: String, payload: String, accessToken: String) {
+        struct Answer: Decodable { let access_token: String; let refresh_token: String?; let id_token: String? }
+        let first = try post("/o/token/", [("grant_type", "password"), ("username", user), ("password", password),
+                                           ("client_id", client), ("scope", "openid offline_access")])
+        let signedIn = try JSONDecoder().decode(Answer.self, from: Data(first.body.utf8))
+        let refresh = try #require(signedIn.refresh_token)
+        let second = try post("/o/token/", [("grant_type", "refresh_token"), ("refresh_token", refresh), ("client_id", client)])
+        let refreshed = try JSONDecoder().decode(Answer.self, from: Data(second.body.utf8))
+        let parts = try #require(refreshed.id_token).split(separator: ".").map(String.init)
+        guard parts.count == 3, let header = LocalIdP.base64URLDecoded(parts[0]), let payload = LocalIdP.base64URLDecoded(parts[1])
+        else { throw TestFailure("not a JWS: \(second.body)") }
+        return (header, payload, refreshed.access_token)
+    }
+
+    static func base64URLDecoded(_ text: String) -> String? {
+        var standard = text.replacing("-", with: "+").replacing("_", with: "/")
+        while standard.count % 4 != 0 { standard += "=" }
+        return Data(base64Encoded: standard).map { String(decoding: $0, as: UTF8.self) }
     }
 }
 
@@ -139,7 +214,8 @@ final class LocalIdP {
         }
     }
 
-    @Test(arguments: ["garbage", "empty-error", "oversized", "nonstandard-error"])
+    /// An answer that is not a token: the chain is kept for the next unlock.
+    @Test(arguments: ["garbage", "oversized"])
     func badAnswersLeaveTheVaultUnchanged(mode: String) throws {
         let idp = try LocalIdP()
         let (v, vault) = try signedInVault(idp)
@@ -151,6 +227,44 @@ final class LocalIdP {
         guard case .refreshed = try TokenChain.refresh(vault, client: try idp.client(), offlineGrace: 0) else {
             throw TestFailure("the chain did not survive \(mode)")
         }
+    }
+
+    /// Issue 12, finding 2: a refusal of a refresh ends the chain, body or no body, standard
+    /// code or not (the independent provider answers a dead token with a bare 400); never
+    /// "try again later" forever.
+    @Test(arguments: [("empty-error", 0), ("nonstandard-error", 0), ("revoked", 400), ("revoked", 401), ("revoked", 403)])
+    func aRefusedRefreshEndsTheChain(how: String, emptyStatus: Int) throws {
+        let idp = try LocalIdP()
+        let (v, vault) = try signedInVault(idp)
+        if how == "revoked" {
+            try idp.hook("/test/revoke-user-tokens", [("username", "alice")])
+            try idp.emptyErrors(emptyStatus, grantType: "refresh_token")
+        } else {
+            try idp.hook("/test/mode", [("mode", how)])
+        }
+        expectOutcome(.signInRequired) { _ = try TokenChain.refresh(vault, client: try idp.client(), offlineGrace: 0).checked() }
+        #expect(try Vault.status(v.store)?.signIn == .required)
+    }
+
+    /// A refresh whose answer is lost (a timeout after the provider rotated): the next one
+    /// sends the token the provider has rotated away, and its refusal, even a bare 400, ends
+    /// the chain. The provider's text is never kept.
+    @Test func aLostRefreshAnswerThenABareRefusalEndsTheChain() throws {
+        let idp = try LocalIdP()
+        let (v, vault) = try signedInVault(idp)
+        let client = try idp.client(timeout: 1)
+        try idp.hook("/test/mode", [("mode", "slow"), ("seconds", "2"), ("count", "1")])
+        let lost = try TokenChain.refresh(vault, client: client, offlineGrace: 0)
+        guard case .unreachable = lost else { throw TestFailure("expected the refresh to time out, got \(lost)") }
+        // The provider went on and rotated once its pause was over.
+        let deadline = VirtualSensor.now() + 10
+        while VirtualSensor.now() < deadline, !(try idp.family("alice").contains(#""rotations": 1"#)) { usleep(100_000) }
+        #expect(try idp.family("alice").contains(#""rotations": 1"#))
+        try idp.emptyErrors(400, grantType: "refresh_token")
+        let ended = try TokenChain.refresh(vault, client: try idp.client(), offlineGrace: 0)
+        guard case .signInRequired = ended else { throw TestFailure("expected sign-in required, got \(ended)") }
+        #expect(try Vault.status(v.store)?.signIn == .required)
+        #expect(try idp.family("alice").contains(#""reuse_detected": true"#), "the old token was sent once more")
     }
 
     @Test func aSlowIdPIsCutOffAtTheTimeout() throws {
@@ -178,6 +292,103 @@ final class LocalIdP {
         let denied = try client.startDeviceAuthorization(scope: "openid offline_access")
         try idp.hook("/test/deny-device", [("user_code", denied.userCode)])
         #expect(throws: TokenFailure.accessDenied) { _ = try client.pollDevice(denied) }
+    }
+
+    // MARK: the switches (Tests/IdP/README.md, "other providers' behaviours")
+
+    /// Issue 12, finding 1: every request sends each parameter once, public and confidential.
+    @Test func duplicateParametersAreRefusedAndEachOfOursIsSentOnce() throws {
+        let idp = try LocalIdP()
+        try idp.refuseDuplicateParameters()
+        let twice = try idp.post("/o/device-authorization/", [("client_id", "fingerseal-device"), ("client_id", "fingerseal-device")])
+        #expect(twice.status == 400 && twice.body.contains("invalid_request"), "\(twice)")
+        for (id, secret) in [("fingerseal-test", nil), ("fingerseal-device", nil), ("fingerseal-confidential", try idp.confidentialSecret())] {
+            let client = try idp.client(id, secret: secret)
+            let authorization = try client.startDeviceAuthorization(scope: "openid offline_access")
+            #expect(throws: TokenFailure.authorizationPending) { _ = try client.pollDevice(authorization) }
+            try idp.hook("/test/approve-device", [("user_code", authorization.userCode), ("username", "alice")])
+            let refresh = try #require(try client.pollDevice(authorization).refreshToken)
+            let rotated = try #require(try client.refresh(refresh).refreshToken)
+            #expect(try client.revoke(rotated))
+        }
+        let password = try idp.client().passwordGrant(username: "alice", password: secret("wonderland-7"), scope: "openid")
+        #expect(password.refreshToken != nil)
+    }
+
+    /// Issue 12, finding 3, at the client: a bare 400, 401 or 403 to a password grant is the
+    /// credentials. The switch is per grant type: a device poll keeps DOT's own answer.
+    @Test(arguments: [400, 401, 403])
+    func emptyErrorsPerGrantType(status: Int) throws {
+        let idp = try LocalIdP()
+        try idp.emptyErrors(status, grantType: "password")
+        let raw = try idp.post("/o/token/", [("grant_type", "password"), ("username", "alice"), ("password", "wrong"),
+                                             ("client_id", "fingerseal-password")])
+        #expect(raw.status == status && raw.body.isEmpty, "\(raw)")
+        #expect(throws: TokenFailure.credentialsRefused(code: nil)) {
+            _ = try idp.client().passwordGrant(username: "alice", password: secret("wrong"), scope: "openid")
+        }
+        let client = try idp.client("fingerseal-device")
+        #expect(throws: TokenFailure.authorizationPending) {
+            _ = try client.pollDevice(try client.startDeviceAuthorization(scope: "openid"))
+        }
+        try idp.emptyErrors(nil)
+        #expect(throws: TokenFailure.credentialsRefused(code: "invalid_grant")) {
+            _ = try idp.client().passwordGrant(username: "alice", password: secret("wrong"), scope: "openid")
+        }
+    }
+
+    @Test func revocationOnlyForConfidentialClients() throws {
+        let idp = try LocalIdP()
+        try idp.revokeOnlyForConfidentialClients()
+        let raw = try idp.post("/o/revoke_token/", [("token", "x"), ("client_id", "fingerseal-password")])
+        #expect(raw.status == 401 && raw.body.isEmpty, "\(raw)")
+        let publicClient = try idp.client("fingerseal-password")
+        let tokens = try publicClient.passwordGrant(username: "bob", password: secret("builder-3"), scope: "openid")
+        #expect(throws: TokenFailure.clientAuthenticationRequired(status: 401)) { _ = try publicClient.revoke(try #require(tokens.refreshToken)) }
+        let confidential = try idp.client("fingerseal-confidential", secret: try idp.confidentialSecret())
+        let its = try confidential.passwordGrant(username: "bob", password: secret("builder-3"), scope: "openid")
+        #expect(try confidential.revoke(try #require(its.refreshToken)))
+    }
+
+    /// RS256 (DOT's) and ES256 (ours, jwcrypto) ID tokens, both keys in the JWKS.
+    @Test func idTokensAreSignedWithRS256OrES256AndTheJWKSHasBothKeys() throws {
+        let idp = try LocalIdP()
+        struct Key: Decodable { let kty: String; let alg: String; let kid: String; let crv: String?; let x: String?; let n: String? }
+        struct Set: Decodable { let keys: [Key] }
+        let jwks = try JSONDecoder().decode(Set.self, from: Data(try idp.http.send(.get(idp.issuer + "/.well-known/jwks.json")).body))
+        let rsa = try #require(jwks.keys.first { $0.kty == "RSA" })
+        let ec = try #require(jwks.keys.first { $0.kty == "EC" })
+        #expect(rsa.alg == "RS256" && rsa.n != nil)
+        #expect(ec.alg == "ES256" && ec.crv == "P-256" && ec.x != nil)
+        struct Header: Decodable { let alg: String; let kid: String }
+        let rs = try JSONDecoder().decode(Header.self, from: Data(try idp.idToken().header.utf8))
+        #expect(rs.alg == "RS256" && rs.kid == rsa.kid)
+        try idp.signIDTokens("ES256")
+        let es = try JSONDecoder().decode(Header.self, from: Data(try idp.idToken().header.utf8))
+        #expect(es.alg == "ES256" && es.kid == ec.kid)
+        let discovery = String(decoding: try idp.http.send(.get(idp.issuer + "/.well-known/openid-configuration")).body, as: UTF8.self)
+        #expect(discovery.contains("ES256"))
+    }
+
+    /// preferred_username and email are always in the ID token and userinfo; claims-user
+    /// makes them another user's (sub stays the signed-in one's).
+    @Test func identityClaimsCanNameAnotherUser() throws {
+        let idp = try LocalIdP()
+        struct Claims: Decodable { let sub: String; let preferred_username: String; let email: String }
+        func userinfo(_ accessToken: String) throws -> Claims {
+            let response = try idp.http.send(.get(idp.issuer + "/userinfo/", headers: [("Authorization", "Bearer " + accessToken)]))
+            return try JSONDecoder().decode(Claims.self, from: Data(response.body))
+        }
+        let own = try idp.idToken()
+        let ownClaims = try JSONDecoder().decode(Claims.self, from: Data(own.payload.utf8))
+        #expect(ownClaims.preferred_username == "alice" && ownClaims.email == "alice@example.test" && ownClaims.sub == "1")
+        #expect(try userinfo(own.accessToken).preferred_username == "alice")
+        try idp.claimIdentity(of: "bob")
+        let other = try idp.idToken()
+        let otherClaims = try JSONDecoder().decode(Claims.self, from: Data(other.payload.utf8))
+        #expect(otherClaims.preferred_username == "bob" && otherClaims.email == "bob@example.test" && otherClaims.sub == "1")
+        let info = try userinfo(other.accessToken)
+        #expect(info.preferred_username == "bob" && info.email == "bob@example.test")
     }
 
     @Test func revocationEndsTheChain() throws {

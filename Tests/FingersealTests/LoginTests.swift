@@ -57,6 +57,36 @@ import Testing
         #expect(try home.run(["status"]).status == 6, "no vault was created")
     }
 
+    /// Issue 12, finding 3: a wrong password answered 400, 401 or 403 with an empty body is
+    /// "not accepted", exit 1, as DOT's own 400 invalid_grant is; nothing is created.
+    @Test(arguments: [nil, 400, 401, 403])
+    func aWrongPasswordIsNotAcceptedWhateverTheProviderAnswers(emptyStatus: Int?) throws {
+        let idp = try LocalIdP()
+        try idp.emptyErrors(emptyStatus, grantType: "password")
+        let home = try Home()
+        let wrong = try home.run(["login", "--issuer", idp.issuer, "--client-id", "fingerseal-test", "--flow", "password",
+                                  "--idp-user", "alice", "--password-fd", "3", "--pin-fd", "3"], fd3: "not-her-password\n2580\n")
+        #expect(wrong.status == 1, "\(wrong.all)")
+        #expect(wrong.stderr.contains("The identity provider refused the user name or password."), "\(wrong.all)")
+        #expect(!wrong.all.contains("cannot be used"), "\(wrong.all)")
+        #expect(try home.run(["status"]).status == 6, "no vault was created")
+    }
+
+    /// Issue 12, finding 4: an issuer typed with a trailing slash is shown, audited and stored
+    /// as one string.
+    @Test func aTrailingSlashIssuerIsShownAsStored() throws {
+        let idp = try LocalIdP()
+        let home = try Home()
+        let login = try home.run(["login", "--issuer", idp.issuer + "/", "--client-id", "fingerseal-test", "--flow", "password",
+                                  "--idp-user", "alice", "--password-fd", "3", "--pin-fd", "3"], fd3: "wonderland-7\n2580\n")
+        #expect(login.status == 0, "\(login.all)")
+        #expect(login.stdout.contains("Signed in to \(idp.issuer). "), "\(login.stdout)")
+        #expect(try home.run(["status", "--json"]).stdout.contains("\"issuer\" : \"\(idp.issuer)\""))
+        let audit = try home.run(["audit"])
+        #expect(audit.stdout.contains("Signed in to \(idp.issuer) with"), "\(audit.all)")
+        #expect(!audit.stdout.contains(idp.issuer + "/ "), "\(audit.all)")
+    }
+
     /// Starts a device sign-in and returns it with the user code it shows (its --json line).
     func startDeviceLogin(_ idp: LocalIdP, _ home: Home) throws -> (Child, String) {
         let child = try home.start(["login", "--issuer", idp.issuer, "--client-id", "fingerseal-device", "--json",
@@ -66,8 +96,11 @@ import Testing
         return (child, String(code))
     }
 
+    /// Issue 12, finding 1: with a provider that refuses a repeated parameter, as the public
+    /// client fingerseal-device (client_id once, from post()).
     @Test func deviceSignInApprovedThroughTheIdP() throws {
         let idp = try LocalIdP()
+        try idp.refuseDuplicateParameters()
         let home = try Home()
         let (child, code) = try startDeviceLogin(idp, home)
         try idp.hook("/test/approve-device", [("user_code", code), ("username", "alice")])

@@ -25,6 +25,7 @@ import Testing
             ("prompt=none", \Options.prompt, "none"),
             ("user_claim=email_local", \Options.userClaim, "Optional(FingersealCore.UserClaim.emailLocalPart)"),
             ("user_map=/srv/users.map", \Options.userMap, "/srv/users.map"),
+            ("redirect_port=8765", \Options.redirectPort, "Optional(8765)"),
         ]
         let defaults = Options()
         for (setting, key, expected) in fields {

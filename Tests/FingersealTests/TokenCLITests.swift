@@ -154,6 +154,23 @@ import Testing
         #expect(again.status == 7 && !again.stderr.contains("Place your finger"), "\(again.all)")
     }
 
+    /// Issue 12, finding 2: a dead chain that the provider answers with a bare 400, 401 or
+    /// 403 (not invalid_grant) ends after ONE unlock: exit 7, then "sign-in required" before
+    /// any finger is asked for.
+    @Test(arguments: [400, 401, 403])
+    func aDeadChainAnsweredWithAnEmptyBodyEndsAfterOneUnlock(status: Int) throws {
+        let s = try SignedIn()
+        try s.idp.emptyErrors(status, grantType: "refresh_token")
+        try s.idp.hook("/test/revoke-user-tokens", [("username", "alice")])
+        let result = try s.unlock()
+        #expect(result.status == 7, "\(result.all)")
+        #expect(result.stderr.contains("Your sign-in has ended. Sign in again with: fingerseal login"), "\(result.all)")
+        #expect(!result.all.contains("try again later"), "\(result.all)")
+        #expect(try s.run(["status"]).stdout.contains("sign-in required"))
+        let again = try s.run(["unlock"])
+        #expect(again.status == 7 && !again.stderr.contains("Place your finger"), "\(again.all)")
+    }
+
     @Test func offlineWithinTheGraceUnlocksAndKeepsTheCachedToken() throws {
         let s = try SignedIn()
         #expect(try s.unlock(newSession: false).status == 0)
@@ -162,6 +179,12 @@ import Testing
         let offline = try s.unlock(["--json"], newSession: false)
         #expect(offline.status == 0, "\(offline.all)")
         #expect(offline.stdout.contains("\"token\" : \"offline\""))
+        // Issue 12, finding 4: the sentence says what --json says, that the token is the
+        // session's own from before, not a fresh one.
+        let plain = try s.unlock(newSession: false)
+        #expect(plain.status == 0, "\(plain.all)")
+        #expect(plain.stdout.contains("The identity provider cannot be reached, so this session's access token is used."), "\(plain.all)")
+        #expect(!plain.all.contains("fresh access token is ready"), "\(plain.all)")
         // The session's token from the last refresh is still valid, so it is handed out.
         let printed = try s.unlock(["--print-token"], newSession: false)
         #expect(printed.status == 0 && printed.stdout == token + "\n", "\(printed.all)")
@@ -169,6 +192,26 @@ import Testing
         let none = try s.unlock(["--print-token"])
         #expect(none.status == 8, "\(none.all)")
         #expect(none.stdout.isEmpty && none.stderr.contains("no fresh access token"))
+    }
+
+    /// Issue 12, finding 4: a provider that revokes only for confidential clients refuses
+    /// this public client with a bare 401: one plain sentence, and the sign-in still goes.
+    @Test func aRefusedRevocationIsOnePlainSentenceAndTheSignInStillGoes() throws {
+        let s = try SignedIn()
+        try s.idp.revokeOnlyForConfidentialClients()
+        let logout = try s.run(["logout", "--pin-fd", "3"], fd3: TokenCLITests.pin + "\n")
+        #expect(logout.status == 0, "\(logout.all)")
+        #expect(logout.stderr.contains("The identity provider lets only clients with a secret end a sign-in early. It is removed here; at the provider it ends when it expires."), "\(logout.all)")
+        #expect(!logout.all.contains("rejected") && !logout.all.contains("status:") && !logout.all.contains("nil"), "\(logout.all)")
+        #expect(logout.stdout.contains("Signed out."), "\(logout.all)")
+        #expect(try s.run(["status"]).stdout.contains("Sign-in: not signed in"))
+        #expect(try s.idp.familyAlive("alice"), "the provider was not told, as it asked")
+        // --json says the same.
+        let json = try SignedIn()
+        try json.idp.revokeOnlyForConfidentialClients()
+        let report = try json.run(["logout", "--pin-fd", "3", "--json"], fd3: TokenCLITests.pin + "\n")
+        #expect(report.status == 0 && report.stdout.contains("\"revoked\" : false"), "\(report.all)")
+        #expect(report.stdout.contains("lets only clients with a secret"), "\(report.all)")
     }
 
     @Test func logoutRevokesAndForgetsTheSignInButKeepsPINAndFingers() throws {

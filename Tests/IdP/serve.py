@@ -5,7 +5,8 @@ Run by scripts/local-idp (use that). In order:
   1. becomes its own process group (scripts/local-idp stop kills the group);
   2. binds 127.0.0.1:0 and KEEPS the socket, so the kernel-chosen free port can never be
      taken by someone else between choosing it and serving on it;
-  3. writes a fresh SECRET_KEY and RSA-2048 OIDC signing key into RUN_DIR;
+  3. writes a fresh SECRET_KEY and the ID-token signing keys (RSA-2048 for RS256, EC P-256
+     for ES256) into RUN_DIR;
   4. creates a fresh sqlite database RUN_DIR/db.sqlite3 (schema straight from the models);
   5. creates the users and OAuth clients, writes the confidential client's secret to
      RUN_DIR/client-secret;
@@ -55,7 +56,7 @@ def write_secret(path, text):
 
 def write_keys(run_dir):
     from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
     write_secret(run_dir / "secret-key", secrets.token_urlsafe(50))
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -63,6 +64,12 @@ def write_keys(run_dir):
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
     write_secret(run_dir / "oidc-key.pem", pem.decode())
+    # ES256 (/test/switch id-token-alg=ES256): DOT signs only RS256/HS256 itself.
+    ec_key = ec.generate_private_key(ec.SECP256R1())
+    pem = ec_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    write_secret(run_dir / "oidc-ec-key.pem", pem.decode())
 
 
 def seed(run_dir):

@@ -67,8 +67,11 @@ enum LoginCommand {
                             at: SystemClock().now())
         }
         try LockoutLedger(store: store, options: options).clearAll()
-        AuditTrail(store: store).record(.signIn(issuer: issuer, flow: flow), vault: vault)
-        call.conversation.output(Messages.signedIn(issuer))
+        // The issuer as sealed (the provider's own spelling, once normalized by discovery), not
+        // as typed: shown, audited and stored alike.
+        let signedInTo = client.providerRecord.issuer
+        AuditTrail(store: store).record(.signIn(issuer: signedInTo, flow: flow), vault: vault)
+        call.conversation.output(Messages.signedIn(signedInTo))
         if try vault.enrolledFingers().isEmpty { call.conversation.info(Messages.offerEnroll) }
         return Reply(.success)
     }
@@ -155,7 +158,7 @@ enum LoginCommand {
 
     static func loginError(_ failure: TokenFailure) -> FingersealError {
         switch failure {
-        case .chainEnded: return FingersealError(.noMatch, Messages.credentialsRefused)
+        case .chainEnded, .credentialsRefused: return FingersealError(.noMatch, Messages.credentialsRefused)
         case .accessDenied: return FingersealError(.noMatch, Messages.signInRefused)
         case .expiredToken: return FingersealError(.timedOut, Messages.codeExpired)
         case let .unreachable(why): return FingersealError(.unavailable, Messages.providerUnreachable(why))
@@ -163,7 +166,8 @@ enum LoginCommand {
         case let .malformed(why): return FingersealError(.unavailable, Messages.providerProblem(why))
         case let .rejected(status, code):
             return FingersealError(.unavailable, Messages.providerProblem("it answered \(status)" + (code.map { " \($0)" } ?? "")))
-        case .authorizationPending, .slowDown: return FingersealError(.unavailable, Messages.providerProblem("unexpected answer"))
+        case .authorizationPending, .slowDown, .clientAuthenticationRequired:
+            return FingersealError(.unavailable, Messages.providerProblem("unexpected answer"))
         }
     }
 
@@ -181,7 +185,7 @@ enum LoginCommand {
         guard (1...86_400).contains(seconds) else {
             throw FingersealError(.usage, "The option --timeout takes 1 to 86400 seconds.")
         }
-        let port = try call.integer("--redirect-port") ?? 0
+        let port = try call.integer("--redirect-port") ?? call.options.redirectPort ?? 0
         guard port == 0 || (1024...65535).contains(port) else {
             throw FingersealError(.usage, "The option --redirect-port takes a port from 1024 to 65535.")
         }

@@ -15,7 +15,8 @@ final class CLIHome {
     /// What `temp` holds before any command ran.
     private let createdDirectories: Set<String>
 
-    init(reader: Bool = false, brokerEnvironment: [String: String] = [:],
+    /// `brokerConfig`: the text of the broker's configuration file.
+    init(reader: Bool = false, brokerEnvironment: [String: String] = [:], brokerConfig: String = "",
          wrapBroker: (([String]) -> (String, [String]))? = nil) throws {
         temp = try TempDirectory()
         var fromBroker = brokerEnvironment
@@ -26,7 +27,7 @@ final class CLIHome {
         } else {
             sensor = nil
         }
-        broker = try TestBroker(environment: fromBroker, wrap: wrapBroker)
+        broker = try TestBroker(environment: fromBroker, config: brokerConfig, wrap: wrapBroker)
         let directories = ["home", "home/.local", "home/.local/state", "home/.config", "runtime"]
         for directory in directories { mkdir(temp.file(directory), 0o700) }
         createdDirectories = Set(directories)

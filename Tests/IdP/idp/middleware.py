@@ -1,13 +1,16 @@
-"""Makes DOT's token endpoint misbehave on demand (POST /test/mode)."""
+"""Makes DOT's token endpoint misbehave on demand (POST /test/mode), and makes the provider
+stricter or terser the way other providers are (POST /test/switch)."""
 
 import json
 import time
+import urllib.parse
 
 from django.http import HttpResponse
 
 from . import state
 
 TOKEN_PATH = "/o/token/"
+REVOKE_PATH = "/o/revoke_token/"
 OVERSIZED_BYTES = 5 * 1024 * 1024
 
 
@@ -47,3 +50,57 @@ class TokenEndpointMisbehaviour:
             body = json.dumps({"error": "slow_down"})
             return HttpResponse(body, status=400, content_type="application/json")
         return self.get_response(request)
+
+
+class StricterProvider:
+    """The /test/switch behaviours that sit in front of DOT's views:
+
+    duplicate-parameters=refuse  any POST under /o/ with a parameter twice (in the form, the
+                                 query, or across both) -> 400 invalid_request, as RFC 6749
+                                 §3.2 allows ("MUST NOT be included more than once");
+    revocation=confidential-only a revocation without client authentication (no HTTP Basic,
+                                 no client_secret) -> 401 with an empty body;
+    empty-errors=400|401|403     the token endpoint's error answers (4xx) for the chosen
+                                 grant_type -> that status with an empty body.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.method != "POST" or not request.path.startswith("/o/"):
+            return self.get_response(request)
+        if state.switch("duplicate-parameters") == "refuse":
+            repeated = _repeated_parameters(request)
+            if repeated:
+                body = json.dumps(
+                    {"error": "invalid_request", "error_description": "repeated parameter: " + ", ".join(repeated)}
+                )
+                return HttpResponse(body, status=400, content_type="application/json")
+        if request.path == REVOKE_PATH and state.switch("revocation") == "confidential-only":
+            if not request.META.get("HTTP_AUTHORIZATION", "").lower().startswith("basic ") and not _form(request).get(
+                "client_secret"
+            ):
+                return HttpResponse(b"", status=401, content_type="application/json")
+        response = self.get_response(request)
+        if request.path == TOKEN_PATH and 400 <= response.status_code < 500:
+            status = state.switch("empty-errors")
+            wanted = state.switch("empty-errors-grant-type")
+            grant = _form(request).get("grant_type", [""])[0]
+            if status != "off" and wanted in ("any", grant):
+                return HttpResponse(b"", status=int(status), content_type="application/json")
+        return response
+
+
+def _form(request):
+    """The form body's parameters, every value kept (request.body stays readable for DOT)."""
+    if request.content_type != "application/x-www-form-urlencoded":
+        return {}
+    return urllib.parse.parse_qs(request.body.decode("utf-8", "replace"), keep_blank_values=True)
+
+
+def _repeated_parameters(request):
+    names = [name for name, _ in urllib.parse.parse_qsl(request.META.get("QUERY_STRING", ""), keep_blank_values=True)]
+    if request.content_type == "application/x-www-form-urlencoded":
+        names += [name for name, _ in urllib.parse.parse_qsl(request.body.decode("utf-8", "replace"), keep_blank_values=True)]
+    return sorted({name for name in names if names.count(name) > 1})

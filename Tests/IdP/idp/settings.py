@@ -14,6 +14,8 @@ PORT = int(os.environ["FINGERSEAL_IDP_PORT"])
 ORIGIN = f"http://127.0.0.1:{PORT}"
 
 SECRET_KEY = (RUN_DIR / "secret-key").read_text().strip()
+# Signs ID tokens while /test/switch id-token-alg=ES256 (idp/validators.py); in the JWKS always.
+OIDC_EC_PRIVATE_KEY = (RUN_DIR / "oidc-ec-key.pem").read_text()
 DEBUG = False
 ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
 
@@ -28,6 +30,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First, so a misbehaving token endpoint (/test/mode) bypasses everything else.
     "idp.middleware.TokenEndpointMisbehaviour",
+    # The /test/switch behaviours of other providers (duplicate parameters, empty errors,
+    # revocation only for confidential clients).
+    "idp.middleware.StricterProvider",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

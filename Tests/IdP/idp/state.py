@@ -13,7 +13,30 @@ MODES = (
     "slow-down",
 )
 
+# /test/switch: behaviours of other providers, each off (DOT's own behaviour) until a test
+# sets it; they combine, and stay set until changed or the next start.
+SWITCHES = {
+    # refuse: 400 invalid_request when a form or query parameter appears twice (RFC 6749 §3.2).
+    "duplicate-parameters": ("accept", "refuse"),
+    # 400, 401 or 403: the token endpoint's error answers get that status and an empty body
+    # (for the grant_type given with the switch, or all).
+    "empty-errors": ("off", "400", "401", "403"),
+    # confidential-only: a revocation without client authentication gets 401, empty body.
+    "revocation": ("any-client", "confidential-only"),
+    # A port: the code clients' redirect URI is exactly http://127.0.0.1:PORT/callback.
+    "exact-redirect-port": ("off", "PORT"),
+    # How ID tokens are signed (the JWKS always holds both keys).
+    "id-token-alg": ("RS256", "ES256"),
+    # A user name: the ID token's and userinfo's preferred_username, email and name are that
+    # user's, whoever signed in ("off": the signed-in user's).
+    "claims-user": ("off", "USERNAME"),
+}
+GRANT_TYPES = ("any", "password", "refresh_token", "authorization_code",
+               "urn:ietf:params:oauth:grant-type:device_code")
+
 _lock = threading.Lock()
+_switches = {name: values[0] for name, values in SWITCHES.items()}
+_switches["empty-errors-grant-type"] = "any"
 _mode = {"mode": "normal", "remaining": None, "seconds": 30.0}
 # token_family (str) -> {"reuse": n, "revoked_use": n}
 _family_events = {}
@@ -40,6 +63,23 @@ def take_mode():
             if _mode["remaining"] <= 0:
                 _mode.update(mode="normal", remaining=None)
         return mode, _mode["seconds"]
+
+
+def set_switch(name, value, grant_type="any"):
+    with _lock:
+        _switches[name] = value
+        if name == "empty-errors":
+            _switches["empty-errors-grant-type"] = grant_type
+
+
+def switches():
+    with _lock:
+        return dict(_switches)
+
+
+def switch(name):
+    with _lock:
+        return _switches[name]
 
 
 def record_revoked_use(token_family, superseded):

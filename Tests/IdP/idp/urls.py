@@ -7,6 +7,8 @@ urlpatterns = [
     # Ours first: DOT's discovery document plus device_authorization_endpoint,
     # revocation_endpoint and grant_types_supported (same path DOT uses).
     re_path(r"^o/\.well-known/openid-configuration/?$", views.discovery, name="discovery"),
+    # DOT's JWKS plus the ES256 key (/test/switch id-token-alg).
+    re_path(r"^o/\.well-known/jwks\.json/?$", views.jwks, name="jwks"),
     path("o/", include("oauth2_provider.urls", namespace="oauth2_provider")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     # Test-only helpers (this IdP exists only for tests).
@@ -17,4 +19,5 @@ urlpatterns = [
     path("test/refresh-family-alive", views.refresh_family_alive),
     path("test/mode", views.mode),
     path("test/login", views.login_and_go),
+    path("test/switch", views.switch),
 ]

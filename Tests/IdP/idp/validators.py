@@ -5,15 +5,31 @@
    password, authorization code (+PKCE) and refresh. All other clients keep DOT's rule.
 2. When a revoked refresh token is presented, record whether it was a reuse of a rotated
    token, so /test/refresh-family-alive can report "reuse_detected".
+3. The /test/switch behaviours that live in DOT's validator: exact redirect URIs
+   (exact-redirect-port), ES256 ID tokens (id-token-alg), and the identity claims
+   (preferred_username, email, email_verified, name: always, whatever the scope; another
+   user's with claims-user).
 """
 
 import hashlib
+import json
+from functools import lru_cache
 
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import router, transaction
 from django.db.models import F
-from oauth2_provider.models import get_access_token_model, get_refresh_token_model
+from jwcrypto import jwk, jwt
+from oauth2_provider.models import IDToken, get_access_token_model, get_refresh_token_model
 from oauth2_provider.oauth2_validators import OAuth2Validator
 
 from . import state
+
+
+@lru_cache(maxsize=1)
+def ec_key():
+    """The ES256 signing key (serve.py writes it at start), as a JWK."""
+    return jwk.JWK.from_pem(settings.OIDC_EC_PRIVATE_KEY.encode())
 
 MULTI_GRANT_CLIENTS = {"fingerseal-test", "fingerseal-confidential"}
 MULTI_GRANTS = {
@@ -25,6 +41,47 @@ MULTI_GRANTS = {
 
 
 class TestIdPValidator(OAuth2Validator):
+    # Identity claims whatever the granted scopes (as many providers do): the default scope
+    # fingerseal asks for is "openid offline_access".
+    oidc_claim_scope = None
+
+    def validate_redirect_uri(self, client_id, redirect_uri, request, *args, **kwargs):
+        port = state.switch("exact-redirect-port")
+        if port != "off":
+            # A provider that matches exactly: no RFC 8252 §7.3 "any port on loopback".
+            return redirect_uri == f"http://127.0.0.1:{port}/callback"
+        return super().validate_redirect_uri(client_id, redirect_uri, request, *args, **kwargs)
+
+    def get_additional_claims(self, request):
+        user = request.user
+        other = state.switch("claims-user")
+        if other != "off":
+            user = get_user_model().objects.filter(username=other).first() or user
+        return {
+            "preferred_username": user.username,
+            "email": user.email,
+            "email_verified": True,
+            "name": user.get_full_name() or user.username,
+        }
+
+    def finalize_id_token(self, id_token, token, token_handler, request):
+        if state.switch("id-token-alg") != "ES256":
+            return super().finalize_id_token(id_token, token, token_handler, request)
+        # DOT's finalize_id_token, signed with the EC P-256 key (DOT knows RS256 and HS256 only).
+        claims, expiration_time = self.get_id_token_dictionary(token, token_handler, request)
+        id_token.update(**claims)
+        if "nonce" not in id_token and request.nonce:
+            id_token["nonce"] = request.nonce
+        key = ec_key()
+        header = {"typ": "JWT", "alg": "ES256", "kid": key.thumbprint()}
+        signed = jwt.JWT(header=json.dumps(header, default=str), claims=json.dumps(id_token, default=str))
+        signed.make_signed_token(key)
+        with transaction.atomic(using=router.db_for_write(IDToken)):
+            saved = self._save_id_token(id_token["jti"], request, expiration_time)
+        request.access_token = saved
+        request.id_token = saved
+        return signed.serialize()
+
     def validate_grant_type(self, client_id, grant_type, client, request, *args, **kwargs):
         if request.client is not None and request.client.client_id in MULTI_GRANT_CLIENTS:
             return grant_type in MULTI_GRANTS

@@ -16,9 +16,9 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 from oauth2_provider.models import get_device_grant_model, get_refresh_token_model
 from oauth2_provider.settings import oauth2_settings
-from oauth2_provider.views import ConnectDiscoveryInfoView
+from oauth2_provider.views import ConnectDiscoveryInfoView, JwksInfoView
 
-from . import state
+from . import state, validators
 
 
 def _error(status, error, description=""):
@@ -41,8 +41,26 @@ def discovery(request):
     data["revocation_endpoint"] = request.build_absolute_uri(reverse("oauth2_provider:revoke-token"))
     # As DOT's own RFC 8414 document (/o/.well-known/oauth-authorization-server) says.
     data.setdefault("grant_types_supported", list(oauth2_settings.OAUTH2_GRANT_TYPES_SUPPORTED))
+    # ES256 too (/test/switch id-token-alg); the JWKS holds both keys.
+    algorithms = data.setdefault("id_token_signing_alg_values_supported", [])
+    if "ES256" not in algorithms:
+        algorithms.append("ES256")
     out = JsonResponse(data)
     out["Access-Control-Allow-Origin"] = "*"
+    return out
+
+
+@require_GET
+def jwks(request):
+    """DOT's JWKS (the RS256 key) plus the ES256 key (EC P-256) of /test/switch id-token-alg."""
+    response = JwksInfoView.as_view()(request)
+    data = json.loads(response.content)
+    key = validators.ec_key()
+    data["keys"].append({"alg": "ES256", "use": "sig", "kid": key.thumbprint(), **json.loads(key.export_public())})
+    out = JsonResponse(data)
+    for header in ("Access-Control-Allow-Origin", "Cache-Control"):
+        if header in response:
+            out[header] = response[header]
     return out
 
 
@@ -276,3 +294,34 @@ def mode(request):
         return _error(400, "invalid_request", "count must be an integer, seconds a number")
     state.set_mode(wanted, count=count, seconds=seconds)
     return JsonResponse(state.get_mode())
+
+
+# --- other providers' behaviours ----------------------------------------------------------
+
+
+@csrf_exempt
+def switch(request):
+    """GET: every switch and its value. POST name=..&value=..[&grant_type=..]: sets one
+    (grant_type only with empty-errors). See state.SWITCHES."""
+    if request.method == "GET":
+        return JsonResponse(state.switches())
+    if request.method != "POST":
+        return _error(405, "method_not_allowed")
+    name = request.POST.get("name", "")
+    value = request.POST.get("value", "")
+    if name not in state.SWITCHES:
+        return _error(400, "invalid_switch", "one of: " + ", ".join(state.SWITCHES))
+    allowed = state.SWITCHES[name]
+    if name == "exact-redirect-port":
+        valid = value == "off" or (value.isdigit() and 1 <= int(value) <= 65535)
+    elif name == "claims-user":
+        valid = value == "off" or _user(value) is not None
+    else:
+        valid = value in allowed
+    if not valid:
+        return _error(400, "invalid_value", f"{name} takes one of: " + ", ".join(allowed))
+    grant_type = request.POST.get("grant_type", "any")
+    if grant_type not in state.GRANT_TYPES:
+        return _error(400, "invalid_grant_type", "one of: " + ", ".join(state.GRANT_TYPES))
+    state.set_switch(name, value, grant_type)
+    return JsonResponse(state.switches())
