@@ -120,6 +120,17 @@ import Testing
         #expect(same.status == 0, "\(same.all)")
     }
 
+    /// Beyond login: a fixed `timeout` is not changed by a command's --timeout either.
+    @Test func aFixedScanTimeoutCannotBeOverridden() throws {
+        let home = try home("timeout=20\nfixed=timeout\n")
+        let result = try home.run(["enroll", "--timeout", "5", "--pin-fd", "3"], fd3: "2580\n")
+        #expect(result.status == 2, "\(result.all)")
+        #expect(result.stderr.contains("The administrator fixed timeout for this machine, so --timeout cannot change it."),
+                "\(result.all)")
+        let same = try home.run(["enroll", "--timeout", "20", "--pin-fd", "3"], fd3: "2580\n")
+        #expect(same.status != 2, "\(same.all)")
+    }
+
     @Test func anUnfixedValueIsOverridden() throws {
         let idp = try LocalIdP()
         // Device flow by default: the --flow override is what makes this sign-in non-interactive.
