@@ -17,6 +17,7 @@ PAMCONFIGDIR ?= /usr/share/pam-configs
 PAMDDIR   ?= /etc/pam.d
 SYSTEMDUNITDIR ?= /lib/systemd/system
 SYSUSERSDIR ?= /usr/lib/sysusers.d
+SYSCONFDIR ?= /etc
 SWIFT     ?= swift
 RELEASE   := .build/release
 # lld: GNU ld warns about a mktemp reference inside the toolchain's static Foundation.
@@ -69,6 +70,12 @@ install: build
 	install -d $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam
 	install -m 0644 pam/examples/* pam/README.md $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam/
 	install -D -m 0644 udev/70-fingerseal.rules $(DESTDIR)$(UDEVDIR)/rules.d/70-fingerseal.rules
+	install -D -m 0644 examples/fingerseal.conf $(DESTDIR)$(PREFIX)/share/doc/fingerseal/fingerseal.conf
+	# The configuration, all commented out: never over an administrator's file, and not when
+	# only the older /etc/security/fingerseal.conf exists (it is read only without this one).
+	install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/fingerseal
+	if [ ! -e $(DESTDIR)$(SYSCONFDIR)/fingerseal/fingerseal.conf ] && [ ! -e $(DESTDIR)$(SYSCONFDIR)/security/fingerseal.conf ]; then \
+		install -m 0644 examples/fingerseal.conf $(DESTDIR)$(SYSCONFDIR)/fingerseal/fingerseal.conf; fi
 
 uninstall:
 	rm -f $(DESTDIR)$(PAMDIR)/pam_fingerseal.so $(DESTDIR)$(PREFIX)/bin/fingerseal
@@ -76,7 +83,8 @@ uninstall:
 	rm -f $(DESTDIR)$(PAMCONFIGDIR)/fingerseal-session
 	rm -f $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.socket $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.service
 	rm -f $(DESTDIR)$(PAMDDIR)/fingerseal-verify $(DESTDIR)$(SYSUSERSDIR)/fingerseal.conf
-	rm -rf $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam
+	rm -rf $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam $(DESTDIR)$(PREFIX)/share/doc/fingerseal/fingerseal.conf
+	# $(SYSCONFDIR)/fingerseal/fingerseal.conf is the administrator's: left in place.
 	rm -f $(DESTDIR)$(PREFIX)/share/man/man8/pam_fingerseal.8 $(DESTDIR)$(PREFIX)/share/man/man8/fingersealed.8
 	rm -f $(DESTDIR)$(UDEVDIR)/rules.d/70-fingerseal.rules
 

@@ -248,13 +248,14 @@ enum Dispatcher {
     }
 
     /// The system configuration, then the module arguments of a PAM request (all of them
-    /// from a root host, presentation only from a host running as the user).
+    /// from a root host, presentation only from a host running as the user), except what
+    /// the file fixed (`Options.applyArguments`).
     static func effectiveOptions(_ request: Request, caller: Caller, state: BrokerState) throws -> (Options, [String]) {
         var (options, warnings) = try state.systemOptions()
         let arguments = caller.isRoot ? request.moduleOptions : request.moduleOptions.filter { option in
             Authorization.optionsForUserHosts.contains(String(option.prefix { $0 != "=" }))
         }
-        warnings += try options.apply(arguments, source: "module arguments")
+        warnings += try options.applyArguments(arguments, source: "module arguments")
         return (options, warnings)
     }
 }

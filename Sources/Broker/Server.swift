@@ -8,7 +8,9 @@ import SystemKit
 public struct BrokerSettings: Sendable {
     /// Where the store lives: one directory per uid (root, 0700).
     public var stateDirectory: String
-    public var configPath: String = Options.configPath
+    /// The configuration file (`--config`); nil: /etc/fingerseal/fingerseal.conf, or the
+    /// older /etc/security/fingerseal.conf when that does not exist.
+    public var configPath: String? = nil
     /// Exit after this many seconds without a connection (socket activation restarts it).
     public var idleExit: Double?
 

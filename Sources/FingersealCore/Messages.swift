@@ -194,6 +194,33 @@ public enum Messages {
     public static func badOption(_ option: String, _ why: String) -> String { "The option \(option) is not valid: \(embedded(why))." }
     public static func unknownOption(_ option: String) -> String { "Unknown option \(option) was ignored." }
     public static let unknownUser = "That user does not exist."
+    // Fleet configuration: the system file, what it fixes, the client secret it names
+    public static func unsafeConfigFile(_ why: String) -> String {
+        "Fingerseal refused its configuration because \(embedded(why)). The file must be root's and writable by root only."
+    }
+    public static func fixedOnlyInFile(_ source: String) -> String {
+        "The option fixed in \(source) was ignored: only the configuration file can fix options."
+    }
+    public static func fixedOptionIgnored(_ option: String, _ source: String) -> String {
+        "The option \(option) in \(source) was ignored: the administrator fixed it in the configuration file."
+    }
+    public static func fixedArgument(_ argument: String, _ option: String) -> String {
+        "The administrator fixed \(option) for this machine, so \(argument) cannot change it."
+    }
+    public static let signInNotConfigured =
+        "Say which identity provider and client with --issuer URL --client-id ID, or ask the administrator to set issuer and client_id in /etc/fingerseal/fingerseal.conf."
+    public static let administratorSecretWins =
+        "The client secret set by the administrator is used; the one from --client-secret-file was not."
+    public static func clientSecretFileMissing(_ path: String) -> String {
+        "The client secret file \(path) named in the configuration does not exist."
+    }
+    public static func clientSecretFileReadable(_ path: String, _ mode: UInt32) -> String {
+        "The client secret file \(path) can be read by group or others (mode \(String(mode & 0o7777, radix: 8))). Make it readable by root only (chmod 600)."
+    }
+    public static func unsafeClientSecretFile(_ why: String) -> String {
+        "Fingerseal refused the client secret file because \(embedded(why)). It must be root's, in a directory only root can write."
+    }
+    public static func clientSecretFileEmpty(_ path: String) -> String { "The client secret file \(path) is empty." }
 
     // Audit trail: what `fingerseal audit` lists and syslog receives (one sentence per event)
     public static func auditSignedIn(_ issuer: String, _ flow: String) -> String { "Signed in to \(issuer) with the \(flow) sign-in." }

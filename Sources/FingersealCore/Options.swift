@@ -1,5 +1,6 @@
-/// Settings shared by the PAM module and the CLI. Order: defaults, then
-/// /etc/security/fingerseal.conf, then module arguments (which win). Values are
+/// Settings shared by the PAM module and the CLI. Order: defaults, then the system file
+/// (/etc/fingerseal/fingerseal.conf, else /etc/security/fingerseal.conf), then module
+/// arguments (which win, except over what the file lists in `fixed=`). Values are
 /// range-checked; unknown options are reported as warnings, not errors.
 public struct Options: Equatable, Sendable {
     public var debug = false
@@ -52,10 +53,30 @@ public struct Options: Equatable, Sendable {
     /// `redirect_port=`: the loopback port of the browser sign-in, for providers that match
     /// redirect URIs exactly (`--redirect-port` wins; none: a free port each time).
     public var redirectPort: Int? = nil
+    // Fleet configuration (issue 12 §1): the sign-in `fingerseal login` uses without
+    // arguments, and which settings arguments may not change. Set in the system file.
+    /// `issuer=`: the identity provider's OIDC issuer URL (https; http only on loopback).
+    public var issuer: String? = nil
+    /// `client_id=`: the OAuth client fingerseal signs in as.
+    public var clientID: String? = nil
+    /// `client_secret_file=`: a confidential client's secret, read by the broker (root's,
+    /// mode 0600), never by a caller and never sent to another issuer or client.
+    public var clientSecretFile: String? = nil
+    /// `scope=`: the scopes asked for, space-separated.
+    public var scope = "openid offline_access"
+    /// `flow=`: how `fingerseal login` signs in when no --flow is given.
+    public var flow: SignInFlow = .device
+    /// `fixed=NAME,NAME`: options the administrator fixed: `login` arguments that would change
+    /// them are refused, module arguments naming them are ignored (with a warning). Only the
+    /// system file can fix an option (`applyArguments`), and nothing un-fixes one.
+    public var fixed: Set<String> = []
 
     public init() {}
 
-    public static let configPath = "/etc/security/fingerseal.conf"
+    /// The configuration file (a fleet drops it in place).
+    public static let configPath = "/etc/fingerseal/fingerseal.conf"
+    /// Where it used to be; read only when `configPath` does not exist.
+    public static let legacyConfigPath = "/etc/security/fingerseal.conf"
     static let maxOptionLength = 4096
     static let maxConfigSize = 64 * 1024
 
@@ -171,6 +192,36 @@ public struct Options: Equatable, Sendable {
         case "socket": _ = try text({ $0.hasPrefix("/") && !$0.contains("..") }, "it needs an absolute path")
         case "backstop": _ = try integer(1...3600)
         case "redirect_port": redirectPort = try integer(1024...65535)
+        // Fleet configuration (see the fields).
+        case "issuer": issuer = try text(ProviderURL.isValidIssuer, "it needs an https URL (plain http only on loopback), without ? or #")
+        case "client_id": clientID = try text({ $0.utf8.count <= 256 && $0.unicodeScalars.allSatisfy { (0x20...0x7e).contains($0.value) } },
+                                              "it needs a client id of printable characters")
+        case "client_secret_file":
+            clientSecretFile = try text({ $0.hasPrefix("/") && !$0.hasSuffix("/") && !$0.contains("..") && $0.utf8.count <= 1024 },
+                                        "it needs an absolute path")
+        case "scope":
+            let tokens = try text({ $0.utf8.count <= 1024 }, "it needs scope names separated by spaces").split(separator: " ")
+            guard !tokens.isEmpty, tokens.allSatisfy({ $0.unicodeScalars.allSatisfy {
+                (0x21...0x7e).contains($0.value) && $0 != "\"" && $0 != "\\" } }) else {
+                throw FingersealError(.badConfiguration, Messages.badOption(name, "it needs scope names separated by spaces"))
+            }
+            scope = tokens.joined(separator: " ")
+        case "flow":
+            guard let choice = value.flatMap(SignInFlow.init(rawValue:)) else {
+                throw FingersealError(.badConfiguration, Messages.badOption(name, "use device, password or browser"))
+            }
+            flow = choice
+        case "fixed":
+            let names = try text({ $0.utf8.count <= 1024 }, "it needs option names separated by commas")
+                .split(separator: ",", omittingEmptySubsequences: false).map(\.trimmingSpaces)
+            for fixedName in names {
+                // Known names only (whatever the parser knows, so options added later can be fixed too).
+                var scratch = Options()
+                guard !fixedName.isEmpty, fixedName != "fixed", (try? scratch.applyOne(name: fixedName, value: nil)) != false else {
+                    throw FingersealError(.badConfiguration, Messages.badOption(name, "\(fixedName.prefix(64)) is not an option name"))
+                }
+            }
+            fixed.formUnion(names)
         default: return false
         }
         return true

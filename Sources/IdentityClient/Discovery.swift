@@ -62,24 +62,12 @@ public enum Discovery {
         return metadata
     }
 
-    /// https, or http to a loopback address (RFC 8252's exception, and the local test IdP).
+    /// https, or http to a loopback address (RFC 8252's exception, and the local test IdP);
+    /// the rule is `ProviderURL`'s, shared with the configuration file's `issuer=`.
     public static func requireSecure(_ url: String) throws(TokenFailure) {
         if url.hasPrefix("https://") { return }
         guard url.hasPrefix("http://") else { throw .badConfiguration("\(url) is not an https URL") }
-        let rest = url.dropFirst("http://".count)
-        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        let host: Substring
-        if authority.hasPrefix("[") {
-            host = authority.dropFirst().prefix { $0 != "]" }
-        } else {
-            host = authority.prefix { $0 != ":" }
-        }
-        // A dotted quad in 127.0.0.0/8, not merely a name starting with "127.".
-        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
-        let loopbackIPv4 = octets.count == 4 && octets[0] == "127"
-            && octets.allSatisfy { !$0.isEmpty && $0.count <= 3 && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) && (Int($0) ?? 256) < 256 }
-        let loopback = host == "localhost" || host == "::1" || loopbackIPv4
-        guard loopback, !authority.contains("@") else {
+        guard ProviderURL.isLoopbackHTTP(url) else {
             throw .badConfiguration("\(url) must use https (plain http is allowed only on loopback)")
         }
     }

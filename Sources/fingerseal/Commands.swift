@@ -57,11 +57,12 @@ enum Commands {
     static let login = CommandSpec(
         name: "login", summary: "Sign in to your identity provider once; fingerseal keeps the sign-in sealed in your vault.",
         options: [
-            .value("--issuer", "URL", "The identity provider (its OIDC issuer URL). Required."),
-            .value("--client-id", "ID", "The OAuth client id. Required."),
-            OptionSpec.value("--client-secret-file", "FILE", "Read a client secret from FILE (confidential clients).").local,
-            .value("--scope", "SCOPE", "Scopes to ask for (default: openid offline_access)."),
-            .choice("--flow", ["device", "password", "browser"], "How to sign in (default: device)."),
+            .value("--issuer", "URL", "The identity provider (its OIDC issuer URL; default: the configuration's issuer)."),
+            .value("--client-id", "ID", "The OAuth client id (default: the configuration's client_id)."),
+            OptionSpec.value("--client-secret-file", "FILE",
+                             "Read a client secret from FILE (confidential clients); the administrator's, if set, wins.").local,
+            .value("--scope", "SCOPE", "Scopes to ask for (default: the configuration's, else openid offline_access)."),
+            .choice("--flow", ["device", "password", "browser"], "How to sign in (default: the configuration's, else device)."),
             .value("--idp-user", "NAME", "Password flow: your user name at the identity provider (default: your login name)."),
             .descriptor("--password-fd", "Read passwords from descriptor N, one per line, instead of the terminal: "
                         + "the identity provider's (password flow), then your account password (a new vault)."),
@@ -72,7 +73,11 @@ enum Commands {
                     "Browser flow: listen on 127.0.0.1 port N, for providers that match redirect URIs exactly (default: any free port)."),
             pinFD, json,
         ],
-        discussion: "A new vault asks for a new PIN; an existing one asks for its PIN. A full sign-in clears every lock.",
+        discussion: """
+            Without arguments it signs in as /etc/fingerseal/fingerseal.conf says (issuer, client_id, scope, flow). \
+            Arguments change what the administrator did not fix there (fixed=). \
+            A new vault asks for a new PIN; an existing one asks for its PIN. A full sign-in clears every lock.
+            """,
         command: .login)
 
     static let unlock = CommandSpec(

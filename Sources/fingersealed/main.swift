@@ -4,6 +4,9 @@
 //   fingersealed                               under systemd (fingerseal.socket)
 //   fingersealed --socket PATH --state DIR [--config FILE] [--idle-exit SECONDS]
 //                                              in the foreground (tests, the demo, containers)
+//
+// The configuration: FILE, else /etc/fingerseal/fingerseal.conf, else (only when that does
+// not exist) /etc/security/fingerseal.conf.
 import Broker
 import FingersealWire
 import Glibc

@@ -26,6 +26,12 @@ import Testing
             ("user_claim=email_local", \Options.userClaim, "Optional(FingersealCore.UserClaim.emailLocalPart)"),
             ("user_map=/srv/users.map", \Options.userMap, "/srv/users.map"),
             ("redirect_port=8765", \Options.redirectPort, "Optional(8765)"),
+            ("issuer=https://idp.example.org/realms/staff", \Options.issuer, "Optional(\"https://idp.example.org/realms/staff\")"),
+            ("client_id=fleet", \Options.clientID, "Optional(\"fleet\")"),
+            ("client_secret_file=/etc/fingerseal/secret", \Options.clientSecretFile, "Optional(\"/etc/fingerseal/secret\")"),
+            ("scope=openid  email", \Options.scope, "openid email"),
+            ("flow=browser", \Options.flow, "browser"),
+            ("fixed=issuer", \Options.fixed, "[\"issuer\"]"),
         ]
         let defaults = Options()
         for (setting, key, expected) in fields {
@@ -50,7 +56,16 @@ import Testing
                       "max_fails=0", "max_fails=101", "offline_grace=99999999999", "debug=maybe", "only_group=", "only_group=a:b", "timeout=1e3", "timeout= 5", "socket=relative", "socket=/run/../tmp/x", "interactive_services=a b",
                       "reader=both", "reader=", "fprintd_storage=relative", "fprintd_storage=/var/../etc", "reader_location=lid",
                       "prompt=", "prompt", "prompt=quiet", "skip_services=",
-                      "user_claim=name", "user_claim=", "user_map=relative"])
+                      "user_claim=name", "user_claim=", "user_map=relative",
+                      // Fleet configuration.
+                      "issuer", "issuer=", "issuer=http://idp.example.org", "issuer=ftp://idp.example.org", "issuer=https://",
+                      "issuer=https://idp.example.org/o?x=1", "issuer=https://idp.example.org/#f", "issuer=https://me@idp.example.org",
+                      "issuer=http://127.0.0.1.example.org/o", "issuer=https://idp.example.org/a b", "client_id", "client_id=",
+                      "client_id=a\u{7}b", "client_id=é", "client_id=" + String(repeating: "c", count: 257),
+                      "client_secret_file=", "client_secret_file=relative", "client_secret_file=/etc/../shadow",
+                      "client_secret_file=/etc/fingerseal/", "scope", "scope=", "scope=openid \"email\"", "scope=openid\temail",
+                      "flow", "flow=", "flow=implicit", "fixed", "fixed=", "fixed=frobnicate", "fixed=issuer,,client_id",
+                      "fixed=fixed"])
     func outOfRangeOrGarbageIsAnError(setting: String) {
         var options = Options()
         #expect(throws: FingersealError.self) { try options.apply([setting], source: "test") }
@@ -88,6 +103,35 @@ import Testing
         var options = Options()
         try options.applyConfigFile("timeout=25\r\nmax_fails=7\r\npin\r\n")
         #expect(options.timeout == 25 && options.maxFails == 7 && options.pin)
+    }
+
+    @Test func fleetValuesThatAreFine() throws {
+        var options = Options()
+        try options.applyConfigFile("""
+            issuer = http://127.0.0.1:8080/o
+            client_id = fingerseal fleet
+            fixed = issuer, client_id
+            fixed = require_token,timeout   # fixed lines add up
+            """)
+        #expect(options.issuer == "http://127.0.0.1:8080/o" && options.clientID == "fingerseal fleet")
+        #expect(options.fixed == ["issuer", "client_id", "require_token", "timeout"])
+        for issuer in ["http://[::1]:9/o", "http://localhost/o", "https://idp.example.org", "https://idp.example.org:8443/o/"] {
+            #expect(throws: Never.self) { try options.apply(["issuer=" + issuer], source: "test") }
+        }
+    }
+
+    /// Module arguments over the file: a fixed option keeps the file's value, `fixed=` is the
+    /// file's alone (it cannot fix, nor un-fix), and everything else still wins.
+    @Test func argumentsCannotChangeWhatTheFileFixed() throws {
+        var options = Options()
+        try options.applyConfigFile("require_token\ntimeout=20\nfixed=require_token")
+        let warnings = try options.applyArguments(["require_token=no", "fixed=timeout", "timeout=5", "frobnicate"], source: "module arguments")
+        #expect(options.requireToken, "fixed: the file's value stays")
+        #expect(options.timeout == 5, "not fixed: the argument wins")
+        #expect(options.fixed == ["require_token"])
+        #expect(warnings.count == 3, "\(warnings)")
+        #expect(warnings.contains("The option require_token in module arguments was ignored: the administrator fixed it in the configuration file."))
+        #expect(warnings.contains("The option fixed in module arguments was ignored: only the configuration file can fix options."))
     }
 
     @Test func missingConfigFileMeansDefaults() throws {

@@ -31,7 +31,7 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
             _ = LockoutPolicy.pinDelay(afterFailures: state.pinFailures)
         }
     case 3:
-        // /etc/security/fingerseal.conf
+        // /etc/fingerseal/fingerseal.conf (or the older /etc/security/fingerseal.conf)
         var options = Options()
         _ = try? options.applyConfigFile(String(decoding: input, as: UTF8.self), source: "fuzz")
     case 4:

@@ -13,28 +13,19 @@ import SystemKit
 /// client shows what the person must see and relays what they type. The refresh token never
 /// leaves the broker.
 enum LoginCommand {
-    static let defaultScope = "openid offline_access"
-
     static func login(_ call: Call) throws -> Reply {
         try loggingFailure("sign-in", call.store) { try run(call) }
     }
 
     static func run(_ call: Call) throws -> Reply {
-        guard let issuer = call.value("--issuer"), let clientID = call.value("--client-id"),
-              !issuer.isEmpty, !clientID.isEmpty else {
-            throw FingersealError(.usage, "Say which identity provider and client with --issuer URL --client-id ID.")
-        }
-        let flow = call.value("--flow") ?? "device"
-        guard ["device", "password", "browser"].contains(flow) else {
-            throw FingersealError(.usage, "The option --flow takes device, password or browser.")
-        }
-        let scope = call.value("--scope") ?? defaultScope
+        let signIn = try resolve(call)
+        let (issuer, clientID, scope, flow) = (signIn.issuer, signIn.clientID, signIn.scope, signIn.flow.rawValue)
         let store = call.store
         let options = call.options
         // A new vault needs the account password (root: not), asked before anyone signs in
         // at the provider for nothing.
         if try Vault.status(store) == nil { try AccountPassword.requireUnlessRoot(call) }
-        let secret = call.has("--client-secret") ? try askClientSecret(call) : nil
+        let secret = signIn.secret.map { $0.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
 
         let http = HTTPClient(configuration: .init(connectTimeout: Double(options.connectTimeout), timeout: Double(options.idpTimeout)))
         let client: OAuthClient
@@ -61,9 +52,8 @@ enum LoginCommand {
         } else {
             vault = try Vault.create(store, pin: PINKeyslot(pin: try Unlocking.askNewPIN(call)))
         }
-        let clientSecret = try secret.map { try SecureBytes(copying: Array($0.utf8)) }
         try vault.update {
-            try $0.signedIn(refreshToken: refreshToken, provider: client.providerRecord, clientSecret: clientSecret,
+            try $0.signedIn(refreshToken: refreshToken, provider: client.providerRecord, clientSecret: signIn.secret,
                             at: SystemClock().now())
         }
         try LockoutLedger(store: store, options: options).clearAll()
@@ -78,15 +68,15 @@ enum LoginCommand {
 
     /// A confidential client's secret, asked through the client (which reads it from its
     /// --client-secret-file): the broker never opens a file a caller names.
-    static func askClientSecret(_ call: Call) throws -> String {
+    static func askClientSecret(_ call: Call) throws -> SecureBytes {
         guard let answer = try call.conversation.askSecret(.clientSecret, Messages.clientSecretPrompt) else {
             throw FingersealError(.usage, "No client secret was given.")
         }
-        return answer.withUnsafeBytes { bytes in
+        return try answer.withUnsafeBytes { bytes in
             // A trailing newline is the editor's, not the secret's.
             var end = bytes.endIndex
             while end > bytes.startIndex, [0x0a, 0x0d, 0x20].contains(bytes[end - 1]) { end -= 1 }
-            return String(decoding: bytes[..<end], as: UTF8.self)
+            return try SecureBytes(copying: bytes[..<end])
         }
     }
 
