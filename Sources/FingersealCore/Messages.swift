@@ -328,7 +328,7 @@ public enum Messages {
         case .badConfiguration: detail = "its configuration cannot be used"
         case .chainEnded: detail = "it no longer knows this sign-in"
         case .accessDenied: detail = "it refused the request"
-        case .authorizationPending, .slowDown, .expiredToken: detail = "it gave an unexpected answer"
+        case .authorizationPending, .slowDown, .expiredToken, .identityRejected: detail = "it gave an unexpected answer"
         }
         return revokeFailed(detail)
     }
