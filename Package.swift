@@ -39,6 +39,7 @@ let package = Package(
         // For the fuzzing package in Fuzz/, which builds the core with -sanitize=fuzzer.
         .library(name: "FingersealCore", targets: ["FingersealCore"]),
         .library(name: "IdentityClient", targets: ["IdentityClient"]),
+        .library(name: "JOSEKit", targets: ["JOSEKit"]),
     ],
     targets: [
         // C libraries from Debian.

@@ -6,7 +6,9 @@
  *
  * Typed shims for what Swift cannot call directly: OSSL_PARAM building (arrays of structs
  * with string keys), macros (EVP_PKEY_PUBLIC_KEY), and ECDSA_SIG's DER encoding. Each returns
- * a pointer the caller owns (freed with fs_crypto_pkey_free) or NULL, and 1/0 for checks. */
+ * a pointer the caller owns (freed with fs_crypto_pkey_free) or NULL, and 1/0 for checks.
+ * Each clears this thread's OpenSSL error queue before returning: a refused key or signature
+ * leaves entries there, which would otherwise surface in libcurl's TLS error reports. */
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/ec.h>
@@ -42,6 +44,7 @@ static inline EVP_PKEY *fs_crypto_rsa_public_key(const uint8_t *n, size_t n_leng
     OSSL_PARAM_BLD_free(build);
     BN_free(exponent);
     BN_free(modulus);
+    ERR_clear_error();
     return key;
 }
 
@@ -60,20 +63,22 @@ static inline EVP_PKEY *fs_crypto_p256_public_key(const uint8_t *x, const uint8_
         OSSL_PARAM_construct_end(),
     };
     EVP_PKEY *key = fs_crypto_pkey_fromdata("EC", params);
-    if (!key) return NULL;
-    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_pkey(NULL, key, NULL);
+    EVP_PKEY_CTX *ctx = key ? EVP_PKEY_CTX_new_from_pkey(NULL, key, NULL) : NULL;
     int valid = ctx && EVP_PKEY_public_check(ctx) == 1;
     EVP_PKEY_CTX_free(ctx);
     if (!valid) {
         EVP_PKEY_free(key);
-        return NULL;
+        key = NULL;
     }
+    ERR_clear_error();
     return key;
 }
 
 /* An Ed25519 public key from its 32 raw bytes (JWK "x", RFC 8037). */
 static inline EVP_PKEY *fs_crypto_ed25519_public_key(const uint8_t *x) {
-    return EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, x, 32);
+    EVP_PKEY *key = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, x, 32);
+    ERR_clear_error();
+    return key;
 }
 
 static inline void fs_crypto_pkey_free(EVP_PKEY *key) { EVP_PKEY_free(key); }
@@ -89,7 +94,6 @@ static inline int fs_crypto_verify(EVP_PKEY *key, int sha256, const uint8_t *sig
     int ok = ctx && EVP_DigestVerifyInit(ctx, NULL, sha256 ? EVP_sha256() : NULL, NULL, key) == 1
         && EVP_DigestVerify(ctx, signature, signature_length, message, message_length) == 1;
     EVP_MD_CTX_free(ctx);
-    /* A refusal leaves entries in this thread's error queue; they mean nothing to a caller. */
     ERR_clear_error();
     return ok;
 }
@@ -113,6 +117,7 @@ static inline size_t fs_crypto_ecdsa_raw_to_der(const uint8_t *raw, uint8_t der[
     BN_free(r);
     BN_free(s);
     ECDSA_SIG_free(sig);
+    ERR_clear_error();
     return length;
 }
 #endif

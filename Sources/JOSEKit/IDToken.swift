@@ -42,10 +42,10 @@ public enum IDToken {
                               nonce: String?, now: Int64, leeway: Int64 = 120) throws(JOSEError) -> IDTokenClaims {
         let compact = try Compact(token)
         guard let algorithm = Algorithm(rawValue: compact.header.alg) else {
-            throw .unsupportedAlgorithm(compact.header.alg)
+            throw .unsupportedAlgorithm(printable(compact.header.alg))
         }
         let candidates = keys.candidates(algorithm: algorithm, keyID: compact.header.kid)
-        guard !candidates.isEmpty else { throw .unknownKey(compact.header.kid) }
+        guard !candidates.isEmpty else { throw .unknownKey(compact.header.kid.map(printable)) }
         guard candidates.contains(where: { $0.verify(signature: compact.signature, message: compact.signingInput) }) else {
             throw .badSignature
         }
@@ -62,6 +62,11 @@ public enum IDToken {
             guard got == nonce else { throw .claim("the nonce does not match this sign-in") }
         }
         return claims
+    }
+
+    /// Anyone can put text in a header: errors carry at most 64 printable ASCII characters of it.
+    static func printable(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.filter { (0x20..<0x7f).contains($0.value) }.prefix(64)))
     }
 
     /// header.payload.signature, split and decoded; nothing checked but the shape.
@@ -131,50 +136,55 @@ struct ClaimSet: Decodable {
     }
 
     /// "aud": a string or an array of strings (RFC 7519 4.1.3).
-    struct Audience: Decodable {
+    struct Audience: TolerantClaim {
         let values: [String]
-        init(from decoder: Decoder) throws {
-            let container = try decoder.singleValueContainer()
-            if let one = try? container.decode(String.self) {
-                values = [one]
-            } else {
-                values = try container.decode([String].self)
-            }
-        }
+        init(_ one: String) { values = [one] }
+        init?(fallback: [String]) { values = fallback }
     }
 
     /// NumericDate (RFC 7519 2): seconds since the epoch, possibly with a fraction, which is
     /// dropped. Values beyond ±2^53 are refused rather than rounded.
-    struct NumericDate: Decodable {
+    struct NumericDate: TolerantClaim {
         let value: Int64
-        init(from decoder: Decoder) throws {
-            let container = try decoder.singleValueContainer()
-            if let whole = try? container.decode(Int64.self) {
-                value = whole
-            } else {
-                let number = try container.decode(Double.self)
-                guard number.isFinite, abs(number) < 9_007_199_254_740_992 else {
-                    throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a NumericDate")
-                }
-                value = Int64(number.rounded(.down))
-            }
+        init(_ whole: Int64) { value = whole }
+        init?(fallback number: Double) {
+            guard number.isFinite, abs(number) < 9_007_199_254_740_992 else { return nil }
+            value = Int64(number.rounded(.down))
         }
     }
 
     /// A boolean, or "true"/"false" as a string (as some providers send email_verified).
-    struct Flag: Decodable {
+    struct Flag: TolerantClaim {
         let value: Bool
-        init(from decoder: Decoder) throws {
-            let container = try decoder.singleValueContainer()
-            if let flag = try? container.decode(Bool.self) {
-                value = flag
-            } else {
-                switch try container.decode(String.self) {
-                case "true": value = true
-                case "false": value = false
-                default: throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a boolean")
-                }
+        init(_ flag: Bool) { value = flag }
+        init?(fallback text: String) {
+            switch text {
+            case "true": value = true
+            case "false": value = false
+            default: return nil
             }
+        }
+    }
+}
+
+/// A claim that is one JSON type or, as some providers send it, another: converted by
+/// `init?(fallback:)`, or refused.
+protocol TolerantClaim: Decodable {
+    associatedtype Preferred: Decodable
+    associatedtype Fallback: Decodable
+    init(_ value: Preferred)
+    init?(fallback: Fallback)
+}
+
+extension TolerantClaim {
+    init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let value = try? container.decode(Preferred.self) {
+            self.init(value)
+        } else if let converted = Self(fallback: try container.decode(Fallback.self)) {
+            self = converted
+        } else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a valid \(Self.self)")
         }
     }
 }

@@ -191,6 +191,9 @@ private func claims(iss: String = issuer, aud: String = #""fingerseal-test""#, e
         check(#"\#(base64URL(Array(#"{"alg":"none"}"#.utf8))).\#(parts[1])."#, .unsupportedAlgorithm("none"))
         check(#"\#(base64URL(Array(#"{"alg":"HS256","kid":"r"}"#.utf8))).\#(parts[1]).\#(parts[2])"#, .unsupportedAlgorithm("HS256"))
         check(try rsa(claims(), header: #"{"alg":"RS256","kid":"nope"}"#), .unknownKey("nope"))
+        // What a header says reaches an error as at most 64 printable characters.
+        check(#"\#(base64URL(Array(#"{"alg":"\u0007\#(String(repeating: "x", count: 99))"}"#.utf8))).e30.AA"#,
+              .unsupportedAlgorithm(String(repeating: "x", count: 64)))
         // Without a kid, a set with one key for the alg answers; here the RSA key is the only one.
         _ = try IDToken.verify(try rsa(claims(), header: #"{"alg":"RS256"}"#), keys: keys, issuer: issuer, clientID: client,
                                nonce: nil, now: now)
@@ -201,6 +204,12 @@ private func claims(iss: String = issuer, aud: String = #""fingerseal-test""#, e
         _ = try IDToken.verify(try rsa(claims(aud: #"["fingerseal-test","other"]"#, extra: #","azp":"fingerseal-test""#)),
                                keys: keys, issuer: issuer, clientID: client, nonce: nil, now: now)
         check(try rsa(claims(exp: now - 120)), .claim("the token expired"))
+        check(try rsa(#"{"iss":"\#(issuer)","sub":"a","aud":"fingerseal-test","exp":\#(now - 120).9,"iat":1}"#), nonce: nil,
+              .claim("the token expired"))
+        check(try rsa(#"{"iss":"\#(issuer)","sub":"a","aud":"fingerseal-test","exp":1e300,"iat":1}"#), nonce: nil,
+              .malformed("the token's claims is not a valid JSON object"))
+        #expect(try IDToken.verify(try rsa(#"{"iss":"\#(issuer)","sub":"a","aud":"fingerseal-test","exp":\#(now).5,"iat":1.5}"#),
+                                   keys: keys, issuer: issuer, clientID: client, nonce: nil, now: now).issuedAt == 1)
         _ = try IDToken.verify(try rsa(claims(exp: now - 119)), keys: keys, issuer: issuer, clientID: client, nonce: nil, now: now)
         check(try rsa(claims(iat: now + 121)), .claim("the token was issued in the future"))
         check(try rsa(claims(nonce: "other")), .claim("the nonce does not match this sign-in"))
@@ -261,9 +270,12 @@ private func claims(iss: String = issuer, aud: String = #""fingerseal-test""#, e
         let claims = try UserInfo.parse(Array(#"{"sub":"248289761001","name":"Jane Doe","email":"j@example.org","email_verified":"true","picture":{"x":1}}"#.utf8))
         #expect(claims == IDTokenClaims(issuer: "", subject: "248289761001", audience: [], expiresAt: 0, issuedAt: 0,
                                         email: "j@example.org", emailVerified: true, name: "Jane Doe"))
+        // Names are compared as JSON means them; the same name in another object is no repeat.
+        #expect(try UserInfo.parse(Array(#"{"s\u0075b":"x","a":{"sub":1},"b":[{"sub":2},{"sub":3}]}"#.utf8)).subject == "x")
         for (bad, expected) in [(#"{"name":"x"}"#, JOSEError.claim("sub is missing")), (#"{"sub":""}"#, .claim("sub is missing")),
                                 (#"{"sub":5}"#, .malformed("the userinfo answer is not a valid JSON object")),
                                 (#"{"sub":"a","sub":"b"}"#, .malformed("the userinfo answer repeats a member")),
+                                (#"{"sub":"a","na\u006de":"x","name":"y"}"#, .malformed("the userinfo answer repeats a member")),
                                 ("eyJhbGciOiJSUzI1NiJ9.e30.AA", .malformed("the userinfo answer is not a valid JSON object"))] {
             #expect(throws: expected, "\(bad)") { _ = try UserInfo.parse(Array(bad.utf8)) }
         }
