@@ -39,6 +39,7 @@ let package = Package(
         // For the fuzzing package in Fuzz/, which builds the core with -sanitize=fuzzer.
         .library(name: "FingersealCore", targets: ["FingersealCore"]),
         .library(name: "IdentityClient", targets: ["IdentityClient"]),
+        .library(name: "JOSEKit", targets: ["JOSEKit"]),
     ],
     targets: [
         // C libraries from Debian.
@@ -55,6 +56,7 @@ let package = Package(
         .systemLibrary(name: "CMicroHTTPD", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CLinux"),
         cLibrary("CSystemd", pkgConfig: "libsystemd", apt: ["libsystemd-dev"]),
+        cLibrary("CCrypto", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
 
         // Thin wrappers: each owns its C pointers; no C types in their public API.
         .target(name: "SystemKit", dependencies: ["CLinux"], swiftSettings: leanSwift),
@@ -67,6 +69,8 @@ let package = Package(
         .target(name: "CurlKit", dependencies: ["CCurl"]),
         .target(name: "TPMKit", dependencies: ["CTSS2"]),
         .target(name: "QRKit", dependencies: ["CQRencode"]),
+        // OIDC ID tokens and key sets (JWS, JWK) over OpenSSL's libcrypto: signatures only.
+        .target(name: "JOSEKit", dependencies: ["CCrypto"]),
         // The browser sign-in's loopback redirect receiver (one request, then it stops).
         .target(name: "LoopbackKit", dependencies: ["CMicroHTTPD", "CLinux", "SodiumKit", "SystemKit"]),
 
@@ -83,7 +87,7 @@ let package = Package(
 
         // The identity provider over HTTP (discovery, token requests): its own target, so
         // that what does not talk to the IdP never loads libcurl.
-        .target(name: "IdentityClient", dependencies: ["FingersealCore", "CurlKit", "SodiumKit"]),
+        .target(name: "IdentityClient", dependencies: ["FingersealCore", "CurlKit", "JOSEKit", "SodiumKit"]),
 
         // The broker: the socket server, the caller's identity, the authorization table, and
         // every flow (design §2, §5).
@@ -139,7 +143,7 @@ let package = Package(
             name: "FingersealTests",
             dependencies: [
                 "FingersealCore", "FingerprintFlows", "IdentityClient", "SystemKit", "SodiumKit", "PAMKit", "CPAM",
-                "FprintKit", "CurlKit", "TPMKit", "QRKit", "LoopbackKit", "vault-torture", "pam-cycles", "fingerseal",
+                "FprintKit", "CurlKit", "JOSEKit", "TPMKit", "QRKit", "LoopbackKit", "vault-torture", "pam-cycles", "fingerseal",
                 "fingersealed", "wire-client", "FingersealWire", "FprintdKit",
             ],
             exclude: ["Support/pty_session.py", "Support/system-bus.conf"]

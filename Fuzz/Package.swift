@@ -11,7 +11,8 @@ let package = Package(
         .executableTarget(
             name: "fuzz-parsers",
             dependencies: ["CLibFuzzer", .product(name: "FingersealCore", package: "fingerseal"),
-                           .product(name: "IdentityClient", package: "fingerseal")]
+                           .product(name: "IdentityClient", package: "fingerseal"),
+                           .product(name: "JOSEKit", package: "fingerseal")]
         ),
     ]
 )

@@ -366,7 +366,7 @@ public enum Messages {
         case .chainEnded, .credentialsRefused: detail = "it no longer knows this sign-in"
         case .clientAuthenticationRequired: return revokeNeedsClientSecret
         case .accessDenied: detail = "it refused the request"
-        case .authorizationPending, .slowDown, .expiredToken: detail = "it gave an unexpected answer"
+        case .authorizationPending, .slowDown, .expiredToken, .identityRejected: detail = "it gave an unexpected answer"
         }
         return revokeFailed(detail)
     }

@@ -8,12 +8,15 @@ public struct TokenSet {
     /// Seconds the access token lives, when the provider said.
     public let expiresIn: Int?
     public let scope: String?
+    /// The OIDC ID token, when the provider sent one (a compact JWS, not yet verified).
+    public let idToken: String?
 
-    public init(accessToken: SecureBytes, refreshToken: SecureBytes?, expiresIn: Int?, scope: String?) {
+    public init(accessToken: SecureBytes, refreshToken: SecureBytes?, expiresIn: Int?, scope: String?, idToken: String? = nil) {
         self.accessToken = accessToken
         self.refreshToken = refreshToken
         self.expiresIn = expiresIn
         self.scope = scope
+        self.idToken = idToken
     }
 }
 
@@ -38,6 +41,9 @@ public enum TokenFailure: Error, Equatable, Sendable {
     case authorizationPending, slowDown, expiredToken, accessDenied
     /// The provider's configuration is not acceptable (issuer mismatch, plain http).
     case badConfiguration(String)
+    /// The provider's statement of who signed in (its ID token or userinfo answer) did not pass
+    /// the checks: a plain reason ("the ID token's signature does not verify").
+    case identityRejected(String)
 }
 
 /// What flows need from an identity provider; the real one speaks HTTP (IdentityClient).

@@ -29,14 +29,20 @@ public struct ProviderRecord: Codable, Equatable, Sendable {
     public var revocationEndpoint: String?
     /// A confidential client: its secret is sealed in the vault as `client-secret`.
     public var confidential: Bool?
+    /// Where the ID tokens of a refresh are checked (jwks_uri, userinfo_endpoint), so an unlock
+    /// needs no discovery round trip. Absent in vaults made before they were kept.
+    public var jwksURI: String?
+    public var userinfoEndpoint: String?
 
     public init(issuer: String, clientID: String, tokenEndpoint: String? = nil, revocationEndpoint: String? = nil,
-                confidential: Bool = false) {
+                confidential: Bool = false, jwksURI: String? = nil, userinfoEndpoint: String? = nil) {
         self.issuer = issuer
         self.clientID = clientID
         self.tokenEndpoint = tokenEndpoint
         self.revocationEndpoint = revocationEndpoint
         self.confidential = confidential
+        self.jwksURI = jwksURI
+        self.userinfoEndpoint = userinfoEndpoint
     }
 }
 

@@ -9,14 +9,20 @@ public struct ProviderMetadata: Codable, Equatable, Sendable {
     public let authorizationEndpoint: String?
     public let deviceAuthorizationEndpoint: String?
     public let revocationEndpoint: String?
+    /// The provider's signing keys (JWKS), for verifying ID tokens.
+    public let jwksURI: String?
+    public let userinfoEndpoint: String?
 
     public init(issuer: String, tokenEndpoint: String, authorizationEndpoint: String? = nil,
-                deviceAuthorizationEndpoint: String? = nil, revocationEndpoint: String? = nil) {
+                deviceAuthorizationEndpoint: String? = nil, revocationEndpoint: String? = nil,
+                jwksURI: String? = nil, userinfoEndpoint: String? = nil) {
         self.issuer = issuer
         self.tokenEndpoint = tokenEndpoint
         self.authorizationEndpoint = authorizationEndpoint
         self.deviceAuthorizationEndpoint = deviceAuthorizationEndpoint
         self.revocationEndpoint = revocationEndpoint
+        self.jwksURI = jwksURI
+        self.userinfoEndpoint = userinfoEndpoint
     }
 
     enum CodingKeys: String, CodingKey {
@@ -25,6 +31,8 @@ public struct ProviderMetadata: Codable, Equatable, Sendable {
         case authorizationEndpoint = "authorization_endpoint"
         case deviceAuthorizationEndpoint = "device_authorization_endpoint"
         case revocationEndpoint = "revocation_endpoint"
+        case jwksURI = "jwks_uri"
+        case userinfoEndpoint = "userinfo_endpoint"
     }
 }
 
@@ -56,7 +64,8 @@ public enum Discovery {
             throw .badConfiguration("the provider says its issuer is \(metadata.issuer), not \(issuer)")
         }
         for url in [metadata.tokenEndpoint] + [metadata.authorizationEndpoint, metadata.deviceAuthorizationEndpoint,
-                                                metadata.revocationEndpoint].compactMap({ $0 }) {
+                                                metadata.revocationEndpoint, metadata.jwksURI,
+                                                metadata.userinfoEndpoint].compactMap({ $0 }) {
             try requireSecure(url)
         }
         return metadata

@@ -1,6 +1,7 @@
 import CurlKit
 import FingersealCore
 import FoundationEssentials
+import JOSEKit
 import SodiumKit
 
 /// A device authorization (RFC 8628) in progress.
@@ -40,16 +41,20 @@ public struct OAuthClient: TokenClient, Sendable {
             throw .badConfiguration("the sign-in has no token endpoint; sign in again")
         }
         try Discovery.requireSecure(tokenEndpoint)
-        if let revocation = provider.revocationEndpoint { try Discovery.requireSecure(revocation) }
+        for url in [provider.revocationEndpoint, provider.jwksURI, provider.userinfoEndpoint].compactMap({ $0 }) {
+            try Discovery.requireSecure(url)
+        }
         self.init(metadata: ProviderMetadata(issuer: provider.issuer, tokenEndpoint: tokenEndpoint,
-                                             revocationEndpoint: provider.revocationEndpoint),
+                                             revocationEndpoint: provider.revocationEndpoint, jwksURI: provider.jwksURI,
+                                             userinfoEndpoint: provider.userinfoEndpoint),
                   clientID: provider.clientID, clientSecret: clientSecret, http: http)
     }
 
     /// What the vault keeps of this client.
     public var providerRecord: ProviderRecord {
         ProviderRecord(issuer: metadata.issuer, clientID: clientID, tokenEndpoint: metadata.tokenEndpoint,
-                       revocationEndpoint: metadata.revocationEndpoint, confidential: clientSecret != nil)
+                       revocationEndpoint: metadata.revocationEndpoint, confidential: clientSecret != nil,
+                       jwksURI: metadata.jwksURI, userinfoEndpoint: metadata.userinfoEndpoint)
     }
 
     public func refresh(_ refreshToken: SecureBytes) throws(TokenFailure) -> TokenSet {
@@ -227,6 +232,7 @@ enum TokenRequests {
             let expires_in: FlexibleInteger?
             let refresh_token: String?
             let scope: String?
+            let id_token: String?
         }
         guard let answer = try? JSONDecoder().decode(Answer.self, from: Data(body)) else {
             throw .malformed("the token answer is not valid JSON with an access token")
@@ -237,14 +243,29 @@ enum TokenRequests {
         if let refresh = answer.refresh_token, !AccessToken.isValidToken(refresh.utf8) {
             throw .malformed("the refresh token in the answer is not valid")
         }
+        if let idToken = answer.id_token, !isCompactJWS(idToken) {
+            throw .malformed("the ID token in the answer is not valid")
+        }
         let lifetime = answer.expires_in?.value
         if let lifetime, lifetime < 0 { throw .malformed("the token answer has a negative lifetime") }
         do {
             let refresh = try answer.refresh_token.map { try SecureBytes(copying: Array($0.utf8)) }
             return TokenSet(accessToken: try SecureBytes(copying: Array(answer.access_token.utf8)), refreshToken: refresh,
-                            expiresIn: lifetime, scope: answer.scope)
+                            expiresIn: lifetime, scope: answer.scope, idToken: answer.id_token)
         } catch {
             throw .malformed("no secure memory for the tokens")
+        }
+    }
+
+    /// An ID token's outer shape: base64url parts joined by dots, within `IDToken.maxBytes`
+    /// (what is inside is for `IDToken.verify`).
+    static func isCompactJWS(_ token: String) -> Bool {
+        (1...IDToken.maxBytes).contains(token.utf8.count) && token.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."): true
+            default: false
+            }
         }
     }
 }

@@ -3,15 +3,8 @@ import Glibc
 import Foundation
 import CurlKit
 
-/// A Python http.server on 127.0.0.1:<ephemeral> for one test. It prints its port once it
-/// listens; reading that line (with a deadline) is the readiness signal.
-private final class PythonHTTPServer {
-    let port: Int
-    private let process: Process
-
-    private static let script = #"""
-import http.server, sys
-
+/// What the test server answers (a Python `Handler` class, see `PythonHTTPServer`).
+private let curlHandler = #"""
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -56,58 +49,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         self.reply(200, body, content_type="application/octet-stream",
                    extra=[("X-Request-Content-Type", self.headers.get("Content-Type", ""))])
-
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-print(server.server_address[1], flush=True)
-server.serve_forever()
 """#
-
-    init() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["-c", Self.script]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let fd = output.fileHandleForReading.fileDescriptor
-        guard let line = readLine(fd: fd, timeoutMS: 10_000), let port = Int(line) else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            throw ServerStartFailure()
-        }
-        self.process = process
-        self.port = port
-    }
-
-    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
-
-    func stop() {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-}
-
-private struct ServerStartFailure: Error {}
-
-/// Reads one line from `fd`, waiting at most `timeoutMS` in total.
-private func readLine(fd: Int32, timeoutMS: Int) -> String? {
-    let deadline = ContinuousClock.now + .milliseconds(timeoutMS)
-    var bytes: [UInt8] = []
-    while ContinuousClock.now < deadline {
-        let remaining = deadline - ContinuousClock.now
-        let ms = max(1, Int(remaining.components.seconds * 1000) + Int(remaining.components.attoseconds / 1_000_000_000_000_000))
-        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        let ready = poll(&poller, 1, Int32(ms))
-        if ready < 0 && errno == EINTR { continue }
-        guard ready > 0 else { return nil }
-        var byte: UInt8 = 0
-        guard read(fd, &byte, 1) == 1 else { return nil }
-        if byte == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
-        bytes.append(byte)
-    }
-    return nil
-}
 
 /// A socket on 127.0.0.1 that listens but never accepts or answers: the kernel completes
 /// the handshake from the backlog, so a client connects and then waits forever.
@@ -117,7 +59,7 @@ private final class SilentListener {
 
     init(listen shouldListen: Bool) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw ServerStartFailure() }
+        guard fd >= 0 else { throw TestFailure("no test listener") }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
@@ -130,7 +72,7 @@ private final class SilentListener {
         }
         guard ok else {
             close(fd)
-            throw ServerStartFailure()
+            throw TestFailure("no test listener")
         }
         self.fd = fd
         port = Int(UInt16(bigEndian: address.sin_port))
@@ -141,7 +83,7 @@ private final class SilentListener {
 
 @Suite struct CurlKitTests {
     @Test func getReturnsStatusHeadersAndBody() throws {
-        let server = try PythonHTTPServer()
+        let server = try PythonHTTPServer(handler: curlHandler)
         defer { server.stop() }
         let response = try HTTPClient().send(.get(server.url("/hello")))
         #expect(response.status == 200)
@@ -152,14 +94,14 @@ private final class SilentListener {
     }
 
     @Test func notFoundIsAResponseNotAnError() throws {
-        let server = try PythonHTTPServer()
+        let server = try PythonHTTPServer(handler: curlHandler)
         defer { server.stop() }
         let response = try HTTPClient().send(.get(server.url("/missing")))
         #expect(response.status == 404)
     }
 
     @Test func postFormBodyArrivesExactly() throws {
-        let server = try PythonHTTPServer()
+        let server = try PythonHTTPServer(handler: curlHandler)
         defer { server.stop() }
         let fields: [(name: String, value: String)] = [
             ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),
@@ -175,7 +117,7 @@ private final class SilentListener {
     }
 
     @Test func emptyPostBody() throws {
-        let server = try PythonHTTPServer()
+        let server = try PythonHTTPServer(handler: curlHandler)
         defer { server.stop() }
         let response = try HTTPClient().send(HTTPRequest(url: server.url("/echo"), method: .post))
         #expect(response.status == 200)
@@ -184,7 +126,7 @@ private final class SilentListener {
 
     @Test(arguments: ["/big/", "/stream/"])
     func responseLargerThanCapIsRefused(path: String) throws {
-        let server = try PythonHTTPServer()
+        let server = try PythonHTTPServer(handler: curlHandler)
         defer { server.stop() }
         let client = HTTPClient(configuration: .init(maxResponseBytes: 64 * 1024))
         #expect(throws: HTTPError.responseTooLarge(limit: 64 * 1024)) {
@@ -212,7 +154,7 @@ private final class SilentListener {
     }
 
     @Test func redirectsAreNotFollowedByDefault() throws {
-        let server = try PythonHTTPServer()
+        let server = try PythonHTTPServer(handler: curlHandler)
         defer { server.stop() }
         let response = try HTTPClient().send(.get(server.url("/redirect")))
         #expect(response.status == 302)

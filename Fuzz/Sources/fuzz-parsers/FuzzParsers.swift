@@ -4,13 +4,14 @@
 @testable import FingersealCore
 import FoundationEssentials
 @testable import IdentityClient
+@testable import JOSEKit
 import SodiumKit
 
 func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     guard let data, size > 0 else { return 0 }
     let selector = data[0]
     let input = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
-    switch selector % 15 {
+    switch selector % 17 {
     case 0:
         // The envelope of every vault file: whatever it accepts must re-encode to the input.
         for kind in [Container.Kind.vault, .deviceKey, .lockout] {
@@ -91,6 +92,22 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
             var verifier = AuditVerifier(key: key, vaultID: String(repeating: "0", count: 32))
             _ = verifier.walk(contents, "fuzz", expected: 1, prev: AuditLine.genesis)
         }
+    case 15:
+        // A provider's key set (JWKS), and a userinfo answer: every key kept must be found
+        // again by its kid.
+        if let keys = try? JSONWebKeySet(json: input) {
+            guard keys.keyIDs.allSatisfy({ keys.contains(keyID: $0) }) else { trap() }
+        }
+        _ = try? UserInfo.parse(input)
+        _ = JSONObject.hasUniqueMembers(input)
+    case 16:
+        // An ID token, its header alone, then verified with the RFC 7515/8037 example keys:
+        // nothing the fuzzer makes may pass (it cannot sign).
+        let token = String(decoding: input, as: UTF8.self)
+        _ = try? IDToken.header(token)
+        if (try? IDToken.verify(token, keys: fuzzKeys, issuer: "joe", clientID: "c", nonce: nil, now: 1_300_819_000)) != nil {
+            trap()
+        }
     default:
         // A full vault file: envelope, then document.
         if let body = try? Container.decode(.vault, input, file: "fuzz") {
@@ -99,6 +116,13 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     }
     return 0
 }
+
+/// The public keys of RFC 7515 A.2 (RSA), A.3 (P-256) and RFC 8037 A.2 (Ed25519), one per alg.
+let fuzzKeys: JSONWebKeySet = {
+    let set = #"{"keys":[{"kty":"RSA","n":"ofgWCuLjybRlzo0tZWJjNiuSfb4p4fAkd_wWJcyQoTbji9k0l8W26mPddxHmfHQp-Vaw-4qPCJrcS2mJPMEzP1Pt0Bm4d4QlL-yRT-SFd2lZS-pCgNMsD1W_YpRPEwOWvG6b32690r2jZ47soMZo9wGzjb_7OMg0LOL-bSf63kpaSHSXndS5z5rexMdbBYUsLA9e-KXBdQOS-UTo7WTBEMa2R2CapHg665xsmtdVMTBQY4uDZlxvb3qCo5ZwKh9kG4LT6_I5IhlJH7aGhyxXFvUK-DWNmoudF8NAco9_h9iaGNj8q2ethFkMLs91kzk2PAcDTW9gb54h4FRWyuXpoQ","e":"AQAB"},{"kty":"EC","crv":"P-256","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"},{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}"#
+    guard let keys = try? JSONWebKeySet(json: Array(set.utf8)), keys.keyIDs.count == 3 else { trap() }
+    return keys
+}()
 
 /// A deliberate crash: libFuzzer saves the input that broke the invariant.
 func trap() -> Never {

@@ -153,7 +153,7 @@ enum LoginCommand {
         case .expiredToken: return FingersealError(.timedOut, Messages.codeExpired)
         case let .unreachable(why): return FingersealError(.unavailable, Messages.providerUnreachable(why))
         case let .badConfiguration(why): return FingersealError(.badConfiguration, Messages.providerProblem(why))
-        case let .malformed(why): return FingersealError(.unavailable, Messages.providerProblem(why))
+        case let .malformed(why), let .identityRejected(why): return FingersealError(.unavailable, Messages.providerProblem(why))
         case let .rejected(status, code):
             return FingersealError(.unavailable, Messages.providerProblem("it answered \(status)" + (code.map { " \($0)" } ?? "")))
         case .authorizationPending, .slowDown, .clientAuthenticationRequired:

@@ -1,0 +1,93 @@
+import CurlKit
+import FingersealCore
+import FoundationEssentials
+import JOSEKit
+import SodiumKit
+
+/// Who signed in, as the provider states it: its ID token, verified against its published
+/// keys, or else its userinfo answer.
+public enum IdentityCheck {
+    /// The ID token's claims when the answer has one and the provider publishes a jwks_uri
+    /// (verified: any failure throws `.identityRejected` with a plain reason, never ignored);
+    /// else the userinfo answer when the provider has an endpoint; else nil: nothing to check with.
+    public static func verifiedIdentity(tokens: TokenSet, metadata: ProviderMetadata, clientID: String, nonce: String?,
+                                        http: HTTPClient, cache: JWKSCache, now: Int64) throws(TokenFailure) -> IDTokenClaims? {
+        if let idToken = tokens.idToken, let jwksURI = metadata.jwksURI {
+            let keyID: String?
+            do {
+                keyID = try IDToken.header(idToken).keyID
+            } catch {
+                throw .identityRejected(idTokenReason(error))
+            }
+            let keys = try cache.keys(for: jwksURI, keyID: keyID, http: http)
+            do {
+                return try IDToken.verify(idToken, keys: keys, issuer: metadata.issuer, clientID: clientID, nonce: nonce, now: now)
+            } catch {
+                throw .identityRejected(idTokenReason(error))
+            }
+        }
+        if metadata.userinfoEndpoint != nil {
+            return try OAuthClient(metadata: metadata, clientID: clientID, http: http).userInfo(accessToken: tokens.accessToken)
+        }
+        return nil
+    }
+
+    /// The same for a sealed sign-in's provider (its endpoints as the vault keeps them).
+    public static func verifiedIdentity(tokens: TokenSet, provider: ProviderRecord, nonce: String?,
+                                        http: HTTPClient, cache: JWKSCache, now: Int64) throws(TokenFailure) -> IDTokenClaims? {
+        for url in [provider.jwksURI, provider.userinfoEndpoint].compactMap({ $0 }) { try Discovery.requireSecure(url) }
+        let metadata = ProviderMetadata(issuer: provider.issuer, tokenEndpoint: provider.tokenEndpoint ?? "",
+                                        jwksURI: provider.jwksURI, userinfoEndpoint: provider.userinfoEndpoint)
+        return try verifiedIdentity(tokens: tokens, metadata: metadata, clientID: provider.clientID, nonce: nonce,
+                                    http: http, cache: cache, now: now)
+    }
+
+    static func idTokenReason(_ error: JOSEError) -> String {
+        switch error {
+        case .unsupportedAlgorithm: "the ID token is signed with an algorithm that is not accepted"
+        case .unknownKey: "the ID token is signed with a key the provider does not publish"
+        case .badSignature: "the ID token's signature does not verify"
+        case let .claim(why): "the ID token was refused: \(why)"
+        case let .malformed(why): "the ID token is not valid: \(why)"
+        }
+    }
+
+    /// A JOSE error as a short phrase, for answers that are not ID tokens.
+    static func reason(_ error: JOSEError) -> String {
+        switch error {
+        case let .malformed(why), let .claim(why): why
+        case .unsupportedAlgorithm: "an algorithm that is not accepted"
+        case .unknownKey: "an unknown key"
+        case .badSignature: "a signature that does not verify"
+        }
+    }
+}
+
+extension OAuthClient {
+    /// The userinfo endpoint's answer for this access token (OIDC Core 5.3): a GET with the
+    /// token as a Bearer credential, JSON only. A signed or encrypted (JWT) answer is refused.
+    public func userInfo(accessToken: SecureBytes) throws(TokenFailure) -> IDTokenClaims {
+        guard let endpoint = metadata.userinfoEndpoint else {
+            throw .badConfiguration("the provider offers no userinfo endpoint")
+        }
+        try Discovery.requireSecure(endpoint)
+        let response: HTTPResponse
+        do {
+            response = try http.send(.get(endpoint, headers: [("Accept", "application/json"),
+                                                              ("Authorization", "Bearer " + TokenRequests.text(accessToken))]))
+        } catch {
+            throw TokenRequests.failure(for: error)
+        }
+        guard response.status == 200 else { throw TokenRequests.failure(status: response.status, body: response.body) }
+        if let type = response.contentType?.lowercased(), type.hasPrefix("application/jwt") {
+            throw .identityRejected("signed userinfo answers are not supported")
+        }
+        do {
+            return try UserInfo.parse(response.body)
+        } catch let .claim(why) {
+            throw .identityRejected("the userinfo answer was refused: \(why)")
+        } catch {
+            throw .malformed("the userinfo answer is not valid: \(IdentityCheck.reason(error))")
+        }
+    }
+}
