@@ -78,7 +78,9 @@ extension OAuthClient {
         } catch {
             throw TokenRequests.failure(for: error)
         }
-        guard response.status == 200 else { throw TokenRequests.failure(status: response.status, body: response.body) }
+        guard response.status == 200 else {
+            throw TokenRequests.failure(.userInfo, status: response.status, body: response.body, authenticated: false)
+        }
         if let type = response.contentType?.lowercased(), type.hasPrefix("application/jwt") {
             throw .identityRejected("signed userinfo answers are not supported")
         }

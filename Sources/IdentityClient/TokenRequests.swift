@@ -158,6 +158,8 @@ enum TokenRequests {
     /// The requests fingerseal makes; an error answer means something different for each.
     enum Kind: Equatable, Sendable {
         case refresh, passwordGrant, deviceAuthorization, devicePoll, codeExchange, revocation
+        /// OIDC userinfo with a fresh access token: a refusal is the provider's, not the chain's.
+        case userInfo
     }
 
     /// What an error answer means: the one table of statuses and OAuth error codes (RFC 6749
