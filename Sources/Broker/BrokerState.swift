@@ -2,6 +2,7 @@ import FingerprintFlows
 import FingersealCore
 import FprintKit
 import FprintdKit
+import IdentityClient
 import Glibc
 import SystemKit
 
@@ -11,6 +12,9 @@ final class BrokerState: @unchecked Sendable {
     let sessions = SessionRegistry()
     let reader = ReaderGate()
     let bookkeeping = Bookkeeping()
+    /// The identity providers' signing keys, shared by every request (fetched again for an
+    /// unknown key id, at most once a minute).
+    let jwks = JWKSCache()
 
     init(settings: BrokerSettings) throws {
         self.settings = settings

@@ -82,7 +82,7 @@ enum PAMFlows {
             case .none: step = .notSignedIn
             case .required: step = .signInRequired
             case .active:
-                let (refreshed, token) = Unlocking.refresh(unlocked.vault, options)
+                let (refreshed, token) = Unlocking.refresh(call, unlocked.vault)
                 accessToken = token
                 step = refreshed
             }

@@ -1,9 +1,11 @@
 import CLinux
+import CurlKit
 import FingerprintFlows
 import FingersealCore
 import FprintKit
 import Glibc
 import IdentityClient
+import JOSEKit
 import SodiumKit
 import SystemKit
 
@@ -30,9 +32,9 @@ enum Unlocking {
 
     /// Refreshes the sealed sign-in: the rotated refresh token is sealed before the access
     /// token is returned. Never throws: a token problem is a step the policy judges.
-    static func refresh(_ vault: UnlockedVault, _ options: Options) -> (TokenStep, AccessToken?) {
+    static func refresh(_ call: Call, _ vault: UnlockedVault) -> (TokenStep, AccessToken?) {
         do {
-            let result = try chainRefresh(vault, options)
+            let result = try chainRefresh(call, vault)
             if case let .refreshed(tokens) = result { return (.refreshed, AccessToken(tokens, issuedAt: SystemClock().now())) }
             return (result.step, nil)
         } catch {
@@ -41,8 +43,49 @@ enum Unlocking {
     }
 
     /// The refresh itself, with the identity provider the vault names; throws vault errors.
-    static func chainRefresh(_ vault: UnlockedVault, _ options: Options) throws -> TokenChain.Result {
-        try TokenChain.refresh(vault, offlineGrace: options.offlineGrace, makeClient: OAuthClient.factory(options))
+    /// Each answer's identity is checked against who signed in (and, with `user_claim`,
+    /// against the Linux account): another account ends the chain.
+    static func chainRefresh(_ call: Call, _ vault: UnlockedVault) throws -> TokenChain.Result {
+        let options = call.options
+        return try TokenChain.refresh(vault, offlineGrace: options.offlineGrace, makeClient: OAuthClient.factory(options),
+                                      identity: identityAfterRefresh(call))
+    }
+
+    /// What a refresh's answer says of who is signed in. With `user_claim`, every refresh is
+    /// checked (the ID token, else userinfo: one more request); without it, only an ID token
+    /// that came with the answer is (no request beyond a JWKS fetch now and then).
+    static func identityAfterRefresh(_ call: Call) -> TokenChain.IdentityCheck {
+        let options = call.options
+        let user = call.account.name
+        let cache = call.state.jwks
+        return { tokens, provider, earlier throws(TokenFailure) in
+            guard options.userClaim != nil || tokens.idToken != nil else { return .unchanged }
+            let http = HTTPClient(configuration: .init(connectTimeout: Double(options.connectTimeout),
+                                                       timeout: Double(options.idpTimeout)))
+            guard let claims = try IdentityCheck.verifiedIdentity(tokens: tokens, provider: provider, nonce: nil, http: http,
+                                                                  cache: cache, now: SystemClock().now()) else {
+                return .unchanged
+            }
+            let later = SignedInIdentity(claims)
+            if let earlier, !IdentityBinding.isSameAccount(later, as: earlier) { return .otherAccount }
+            // With user_claim, the answer must still name this user (a sign-in from before
+            // the binding, or a provider that renamed the account, included).
+            if let claim = options.userClaim {
+                let map: UserMap?
+                do { map = claim == .sub ? try UserMap.load(path: options.userMap) : nil } catch {
+                    throw .badConfiguration("the user map cannot be read")
+                }
+                guard IdentityBinding.check(later, user: user, claim: claim, map: map) == .matches else { return .otherAccount }
+            }
+            if earlier == later { return .unchanged }
+            return .learnt(later)
+        }
+    }
+}
+
+extension SignedInIdentity {
+    init(_ claims: IDTokenClaims) {
+        self.init(subject: claims.subject, preferredUsername: claims.preferredUsername, email: claims.email)
     }
 }
 
@@ -295,7 +338,7 @@ extension Unlocking {
         let trail = AuditTrail(store: store)
         let unlocked = try recordingFailure("unlock", trail) { try fingerOrPIN(call, store: store) }
         trail.record(.unlock(method: unlocked.method, via: .cli), vault: unlocked.vault)
-        let result = try chainRefresh(unlocked.vault, call.options)
+        let result = try chainRefresh(call, unlocked.vault)
         let now = SystemClock().now()
         if let fresh = try recordingFailure("token refresh", trail, vault: unlocked.vault, { try result.checked() }) {
             let token = AccessToken(fresh, issuedAt: now)

@@ -14,7 +14,8 @@ public enum TokenChain {
     public enum IdentityAfterRefresh: Sendable {
         /// The same account, or nothing to check with.
         case unchanged
-        /// First learnt now (a sign-in from before the binding, or one the provider did not name).
+        /// First learnt now (a sign-in from before the binding, or one the provider did not
+        /// name), or the same account with other details (a new e-mail address).
         case learnt(SignedInIdentity)
         /// Another account than the one that signed in (or, with `user_claim`, not this user's).
         case otherAccount

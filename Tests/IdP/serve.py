@@ -23,7 +23,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
-USERS = {"alice": "wonderland-7", "bob": "builder-3"}
+# fs-alice: named like the Linux test account, for the identity binding (user_claim=).
+USERS = {"alice": "wonderland-7", "bob": "builder-3", "fs-alice": "looking-glass-5"}
 LOOPBACK_REDIRECT = "http://127.0.0.1/callback"
 
 

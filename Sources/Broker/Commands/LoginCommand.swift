@@ -3,6 +3,7 @@ import FingersealCore
 import FoundationEssentials
 import Glibc
 import IdentityClient
+import JOSEKit
 import LoopbackKit
 import QRKit
 import SodiumKit
@@ -30,13 +31,14 @@ enum LoginCommand {
         let http = HTTPClient(configuration: .init(connectTimeout: Double(options.connectTimeout), timeout: Double(options.idpTimeout)))
         let client: OAuthClient
         let tokens: TokenSet
+        var nonce: String? = nil
         do {
             client = OAuthClient(metadata: try Discovery.discover(issuer: issuer, http: http), clientID: clientID,
                                  clientSecret: secret, http: http)
             if flow == "password" {
                 tokens = try passwordFlow(client, scope: scope, call)
             } else if flow == "browser" {
-                tokens = try browserFlow(client, scope: scope, call)
+                (tokens, nonce) = try browserFlow(client, scope: scope, call)
             } else {
                 tokens = try deviceFlow(client, scope: scope, call)
             }
@@ -44,6 +46,7 @@ enum LoginCommand {
             throw loginError(failure)
         }
         guard let refreshToken = tokens.refreshToken else { throw FingersealError(.unavailable, Messages.noRefreshToken) }
+        let identity = try establishIdentity(call, client: client, tokens: tokens, nonce: nonce)
 
         // Seal it: into the existing vault (its PIN), or a new one (a new PIN).
         let vault: UnlockedVault
@@ -54,7 +57,7 @@ enum LoginCommand {
         }
         try vault.update {
             try $0.signedIn(refreshToken: refreshToken, provider: client.providerRecord, clientSecret: signIn.secret,
-                            at: SystemClock().now())
+                            identity: identity, at: SystemClock().now())
         }
         try LockoutLedger(store: store, options: options).clearAll()
         // The issuer as sealed (the provider's own spelling, once normalized by discovery), not
@@ -62,8 +65,40 @@ enum LoginCommand {
         let signedInTo = client.providerRecord.issuer
         AuditTrail(store: store).record(.signIn(issuer: signedInTo, flow: flow), vault: vault)
         call.conversation.output(Messages.signedIn(signedInTo))
+        if let identity { call.conversation.output(Messages.signedInAs(identity.display)) }
         if try vault.enrolledFingers().isEmpty { call.conversation.info(Messages.offerEnroll) }
         return Reply(.success)
+    }
+
+    /// Who signed in: the verified ID token, else userinfo (issue 12 §2). With `user_claim`,
+    /// the account must be this Linux account's: otherwise the sign-in is refused with a
+    /// sentence naming both, nothing is stored, the tokens are revoked (best effort), and
+    /// the refusal is audited. An answer that cannot be verified (bad signature, wrong
+    /// audience, expired, wrong nonce, unknown key) refuses the sign-in whatever the policy.
+    static func establishIdentity(_ call: Call, client: OAuthClient, tokens: TokenSet, nonce: String?) throws -> SignedInIdentity? {
+        func refuse(_ error: FingersealError) -> FingersealError {
+            if let refreshToken = tokens.refreshToken { _ = try? client.revoke(refreshToken) }
+            let trail = AuditTrail(store: call.store)
+            let event = AuditEvent.failure(action: "sign-in", reason: "identityMismatch")
+            if (try? Vault.status(call.store)) != nil { trail.record(event, vault: nil) } else { trail.log(event) }
+            return error
+        }
+        let claims: IDTokenClaims?
+        do throws(TokenFailure) {
+            claims = try IdentityCheck.verifiedIdentity(tokens: tokens, metadata: client.metadata, clientID: client.clientID,
+                                                        nonce: nonce, http: client.http, cache: call.state.jwks,
+                                                        now: SystemClock().now())
+        } catch {
+            throw refuse(loginError(error))
+        }
+        let identity = claims.map(SignedInIdentity.init)
+        guard let claim = call.options.userClaim else { return identity }
+        guard let identity else { throw refuse(FingersealError(.notPermitted, Messages.identityUnknown)) }
+        let map = claim == .sub ? try UserMap.load(path: call.options.userMap) : nil
+        if case let .refused(sentence) = IdentityBinding.check(identity, user: call.account.name, claim: claim, map: map) {
+            throw refuse(FingersealError(.notPermitted, sentence))
+        }
+        return identity
     }
 
     /// A confidential client's secret, asked through the client (which reads it from its
@@ -170,7 +205,8 @@ enum LoginCommand {
     /// RFC 8252: authorization code with PKCE in a browser, which comes back to a
     /// one-request listener on 127.0.0.1 run by the broker; bounded by --timeout, ended by
     /// the client's cancel. The client opens the browser (`browse`), as the user.
-    static func browserFlow(_ client: OAuthClient, scope: String, _ call: Call) throws -> TokenSet {
+    /// Returns the tokens and the nonce the ID token must carry.
+    static func browserFlow(_ client: OAuthClient, scope: String, _ call: Call) throws -> (TokenSet, String) {
         let seconds = try call.integer("--timeout") ?? 300
         guard (1...86_400).contains(seconds) else {
             throw FingersealError(.usage, "The option --timeout takes 1 to 86400 seconds.")
@@ -201,7 +237,8 @@ enum LoginCommand {
         switch response {
         case let .code(code):
             do throws(TokenFailure) {
-                return try client.exchangeCode(code, redirectURI: receiver.redirectURI, verifier: request.pkce.verifier)
+                return (try client.exchangeCode(code, redirectURI: receiver.redirectURI, verifier: request.pkce.verifier),
+                        request.nonce)
             } catch {
                 // invalid_grant here: the code expired, was used, or the verifier did not match.
                 if case .chainEnded = error { throw FingersealError(.noMatch, Messages.codeNotAccepted) }
