@@ -156,7 +156,7 @@ enum TokenRequests {
     }
 
     /// The requests fingerseal makes; an error answer means something different for each.
-    enum Kind: Equatable, Sendable {
+    enum Kind: Equatable, Sendable, CaseIterable {
         case refresh, passwordGrant, deviceAuthorization, devicePoll, codeExchange, revocation
         /// OIDC userinfo with a fresh access token: a refusal is the provider's, not the chain's.
         case userInfo

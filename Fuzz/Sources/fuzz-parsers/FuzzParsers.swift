@@ -44,8 +44,13 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
         // An identity provider's token answer (untrusted network input).
         _ = try? TokenRequests.parseTokens(input)
     case 7:
-        // An identity provider's error answer, with the status from the next byte.
-        _ = TokenRequests.failure(status: 400 + Int(input.first ?? 0) % 200, body: Array(input.dropFirst()))
+        // An identity provider's error answer to each kind of request, with the status from
+        // the first byte and whether the client authenticated from the second.
+        let status = 400 + Int(input.first ?? 0) % 200
+        let authenticated = input.dropFirst().first.map { $0 & 1 == 1 } ?? false
+        for kind in TokenRequests.Kind.allCases {
+            _ = TokenRequests.failure(kind, status: status, body: Array(input.dropFirst(2)), authenticated: authenticated)
+        }
     case 8:
         // A discovery document, and the URL policy on whatever it names.
         if let metadata = try? JSONDecoder().decode(ProviderMetadata.self, from: Data(input)) {
