@@ -1,6 +1,6 @@
 # fingerseal — build, test, benchmark, demo, install.
 #   make            release build
-#   make check      all tests (installs what they need first)
+#   make check      all tests, man page lint included (installs what they need first)
 #   make bench      benchmarks, printed against baselines measured in the same run
 #   make demo       a walk through fingerseal on this machine, in a throwaway vault
 #   make fuzz       libFuzzer on every parser of untrusted input (FUZZ_SECONDS, default 60)
@@ -37,6 +37,8 @@ check: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	scripts/test-units
+	$(SWIFT) build --product fingerseal
+	scripts/lint-man .build/debug/fingerseal
 	scripts/system-test-pam
 	$(BUILD_RELEASE) --product fingerseal
 	$(BUILD_RELEASE) --product fingersealed
@@ -65,6 +67,8 @@ install: build
 	if [ -z "$(DESTDIR)" ]; then groupadd -f -r fingerseal-rig; fi
 	install -D -m 0644 pam/fingerseal.pam-config $(DESTDIR)$(PAMCONFIGDIR)/fingerseal
 	install -D -m 0644 pam/fingerseal-session.pam-config $(DESTDIR)$(PAMCONFIGDIR)/fingerseal-session
+	install -D -m 0644 man/fingerseal.1 $(DESTDIR)$(PREFIX)/share/man/man1/fingerseal.1
+	install -D -m 0644 man/fingerseal.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/fingerseal.conf.5
 	install -D -m 0644 man/pam_fingerseal.8 $(DESTDIR)$(PREFIX)/share/man/man8/pam_fingerseal.8
 	install -D -m 0644 man/fingersealed.8 $(DESTDIR)$(PREFIX)/share/man/man8/fingersealed.8
 	install -d $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam
@@ -85,6 +89,7 @@ uninstall:
 	rm -f $(DESTDIR)$(PAMDDIR)/fingerseal-verify $(DESTDIR)$(SYSUSERSDIR)/fingerseal.conf
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam $(DESTDIR)$(PREFIX)/share/doc/fingerseal/fingerseal.conf
 	# $(SYSCONFDIR)/fingerseal/fingerseal.conf is the administrator's: left in place.
+	rm -f $(DESTDIR)$(PREFIX)/share/man/man1/fingerseal.1 $(DESTDIR)$(PREFIX)/share/man/man5/fingerseal.conf.5
 	rm -f $(DESTDIR)$(PREFIX)/share/man/man8/pam_fingerseal.8 $(DESTDIR)$(PREFIX)/share/man/man8/fingersealed.8
 	rm -f $(DESTDIR)$(UDEVDIR)/rules.d/70-fingerseal.rules
 
