@@ -95,7 +95,7 @@ let package = Package(
 
         // The broker: the socket server, the caller's identity, the authorization table, and
         // every flow (design §2, §5).
-        .target(name: "Broker", dependencies: ["FingersealCore", "FingerprintFlows", "IdentityClient", "JOSEKit", "FprintKit", "FprintdKit", "CurlKit",
+        .target(name: "Broker", dependencies: ["FingersealCore", "Localization", "FingerprintFlows", "IdentityClient", "JOSEKit", "FprintKit", "FprintdKit", "CurlKit",
                                                "QRKit", "LoopbackKit", "PAMKit", "SodiumKit", "SystemKit", "CSystemd", "CLinux"]),
         .executableTarget(name: "fingersealed", dependencies: ["Broker", "FingersealWire", "SystemKit"]),
 

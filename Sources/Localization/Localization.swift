@@ -42,6 +42,16 @@ public enum Localization {
         return (prefix.isEmpty ? "" : prefix) + "/share/locale"
     }
 
+    /// The catalogs beside this program (`installedDirectory` of /proc/self/exe), or
+    /// `FINGERSEAL_LOCALEDIR`.
+    public static func bindInstalled() {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        let executable = count > 0 ? String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
+        bind(directory: installedDirectory(executable: executable,
+                                           environment: getenv("FINGERSEAL_LOCALEDIR").map { String(cString: $0) }))
+    }
+
     // MARK: Rendering
 
     /// The catalog's sentence for `message` in this thread's language, placeholders filled.

@@ -24,7 +24,7 @@ extension Call {
         }
         guard (1...600).contains(seconds) else { throw FingersealError(.usage, "The option --timeout needs 1 to 600 seconds.") }
         return ScanSettings(timeout: Double(seconds), maxTries: maxTries ?? options.maxTries,
-                            cancelHint: request.pam == nil ? Messages.pressCtrlC : conversation.cancelHint)
+                            cancelHint: request.pam == nil ? .pressCtrlC : conversation.cancelHint)
     }
 
     /// The positional arguments the client sent.
