@@ -435,4 +435,65 @@ public enum Messages {
     }
     public static var selftestPassed: String { tr("The self-test passed.") }
     public static var readerDidNotClose: String { tr("The reader did not close in time.") }
+
+    // Command lines the service checks.
+    public static var noFingerEnrolled: String { tr("No finger is enrolled.") }
+    public static var everyFingerEnrolled: String { tr("Every finger is already enrolled. To enroll one again, first run: fingerseal forget FINGER") }
+    public static var forgetOneOrAll: String { tr("Name one finger to forget, or use --all.") }
+    public static func verifyMatch(_ finger: String, _ milliseconds: Double) -> String {
+        tr("Match: %1$s, in %2$s milliseconds.", finger, milliseconds)
+    }
+    public static var unlockTakesNoArguments: String { tr("The unlock command takes no arguments. To run a command, put it after --exec.") }
+    public static var execAlone: String { tr("Use --exec on its own, without --print-token or --json.") }
+    public static func optionAtMostSeconds(_ option: String, _ maximum: Int) -> String {
+        trn("The option %1$s takes at most %2$s second.", "The option %1$s takes at most %2$s seconds.", maximum, option, maximum)
+    }
+    public static func optionSecondsRange(_ option: String, _ minimum: Int, _ maximum: Int) -> String {
+        trn("The option %1$s takes %2$s to %3$s second.", "The option %1$s takes %2$s to %3$s seconds.", maximum, option, minimum, maximum)
+    }
+    public static var flowChoices: String { tr("The option --flow takes device, password or browser.") }
+    public static var stepUpNeedsContext: String { tr("Say which context to confirm, for example: fingerseal step-up payroll") }
+    public static func commandAfterDashes(_ context: String) -> String {
+        tr("Put the command to run after --, for example: fingerseal step-up %1$s -- COMMAND", context)
+    }
+    public static var checkOrEndAlone: String { tr("Use --check or --end on their own, with only the context.") }
+    public static var sealNeedsContext: String { tr("Say which context to seal for with --context CONTEXT.") }
+    public static var sealOneFile: String { tr("Give at most one file to seal.") }
+    public static var revealNeedsFile: String { tr("Say which sealed file to reveal.") }
+    public static var noClientSecret: String { tr("No client secret was given.") }
+    public static var redirectPortRange: String { tr("The option --redirect-port takes a port from 1024 to 65535.") }
+    public static var badSecretName: String { tr("Secret names use a-z, 0-9, dot, dash and underscore.") }
+
+    // status: one line per fact, each a label and its value (the labels line up in no language,
+    // so a translation may reword each line freely).
+    public static func statusVault(_ directory: String) -> String { tr("Vault: %1$s", directory) }
+    public static func statusEnabledSince(_ time: String) -> String { tr("Enabled since %1$s.", time) }
+    public static var statusPINSet: String { tr("PIN: set") }
+    public static var statusPINNotSet: String { tr("PIN: not set") }
+    public static var statusKeyslots: String { tr("Keyslots:") }
+    public static var slotPIN: String { tr("protected by the PIN (Argon2id)") }
+    public static var slotDeviceFilePermissions: String { tr("device key protected by file permissions only") }
+    public static var slotDeviceFilePermissionsBroken: String { tr("device key protected by file permissions only; the key is missing or damaged") }
+    public static var slotDevice: String { tr("device key") }
+    public static func statusFprintdFingers(_ fingers: [String]) -> String {
+        fingers.isEmpty ? tr("Fingers enrolled in fprintd: none")
+            : tr("Fingers enrolled in fprintd: %1$s", fingers.joined(separator: ", "))
+    }
+    public static func statusFingers(_ fingers: [String]) -> String {
+        fingers.isEmpty ? tr("Fingers enrolled: none") : tr("Fingers enrolled: %1$s", fingers.joined(separator: ", "))
+    }
+    public static var statusNotSignedIn: String { tr("Sign-in: not signed in") }
+    public static var statusSignedIn: String { tr("Sign-in: signed in") }
+    public static var statusSignInRequired: String { tr("Sign-in: sign-in required; run: fingerseal login") }
+    public static func statusSignedInWith(_ issuer: String, _ client: String) -> String { tr("Sign-in: signed in (%1$s, client %2$s)", issuer, client) }
+    public static func statusSignInRequiredWith(_ issuer: String, _ client: String) -> String {
+        tr("Sign-in: sign-in required; run: fingerseal login (%1$s, client %2$s)", issuer, client)
+    }
+    public static func statusNotSignedInWith(_ issuer: String, _ client: String) -> String { tr("Sign-in: not signed in (%1$s, client %2$s)", issuer, client) }
+    public static var statusFingerLocked: String { tr("Fingerprint lock: locked after too many failed scans; a PIN or password success unlocks it") }
+    public static func statusFingerNotLocked(_ failures: Int) -> String { tr("Fingerprint lock: not locked; failed scans in a row: %1$s", failures) }
+    public static var statusPINLocked: String { tr("PIN lock: locked after too many wrong PINs; sign in again to unlock it") }
+    public static func statusPINNotLocked(_ failures: Int) -> String { tr("PIN lock: not locked; wrong PINs in a row: %1$s", failures) }
+    /// What `reset` asks the person to type; the English word is always accepted too.
+    public static var confirmWord: String { tr("yes") }
 }
