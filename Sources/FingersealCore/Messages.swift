@@ -158,7 +158,12 @@ public enum Messages {
     public static var idpUnreachable: String { tr("The identity provider cannot be reached, and the last sign-in check is too long ago to go on without it.") }
     public static var idpRefused: String { tr("The identity provider did not renew your sign-in. Your sign-in is kept; try again later.") }
     public static var notSignedIn: String { tr("This account is not signed in to an identity provider. Sign in with: fingerseal login") }
-    public static func unlockedWith(_ method: String) -> String { tr("Unlocked with %1$s.", method) }
+    /// `finger`: nil for the PIN, else the finger's name ("" when fprintd did not say).
+    public static func unlockedWith(pin: Bool, finger: String?) -> String {
+        if pin { return tr("Unlocked with your PIN.") }
+        guard let finger, !finger.isEmpty else { return tr("Unlocked with your finger.") }
+        return tr("Unlocked with your finger (%1$s).", finger)
+    }
     public static func tokenReady(_ minutes: Int) -> String {
         trn("A fresh access token is ready. It is valid for %1$s more minute.", "A fresh access token is ready. It is valid for %1$s more minutes.", minutes, minutes)
     }

@@ -16,7 +16,7 @@ enum TokenCommands {
     }
 
     static func describe(_ unlocked: Unlocked) -> String {
-        unlocked.method == .pin ? "your PIN" : "your finger" + (unlocked.finger.map { " (\($0))" } ?? "")
+        Messages.unlockedWith(pin: unlocked.method == .pin, finger: unlocked.finger)
     }
 
     static func text(_ token: AccessToken) -> String {
@@ -50,7 +50,7 @@ enum TokenCommands {
                 try call.printJSON(report)
                 return Reply(.success)
             }
-            call.conversation.output(Messages.unlockedWith(describe(unlocked)))
+            call.conversation.output(describe(unlocked))
             call.conversation.info(Messages.offlineNoToken)
             return Reply(.success)
         }
@@ -63,7 +63,7 @@ enum TokenCommands {
         }
         if call.has("--print-token") { return handing(token) }
         let minutes = Int(max(token.expiresAt - SystemClock().now(), 0) / 60)
-        call.conversation.output(Messages.unlockedWith(describe(unlocked)) + " "
+        call.conversation.output(describe(unlocked) + " "
                                  + (cached ? Messages.cachedTokenReady(minutes) : Messages.tokenReady(minutes)))
         return Reply(.success)
     }
