@@ -119,8 +119,8 @@ public enum Localization {
         }
         if let language = environment("LANGUAGE"), !language.isEmpty {
             // gettext ignores LANGUAGE under the C locale; people set LANGUAGE=nb alone and
-            // expect Norwegian, so here it counts unless the locale is explicitly C or POSIX.
-            if locale == nil || !isEnglish(locale!) { return language }
+            // expect Norwegian, so here it counts unless the locale is set to C or POSIX.
+            if locale != "C" && locale != "POSIX" { return language }
         }
         return locale
     }
@@ -151,6 +151,11 @@ public enum Localization {
             }
         }
         return nil
+    }
+
+    /// Whether the locale `name` exists on this machine (newlocale accepts it).
+    public static func languageAvailable(_ name: String) -> Bool {
+        isSafeName(name) && LocaleCache.shared.locale(name) != nil
     }
 
     private static func use(_ language: Language?) {
@@ -188,8 +193,11 @@ public enum Localization {
         guard localtime_r(&time, &parts) != nil else { return String(seconds) }
         let format = Current.language == nil ? "%Y-%m-%d %H:%M %Z" : "%x %H:%M %Z"
         var buffer = [CChar](repeating: 0, count: 128)
+        // strftime_l takes a real locale, never LC_GLOBAL_LOCALE; English is the C locale's format.
+        let language = Current.language
         let count = buffer.withUnsafeMutableBufferPointer { out in
-            strftime_l(out.baseAddress, out.count, format, &parts, Current.language?.handle.raw ?? fs_global_locale())
+            language.map { strftime_l(out.baseAddress, out.count, format, &parts, $0.handle.raw) }
+                ?? strftime(out.baseAddress, out.count, format, &parts)
         }
         guard count > 0 else { return String(seconds) }
         return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
