@@ -168,11 +168,8 @@ public enum Messages {
         trn("A fresh access token is ready. It is valid for %1$s more minute.", "A fresh access token is ready. It is valid for %1$s more minutes.", minutes, minutes)
     }
     public static var offlineNoToken: String { tr("The identity provider cannot be reached, so there is no fresh access token. The offline grace still allows unlocking.") }
-    public static var fingerOrPIN: String { tr("or type your PIN and press Enter. Enter alone goes straight to the PIN.") }
     /// prompt=combined: the one prompt of a host that drops info messages, so it says it all.
     public static var fingerOrPINPrompt: String { tr("Touch the fingerprint reader and press Enter, or type your PIN: ") }
-    /// prompt=combined, for hosts that do show the sentence: Enter alone goes to the password.
-    public static var fingerOrPINForPAM: String { tr("or type your PIN. Enter alone goes on to the password.") }
     public static var loggedOut: String { tr("Signed out. The sign-in is removed from your vault; your PIN and fingers are kept.") }
     public static func revokeFailed(_ detail: String) -> String {
         tr("The identity provider could not be told to end the sign-in (%1$s). It is removed here; at the provider it ends when it expires.", embedded(detail))
