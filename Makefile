@@ -23,15 +23,22 @@ RELEASE   := .build/release
 # lld: GNU ld warns about a mktemp reference inside the toolchain's static Foundation.
 BUILD_RELEASE := $(SWIFT) build -c release --static-swift-stdlib -Xswiftc -use-ld=lld
 
-.PHONY: all deps build check fuzz bench demo install uninstall clean
+.PHONY: all deps build locale check fuzz bench demo install uninstall clean
 
 all: build
 
 deps:
 	@scripts/install-deps
 
-build: deps
+build: deps locale
 	$(BUILD_RELEASE)
+
+# The message catalogs: po/LANG.po → .build/locale/LANG/LC_MESSAGES/fingerseal.mo.
+LINGUAS := $(basename $(notdir $(wildcard po/*.po)))
+locale: $(foreach l,$(LINGUAS),.build/locale/$(l)/LC_MESSAGES/fingerseal.mo)
+.build/locale/%/LC_MESSAGES/fingerseal.mo: po/%.po
+	@mkdir -p $(dir $@)
+	msgfmt --check -o $@ $<
 
 check: deps
 	$(SWIFT) build --build-tests
@@ -69,6 +76,8 @@ install: build
 	install -D -m 0644 pam/fingerseal-session.pam-config $(DESTDIR)$(PAMCONFIGDIR)/fingerseal-session
 	install -D -m 0644 man/fingerseal.1 $(DESTDIR)$(PREFIX)/share/man/man1/fingerseal.1
 	install -D -m 0644 man/fingerseal.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/fingerseal.conf.5
+	for l in $(LINGUAS); do install -D -m 0644 .build/locale/$$l/LC_MESSAGES/fingerseal.mo \
+		$(DESTDIR)$(PREFIX)/share/locale/$$l/LC_MESSAGES/fingerseal.mo; done
 	install -D -m 0644 man/pam_fingerseal.8 $(DESTDIR)$(PREFIX)/share/man/man8/pam_fingerseal.8
 	install -D -m 0644 man/fingersealed.8 $(DESTDIR)$(PREFIX)/share/man/man8/fingersealed.8
 	install -d $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam
@@ -91,6 +100,7 @@ uninstall:
 	# $(SYSCONFDIR)/fingerseal/fingerseal.conf is the administrator's: left in place.
 	rm -f $(DESTDIR)$(PREFIX)/share/man/man1/fingerseal.1 $(DESTDIR)$(PREFIX)/share/man/man5/fingerseal.conf.5
 	rm -f $(DESTDIR)$(PREFIX)/share/man/man8/pam_fingerseal.8 $(DESTDIR)$(PREFIX)/share/man/man8/fingersealed.8
+	for l in $(LINGUAS); do rm -f $(DESTDIR)$(PREFIX)/share/locale/$$l/LC_MESSAGES/fingerseal.mo; done
 	rm -f $(DESTDIR)$(UDEVDIR)/rules.d/70-fingerseal.rules
 
 clean:

@@ -78,8 +78,12 @@ let package = Package(
         // module that links it stays small (no Foundation).
         .target(name: "FingersealWire", dependencies: ["CLinux", "SystemKit"], swiftSettings: leanSwift),
 
+        // Sentences in the person's language: glibc's gettext over a per-thread locale
+        // (stdlib and Glibc only: the CLI links it and stays lean).
+        .target(name: "Localization", dependencies: ["CLinux"], swiftSettings: leanSwift),
+
         // Pure-Swift core: vault, keyslots, config, lockout.
-        .target(name: "FingersealCore", dependencies: ["FingersealWire", "SystemKit", "SodiumKit"]),
+        .target(name: "FingersealCore", dependencies: ["FingersealWire", "Localization", "SystemKit", "SodiumKit"]),
 
         // Fingerprint flows (verify, enroll, forget) over the core and the reader layer; its
         // own target so that what does not scan never loads libfprint (~5 ms of start-up).
@@ -91,7 +95,7 @@ let package = Package(
 
         // The broker: the socket server, the caller's identity, the authorization table, and
         // every flow (design §2, §5).
-        .target(name: "Broker", dependencies: ["FingersealCore", "FingerprintFlows", "IdentityClient", "JOSEKit", "FprintKit", "FprintdKit", "CurlKit",
+        .target(name: "Broker", dependencies: ["FingersealCore", "Localization", "FingerprintFlows", "IdentityClient", "JOSEKit", "FprintKit", "FprintdKit", "CurlKit",
                                                "QRKit", "LoopbackKit", "PAMKit", "SodiumKit", "SystemKit", "CSystemd", "CLinux"]),
         .executableTarget(name: "fingersealed", dependencies: ["Broker", "FingersealWire", "SystemKit"]),
 
@@ -108,7 +112,7 @@ let package = Package(
         // The CLI: a thin client of the broker (design §2). The wire protocol, secure memory for
         // typed secrets and the syscall layer, nothing more: no Foundation, no libfprint, libcurl
         // or core, so that `fingerseal --version` starts in milliseconds.
-        .executableTarget(name: "fingerseal", dependencies: ["FingersealWire", "SodiumKit", "SystemKit", "CLinux"]),
+        .executableTarget(name: "fingerseal", dependencies: ["FingersealWire", "Localization", "SodiumKit", "SystemKit", "CLinux"]),
 
         // Test helper: a process the crash and concurrency tests can SIGKILL and race.
         .executableTarget(
@@ -144,7 +148,7 @@ let package = Package(
             dependencies: [
                 "FingersealCore", "FingerprintFlows", "IdentityClient", "SystemKit", "SodiumKit", "PAMKit", "CPAM",
                 "FprintKit", "CurlKit", "JOSEKit", "TPMKit", "QRKit", "LoopbackKit", "vault-torture", "pam-cycles", "fingerseal",
-                "fingersealed", "wire-client", "FingersealWire", "FprintdKit",
+                "fingersealed", "wire-client", "FingersealWire", "FprintdKit", "Localization",
             ],
             exclude: ["Support/pty_session.py", "Support/system-bus.conf"]
         ),

@@ -88,7 +88,7 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
     }
 
     /// The end of a prompt such as "Place your finger on the reader, …": how to cancel.
-    var cancelHint: String { graphical ? Messages.orUsePassword : Messages.pressCtrlCForPassword }
+    var cancelHint: ScanHint { graphical ? .orUsePassword : .pressCtrlCForPassword }
 
     /// Asks and waits for the answer. A cancel, a client that leaves, or no answer in time
     /// throws `.cancelled` / `.timedOut`. A secret answer goes straight to secure memory.

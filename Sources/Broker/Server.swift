@@ -2,6 +2,7 @@ import CLinux
 import CSystemd
 import FingersealCore
 import Glibc
+import Localization
 import SystemKit
 
 /// How the broker runs.
@@ -13,12 +14,36 @@ public struct BrokerSettings: Sendable {
     public var configPath: String? = nil
     /// Exit after this many seconds without a connection (socket activation restarts it).
     public var idleExit: Double?
+    /// The language of a request that names none (a PAM environment without LANG): the
+    /// system's default, /etc/default/locale (`BrokerSettings.systemLanguage`).
+    public var defaultLanguage: String? = nil
 
     public init(stateDirectory: String, idleExit: Double? = nil) {
         self.stateDirectory = stateDirectory
         self.idleExit = idleExit
     }
+
+    /// The system's default language from /etc/default/locale (what update-locale writes):
+    /// its LANGUAGE, else LC_ALL, LC_MESSAGES, LANG. Nil when the file says none.
+    public static func systemLanguage(file: String = "/etc/default/locale") -> String? {
+        guard let raw = try? syscall("open", file, { open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }),
+              let bytes = try? FileDescriptor(owning: raw).readAll(limit: 16384, subject: file) else { return nil }
+        let text = String(decoding: bytes, as: UTF8.self)
+        var values: [String: String] = [:]
+        for line in text.split(separator: "\n") {
+            let trimmed = String(line.drop(while: { $0 == " " || $0 == "\t" }))
+            guard !trimmed.hasPrefix("#"), let equals = trimmed.firstIndex(of: "=") else { continue }
+            var value = String(trimmed[trimmed.index(after: equals)...])
+            while let last = value.last, last == " " || last == "\t" || last == "\r" { value.removeLast() }
+            if value.count >= 2, let first = value.first, first == "\"" || first == "'", value.last == first {
+                value = String(value.dropFirst().dropLast())
+            }
+            values[String(trimmed[..<equals])] = value
+        }
+        return Localization.preference { values[$0] }
+    }
 }
+
 
 /// The accept loop: one thread per connection, bounded in number overall and per user, so
 /// a hostile or stuck client never stops the broker from serving everyone else.
@@ -100,6 +125,8 @@ public final class Server: @unchecked Sendable {
 
     /// One connection: its request, the flow, the result.
     func serve(_ connection: WireConnection, _ caller: Caller) {
+        // Until the request names its language, the system's.
+        Localization.adopt(Localization.language(state.settings.defaultLanguage))
         let request: Request
         do {
             guard case let .message(.request(first)) = try connection.receive(until: monotonicSeconds() + Server.requestLimit,
@@ -113,6 +140,8 @@ public final class Server: @unchecked Sendable {
             Syslog.log(.notice, "fingersealed: dropped a client (\(caller)) that sent no valid request: \(error)")
             return
         }
+        // Every sentence of this request in the language it asked for (presentation only).
+        Localization.adopt(Localization.language(request.language ?? state.settings.defaultLanguage))
         let conversation = Conversation(connection: connection, wantsEvents: request.wantsEvents,
                                         graphical: request.pam?.isGraphical ?? false)
         Dispatcher.handle(request, from: caller, conversation: conversation, state: state)
@@ -150,7 +179,12 @@ func startThread(_ body: @escaping @Sendable () -> Void) -> Bool {
     var previous = sigset_t()
     pthread_sigmask(SIG_BLOCK, &all, &previous)
     defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
-    let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
+    // A thread started for a request (a background scan) speaks the request's language.
+    let language = Localization.current
+    let box = Unmanaged.passRetained(ThreadBody {
+        Localization.adopt(language)
+        body()
+    }).toOpaque()
     var thread = pthread_t()
     let rc = pthread_create(&thread, &attributes, { raw in
         guard let raw else { return nil }

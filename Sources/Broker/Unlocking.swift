@@ -186,7 +186,7 @@ extension Unlocking {
         var settings = try call.scanSettings()
         let turn: FingerTurn
         if (call.request.answersWhileScanning || call.asksCombined) && use == .fallback {
-            settings.cancelHint = call.asksCombined ? Messages.fingerOrPINForPAM : Messages.fingerOrPIN
+            settings.cancelHint = call.asksCombined ? .fingerOrPINForPAM : .fingerOrPIN
             turn = try fingerWhilePIN(call, store: store, ledger: ledger, settings: settings)
         } else {
             turn = try fingerFirst(call, store: store, ledger: ledger, settings: settings)

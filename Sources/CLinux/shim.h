@@ -65,3 +65,15 @@ static inline void fs_syslog(int priority, const char *message) {
     syslog(priority, "%s", message);
 }
 #endif
+
+#ifndef FINGERSEAL_CLINUX_LOCALE
+#define FINGERSEAL_CLINUX_LOCALE
+#include <locale.h>
+#include <libintl.h>
+/* The locale masks and LC_GLOBAL_LOCALE are macros Swift cannot import. A thread's own
+ * locale (uselocale), never setlocale: the broker serves many people at once, one per thread. */
+static inline locale_t fs_newlocale(const char *name) {
+    return newlocale(LC_ALL_MASK, name, (locale_t)0);
+}
+static inline locale_t fs_global_locale(void) { return LC_GLOBAL_LOCALE; }
+#endif

@@ -20,9 +20,9 @@ public struct ScanSettings: Sendable {
     /// Failed matches allowed in this attempt.
     public var maxTries: Int
     /// Ends "Place your finger on the reader, …": how to cancel, what comes next.
-    public var cancelHint: String
+    public var cancelHint: ScanHint
 
-    public init(timeout: Double, maxTries: Int, cancelHint: String) {
+    public init(timeout: Double, maxTries: Int, cancelHint: ScanHint) {
         self.timeout = timeout
         self.maxTries = maxTries
         self.cancelHint = cancelHint

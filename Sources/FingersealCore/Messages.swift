@@ -1,5 +1,37 @@
+import Localization
+
+/// A sentence from the catalog (gettext domain `fingerseal`) in this thread's language. The
+/// literal is the msgid: scripts/update-po extracts every `tr("…")` and `trn("…", "…", …)`
+/// into po/fingerseal.pot, so it must be one plain string literal, never interpolated;
+/// placeholders are `%1$s`, `%2$s`, … filled from `arguments` in order (po/README).
+func tr(_ message: String, _ arguments: any CustomStringConvertible...) -> String {
+    Localization.text(message, arguments.map(\.description))
+}
+
+/// A sentence with a number in it (ngettext): the form for `count` in this thread's language.
+func trn(_ singular: String, _ plural: String, _ count: Int, _ arguments: any CustomStringConvertible...) -> String {
+    Localization.plural(singular, plural, count, arguments.map(\.description))
+}
+
+/// How a scan prompt says to get out of the scan; each pairs with "Place your finger on the
+/// reader" into one whole sentence (`Messages.placeFinger(swipe:cancelHint:)`).
+public enum ScanHint: Sendable {
+    case none
+    /// "or press Ctrl-C to cancel"
+    case pressCtrlC
+    /// "or press Ctrl-C to use your password" (a terminal PAM host)
+    case pressCtrlCForPassword
+    /// "or use your password" (a graphical host)
+    case orUsePassword
+    /// "or type your PIN and press Enter. Enter alone goes straight to the PIN."
+    case fingerOrPIN
+    /// prompt=combined for hosts that show the sentence: Enter alone goes to the password.
+    case fingerOrPINForPAM
+}
+
 /// Every sentence a person sees, in one table: plain sentences a screen reader can speak,
-/// meaning never in colour or symbols alone. (Translation catalogs hook in here.)
+/// meaning never in colour or symbols alone. Each is looked up in the message catalog in the
+/// language of the request being served (po/README).
 public enum Messages {
     /// Text from elsewhere (libfprint, a system call, an identity provider) as it goes inside
     /// one of our sentences: without its own closing period, so the sentence ends with one
@@ -13,374 +45,457 @@ public enum Messages {
     }
 
     // Vault
-    public static let noVault = "Fingerseal is not set up for this account. Run: fingerseal pin set"
-    public static let vaultExists = "A PIN is already set. To change it, run: fingerseal pin change"
-    public static let vaultReplaced = "The vault was replaced by another program while in use. Run the command again."
+    public static var noVault: String { tr("Fingerseal is not set up for this account. Run: fingerseal pin set") }
+    public static var vaultExists: String { tr("A PIN is already set. To change it, run: fingerseal pin change") }
+    public static var vaultReplaced: String { tr("The vault was replaced by another program while in use. Run the command again.") }
     public static func vaultDamaged(_ file: String, _ why: String) -> String {
-        "The fingerseal file \(file) cannot be used: \(embedded(why)). It was left unchanged."
+        tr("The fingerseal file %1$s cannot be used: %2$s. It was left unchanged.", file, embedded(why))
     }
     public static func unsafeFile(_ why: String) -> String {
-        "Fingerseal refused to use its files because \(embedded(why)). Fix the ownership or permissions, or remove the file."
+        tr("Fingerseal refused to use its files because %1$s. Fix the ownership or permissions, or remove the file.", embedded(why))
     }
-    public static let vaultBusy = "Another fingerseal program is using the vault. Try again in a moment."
-    public static func systemFailure(_ what: String) -> String { "Fingerseal could not \(what)." }
-    public static let secureMemory = "Fingerseal could not allocate protected memory for secrets."
+    public static var vaultBusy: String { tr("Another fingerseal program is using the vault. Try again in a moment.") }
+    public static func systemFailure(_ what: String) -> String { tr("Fingerseal could not %1$s.", what) }
+    public static var secureMemory: String { tr("Fingerseal could not allocate protected memory for secrets.") }
 
     // PIN
-    public static let enterPIN = "PIN: "
-    public static let enterOldPIN = "Current PIN: "
-    public static let enterNewPIN = "New PIN: "
-    public static let repeatNewPIN = "Repeat the new PIN: "
-    public static let wrongPIN = "The PIN is not correct."
-    public static let pinMismatch = "The two PINs are not the same. Nothing was changed."
-    public static func pinTooShort(_ minimum: Int) -> String { "The PIN must have at least \(minimum) characters." }
-    public static func pinTooLong(_ maximum: Int) -> String { "The PIN must have at most \(maximum) characters." }
-    public static let pinEmptyInput = "No PIN was given."
+    public static var enterPIN: String { tr("PIN: ") }
+    public static var enterOldPIN: String { tr("Current PIN: ") }
+    public static var enterNewPIN: String { tr("New PIN: ") }
+    public static var repeatNewPIN: String { tr("Repeat the new PIN: ") }
+    public static var wrongPIN: String { tr("The PIN is not correct.") }
+    public static var pinMismatch: String { tr("The two PINs are not the same. Nothing was changed.") }
+    public static func pinTooShort(_ minimum: Int) -> String { tr("The PIN must have at least %1$s characters.", minimum) }
+    public static func pinTooLong(_ maximum: Int) -> String { tr("The PIN must have at most %1$s characters.", maximum) }
+    public static var pinEmptyInput: String { tr("No PIN was given.") }
     public static func pinWait(_ seconds: Int64) -> String {
-        "Too many wrong PINs. Wait \(seconds) seconds, then try again."
+        trn("Too many wrong PINs. Wait %1$s second, then try again.", "Too many wrong PINs. Wait %1$s seconds, then try again.", Int(clamping: seconds), seconds)
     }
-    public static let pinLocked = "The PIN is locked after too many wrong tries. Sign in again with: fingerseal login"
-    public static let pinSet = "The PIN is set. Fingerseal is ready."
-    public static let pinChanged = "The PIN is changed."
-    public static let noDeviceSlot = "The device key is missing or damaged; only the PIN can unlock the vault. Changing the PIN repairs it."
-    public static let fingerLocked = "Fingerprint unlock is locked after too many failed scans. Use your PIN or password."
+    public static var pinLocked: String { tr("The PIN is locked after too many wrong tries. Sign in again with: fingerseal login") }
+    public static var pinSet: String { tr("The PIN is set. Fingerseal is ready.") }
+    public static var pinChanged: String { tr("The PIN is changed.") }
+    public static var noDeviceSlot: String { tr("The device key is missing or damaged; only the PIN can unlock the vault. Changing the PIN repairs it.") }
+    public static var fingerLocked: String { tr("Fingerprint unlock is locked after too many failed scans. Use your PIN or password.") }
 
-    public static let pinNeeded = "This change needs your PIN."
+    public static var pinNeeded: String { tr("This change needs your PIN.") }
 
     // Readers
-    public static let noReader = "No fingerprint reader is connected."
-    public static func noSuchReader(_ id: String) -> String { "There is no reader with the id \(id). Run: fingerseal devices" }
+    public static var noReader: String { tr("No fingerprint reader is connected.") }
+    public static func noSuchReader(_ id: String) -> String { tr("There is no reader with the id %1$s. Run: fingerseal devices", id) }
     public static func placeFinger(swipe: Bool) -> String {
-        swipe ? "Swipe your finger across the reader." : "Place your finger on the reader."
+        swipe ? tr("Swipe your finger across the reader.") : tr("Place your finger on the reader.")
     }
-    /// The scan prompt with how to get out of it, as one sentence.
-    public static func placeFinger(swipe: Bool, cancelHint: String) -> String {
-        (swipe ? "Swipe your finger across the reader" : "Place your finger on the reader") + ", " + cancelHint
+    /// The scan prompt with how to get out of it, as one whole sentence per combination.
+    public static func placeFinger(swipe: Bool, cancelHint: ScanHint) -> String {
+        switch (swipe, cancelHint) {
+        case (false, .none): return tr("Place your finger on the reader.")
+        case (true, .none): return tr("Swipe your finger across the reader.")
+        case (false, .pressCtrlC): return tr("Place your finger on the reader, or press Ctrl-C to cancel.")
+        case (true, .pressCtrlC): return tr("Swipe your finger across the reader, or press Ctrl-C to cancel.")
+        case (false, .pressCtrlCForPassword): return tr("Place your finger on the reader, or press Ctrl-C to use your password.")
+        case (true, .pressCtrlCForPassword): return tr("Swipe your finger across the reader, or press Ctrl-C to use your password.")
+        case (false, .orUsePassword): return tr("Place your finger on the reader, or use your password.")
+        case (true, .orUsePassword): return tr("Swipe your finger across the reader, or use your password.")
+        case (false, .fingerOrPIN):
+            return tr("Place your finger on the reader, or type your PIN and press Enter. Enter alone goes straight to the PIN.")
+        case (true, .fingerOrPIN):
+            return tr("Swipe your finger across the reader, or type your PIN and press Enter. Enter alone goes straight to the PIN.")
+        case (false, .fingerOrPINForPAM):
+            return tr("Place your finger on the reader, or type your PIN. Enter alone goes on to the password.")
+        case (true, .fingerOrPINForPAM):
+            return tr("Swipe your finger across the reader, or type your PIN. Enter alone goes on to the password.")
+        }
     }
-    public static let pressCtrlC = "or press Ctrl-C to cancel."
-    public static let pressCtrlCForPassword = "or press Ctrl-C to use your password."
-    public static let orUsePassword = "or use your password."
     public static func enrollProgress(_ done: Int, _ total: Int, swipe: Bool) -> String {
-        done >= total ? "Scan \(done) of \(total) done."
-            : "Scan \(done) of \(total) done. " + (swipe ? "Swipe your finger again." : "Lift your finger and place it again.")
+        done >= total ? tr("Scan %1$s of %2$s done.", done, total)
+            : swipe ? tr("Scan %1$s of %2$s done. Swipe your finger again.", done, total)
+            : tr("Scan %1$s of %2$s done. Lift your finger and place it again.", done, total)
     }
-    public static let hintGeneral = "The scan did not work. Try again."
-    public static let hintTooShort = "The swipe was too short. Swipe your finger again."
-    public static let hintCenter = "Your finger was not centred on the reader. Centre it and try again."
-    public static let hintRemove = "Remove your finger from the reader, then try again."
-    public static let noMatch = "The fingerprint did not match."
-    public static let noMatchTryAgain = "The fingerprint did not match. Try again."
-    public static let scanTimedOut = "No finger was scanned in time."
-    public static let readerRemoved = "The fingerprint reader was disconnected."
-    public static func readerFailed(_ detail: String) -> String { "The fingerprint reader reported an error: \(embedded(detail))." }
-    public static let readerBusy = "The fingerprint reader is busy. Try again in a moment."
-    public static let notEnrolled = "No finger is enrolled. Run: fingerseal enroll"
+    public static var hintGeneral: String { tr("The scan did not work. Try again.") }
+    public static var hintTooShort: String { tr("The swipe was too short. Swipe your finger again.") }
+    public static var hintCenter: String { tr("Your finger was not centred on the reader. Centre it and try again.") }
+    public static var hintRemove: String { tr("Remove your finger from the reader, then try again.") }
+    public static var noMatch: String { tr("The fingerprint did not match.") }
+    public static var noMatchTryAgain: String { tr("The fingerprint did not match. Try again.") }
+    public static var scanTimedOut: String { tr("No finger was scanned in time.") }
+    public static var readerRemoved: String { tr("The fingerprint reader was disconnected.") }
+    public static func readerFailed(_ detail: String) -> String { tr("The fingerprint reader reported an error: %1$s.", embedded(detail)) }
+    public static var readerBusy: String { tr("The fingerprint reader is busy. Try again in a moment.") }
+    public static var notEnrolled: String { tr("No finger is enrolled. Run: fingerseal enroll") }
     // fprintd holds the templates (reader=fprintd, or auto with fprintd on the system bus).
-    public static let fingersChanged = "The fingers enrolled for you in fprintd changed since your PIN last confirmed them, so a finger unlocks again only after you enter your PIN once."
-    public static let fingersConfirmed = "Your PIN confirmed the fingers now enrolled in fprintd; they unlock fingerseal again."
-    public static let anyFprintdFinger = "a finger enrolled in fprintd"
-    public static let fingersBound = "The fingers enrolled for you in fprintd now unlock fingerseal."
+    public static var fingersChanged: String { tr("The fingers enrolled for you in fprintd changed since your PIN last confirmed them, so a finger unlocks again only after you enter your PIN once.") }
+    public static var fingersConfirmed: String { tr("Your PIN confirmed the fingers now enrolled in fprintd; they unlock fingerseal again.") }
+    public static var anyFprintdFinger: String { tr("a finger enrolled in fprintd") }
+    public static var fingersBound: String { tr("The fingers enrolled for you in fprintd now unlock fingerseal.") }
     public static func notEnrolledHere(_ finger: String) -> String {
-        "The finger \(finger) was enrolled with another program (your desktop's settings or fprintd-enroll), so fingerseal does not delete it. Remove it there; fingerseal then asks for your PIN once to confirm the change."
+        tr("The finger %1$s was enrolled with another program (your desktop's settings or fprintd-enroll), so fingerseal does not delete it. Remove it there; fingerseal then asks for your PIN once to confirm the change.", finger)
     }
-    public static let fprintdUnavailable = "fprintd, which owns the fingerprint reader on this computer, cannot be reached."
-    public static let nothingForgottenAtFprintd = "fingerseal enrolled no finger in fprintd, so none was deleted. Fingers enrolled with other programs are removed there."
-    public static let needsDirectReader = "fprintd owns the fingerprint reader on this computer, so this command cannot drive it directly. Stop fprintd and set reader=libfprint in the configuration to use it."
-    public static let lidClosed = "The lid is closed, so the built-in fingerprint reader is not used."
-    public static let noCompatiblePrints = "None of your enrolled fingers were enrolled on this reader. Run: fingerseal enroll"
+    public static var fprintdUnavailable: String { tr("fprintd, which owns the fingerprint reader on this computer, cannot be reached.") }
+    public static var nothingForgottenAtFprintd: String { tr("fingerseal enrolled no finger in fprintd, so none was deleted. Fingers enrolled with other programs are removed there.") }
+    public static var needsDirectReader: String { tr("fprintd owns the fingerprint reader on this computer, so this command cannot drive it directly. Stop fprintd and set reader=libfprint in the configuration to use it.") }
+    public static var lidClosed: String { tr("The lid is closed, so the built-in fingerprint reader is not used.") }
+    public static var noCompatiblePrints: String { tr("None of your enrolled fingers were enrolled on this reader. Run: fingerseal enroll") }
     public static func alreadyEnrolled(_ finger: String) -> String {
-        "The finger \(finger) is already enrolled. To enroll it again, first run: fingerseal forget \(finger)"
+        tr("The finger %1$s is already enrolled. To enroll it again, first run: fingerseal forget %1$s", finger)
     }
-    public static let duplicateFinger = "The reader already holds this finger, stored by another program (fprintd, another operating system or another user). Enroll a different finger, or remove that print with the program that stored it."
-    public static let readerStorageFull = "The reader's storage is full. fingerseal never deletes other programs' prints to make room: remove prints you no longer need with the program that stored them, then enroll again."
-    public static func enrolled(_ finger: String) -> String { "Enrolled \(finger)." }
+    public static var duplicateFinger: String { tr("The reader already holds this finger, stored by another program (fprintd, another operating system or another user). Enroll a different finger, or remove that print with the program that stored it.") }
+    public static var readerStorageFull: String { tr("The reader's storage is full. fingerseal never deletes other programs' prints to make room: remove prints you no longer need with the program that stored them, then enroll again.") }
+    public static func enrolled(_ finger: String) -> String { tr("Enrolled %1$s.", finger) }
     public static func forgotten(_ fingers: [String]) -> String {
-        fingers.isEmpty ? "No finger was enrolled." : "Forgot " + fingers.joined(separator: ", ") + "."
+        fingers.isEmpty ? tr("No finger was enrolled.")
+            : trn("Forgot %1$s.", "Forgot these fingers: %1$s.", fingers.count, fingers.joined(separator: ", "))
     }
-    public static func notEnrolledFinger(_ finger: String) -> String { "The finger \(finger) is not enrolled." }
-    public static let onDeviceTemplateLeft = "The reader is not connected, so its stored copy of the print could not be deleted. Run fingerseal forget again with the reader connected to delete it."
+    public static func notEnrolledFinger(_ finger: String) -> String { tr("The finger %1$s is not enrolled.", finger) }
+    public static var onDeviceTemplateLeft: String { tr("The reader is not connected, so its stored copy of the print could not be deleted. Run fingerseal forget again with the reader connected to delete it.") }
     public static func unknownFinger(_ name: String) -> String {
-        "Unknown finger \(name). Use one of: left-thumb, left-index-finger, left-middle-finger, left-ring-finger, left-little-finger, right-thumb, right-index-finger, right-middle-finger, right-ring-finger, right-little-finger."
+        tr("Unknown finger %1$s. Use one of: left-thumb, left-index-finger, left-middle-finger, left-ring-finger, left-little-finger, right-thumb, right-index-finger, right-middle-finger, right-ring-finger, right-little-finger.", name)
     }
-    public static let captureNotSupported = "This reader cannot capture images."
-    public static func captured(_ path: String, _ width: Int, _ height: Int) -> String { "Saved a \(width) by \(height) image to \(path)." }
-    public static let selftestNeedsStorage = "The self-test needs a reader that stores prints on the device."
+    public static var captureNotSupported: String { tr("This reader cannot capture images.") }
+    public static func captured(_ path: String, _ width: Int, _ height: Int) -> String { tr("Saved a %1$s by %2$s image to %3$s.", width, height, path) }
+    public static var selftestNeedsStorage: String { tr("The self-test needs a reader that stores prints on the device.") }
 
-    public static let signInRequired = "Your sign-in has ended. Sign in again with: fingerseal login"
-    public static let idpUnreachable = "The identity provider cannot be reached, and the last sign-in check is too long ago to go on without it."
-    public static let idpRefused = "The identity provider did not renew your sign-in. Your sign-in is kept; try again later."
-    public static let notSignedIn = "This account is not signed in to an identity provider. Sign in with: fingerseal login"
-    public static func unlockedWith(_ method: String) -> String { "Unlocked with \(method)." }
-    public static func tokenReady(_ minutes: Int) -> String {
-        "A fresh access token is ready. It is valid for \(minutes) more minute\(minutes == 1 ? "" : "s")."
+    public static var signInRequired: String { tr("Your sign-in has ended. Sign in again with: fingerseal login") }
+    public static var idpUnreachable: String { tr("The identity provider cannot be reached, and the last sign-in check is too long ago to go on without it.") }
+    public static var idpRefused: String { tr("The identity provider did not renew your sign-in. Your sign-in is kept; try again later.") }
+    public static var notSignedIn: String { tr("This account is not signed in to an identity provider. Sign in with: fingerseal login") }
+    /// `finger`: nil for the PIN, else the finger's name ("" when fprintd did not say).
+    public static func unlockedWith(pin: Bool, finger: String?) -> String {
+        if pin { return tr("Unlocked with your PIN.") }
+        guard let finger, !finger.isEmpty else { return tr("Unlocked with your finger.") }
+        return tr("Unlocked with your finger (%1$s).", finger)
     }
-    public static let offlineNoToken = "The identity provider cannot be reached, so there is no fresh access token. The offline grace still allows unlocking."
-    public static let fingerOrPIN = "or type your PIN and press Enter. Enter alone goes straight to the PIN."
+    public static func tokenReady(_ minutes: Int) -> String {
+        trn("A fresh access token is ready. It is valid for %1$s more minute.", "A fresh access token is ready. It is valid for %1$s more minutes.", minutes, minutes)
+    }
+    public static var offlineNoToken: String { tr("The identity provider cannot be reached, so there is no fresh access token. The offline grace still allows unlocking.") }
     /// prompt=combined: the one prompt of a host that drops info messages, so it says it all.
-    public static let fingerOrPINPrompt = "Touch the fingerprint reader and press Enter, or type your PIN: "
-    /// prompt=combined, for hosts that do show the sentence: Enter alone goes to the password.
-    public static let fingerOrPINForPAM = "or type your PIN. Enter alone goes on to the password."
-    public static let loggedOut = "Signed out. The sign-in is removed from your vault; your PIN and fingers are kept."
+    public static var fingerOrPINPrompt: String { tr("Touch the fingerprint reader and press Enter, or type your PIN: ") }
+    public static var loggedOut: String { tr("Signed out. The sign-in is removed from your vault; your PIN and fingers are kept.") }
     public static func revokeFailed(_ detail: String) -> String {
-        "The identity provider could not be told to end the sign-in (\(embedded(detail))). It is removed here; at the provider it ends when it expires."
+        tr("The identity provider could not be told to end the sign-in (%1$s). It is removed here; at the provider it ends when it expires.", embedded(detail))
     }
     // Step-up and sealed data
-    public static let badContext = "A context name is 1 to 64 letters, digits, dots, dashes or underscores."
+    public static var badContext: String { tr("A context name is 1 to 64 letters, digits, dots, dashes or underscores.") }
     public static func steppedUp(_ context: String, _ method: String, ttl: Int) -> String {
-        "Confirmed with \(method) for \(context), for \(ttl / 60 > 0 ? "\(ttl / 60) minute\(ttl / 60 == 1 ? "" : "s")" : "\(ttl) seconds")."
+        ttl / 60 > 0 ? trn("Confirmed with %1$s for %2$s, for %3$s minute.", "Confirmed with %1$s for %2$s, for %3$s minutes.", ttl / 60, method, context, ttl / 60)
+            : trn("Confirmed with %1$s for %2$s, for %3$s second.", "Confirmed with %1$s for %2$s, for %3$s seconds.", ttl, method, context, ttl)
     }
-    public static func grantHeld(_ context: String) -> String { "Already confirmed for \(context) in this session." }
-    public static func grantEnded(_ context: String) -> String { "The confirmation for \(context) is ended." }
-    public static func noGrant(_ context: String) -> String { "There is no confirmation for \(context) in this session." }
-    public static func stepUpPrompt(_ context: String) -> String { "Confirm it is you for \(context)." }
-    public static let personalDataFollows = "Personal data follows."
-    public static let notSealedFile = "This is not a file sealed by fingerseal, or it is damaged."
-    public static let sealedByAnotherVault = "This file was sealed with another fingerseal vault; this vault cannot open it."
-    public static let sealedTampered = "This sealed file was changed after it was sealed, or its context was altered. Nothing was revealed."
-    public static func sealedFor(_ context: String) -> String { "Sealed for the context \(context)." }
-    public static func tooLargeToSeal(_ limit: Int) -> String { "This is too large to seal; the limit is \(limit / (1024 * 1024)) MiB." }
-    public static func cannotRead(_ path: String) -> String { "Cannot read \(path)." }
-    public static func cannotWrite(_ path: String, _ why: String) -> String { "Cannot write \(path): \(embedded(why))." }
-    public static let pinForReset = "Deleting the vault needs its PIN. If the PIN is forgotten, set a new one with: fingerseal pin reset"
+    public static func grantHeld(_ context: String) -> String { tr("Already confirmed for %1$s in this session.", context) }
+    public static func grantEnded(_ context: String) -> String { tr("The confirmation for %1$s is ended.", context) }
+    public static func noGrant(_ context: String) -> String { tr("There is no confirmation for %1$s in this session.", context) }
+    public static func stepUpPrompt(_ context: String) -> String { tr("Confirm it is you for %1$s.", context) }
+    public static var personalDataFollows: String { tr("Personal data follows.") }
+    public static var notSealedFile: String { tr("This is not a file sealed by fingerseal, or it is damaged.") }
+    public static var sealedByAnotherVault: String { tr("This file was sealed with another fingerseal vault; this vault cannot open it.") }
+    public static var sealedTampered: String { tr("This sealed file was changed after it was sealed, or its context was altered. Nothing was revealed.") }
+    public static func sealedFor(_ context: String) -> String { tr("Sealed for the context %1$s.", context) }
+    public static func tooLargeToSeal(_ limit: Int) -> String { tr("This is too large to seal; the limit is %1$s MiB.", limit / (1024 * 1024)) }
+    public static func cannotRead(_ path: String) -> String { tr("Cannot read %1$s.", path) }
+    public static func cannotWrite(_ path: String, _ why: String) -> String { tr("Cannot write %1$s: %2$s.", path, embedded(why)) }
+    public static var pinForReset: String { tr("Deleting the vault needs its PIN. If the PIN is forgotten, set a new one with: fingerseal pin reset") }
     public static func redirectPortBusy(_ port: Int) -> String {
-        "Port \(port) on 127.0.0.1 is in use, so the browser cannot come back to fingerseal. Close what uses it, or choose another port."
+        tr("Port %1$s on 127.0.0.1 is in use, so the browser cannot come back to fingerseal. Close what uses it, or choose another port.", port)
     }
-    public static func cannotRun(_ command: String, _ why: String) -> String { "Cannot run \(command): \(embedded(why))." }
-    public static let notRevocable = "The identity provider offers no way to end a sign-in early. It is removed here; at the provider it ends when it expires."
+    public static func cannotRun(_ command: String, _ why: String) -> String { tr("Cannot run %1$s: %2$s.", command, embedded(why)) }
+    public static var notRevocable: String { tr("The identity provider offers no way to end a sign-in early. It is removed here; at the provider it ends when it expires.") }
     public static func openAndEnter(_ uri: String, _ code: String) -> String {
-        "To sign in, open \(uri) on any device and enter the code \(code)."
+        tr("To sign in, open %1$s on any device and enter the code %2$s.", uri, code)
     }
-    public static let orScanQR = "Or scan this QR code with your phone:"
-    public static let waitingForSignIn = "Waiting for you to finish signing in. Press Ctrl-C to cancel."
-    public static let codeExpired = "The sign-in code expired before it was used. Run fingerseal login again."
-    public static let signInRefused = "The sign-in was refused."
-    public static let credentialsRefused = "The identity provider refused the user name or password."
-    public static let noRefreshToken = "The identity provider issued no refresh token. Ask for the offline_access scope, or ask your administrator to allow refresh tokens for this client."
-    public static func signedIn(_ issuer: String) -> String { "Signed in to \(issuer). The sign-in is sealed in your vault." }
-    public static func signedInAs(_ who: String) -> String { "Signed in as \(who)." }
+    public static var orScanQR: String { tr("Or scan this QR code with your phone:") }
+    public static var waitingForSignIn: String { tr("Waiting for you to finish signing in. Press Ctrl-C to cancel.") }
+    public static var codeExpired: String { tr("The sign-in code expired before it was used. Run fingerseal login again.") }
+    public static var signInRefused: String { tr("The sign-in was refused.") }
+    public static var credentialsRefused: String { tr("The identity provider refused the user name or password.") }
+    public static var noRefreshToken: String { tr("The identity provider issued no refresh token. Ask for the offline_access scope, or ask your administrator to allow refresh tokens for this client.") }
+    public static func signedIn(_ issuer: String) -> String { tr("Signed in to %1$s. The sign-in is sealed in your vault.", issuer) }
+    public static func signedInAs(_ who: String) -> String { tr("Signed in as %1$s.", who) }
     public static func identityMismatch(_ who: String, _ user: String) -> String {
-        "The identity provider signed in \(who), which is not the account \(user) on this computer, so the sign-in was refused and nothing was stored."
+        tr("The identity provider signed in %1$s, which is not the account %2$s on this computer, so the sign-in was refused and nothing was stored.", who, user)
     }
     public static func identityClaimMissing(_ who: String, _ claim: String, _ user: String) -> String {
-        "The identity provider did not say which account \(who) is here (it sent no \(claim) for the account \(user)), so the sign-in was refused and nothing was stored."
+        tr("The identity provider did not say which account %1$s is here (it sent no %2$s for the account %3$s), so the sign-in was refused and nothing was stored.", who, claim, user)
     }
-    public static let identityUnknown = "The identity provider did not say who signed in (no ID token and no userinfo), so the sign-in was refused: this computer requires the account to match."
-    public static let identityChanged = "The identity provider now names another account than the one that signed in, so a new sign-in is required. Run: fingerseal login"
-    public static let offerEnroll = "To unlock with your finger from now on, run: fingerseal enroll"
-    public static func passwordPrompt(_ user: String) -> String { "Password for \(user): " }
-    public static func providerProblem(_ detail: String) -> String { "The identity provider cannot be used: \(embedded(detail))." }
-    public static func providerUnreachable(_ detail: String) -> String { "The identity provider cannot be reached (\(embedded(detail))). Check the network and try again." }
-    public static let signInRequiredNotice = "Fingerprint unlock needs a new sign-in. Run: fingerseal login"
+    public static var identityUnknown: String { tr("The identity provider did not say who signed in (no ID token and no userinfo), so the sign-in was refused: this computer requires the account to match.") }
+    public static var identityChanged: String { tr("The identity provider now names another account than the one that signed in, so a new sign-in is required. Run: fingerseal login") }
+    public static var offerEnroll: String { tr("To unlock with your finger from now on, run: fingerseal enroll") }
+    public static func passwordPrompt(_ user: String) -> String { tr("Password for %1$s: ", user) }
+    public static func providerProblem(_ detail: String) -> String { tr("The identity provider cannot be used: %1$s.", embedded(detail)) }
+    public static func providerUnreachable(_ detail: String) -> String { tr("The identity provider cannot be reached (%1$s). Check the network and try again.", embedded(detail)) }
+    public static var signInRequiredNotice: String { tr("Fingerprint unlock needs a new sign-in. Run: fingerseal login") }
 
     // Browser sign-in (the pages are what the browser shows when it comes back)
-    public static let openInBrowser = "Open this address in a browser to sign in:"
-    public static let browserTimedOut = "The browser did not come back in time. Run fingerseal login again."
-    public static let codeNotAccepted = "The identity provider did not accept the sign-in. Run fingerseal login again."
-    public static let browserPageReceived = "You can close this window and return to the terminal."
-    public static let browserPageFailed = "The sign-in did not complete. You can close this window and return to the terminal."
-    public static let browserPageIgnored = "This page does not belong to the sign-in in progress, so it was ignored."
+    public static var openInBrowser: String { tr("Open this address in a browser to sign in:") }
+    public static var browserTimedOut: String { tr("The browser did not come back in time. Run fingerseal login again.") }
+    public static var codeNotAccepted: String { tr("The identity provider did not accept the sign-in. Run fingerseal login again.") }
+    public static var browserPageReceived: String { tr("You can close this window and return to the terminal.") }
+    public static var browserPageFailed: String { tr("The sign-in did not complete. You can close this window and return to the terminal.") }
+    public static var browserPageIgnored: String { tr("This page does not belong to the sign-in in progress, so it was ignored.") }
 
     // Reset
-    public static let resetConfirm = "This deletes the fingerseal vault for this account, with its PIN, enrolled fingers and sign-in. Type yes to continue: "
-    public static let resetDone = "The fingerseal vault is deleted."
-    public static let resetNothing = "There is no fingerseal vault for this account. Nothing was deleted."
-    public static let resetCancelled = "Nothing was deleted."
+    public static var resetConfirm: String { tr("This deletes the fingerseal vault for this account, with its PIN, enrolled fingers and sign-in. Type yes to continue: ") }
+    public static var resetDone: String { tr("The fingerseal vault is deleted.") }
+    public static var resetNothing: String { tr("There is no fingerseal vault for this account. Nothing was deleted.") }
+    public static var resetCancelled: String { tr("Nothing was deleted.") }
 
     // Input
-    public static let cancelled = "Cancelled."
-    public static let noTerminal = "No terminal to read from. Use --pin-fd to pass the PIN from a file descriptor."
+    public static var cancelled: String { tr("Cancelled.") }
+    public static var noTerminal: String { tr("No terminal to read from. Use --pin-fd to pass the PIN from a file descriptor.") }
 
     // Configuration
-    public static func badOption(_ option: String, _ why: String) -> String { "The option \(option) is not valid: \(embedded(why))." }
-    public static func unknownOption(_ option: String) -> String { "Unknown option \(option) was ignored." }
-    public static let unknownUser = "That user does not exist."
+    public static func badOption(_ option: String, _ why: String) -> String { tr("The option %1$s is not valid: %2$s.", option, embedded(why)) }
+    public static func unknownOption(_ option: String) -> String { tr("Unknown option %1$s was ignored.", option) }
+    public static var unknownUser: String { tr("That user does not exist.") }
     // Fleet configuration: the system file, what it fixes, the client secret it names
     public static func unsafeConfigFile(_ why: String) -> String {
-        "Fingerseal refused its configuration because \(embedded(why)). The file must be root's and writable by root only."
+        tr("Fingerseal refused its configuration because %1$s. The file must be root's and writable by root only.", embedded(why))
     }
     public static func fixedOnlyInFile(_ source: String) -> String {
-        "The option fixed in \(source) was ignored: only the configuration file can fix options."
+        tr("The option fixed in %1$s was ignored: only the configuration file can fix options.", source)
     }
     public static func fixedOptionIgnored(_ option: String, _ source: String) -> String {
-        "The option \(option) in \(source) was ignored: the administrator fixed it in the configuration file."
+        tr("The option %1$s in %2$s was ignored: the administrator fixed it in the configuration file.", option, source)
     }
     public static func fixedArgument(_ argument: String, _ option: String) -> String {
-        "The administrator fixed \(option) for this machine, so \(argument) cannot change it."
+        tr("The administrator fixed %1$s for this machine, so %2$s cannot change it.", option, argument)
     }
-    public static let signInNotConfigured =
-        "Say which identity provider and client with --issuer URL --client-id ID, or ask the administrator to set issuer and client_id in /etc/fingerseal/fingerseal.conf."
-    public static let administratorSecretWins =
-        "The client secret set by the administrator is used; the one from --client-secret-file was not."
+    public static var signInNotConfigured: String { tr("Say which identity provider and client with --issuer URL --client-id ID, or ask the administrator to set issuer and client_id in /etc/fingerseal/fingerseal.conf.") }
+    public static var administratorSecretWins: String { tr("The client secret set by the administrator is used; the one from --client-secret-file was not.") }
     public static func clientSecretFileMissing(_ path: String) -> String {
-        "The client secret file \(path) named in the configuration does not exist."
+        tr("The client secret file %1$s named in the configuration does not exist.", path)
     }
     public static func clientSecretFileReadable(_ path: String, _ mode: UInt32) -> String {
-        "The client secret file \(path) can be read by group or others (mode \(String(mode & 0o7777, radix: 8))). Make it readable by root only (chmod 600)."
+        tr("The client secret file %1$s can be read by group or others (mode %2$s). Make it readable by root only (chmod 600).", path, String(mode & 0o7777, radix: 8))
     }
     public static func unsafeClientSecretFile(_ why: String) -> String {
-        "Fingerseal refused the client secret file because \(embedded(why)). It must be root's, in a directory only root can write."
+        tr("Fingerseal refused the client secret file because %1$s. It must be root's, in a directory only root can write.", embedded(why))
     }
-    public static func clientSecretFileEmpty(_ path: String) -> String { "The client secret file \(path) is empty." }
+    public static func clientSecretFileEmpty(_ path: String) -> String { tr("The client secret file %1$s is empty.", path) }
 
     // Audit trail: what `fingerseal audit` lists and syslog receives (one sentence per event)
-    public static func auditSignedIn(_ issuer: String, _ flow: String) -> String { "Signed in to \(issuer) with the \(flow) sign-in." }
+    public static func auditSignedIn(_ issuer: String, _ flow: String) -> String { tr("Signed in to %1$s with the %2$s sign-in.", issuer, flow) }
     public static func auditUnlocked(method: String, via: String) -> String {
-        "Unlocked with " + (method == "finger" ? "a finger" : method == "pin" ? "the PIN" : method)
-            + (via == "pam" ? " at a system sign-in (PAM)." : via == "cli" ? ", using the fingerseal command." : " (\(via)).")
+        switch (method, via) {
+        case ("finger", "pam"): return tr("Unlocked with a finger at a system sign-in (PAM).")
+        case ("finger", "cli"): return tr("Unlocked with a finger, using the fingerseal command.")
+        case ("pin", "pam"): return tr("Unlocked with the PIN at a system sign-in (PAM).")
+        case ("pin", "cli"): return tr("Unlocked with the PIN, using the fingerseal command.")
+        default: return tr("Unlocked with %1$s (%2$s).", method, via)
+        }
     }
-    public static func auditFallback(_ reason: String) -> String { "Moved on to the next way to sign in: \(embedded(reason))." }
-    public static func auditStepUp(_ context: String, _ result: String) -> String { "Step-up for \(context): \(result)." }
-    public static func auditReveal(_ context: String, _ file: String) -> String { "Revealed \(file) for \(context)." }
+    public static func auditFallback(_ reason: String) -> String { tr("Moved on to the next way to sign in: %1$s.", embedded(reason)) }
+    public static func auditStepUp(_ context: String, _ result: String) -> String { tr("Step-up for %1$s: %2$s.", context, result) }
+    public static func auditReveal(_ context: String, _ file: String) -> String { tr("Revealed %1$s for %2$s.", file, context) }
     public static func auditLockout(_ method: String) -> String {
-        method == "finger" ? "Fingerprint unlock was locked after too many failed scans."
-            : method == "pin" ? "The PIN was locked after too many wrong tries." : "\(method) was locked."
+        method == "finger" ? tr("Fingerprint unlock was locked after too many failed scans.")
+            : method == "pin" ? tr("The PIN was locked after too many wrong tries.") : tr("%1$s was locked.", method)
     }
     public static func auditFailure(_ action: String, _ reason: String) -> String {
-        (action.first.map { $0.uppercased() + action.dropFirst() } ?? "An action") + " did not succeed: \(embedded(reason))."
+        tr("%1$s did not succeed: %2$s.", action.first.map { $0.uppercased() + action.dropFirst() } ?? "?", embedded(reason))
     }
-    public static let auditLoggedOut = "Signed out."
-    public static let auditPINReset = "A forgotten PIN was replaced with a new one."
-    public static func auditRotated(_ file: String) -> String { "Older events were moved to \(file)." }
-    public static func auditUnknownEvent(_ event: String) -> String { "An event this fingerseal does not know: \(event)." }
+    public static var auditLoggedOut: String { tr("Signed out.") }
+    public static var auditPINReset: String { tr("A forgotten PIN was replaced with a new one.") }
+    public static func auditRotated(_ file: String) -> String { tr("Older events were moved to %1$s.", file) }
+    public static func auditUnknownEvent(_ event: String) -> String { tr("An event this fingerseal does not know: %1$s.", event) }
     /// A reason word (usually an outcome name) as words.
     public static func auditReason(_ reason: String) -> String {
         switch reason {
-        case "success": return "success"
-        case "noMatch": return "the fingerprint did not match"
-        case "wrongPIN": return "the PIN was wrong"
-        case "triesExhausted": return "too many failed tries"
-        case "lockedOut": return "locked after too many failures"
-        case "signInRequired": return "a new sign-in is required"
-        case "tokenUnavailable": return "no access token"
-        case "noReader": return "no fingerprint reader"
-        case "noPrints": return "no print for this reader"
-        case "notEnrolled": return "no finger enrolled"
-        case "identityMismatch": return "the identity provider named another account"
-        case "fingersChanged": return "the fingers enrolled in fprintd changed"
-        case "noVault": return "not set up"
-        case "noPIN": return "no PIN"
-        case "timedOut": return "timed out"
-        case "cancelled": return "cancelled"
-        case "remoteSession": return "a remote session"
-        case "vaultUnusable": return "the vault could not be used"
-        case "unavailable": return "not available"
-        case "unknownUser": return "unknown user"
-        case "badConfiguration": return "bad configuration"
-        case "conversationAgain": return "interrupted"
-        case "usage": return "wrong usage"
-        case "systemError": return "a system error"
+        case "success": return tr("success")
+        case "noMatch": return tr("the fingerprint did not match")
+        case "wrongPIN": return tr("the PIN was wrong")
+        case "triesExhausted": return tr("too many failed tries")
+        case "lockedOut": return tr("locked after too many failures")
+        case "signInRequired": return tr("a new sign-in is required")
+        case "tokenUnavailable": return tr("no access token")
+        case "noReader": return tr("no fingerprint reader")
+        case "noPrints": return tr("no print for this reader")
+        case "notEnrolled": return tr("no finger enrolled")
+        case "identityMismatch": return tr("the identity provider named another account")
+        case "fingersChanged": return tr("the fingers enrolled in fprintd changed")
+        case "noVault": return tr("not set up")
+        case "noPIN": return tr("no PIN")
+        case "timedOut": return tr("timed out")
+        case "cancelled": return tr("cancelled")
+        case "remoteSession": return tr("a remote session")
+        case "vaultUnusable": return tr("the vault could not be used")
+        case "unavailable": return tr("not available")
+        case "unknownUser": return tr("unknown user")
+        case "badConfiguration": return tr("bad configuration")
+        case "conversationAgain": return tr("interrupted")
+        case "usage": return tr("wrong usage")
+        case "systemError": return tr("a system error")
         default: return reason
         }
     }
-    public static func auditListed(_ seq: UInt64, _ time: String, _ sentence: String) -> String { "Event \(seq), \(time): \(sentence)" }
+    public static func auditListed(_ seq: UInt64, _ time: String, _ sentence: String) -> String { tr("Event %1$s, %2$s: %3$s", seq, time, sentence) }
     public static func auditFprintdSetConfirmed(_ fingers: Int) -> String {
-        fingers == 1 ? "The PIN confirmed the 1 finger now enrolled in fprintd."
-                     : "The PIN confirmed the \(fingers) fingers now enrolled in fprintd."
+        trn("The PIN confirmed the %1$s finger now enrolled in fprintd.", "The PIN confirmed the %1$s fingers now enrolled in fprintd.", fingers, fingers)
     }
-    public static let auditNone = "No events are recorded yet."
+    public static var auditNone: String { tr("No events are recorded yet.") }
     public static func auditUnreadableLines(_ count: Int) -> String {
-        "\(count) line\(count == 1 ? "" : "s") of the audit trail cannot be read. Run: fingerseal audit --verify"
+        trn("%1$s line of the audit trail cannot be read. Run: fingerseal audit --verify", "%1$s lines of the audit trail cannot be read. Run: fingerseal audit --verify", count, count)
     }
-    public static func auditIntact(_ events: Int) -> String { "The audit trail is intact: \(events) event\(events == 1 ? "" : "s")." }
-    public static let auditInterruptedAppend = "Its last line is incomplete because an append was interrupted; it held no recorded event, and the next event recorded removes it."
-    public static func auditTampered(_ problem: String) -> String { "The audit trail is not intact: \(embedded(problem))." }
-    public static func auditUnreadable(_ file: String, _ line: Int) -> String { "line \(line) of \(file) is not an audit entry (edited or damaged)" }
+    public static func auditIntact(_ events: Int) -> String { trn("The audit trail is intact: %1$s event.", "The audit trail is intact: %1$s events.", events, events) }
+    public static var auditInterruptedAppend: String { tr("Its last line is incomplete because an append was interrupted; it held no recorded event, and the next event recorded removes it.") }
+    public static func auditTampered(_ problem: String) -> String { tr("The audit trail is not intact: %1$s.", embedded(problem)) }
+    public static func auditUnreadable(_ file: String, _ line: Int) -> String { tr("line %1$s of %2$s is not an audit entry (edited or damaged)", line, file) }
     public static func auditEdited(_ file: String, _ line: Int, _ entry: UInt64) -> String {
-        "line \(line) of \(file), event \(entry), does not match its seal (edited)"
+        tr("line %1$s of %2$s, event %3$s, does not match its seal (edited)", line, file, entry)
     }
-    public static func auditInserted(_ file: String, _ line: Int) -> String { "line \(line) of \(file) was not written by fingerseal (inserted)" }
+    public static func auditInserted(_ file: String, _ line: Int) -> String { tr("line %1$s of %2$s was not written by fingerseal (inserted)", line, file) }
     public static func auditDuplicate(_ file: String, _ line: Int, _ entry: UInt64) -> String {
-        "line \(line) of \(file) is a second copy of event \(entry) (inserted)"
+        tr("line %1$s of %2$s is a second copy of event %3$s (inserted)", line, file, entry)
     }
     public static func auditDoesNotFollow(_ file: String, _ line: Int) -> String {
-        "line \(line) of \(file) does not follow the entry before it (inserted or deleted)"
+        tr("line %1$s of %2$s does not follow the entry before it (inserted or deleted)", line, file)
     }
     public static func auditDeleted(_ file: String, _ line: Int, _ from: UInt64, _ to: UInt64) -> String {
-        (from == to ? "event \(from) is" : "events \(from) to \(to) are") + " missing before line \(line) of \(file) (deleted)"
+        from == to ? tr("event %1$s is missing before line %2$s of %3$s (deleted)", from, line, file)
+            : tr("events %1$s to %2$s are missing before line %3$s of %4$s (deleted)", from, to, line, file)
     }
     public static func auditDeletedBefore(_ file: String, _ line: Int, _ entry: UInt64) -> String {
-        "the events before event \(entry), on line \(line) of \(file), are missing (deleted)"
+        tr("the events before event %1$s, on line %2$s of %3$s, are missing (deleted)", entry, line, file)
     }
     public static func auditFileMissing(_ file: String, _ recorded: UInt64) -> String {
-        "the file \(file) is missing or empty, but the vault recorded \(recorded) event\(recorded == 1 ? "" : "s") (deleted)"
+        trn("the file %1$s is missing or empty, but the vault recorded %2$s event (deleted)", "the file %1$s is missing or empty, but the vault recorded %2$s events (deleted)", Int(clamping: recorded), file, recorded)
     }
     public static func auditOlderFileMissing(_ file: String, _ from: UInt64, _ to: UInt64) -> String {
-        "the file \(file) with events \(from) to \(to) is missing or empty (deleted)"
+        tr("the file %1$s with events %2$s to %3$s is missing or empty (deleted)", file, from, to)
     }
     public static func auditReordered(_ file: String, _ line: Int, _ entry: UInt64) -> String {
-        "event \(entry) on line \(line) of \(file) is out of order (reordered)"
+        tr("event %1$s on line %2$s of %3$s is out of order (reordered)", entry, line, file)
     }
     public static func auditTruncated(_ file: String, _ last: UInt64, _ recorded: UInt64) -> String {
-        "\(file) ends at event \(last), but the vault recorded \(recorded) (truncated: the last events were cut off)"
+        tr("%1$s ends at event %2$s, but the vault recorded %3$s (truncated: the last events were cut off)", file, last, recorded)
     }
     public static func auditTornLine(_ file: String, _ line: Int, _ entry: UInt64) -> String {
-        "the last line of \(file), line \(line), is incomplete and event \(entry) is cut off (torn last line)"
+        tr("the last line of %1$s, line %2$s, is incomplete and event %3$s is cut off (torn last line)", file, line, entry)
     }
     public static func auditWrongVault(_ file: String, _ line: Int) -> String {
-        "line \(line) of \(file) belongs to another vault (wrong vault)"
+        tr("line %1$s of %2$s belongs to another vault (wrong vault)", line, file)
     }
-    public static func auditOversized(_ file: String) -> String { "\(file) is larger than fingerseal ever writes it (edited)" }
+    public static func auditOversized(_ file: String) -> String { tr("%1$s is larger than fingerseal ever writes it (edited)", file) }
     public static func auditNotRecorded(_ entry: UInt64) -> String {
-        "event \(entry) is not the one the vault recorded (the trail was replaced)"
+        tr("event %1$s is not the one the vault recorded (the trail was replaced)", entry)
     }
 
     // The broker.
-    public static let brokerBusy = "The fingerseal service is busy with too many requests. Try again in a moment."
+    public static var brokerBusy: String { tr("The fingerseal service is busy with too many requests. Try again in a moment.") }
     public static func wrongProtocol(_ version: Int) -> String {
-        "This program speaks version \(version) of the fingerseal protocol, and the service another. Update fingerseal."
+        tr("This program speaks version %1$s of the fingerseal protocol, and the service another. Update fingerseal.", version)
     }
-    public static let readerBusyWaiting = "The fingerprint reader is busy with another request. Waiting for it."
-    public static let answerTimedOut = "No answer came in time."
-    public static let badAnswer = "The answer could not be read."
-    public static func needsWholeNumber(_ option: String) -> String { "The option \(option) needs a whole number." }
-    public static let onlyRootNamesUser = "Only root can act for another user."
-    public static let notYourAccount = "You can act only for your own account."
+    public static var readerBusyWaiting: String { tr("The fingerprint reader is busy with another request. Waiting for it.") }
+    public static var answerTimedOut: String { tr("No answer came in time.") }
+    public static var badAnswer: String { tr("The answer could not be read.") }
+    public static func needsWholeNumber(_ option: String) -> String { tr("The option %1$s needs a whole number.", option) }
+    public static var onlyRootNamesUser: String { tr("Only root can act for another user.") }
+    public static var notYourAccount: String { tr("You can act only for your own account.") }
     public static func rigOnly(_ group: String) -> String {
-        "Only root and members of the group \(group) can use this command, because it reads biometric data or changes the reader."
+        tr("Only root and members of the group %1$s can use this command, because it reads biometric data or changes the reader.", group)
     }
-    public static let notAvailableYet = "This command is not available from the fingerseal service yet."
+    public static var notAvailableYet: String { tr("This command is not available from the fingerseal service yet.") }
 
     // The account password (checked by the service with PAM, service fingerseal-verify).
-    public static let accountPasswordRefused = "The account password was not accepted. Nothing was changed."
-    public static let accountPasswordNeeded = "This needs your account password (the one you sign in to this computer with)."
-    public static let resetWithAccountPassword = "To delete the vault without the PIN, give your account password."
-    public static let passwordEmptyInput = "No password was given."
+    public static var accountPasswordRefused: String { tr("The account password was not accepted. Nothing was changed.") }
+    public static var accountPasswordNeeded: String { tr("This needs your account password (the one you sign in to this computer with).") }
+    public static var resetWithAccountPassword: String { tr("To delete the vault without the PIN, give your account password.") }
+    public static var passwordEmptyInput: String { tr("No password was given.") }
 
     // pin reset (a forgotten PIN)
-    public static let pinResetDone = "The new PIN is set. Your enrolled fingers and sign-in are kept."
-    public static let pinResetNoDevice = "The vault cannot be opened without the PIN: its device key is missing or does not match the enrolled fingers. To start again, delete the vault with: fingerseal reset"
+    public static var pinResetDone: String { tr("The new PIN is set. Your enrolled fingers and sign-in are kept.") }
+    public static var pinResetNoDevice: String { tr("The vault cannot be opened without the PIN: its device key is missing or does not match the enrolled fingers. To start again, delete the vault with: fingerseal reset") }
 
     // Tokens held by the service
     public static func cachedTokenReady(_ minutes: Int) -> String {
-        "The identity provider cannot be reached, so this session's access token is used. It is valid for \(minutes) more minute\(minutes == 1 ? "" : "s")."
+        trn("The identity provider cannot be reached, so this session's access token is used. It is valid for %1$s more minute.", "The identity provider cannot be reached, so this session's access token is used. It is valid for %1$s more minutes.", minutes, minutes)
     }
     /// Why the identity provider could not be told to end a sign-in, as words (never an
     /// internal error value).
     public static func revokeFailed(_ failure: TokenFailure) -> String {
         let detail: String
         switch failure {
-        case .unreachable: detail = "it cannot be reached"
-        case let .rejected(status, _): detail = "it refused the request with HTTP status \(status)"
-        case .malformed: detail = "its answer could not be read"
-        case .badConfiguration: detail = "its configuration cannot be used"
-        case .chainEnded, .credentialsRefused: detail = "it no longer knows this sign-in"
+        case .unreachable: detail = tr("it cannot be reached")
+        case let .rejected(status, _): detail = tr("it refused the request with HTTP status %1$s", status)
+        case .malformed: detail = tr("its answer could not be read")
+        case .badConfiguration: detail = tr("its configuration cannot be used")
+        case .chainEnded, .credentialsRefused: detail = tr("it no longer knows this sign-in")
         case .clientAuthenticationRequired: return revokeNeedsClientSecret
-        case .accessDenied: detail = "it refused the request"
-        case .authorizationPending, .slowDown, .expiredToken, .identityRejected: detail = "it gave an unexpected answer"
+        case .accessDenied: detail = tr("it refused the request")
+        case .authorizationPending, .slowDown, .expiredToken, .identityRejected: detail = tr("it gave an unexpected answer")
         }
         return revokeFailed(detail)
     }
 
-    public static let revokeNeedsClientSecret = "The identity provider lets only clients with a secret end a sign-in early. It is removed here; at the provider it ends when it expires."
+    public static var revokeNeedsClientSecret: String { tr("The identity provider lets only clients with a secret end a sign-in early. It is removed here; at the provider it ends when it expires.") }
 
     // Sign-in: a confidential client's secret, asked through the client
-    public static let clientSecretPrompt = "Client secret: "
+    public static var clientSecretPrompt: String { tr("Client secret: ") }
 
     // Rig commands
     /// The self-test's closing sentence when a step failed; `why` is that step's sentence.
     public static func selftestFailed(_ step: String, _ why: String) -> String {
-        "The self-test failed at \(step): \(embedded(why))."
+        tr("The self-test failed at %1$s: %2$s.", step, embedded(why))
     }
-    public static let selftestPassed = "The self-test passed."
-    public static let readerDidNotClose = "The reader did not close in time."
+    public static var selftestPassed: String { tr("The self-test passed.") }
+    public static var readerDidNotClose: String { tr("The reader did not close in time.") }
+
+    // Command lines the service checks.
+    public static var noFingerEnrolled: String { tr("No finger is enrolled.") }
+    public static var everyFingerEnrolled: String { tr("Every finger is already enrolled. To enroll one again, first run: fingerseal forget FINGER") }
+    public static var forgetOneOrAll: String { tr("Name one finger to forget, or use --all.") }
+    public static func verifyMatch(_ finger: String, _ milliseconds: Double) -> String {
+        tr("Match: %1$s, in %2$s milliseconds.", finger, milliseconds)
+    }
+    public static var unlockTakesNoArguments: String { tr("The unlock command takes no arguments. To run a command, put it after --exec.") }
+    public static var execAlone: String { tr("Use --exec on its own, without --print-token or --json.") }
+    public static func optionAtMostSeconds(_ option: String, _ maximum: Int) -> String {
+        trn("The option %1$s takes at most %2$s second.", "The option %1$s takes at most %2$s seconds.", maximum, option, maximum)
+    }
+    public static func optionSecondsRange(_ option: String, _ minimum: Int, _ maximum: Int) -> String {
+        trn("The option %1$s takes %2$s to %3$s second.", "The option %1$s takes %2$s to %3$s seconds.", maximum, option, minimum, maximum)
+    }
+    public static var flowChoices: String { tr("The option --flow takes device, password or browser.") }
+    public static var stepUpNeedsContext: String { tr("Say which context to confirm, for example: fingerseal step-up payroll") }
+    public static func commandAfterDashes(_ context: String) -> String {
+        tr("Put the command to run after --, for example: fingerseal step-up %1$s -- COMMAND", context)
+    }
+    public static var checkOrEndAlone: String { tr("Use --check or --end on their own, with only the context.") }
+    public static var sealNeedsContext: String { tr("Say which context to seal for with --context CONTEXT.") }
+    public static var sealOneFile: String { tr("Give at most one file to seal.") }
+    public static var revealNeedsFile: String { tr("Say which sealed file to reveal.") }
+    public static var noClientSecret: String { tr("No client secret was given.") }
+    public static var redirectPortRange: String { tr("The option --redirect-port takes a port from 1024 to 65535.") }
+    public static var badSecretName: String { tr("Secret names use a-z, 0-9, dot, dash and underscore.") }
+
+    // status: one line per fact, each a label and its value (the labels line up in no language,
+    // so a translation may reword each line freely).
+    public static func statusVault(_ directory: String) -> String { tr("Vault: %1$s", directory) }
+    public static func statusEnabledSince(_ time: String) -> String { tr("Enabled since %1$s.", time) }
+    public static var statusPINSet: String { tr("PIN: set") }
+    public static var statusPINNotSet: String { tr("PIN: not set") }
+    public static var statusKeyslots: String { tr("Keyslots:") }
+    public static var slotPIN: String { tr("protected by the PIN (Argon2id)") }
+    public static var slotDeviceFilePermissions: String { tr("device key protected by file permissions only") }
+    public static var slotDeviceFilePermissionsBroken: String { tr("device key protected by file permissions only; the key is missing or damaged") }
+    public static var slotDevice: String { tr("device key") }
+    public static func statusFprintdFingers(_ fingers: [String]) -> String {
+        fingers.isEmpty ? tr("Fingers enrolled in fprintd: none")
+            : tr("Fingers enrolled in fprintd: %1$s", fingers.joined(separator: ", "))
+    }
+    public static func statusFingers(_ fingers: [String]) -> String {
+        fingers.isEmpty ? tr("Fingers enrolled: none") : tr("Fingers enrolled: %1$s", fingers.joined(separator: ", "))
+    }
+    public static var statusNotSignedIn: String { tr("Sign-in: not signed in") }
+    public static var statusSignedIn: String { tr("Sign-in: signed in") }
+    public static var statusSignInRequired: String { tr("Sign-in: sign-in required; run: fingerseal login") }
+    public static func statusSignedInWith(_ issuer: String, _ client: String) -> String { tr("Sign-in: signed in (%1$s, client %2$s)", issuer, client) }
+    public static func statusSignInRequiredWith(_ issuer: String, _ client: String) -> String {
+        tr("Sign-in: sign-in required; run: fingerseal login (%1$s, client %2$s)", issuer, client)
+    }
+    public static func statusNotSignedInWith(_ issuer: String, _ client: String) -> String { tr("Sign-in: not signed in (%1$s, client %2$s)", issuer, client) }
+    public static var statusFingerLocked: String { tr("Fingerprint lock: locked after too many failed scans; a PIN or password success unlocks it") }
+    public static func statusFingerNotLocked(_ failures: Int) -> String { tr("Fingerprint lock: not locked; failed scans in a row: %1$s", failures) }
+    public static var statusPINLocked: String { tr("PIN lock: locked after too many wrong PINs; sign in again to unlock it") }
+    public static func statusPINNotLocked(_ failures: Int) -> String { tr("PIN lock: not locked; wrong PINs in a row: %1$s", failures) }
+    /// What `reset` asks the person to type; the English word is always accepted too.
+    public static var confirmWord: String { tr("yes") }
 }

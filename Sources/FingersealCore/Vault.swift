@@ -266,7 +266,7 @@ public struct VaultEditor {
     }
 
     public mutating func setSecret(_ name: String, _ value: SecureBytes) throws {
-        guard VaultEditor.isValidName(name) else { throw FingersealError(.usage, "Secret names use a-z, 0-9, dot, dash and underscore.") }
+        guard VaultEditor.isValidName(name) else { throw FingersealError(.usage, Messages.badSecretName) }
         let sealed = try VaultStore.guarded("encrypt a secret") {
             try AEAD.seal(value, key: vault.masterKey, aad: UnlockedVault.recordAAD(vaultID: vault.vaultID, name: name))
         }

@@ -61,6 +61,11 @@ public struct Request: Sendable {
     public var wantsEvents = false
     /// pam.open-session: what authentication handed back, to find its access token.
     public var ticket: String?
+    /// The language the person reads, for the sentences of this request only: a `LANGUAGE`
+    /// list (`nb:en`) or a locale name (`nb_NO.UTF-8`); nil, the system's default. The CLI
+    /// sends its environment's, the module the PAM environment's. Presentation only: the
+    /// broker never lets it change an outcome, a check or anything it records.
+    public var language: String?
 
     public init(_ command: Command) { self.command = command }
 
@@ -181,6 +186,7 @@ extension ClientMessage {
             fields.add("answers-while-scanning", request.answersWhileScanning)
             fields.add("events", request.wantsEvents)
             fields.add("ticket", request.ticket)
+            fields.add("language", request.language)
             return Wire.encode(kind: Kind.request.rawValue, fields)
         case let .answer(answer):
             fields.add("kind", answer.kind.rawValue)
@@ -218,6 +224,7 @@ extension ClientMessage {
             request.answersWhileScanning = try fields.flag("answers-while-scanning")
             request.wantsEvents = try fields.flag("events")
             request.ticket = try fields.string("ticket")
+            request.language = try fields.string("language")
             return .request(request)
         case .answer?:
             guard let kind = Answer.Kind(rawValue: try fields.required("kind")) else { throw .badValue("kind") }

@@ -57,6 +57,17 @@ struct ModuleCall {
                  ruser: pam.item(.ruser), xdisplay: pam.item(.xdisplay))
     }
 
+    /// The language of the PAM environment, the way gettext reads an environment (LANGUAGE,
+    /// then LC_ALL, LC_MESSAGES, LANG): pam_env sets them from /etc/default/locale or the
+    /// user's ~/.pam_environment, a display manager from the login screen's choice. Nil: the
+    /// broker uses the system's default. Never the host process's own environment (a root
+    /// daemon's), and only ever for the sentences, never an outcome.
+    private func language() -> String? {
+        let locale = ["LC_ALL", "LC_MESSAGES", "LANG"].lazy.compactMap { pam.environment($0) }.first { !$0.isEmpty }
+        if let list = pam.environment("LANGUAGE"), !list.isEmpty, locale != "C", locale != "POSIX" { return list }
+        return locale
+    }
+
     /// Sends `command` with the PAM items and every module argument, and returns what the
     /// broker decided; `keep` sees the broker's reply (and only a reply: nothing else is success).
     private func ask(_ command: Command, ticket: String? = nil, whenUnreachable: Outcome,
@@ -72,6 +83,7 @@ struct ModuleCall {
         request.pam = items()
         request.moduleOptions = arguments
         request.ticket = ticket
+        request.language = language()
         let outcome: Outcome
         switch BrokerExchange(pam: pam, options: options).run(request) {
         case .unreachable:

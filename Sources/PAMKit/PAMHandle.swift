@@ -38,6 +38,13 @@ public struct PAMHandle {
         return String(cString: value)
     }
 
+    /// A variable of the PAM environment (pam_getenv): what pam_env and the host put there
+    /// for the session, such as the person's LANG.
+    public func environment(_ name: String) -> String? {
+        guard let value = pam_getenv(raw, name) else { return nil }
+        return String(cString: value)
+    }
+
     public enum LogLevel {
         case error, warning, notice, info, debug
 

@@ -1,3 +1,4 @@
+import Localization
 import FingersealWire
 
 /// Finds the command, answers --help and --version, parses the options, runs the command
@@ -5,6 +6,10 @@ import FingersealWire
 /// (`Outcome.exitCode`): the one place the CLI decides either.
 enum CLI {
     static func run(_ arguments: [String]) -> Int32 {
+        // Its own sentences in the language of its environment (LANGUAGE, LC_ALL, LC_MESSAGES,
+        // LANG), and the broker's too: the request carries the same preference.
+        Localization.bindInstalled()
+        Localization.adopt(Localization.language(Invocation.languagePreference))
         let output = Output()
         var spec = Commands.root
         var path = [spec.name]

@@ -1,5 +1,6 @@
 import FingersealWire
 import Glibc
+import Localization
 import SodiumKit
 
 /// One run of a command: the request for the broker, and what stays on this side of the
@@ -39,6 +40,9 @@ struct Invocation {
     /// its positionals and local files (last: it may create the output file).
     init(_ spec: CommandSpec, _ command: Command, _ parsed: ParsedArguments) throws(CLIError) {
         request = Request(command)
+        // Presentation only (Request.language); "C" when the environment names none, so the
+        // broker answers in English like this side rather than in the system's default.
+        request.language = Invocation.languagePreference ?? "C"
         for option in spec.options where option.route == .broker {
             if parsed.has(option.name) { request.flags.append(option.name) }
             if let value = parsed.values[option.name] { request.values[option.name] = value }
@@ -76,6 +80,9 @@ struct Invocation {
         close(fd)
         return true
     }
+
+    /// What the environment asks for, gettext's way (`Localization.preference`).
+    static var languagePreference: String? { Localization.preference(environment) }
 
     static func environment(_ name: String) -> String? {
         guard let value = getenv(name) else { return nil }

@@ -10,6 +10,7 @@
 import Broker
 import FingersealWire
 import Glibc
+import Localization
 import SystemKit
 
 func fail(_ message: String) -> Never {
@@ -48,6 +49,12 @@ while let argument = arguments.first {
     }
 }
 guard settings.stateDirectory.hasPrefix("/") else { fail("--state needs an absolute path.") }
+// Sentences in each request's language (Request.language), from the catalogs installed beside
+// the broker (PREFIX/share/locale; FINGERSEAL_LOCALEDIR for the tests). The broker's own
+// LANGUAGE would override every thread's locale in gettext, so it goes before any thread starts.
+Localization.bindInstalled()
+unsetenv("LANGUAGE")
+settings.defaultLanguage = BrokerSettings.systemLanguage()
 // A client that hangs up mid-answer must not kill the broker.
 signal(SIGPIPE, SIG_IGN)
 do {

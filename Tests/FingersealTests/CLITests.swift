@@ -80,7 +80,7 @@ import Testing
         #expect(status.stdout.contains("Vault: \(home.vaultDirectory)\n"), "\(status.stdout)")
         #expect(status.stdout.contains("device key protected by file permissions only"))
         #expect(status.stdout.contains("PIN: set"))
-        #expect(status.stdout.contains("Enabled since: "))
+        #expect(status.stdout.contains("Enabled since "))
         #expect(status.stdout.contains("Fingers enrolled: none"))
         #expect(status.stdout.contains("Sign-in: not signed in"))
         let json = try home.run(["status", "--json"])

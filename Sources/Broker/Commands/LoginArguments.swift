@@ -39,7 +39,7 @@ extension LoginCommand {
         let flow: SignInFlow
         if let name = call.value("--flow") {
             guard let chosen = SignInFlow(rawValue: name) else {
-                throw FingersealError(.usage, "The option --flow takes device, password or browser.")
+                throw FingersealError(.usage, Messages.flowChoices)
             }
             flow = chosen
         } else {

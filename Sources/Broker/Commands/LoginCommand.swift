@@ -105,7 +105,7 @@ enum LoginCommand {
     /// --client-secret-file): the broker never opens a file a caller names.
     static func askClientSecret(_ call: Call) throws -> SecureBytes {
         guard let answer = try call.conversation.askSecret(.clientSecret, Messages.clientSecretPrompt) else {
-            throw FingersealError(.usage, "No client secret was given.")
+            throw FingersealError(.usage, Messages.noClientSecret)
         }
         return try answer.withUnsafeBytes { bytes in
             // A trailing newline is the editor's, not the secret's.
@@ -209,11 +209,11 @@ enum LoginCommand {
     static func browserFlow(_ client: OAuthClient, scope: String, _ call: Call) throws -> (TokenSet, String) {
         let seconds = try call.integer("--timeout") ?? 300
         guard (1...86_400).contains(seconds) else {
-            throw FingersealError(.usage, "The option --timeout takes 1 to 86400 seconds.")
+            throw FingersealError(.usage, Messages.optionSecondsRange("--timeout", 1, 86_400))
         }
         let port = try call.integer("--redirect-port") ?? call.options.redirectPort ?? 0
         guard port == 0 || (1024...65535).contains(port) else {
-            throw FingersealError(.usage, "The option --redirect-port takes a port from 1024 to 65535.")
+            throw FingersealError(.usage, Messages.redirectPortRange)
         }
         let request = try AuthorizationRequest()
         let receiver: RedirectReceiver

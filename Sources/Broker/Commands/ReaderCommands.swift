@@ -82,7 +82,7 @@ enum ReaderCommands {
             let order: [Finger] = [.rightIndex, .leftIndex, .rightMiddle, .leftMiddle, .rightThumb, .leftThumb,
                                    .rightRing, .leftRing, .rightLittle, .leftLittle]
             guard let finger = requested ?? order.first(where: { !enrolled.contains($0.name) }) else {
-                throw FingersealError(.usage, Messages.alreadyEnrolled("every finger"))
+                throw FingersealError(.usage, Messages.everyFingerEnrolled)
             }
             do {
                 try Fingerprint.enroll(vault: vault, reader: reader, finger: finger, settings: scan,
@@ -104,14 +104,14 @@ enum ReaderCommands {
             try call.printJSON(["fingers": fingers])
             return Reply(.success)
         }
-        call.conversation.output(fingers.isEmpty ? "No finger is enrolled." : fingers.joined(separator: "\n"))
+        call.conversation.output(fingers.isEmpty ? Messages.noFingerEnrolled : fingers.joined(separator: "\n"))
         return Reply(.success)
     }
 
     static func forget(_ call: Call) throws -> Reply {
         let all = call.has("--all")
         guard all != (call.arguments.count == 1), call.arguments.count <= 1 else {
-            throw FingersealError(.usage, "Name one finger to forget, or use --all.")
+            throw FingersealError(.usage, Messages.forgetOneOrAll)
         }
         let vault = try Unlocking.withPIN(call, store: call.store)
         let fingers = all ? nil : call.arguments
@@ -173,7 +173,7 @@ enum ReaderCommands {
             if json {
                 try call.printJSON(VerifyReport(result: "match", finger: match.finger, milliseconds: milliseconds, message: nil))
             } else {
-                call.conversation.output("Match: \(match.finger), in \(milliseconds) milliseconds.")
+                call.conversation.output(Messages.verifyMatch(match.finger, milliseconds))
             }
             return Reply(.success)
         } catch let error as FingersealError {

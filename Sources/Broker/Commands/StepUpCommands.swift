@@ -11,7 +11,7 @@ enum StepUpCommands {
     static func ttlSeconds(_ call: Call) throws -> Int {
         let seconds = try call.integer("--ttl") ?? StepUp.defaultTTL
         guard (1...StepUp.maxTTL).contains(seconds) else {
-            throw FingersealError(.usage, "The option --ttl takes 1 to \(StepUp.maxTTL) seconds.")
+            throw FingersealError(.usage, Messages.optionSecondsRange("--ttl", 1, StepUp.maxTTL))
         }
         return seconds
     }
@@ -52,17 +52,17 @@ enum StepUpCommands {
     /// its own expiry.
     static func stepUp(_ call: Call) throws -> Reply {
         guard let context = call.arguments.first else {
-            throw FingersealError(.usage, "Say which context to confirm, for example: fingerseal step-up payroll")
+            throw FingersealError(.usage, Messages.stepUpNeedsContext)
         }
         guard StepUp.isValidContext(context) else { throw FingersealError(.usage, Messages.badContext) }
         guard call.arguments.count == 1 else {
-            throw FingersealError(.usage, "Put the command to run after --, for example: fingerseal step-up \(context) -- COMMAND")
+            throw FingersealError(.usage, Messages.commandAfterDashes(context))
         }
         let command = call.has("--command")
         let modes = ["--check", "--end", "--fresh"].filter { call.has($0) }
         if call.has("--check") || call.has("--end") {
             guard modes.count == 1, !command else {
-                throw FingersealError(.usage, "Use --check or --end on their own, with only the context.")
+                throw FingersealError(.usage, Messages.checkOrEndAlone)
             }
         }
         let sessions = call.state.sessions
@@ -104,10 +104,10 @@ enum StepUpCommands {
     /// and sends the sealed file back as data. Sealing reveals nothing: no confirmation.
     static func seal(_ call: Call) throws -> Reply {
         guard let context = call.value("--context") else {
-            throw FingersealError(.usage, "Say which context to seal for with --context CONTEXT.")
+            throw FingersealError(.usage, Messages.sealNeedsContext)
         }
         guard StepUp.isValidContext(context) else { throw FingersealError(.usage, Messages.badContext) }
-        guard call.arguments.count <= 1 else { throw FingersealError(.usage, "Give at most one file to seal.") }
+        guard call.arguments.count <= 1 else { throw FingersealError(.usage, Messages.sealOneFile) }
         let plaintext = try call.conversation.receiveData(limit: SealedFile.maxPlaintext)
         // Sealing reveals nothing, so the vault is opened without asking.
         let sealed = try SealedFile.seal(plaintext, context: context, vault: try Vault.unlockWithDevice(call.store))
@@ -120,7 +120,7 @@ enum StepUpCommands {
     /// or a failure reveals nothing.
     static func reveal(_ call: Call) throws -> Reply {
         // The client names the file (or not) and streams its bytes.
-        guard call.arguments.count <= 1 else { throw FingersealError(.usage, "Say which sealed file to reveal.") }
+        guard call.arguments.count <= 1 else { throw FingersealError(.usage, Messages.revealNeedsFile) }
         let received: SecureBytes
         do {
             received = try call.conversation.receiveData(limit: SealedFile.maxPlaintext + 4096)

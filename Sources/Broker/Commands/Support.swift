@@ -22,9 +22,9 @@ extension Call {
         if seconds != options.timeout && options.fixed.contains("timeout") {
             throw FingersealError(.usage, Messages.fixedArgument("--timeout", "timeout"))
         }
-        guard (1...600).contains(seconds) else { throw FingersealError(.usage, "The option --timeout needs 1 to 600 seconds.") }
+        guard (1...600).contains(seconds) else { throw FingersealError(.usage, Messages.optionSecondsRange("--timeout", 1, 600)) }
         return ScanSettings(timeout: Double(seconds), maxTries: maxTries ?? options.maxTries,
-                            cancelHint: request.pam == nil ? Messages.pressCtrlC : conversation.cancelHint)
+                            cancelHint: request.pam == nil ? .pressCtrlC : conversation.cancelHint)
     }
 
     /// The positional arguments the client sent.

@@ -16,7 +16,7 @@ enum TokenCommands {
     }
 
     static func describe(_ unlocked: Unlocked) -> String {
-        unlocked.method == .pin ? "your PIN" : "your finger" + (unlocked.finger.map { " (\($0))" } ?? "")
+        Messages.unlockedWith(pin: unlocked.method == .pin, finger: unlocked.finger)
     }
 
     static func text(_ token: AccessToken) -> String {
@@ -35,10 +35,10 @@ enum TokenCommands {
     static func unlock(_ call: Call) throws -> Reply {
         let exec = call.has("--exec")
         if !exec && !call.arguments.isEmpty {
-            throw FingersealError(.usage, "The unlock command takes no arguments. To run a command, put it after --exec.")
+            throw FingersealError(.usage, Messages.unlockTakesNoArguments)
         }
         if exec && (call.has("--print-token") || call.has("--json")) {
-            throw FingersealError(.usage, "Use --exec on its own, without --print-token or --json.")
+            throw FingersealError(.usage, Messages.execAlone)
         }
         let (unlocked, step, held, cached) = try Unlocking.unlockAndRefresh(call)
         let report = UnlockReport(result: "unlocked", method: unlocked.method.rawValue, finger: unlocked.finger,
@@ -50,7 +50,7 @@ enum TokenCommands {
                 try call.printJSON(report)
                 return Reply(.success)
             }
-            call.conversation.output(Messages.unlockedWith(describe(unlocked)))
+            call.conversation.output(describe(unlocked))
             call.conversation.info(Messages.offlineNoToken)
             return Reply(.success)
         }
@@ -63,7 +63,7 @@ enum TokenCommands {
         }
         if call.has("--print-token") { return handing(token) }
         let minutes = Int(max(token.expiresAt - SystemClock().now(), 0) / 60)
-        call.conversation.output(Messages.unlockedWith(describe(unlocked)) + " "
+        call.conversation.output(describe(unlocked) + " "
                                  + (cached ? Messages.cachedTokenReady(minutes) : Messages.tokenReady(minutes)))
         return Reply(.success)
     }
@@ -74,7 +74,7 @@ enum TokenCommands {
     /// otherwise an unlock first.
     static func token(_ call: Call) throws -> Reply {
         let margin = try call.integer("--min-valid") ?? 60
-        guard margin <= 86_400 else { throw FingersealError(.usage, "The option --min-valid takes at most 86400 seconds.") }
+        guard margin <= 86_400 else { throw FingersealError(.usage, Messages.optionAtMostSeconds("--min-valid", 86_400)) }
         let now = SystemClock().now()
         let token: AccessToken?
         if let held = call.state.sessions.token(call.session), held.isValid(at: now, margin: Int64(margin)) {

@@ -1,5 +1,6 @@
 import FingerprintFlows
 import FingersealCore
+import Localization
 import SodiumKit
 
 /// status, pin set, pin change, pin reset, reset: the vault itself.
@@ -39,19 +40,22 @@ enum VaultCommands {
 
     static func describe(_ slot: VaultStatus.Slot) -> String {
         switch (slot.kind, slot.protection) {
-        case (.pin, _): return "protected by the PIN (Argon2id)"
+        case (.pin, _): return Messages.slotPIN
         case (.device, .filePermissions):
-            return slot.usable ? "device key protected by file permissions only"
-                               : "device key protected by file permissions only; the key is missing or damaged"
-        case (.device, .argon2id): return "device key"
+            return slot.usable ? Messages.slotDeviceFilePermissions : Messages.slotDeviceFilePermissionsBroken
+        case (.device, .argon2id): return Messages.slotDevice
         }
     }
 
-    static func describe(_ state: SignInState) -> String {
-        switch state {
-        case .none: return "not signed in"
-        case .active: return "signed in"
-        case .required: return "sign-in required; run: fingerseal login"
+    /// The sign-in line of `status`, with the provider and client when there is one.
+    static func describe(_ state: SignInState, _ provider: (issuer: String, client: String)?) -> String {
+        switch (state, provider) {
+        case (.none, nil): return Messages.statusNotSignedIn
+        case (.active, nil): return Messages.statusSignedIn
+        case (.required, nil): return Messages.statusSignInRequired
+        case let (.none, provider?): return Messages.statusNotSignedInWith(provider.issuer, provider.client)
+        case let (.active, provider?): return Messages.statusSignedInWith(provider.issuer, provider.client)
+        case let (.required, provider?): return Messages.statusSignInRequiredWith(provider.issuer, provider.client)
         }
     }
 
@@ -75,8 +79,9 @@ enum VaultCommands {
             }
             report.enabledSince = isoTimestamp(status.createdAt)
             report.pinSet = status.pinSet
-            report.keyslots = status.keyslots.map {
-                .init(kind: $0.kind.rawValue, protection: $0.protection.rawValue, usable: $0.usable, description: describe($0))
+            report.keyslots = status.keyslots.map { slot in
+                .init(kind: slot.kind.rawValue, protection: slot.protection.rawValue, usable: slot.usable,
+                      description: Localization.with(nil) { describe(slot) })
             }
             report.fingers = status.fingers
             report.signIn = status.signIn.rawValue
@@ -88,27 +93,24 @@ enum VaultCommands {
             try call.printJSON(report)
             return Reply(.success)
         }
+        // English descriptions in --json (data scripts read); the text in the request's language.
         var lines = [
-            "Vault: \(status.directory)",
-            "Enabled since: \(isoTimestamp(status.createdAt))",
-            "PIN: " + (status.pinSet ? "set" : "not set"),
-            "Keyslots:",
+            Messages.statusVault(status.directory),
+            Messages.statusEnabledSince(Localization.localTime(status.createdAt)),
+            status.pinSet ? Messages.statusPINSet : Messages.statusPINNotSet,
+            Messages.statusKeyslots,
         ]
         lines += status.keyslots.map { "  \($0.kind.rawValue): \(describe($0))" }
         if let fprintd {
-            lines.append("Fingers enrolled in fprintd: " + (fprintd.fingers.isEmpty ? "none" : fprintd.fingers.joined(separator: ", ")))
+            lines.append(Messages.statusFprintdFingers(fprintd.fingers))
             if changed == true { lines.append(Messages.fingersChanged) }
         } else {
-            lines.append("Fingers enrolled: " + (status.fingers.isEmpty ? "none" : status.fingers.joined(separator: ", ")))
+            lines.append(Messages.statusFingers(status.fingers))
         }
-        lines.append("Sign-in: " + describe(status.signIn) + (status.provider.map { " (\($0.issuer), client \($0.clientID))" } ?? ""))
+        lines.append(describe(status.signIn, status.provider.map { ($0.issuer, $0.clientID) }))
         if status.signIn != .none, let identity = status.identity { lines.append(Messages.signedInAs(identity.display)) }
-        lines.append("Fingerprint lock: " + (status.lockout.fingerLocked
-            ? "locked after too many failed scans; a PIN or password success unlocks it"
-            : "not locked; failed scans in a row: \(status.lockout.fingerFailures)"))
-        lines.append("PIN lock: " + (status.lockout.pinLocked
-            ? "locked after too many wrong PINs; sign in again to unlock it"
-            : "not locked; wrong PINs in a row: \(status.lockout.pinFailures)"))
+        lines.append(status.lockout.fingerLocked ? Messages.statusFingerLocked : Messages.statusFingerNotLocked(status.lockout.fingerFailures))
+        lines.append(status.lockout.pinLocked ? Messages.statusPINLocked : Messages.statusPINNotLocked(status.lockout.pinFailures))
         call.conversation.output(lines.joined(separator: "\n"))
         return Reply(.success)
     }
@@ -180,7 +182,8 @@ enum VaultCommands {
             damaged = true
         }
         if !call.has("--yes") {
-            guard try call.conversation.askText(.confirm, Messages.resetConfirm) == "yes" else {
+            let answer = try call.conversation.askText(.confirm, Messages.resetConfirm)
+            guard answer == "yes" || answer == Messages.confirmWord else {
                 throw FingersealError(.cancelled, Messages.resetCancelled)
             }
         }

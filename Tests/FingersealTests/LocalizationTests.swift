@@ -1,0 +1,127 @@
+import CPAM
+import Glibc
+import Localization
+import PAMKit
+import Testing
+@testable import FingersealCore
+import SystemKit
+
+/// The message catalogs (po/README): complete, valid, and used: the CLI, the broker and a PAM
+/// conversation speak Norwegian when the person's environment asks for it, English otherwise.
+@Suite(.serialized) struct LocalizationTests {
+    /// The build's catalogs: po/*.po compiled into a directory of this test process's own.
+    static let catalogs: String = {
+        let directory = "/tmp/fingerseal-locale-\(getpid())"
+        for language in ["nb"] {
+            let target = directory + "/\(language)/LC_MESSAGES"
+            _ = try? Child("/bin/mkdir", ["-p", target]).finish()
+            _ = try? Child("/usr/bin/msgfmt", ["-o", target + "/fingerseal.mo", Paths.packageRoot + "/po/\(language).po"]).finish()
+        }
+        return directory
+    }()
+    static var locale: [String: String] { ["FINGERSEAL_LOCALEDIR": catalogs] }
+    static var norwegianExists: Bool { access(catalogs + "/nb/LC_MESSAGES/fingerseal.mo", R_OK) == 0
+        && Localization.languageAvailable("nb_NO.UTF-8") }
+
+    @Test func everyMessageOfTheSourcesIsInThePot() throws {
+        let check = try Child("/usr/bin/python3", [Paths.packageRoot + "/scripts/update-po", "--check"]).finish()
+        #expect(check.status == 0, "\(check.all)")
+    }
+
+    @Test func theNorwegianCatalogPassesMsgfmtCheckFullyTranslated() throws {
+        let check = try Child("/usr/bin/msgfmt", ["--check", "--statistics", "-o", "/dev/null", Paths.packageRoot + "/po/nb.po"],
+                              environment: ["LC_ALL": "C"]).finish()
+        #expect(check.status == 0, "\(check.all)")
+        #expect(!check.all.contains("fuzzy") && !check.all.contains("untranslated"), "\(check.all)")
+    }
+
+    @Test func placeholdersCanBeReordered() {
+        #expect(Localization.fill("%2$s før %1$s, 100%%", ["a", "b"]) == "b før a, 100%")
+        #expect(Localization.fill("%1$s og %1$s", ["x"]) == "x og x")
+        // Nothing to fill: left as written.
+        #expect(Localization.fill("%3$s", ["x"]) == "%3$s")
+    }
+
+    @Test func theLanguageComesFromTheEnvironmentAsGettextReadsIt() {
+        let environment = { (values: [String: String]) in Localization.preference { values[$0] } }
+        #expect(environment(["LANGUAGE": "nb"]) == "nb")
+        #expect(environment(["LANGUAGE": "nb:en", "LANG": "en_US.UTF-8"]) == "nb:en")
+        #expect(environment(["LANGUAGE": "nb", "LC_ALL": "C"]) == "C")
+        #expect(environment(["LC_MESSAGES": "nb_NO.UTF-8", "LANG": "en_GB.UTF-8"]) == "nb_NO.UTF-8")
+        #expect(environment([:]) == nil)
+        #expect(Localization.language("C") == nil)
+        #expect(Localization.language("en_US.UTF-8:nb") == nil)
+        #expect(Localization.language("../../etc/passwd") == nil)
+    }
+
+    @Test(.enabled(if: LocalizationTests.norwegianExists))
+    func statusAndUnlockWithThePINInNorwegian() throws {
+        let home = try CLIHome(brokerEnvironment: Self.locale)
+        let norwegian = Self.locale.merging(["LANGUAGE": "nb"]) { $1 }
+        let set = try home.run(["pin", "set", "--pin-fd", "3"], fd3: "4321\n", environment: norwegian)
+        #expect(set.status == 0, "\(set.all)")
+        #expect(set.stdout.contains("PIN-koden er satt. Fingerseal er klar."), "\(set.all)")
+
+        let status = try home.run(["status"], environment: norwegian)
+        #expect(status.status == 0, "\(status.all)")
+        #expect(status.stdout.contains("Aktivert siden "), "\(status.stdout)")
+        #expect(status.stdout.contains("PIN-kode: satt"), "\(status.stdout)")
+        #expect(status.stdout.contains("Pålogging: ikke logget inn"), "\(status.stdout)")
+
+        // unlock without a sign-in says so; the PIN asked through --pin-fd, a wrong one.
+        let unlock = try home.run(["unlock", "--pin-fd", "3"], fd3: "4321\n", environment: norwegian)
+        #expect(unlock.stderr.contains("Denne kontoen er ikke logget inn hos en identitetsleverandør."), "\(unlock.all)")
+        let wrong = try home.run(["pin", "change", "--pin-fd", "3"], fd3: "0000\n5678\n", environment: norwegian)
+        #expect(wrong.stderr.contains("PIN-koden er feil."), "\(wrong.all)")
+
+        // The CLI's own sentences follow LANG the same way.
+        let bogus = try home.run(["bogus"], environment: Self.locale.merging(["LANG": "nb_NO.UTF-8"]) { $1 })
+        #expect(bogus.stderr.contains("Ukjent kommando bogus."), "\(bogus.all)")
+
+        // English stays the default.
+        let english = try home.run(["status"], environment: Self.locale)
+        #expect(english.stdout.contains("Enabled since "), "\(english.stdout)")
+        #expect(english.stdout.contains("PIN: set"), "\(english.stdout)")
+        let wrongEnglish = try home.run(["pin", "change", "--pin-fd", "3"], fd3: "0000\n5678\n", environment: Self.locale)
+        #expect(wrongEnglish.stderr.contains("The PIN is not correct."), "\(wrongEnglish.all)")
+    }
+
+    /// A PAM conversation: the host's PAM environment says LANG=nb_NO.UTF-8 (as pam_env or a
+    /// display manager sets it); the module passes it on, and the broker asks in Norwegian.
+    @Test(.enabled(if: LocalizationTests.norwegianExists))
+    func aPAMConversationInTheLanguageOfThePAMEnvironment() throws {
+        let rig = try ReaderBroker(driver: "none", reader: false, extraEnvironment: Self.locale)
+        guard let user = try UserAccount.current() else { throw TestFailure("no account") }
+        let services = rig.files.file("pam.d")
+        #expect(mkdir(services, 0o755) == 0)
+        writeFile(services + "/fingerseal-test",
+                  Array("auth required \(Paths.module) socket=\(rig.broker.socketPath) pin\n".utf8), mode: 0o644)
+        let store = VaultStore(location: .broker(stateDirectory: rig.broker.state, account: user))
+        _ = try Vault.create(store, pin: PINKeyslot(pin: secret("4826"), cost: .fastForTests))
+
+        func authenticate(_ answer: String, language: String?) throws -> (Int32, [PAMClient.Message]) {
+            var seen: [PAMClient.Message] = []
+            let client = try PAMClient(service: "fingerseal-test", user: user.name, configDirectory: services) { message in
+                seen.append(message)
+                if case .promptEchoOff = message { return answer }
+                return nil
+            }
+            _ = client.setItem(.tty, "/dev/pts/0")
+            if let language { #expect(client.setEnvironment("LANG", language) == PAM_SUCCESS) }
+            let rc = client.authenticate()
+            return (rc, seen)
+        }
+
+        let (wrong, norwegian) = try authenticate("0000", language: "nb_NO.UTF-8")
+        #expect(wrong == PAM_AUTH_ERR)
+        #expect(norwegian.contains(.promptEchoOff("PIN-kode: ")), "\(norwegian)")
+        #expect(norwegian.contains(.errorMessage("PIN-koden er feil.")), "\(norwegian)")
+        let (right, _) = try authenticate("4826", language: "nb_NO.UTF-8")
+        #expect(right == PAM_SUCCESS)
+
+        // No LANG in the PAM environment: the system's default (English on the build machines).
+        let (_, english) = try authenticate("0000", language: nil)
+        #expect(english.contains(.promptEchoOff("PIN: ")), "\(english)")
+        #expect(english.contains(.errorMessage("The PIN is not correct.")), "\(english)")
+    }
+}
