@@ -357,18 +357,23 @@ public enum Messages {
     /// Why the identity provider could not be told to end a sign-in, as words (never an
     /// internal error value).
     public static func revokeFailed(_ failure: TokenFailure) -> String {
-        let detail: String
+        if case .clientAuthenticationRequired = failure { return revokeNeedsClientSecret }
+        return revokeFailed(providerFailure(failure))
+    }
+
+    /// What went wrong with a request to the identity provider, as the end of a sentence
+    /// ("it cannot be reached").
+    public static func providerFailure(_ failure: TokenFailure) -> String {
         switch failure {
-        case .unreachable: detail = "it cannot be reached"
-        case let .rejected(status, _): detail = "it refused the request with HTTP status \(status)"
-        case .malformed: detail = "its answer could not be read"
-        case .badConfiguration: detail = "its configuration cannot be used"
-        case .chainEnded, .credentialsRefused: detail = "it no longer knows this sign-in"
-        case .clientAuthenticationRequired: return revokeNeedsClientSecret
-        case .accessDenied: detail = "it refused the request"
-        case .authorizationPending, .slowDown, .expiredToken, .identityRejected: detail = "it gave an unexpected answer"
+        case .unreachable: return "it cannot be reached"
+        case let .rejected(status, _): return "it refused the request with HTTP status \(status)"
+        case .malformed: return "its answer could not be read"
+        case .badConfiguration: return "its configuration cannot be used"
+        case .chainEnded, .credentialsRefused: return "it no longer knows this sign-in"
+        case .clientAuthenticationRequired: return "it asks for a client secret"
+        case .accessDenied: return "it refused the request"
+        case .authorizationPending, .slowDown, .expiredToken, .identityRejected: return "it gave an unexpected answer"
         }
-        return revokeFailed(detail)
     }
 
     public static let revokeNeedsClientSecret = "The identity provider lets only clients with a secret end a sign-in early. It is removed here; at the provider it ends when it expires."
@@ -383,4 +388,58 @@ public enum Messages {
     }
     public static let selftestPassed = "The self-test passed."
     public static let readerDidNotClose = "The reader did not close in time."
+
+    // Doctor (`fingerseal doctor`): what the service sees of the caller's setup. Each finding
+    // is one sentence, each fix another.
+    public static let doctorBackendFprintd = "The reader backend is fprintd, which owns the fingerprint reader on this computer."
+    public static let doctorBackendDirect = "The reader backend is libfprint, driven directly by the fingerseal service."
+    public static let doctorFixBackend = "Start fprintd, or set reader=libfprint in /etc/fingerseal/fingerseal.conf."
+    public static func doctorReaders(_ names: [String]) -> String {
+        names.count == 1 ? "A fingerprint reader is connected: \(names[0])."
+                         : "\(names.count) fingerprint readers are connected: \(names.joined(separator: ", "))."
+    }
+    public static let doctorFixNoReader = "Connect a fingerprint reader, then check it with: fingerseal devices"
+    public static let doctorFixReaderBusy = "Run fingerseal doctor again when the reader is free."
+    public static let doctorNoVault = "Fingerseal is not set up for this account: there is no vault and no PIN."
+    public static let doctorFixNoVault = "Set a PIN, which creates the vault: fingerseal pin set"
+    public static let doctorFixVaultUnusable = "Run fingerseal status for details; if the vault cannot be repaired, start again with: fingerseal reset"
+    public static func doctorVault(_ created: String) -> String { "Your vault exists; it was created at \(created)." }
+    public static let doctorPINSet = "The PIN is set."
+    public static let doctorNoPIN = "The vault has no PIN, so nothing can unlock it when a finger fails."
+    public static let doctorFixNoPIN = "Set a new PIN with: fingerseal pin reset"
+    public static func doctorFingers(_ fingers: [String]) -> String {
+        fingers.count == 1 ? "One finger is enrolled: \(fingers[0])."
+                           : "\(fingers.count) fingers are enrolled: \(fingers.joined(separator: ", "))."
+    }
+    public static func doctorFprintdFingers(_ fingers: [String]) -> String {
+        fingers.count == 1 ? "One finger is enrolled in fprintd: \(fingers[0])."
+                           : "\(fingers.count) fingers are enrolled in fprintd: \(fingers.joined(separator: ", "))."
+    }
+    public static let doctorNoFingers = "No finger is enrolled, so only the PIN unlocks."
+    public static let doctorFixEnroll = "Enroll a finger with: fingerseal enroll"
+    public static let doctorFixFingersChanged = "Run fingerseal unlock once and enter your PIN to confirm the fingers."
+    public static let doctorNotLocked = "Neither fingerprint unlock nor the PIN is locked."
+    public static let doctorFingerLocked = "Fingerprint unlock is locked after too many failed scans."
+    public static let doctorFixFingerLocked = "Unlock once with your PIN (fingerseal unlock) or your password; that clears the lock."
+    public static let doctorPINLocked = "The PIN is locked after too many wrong tries."
+    public static let doctorFixPINLocked = "Sign in again, which clears the lock: fingerseal login"
+    public static let doctorNotSignedIn = "You are not signed in to an identity provider, so unlocking gives no access token."
+    public static let doctorSignInRequired = "Your sign-in at the identity provider has ended, so unlocking needs a new one."
+    public static let doctorFixSignIn = "Sign in with: fingerseal login"
+    public static func doctorSignedIn(_ who: String, _ issuer: String) -> String { "Signed in as \(who) at \(issuer)." }
+    public static func doctorSignedInTo(_ issuer: String) -> String { "Signed in to \(issuer)." }
+    public static let doctorNoProvider = "No identity provider is configured or signed in to, so none was asked."
+    public static func doctorProviderAnswers(_ issuer: String) -> String { "The identity provider \(issuer) answers." }
+    public static func doctorProviderFailed(_ issuer: String, _ failure: TokenFailure) -> String {
+        "The identity provider \(issuer) did not answer its discovery request: \(providerFailure(failure))."
+    }
+    public static let doctorFixProvider = "Check the network connection and the issuer in /etc/fingerseal/fingerseal.conf."
+    public static let doctorClockPlausible = "The system clock is plausible: it is later than the vault's creation and its last sign-in renewal."
+    public static func doctorClockBeforeVault(_ now: String, _ created: String) -> String {
+        "The system clock says \(now), which is earlier than the creation of your vault at \(created)."
+    }
+    public static func doctorClockBeforeRefresh(_ now: String, _ refreshed: String) -> String {
+        "The system clock says \(now), which is earlier than the last renewal of your sign-in at \(refreshed)."
+    }
+    public static let doctorFixClock = "Set the clock, for example with: timedatectl set-ntp true"
 }

@@ -73,6 +73,86 @@ enum Strings {
     static let cannotHandOverToken = "Fingerseal could not hand the access token over to the command."
     static func cannotWait(_ command: String) -> String { "Fingerseal could not wait for \(command) to end." }
     static let secureMemory = "Fingerseal could not allocate protected memory for secrets."
+
+    // doctor: what this side checks (whatever any user can see), each finding one sentence
+    // and each fix another. The service's findings come from the service.
+    static let doctorOK = "OK"
+    static let doctorWarning = "Warning"
+    static let doctorProblem = "Problem"
+    static func doctorLine(_ label: String, _ message: String) -> String { "\(label): \(message)" }
+    static func doctorLine(_ label: String, _ message: String, fix: String) -> String { "\(label): \(message) Fix: \(fix)" }
+    static func doctorServiceAnswers(_ path: String) -> String { "The fingerseal service answers at \(path)." }
+    static func doctorServiceSilent(_ path: String) -> String { "The fingerseal service does not answer at \(path)." }
+    static let doctorFixService = "Start it, and at every boot: systemctl enable --now fingerseal.socket"
+    static func doctorFixServiceWithoutSystemd(_ path: String) -> String {
+        "Start it yourself: fingersealed --socket \(path) --state /var/lib/fingerseal"
+    }
+    static func doctorServiceRefused(_ path: String) -> String {
+        "The fingerseal service at \(path) does not let you connect: permission denied."
+    }
+    static let doctorFixServiceRefused = "Make the socket mode 0666 again: systemctl restart fingerseal.socket"
+    static func doctorServiceFailed(_ message: String) -> String { "The fingerseal service could not finish its checks: \(message)" }
+    static let doctorFixServiceFailed = "The system log may say why: journalctl -u fingerseal"
+    static let doctorNoSystemd = "systemd is not running here, so nothing starts the fingerseal service when it is asked for."
+    static let doctorUnitsEnabled = "fingerseal.socket is enabled, so systemd starts the service when it is asked for."
+    static let doctorUnitsDisabled = "fingerseal.socket is installed but not enabled, so the service does not start at boot."
+    static let doctorUnitsMissing = "fingerseal.socket is not installed, so systemd cannot start the service."
+    static let doctorFixInstall = "Install fingerseal with make install, or install its package."
+    static func doctorModuleInstalled(_ path: String) -> String { "The PAM module is installed at \(path)." }
+    static func doctorModuleMissing(_ directory: String) -> String {
+        "The PAM module pam_fingerseal.so is not installed in \(directory)."
+    }
+    static func doctorAuthEnabled(_ file: String) -> String { "The fingerseal profile is enabled in \(file), before pam_unix." }
+    static func doctorAuthDisabled(_ file: String) -> String {
+        "The fingerseal profile is not enabled: \(file) does not use pam_fingerseal, so no sign-in asks for a finger."
+    }
+    static let doctorFixAuthDisabled = "Enable it: pam-auth-update --enable fingerseal"
+    static func doctorAuthOutOfOrder(_ file: String) -> String {
+        "In \(file), pam_fingerseal comes after pam_unix, so the password is asked before a finger."
+    }
+    static func doctorFixAuthOrder(_ file: String) -> String {
+        "Run pam-auth-update --enable fingerseal, which orders the stack, or move the pam_fingerseal line above pam_unix in \(file)."
+    }
+    static func doctorUnreadable(_ file: String) -> String { "\(file) cannot be read, so the PAM stack was not checked." }
+    static func doctorSessionEnabled(_ file: String) -> String {
+        "The fingerseal-session profile is enabled in \(file), after pam_systemd."
+    }
+    static func doctorSessionDisabled(_ file: String) -> String {
+        "The fingerseal-session profile is not enabled in \(file); sessions get no access token from fingerseal, which is optional."
+    }
+    static func doctorSessionOutOfOrder(_ file: String) -> String {
+        "In \(file), pam_fingerseal comes before pam_systemd, so the session's access token may not reach its runtime directory."
+    }
+    static func doctorFixSessionOrder(_ file: String) -> String {
+        "Run pam-auth-update --enable fingerseal-session, which orders the stack, or move the pam_fingerseal line below pam_systemd in \(file)."
+    }
+    static let doctorTPMPresent = "A TPM is present (/dev/tpmrm0); fingerseal does not use it yet."
+    static let doctorTPMAbsent = "No TPM was found (/dev/tpmrm0); fingerseal does not use one yet, so nothing is missing."
+    static func doctorClockBeforeRelease(_ now: String, _ written: String) -> String {
+        "The system clock says \(now), which is earlier than the release of this fingerseal (\(written))."
+    }
+    static let doctorClockAfterRelease = "The system clock is later than the release of this fingerseal."
+    static let doctorFixClock = "Set the clock, for example with: timedatectl set-ntp true"
+    static func doctorUdevInstalled(_ path: String) -> String { "The udev rules are installed at \(path)." }
+    static let doctorUdevMissing =
+        "The udev rules 70-fingerseal.rules are not installed, so fingerprint readers are not kept for root and fingerseal-rig."
+    static func doctorGroupPresent(_ group: String) -> String { "The group \(group) exists." }
+    static func doctorGroupMissing(_ group: String) -> String {
+        "The group \(group) does not exist, so only root can use the rig commands and the udev rules name no group."
+    }
+    static func doctorFixGroup(_ group: String) -> String { "Create it: groupadd --system \(group)" }
+    static let doctorAllWell = "Nothing blocks fingerprint unlock."
+    static func doctorOnlyWarnings(_ warnings: Int) -> String {
+        warnings == 1 ? "Nothing blocks fingerprint unlock, but 1 warning above is worth a look."
+                      : "Nothing blocks fingerprint unlock, but \(warnings) warnings above are worth a look."
+    }
+    static func doctorBlocked(_ problems: Int) -> String {
+        problems == 1 ? "1 problem blocks fingerprint unlock; its fix is on its line."
+                      : "\(problems) problems block fingerprint unlock; each fix is on its line."
+    }
+
+    // completion
+    static let completionNeedsShell = "Say which shell: fingerseal completion bash, or fingerseal completion zsh."
 }
 
 /// What ends a command on this side of the socket: an outcome (so the exit status comes from
