@@ -121,7 +121,7 @@ enum Doctor {
     /// when it did, an agreeing finding here would say nothing new.
     static func clock(now: Int64, checkedByService: Bool) -> Finding? {
         if now < Fingerseal.writtenAt {
-            return Finding("clock", .problem, Strings.doctorClockBeforeRelease(isoTime(now), isoTime(Fingerseal.writtenAt)),
+            return Finding("clock", .problem, Strings.doctorClockBeforeRelease(isoTimestamp(now), isoTimestamp(Fingerseal.writtenAt)),
                            fix: Strings.doctorFixClock)
         }
         return checkedByService ? nil : Finding("clock", .ok, Strings.doctorClockAfterRelease)
@@ -137,16 +137,6 @@ enum Doctor {
     static func group(_ system: SystemFiles) -> Finding {
         system.groupExists(rigGroup) ? Finding("group", .ok, Strings.doctorGroupPresent(rigGroup))
                                      : Finding("group", .warning, Strings.doctorGroupMissing(rigGroup), fix: Strings.doctorFixGroup(rigGroup))
-    }
-
-    /// "2026-11-30T00:00:00Z".
-    static func isoTime(_ seconds: Int64) -> String {
-        var time = time_t(seconds)
-        var parts = tm()
-        guard gmtime_r(&time, &parts) != nil else { return String(seconds) }
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
-            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
     }
 }
 
