@@ -4,6 +4,7 @@
 #   make bench      benchmarks, printed against baselines measured in the same run
 #   make demo       a walk through fingerseal on this machine, in a throwaway vault
 #   make fuzz       libFuzzer on every parser of untrusted input (FUZZ_SECONDS, default 60)
+#   make completions  regenerate the checked-in bash and zsh completions from the command tree
 #   make install    DESTDIR and PREFIX honoured; the module goes to the PAM module directory,
 #                   the broker to PREFIX/libexec/fingerseal (the unit's ExecStart is rewritten
 #                   to match), its units to SYSTEMDUNITDIR, its PAM service to PAMDDIR
@@ -18,12 +19,14 @@ PAMDDIR   ?= /etc/pam.d
 SYSTEMDUNITDIR ?= /lib/systemd/system
 SYSUSERSDIR ?= /usr/lib/sysusers.d
 SYSCONFDIR ?= /etc
+BASHCOMPDIR ?= /usr/share/bash-completion/completions
+ZSHCOMPDIR ?= /usr/share/zsh/vendor-completions
 SWIFT     ?= swift
 RELEASE   := .build/release
 # lld: GNU ld warns about a mktemp reference inside the toolchain's static Foundation.
 BUILD_RELEASE := $(SWIFT) build -c release --static-swift-stdlib -Xswiftc -use-ld=lld
 
-.PHONY: all deps build locale check fuzz bench demo install uninstall clean
+.PHONY: all deps build locale check fuzz bench demo completions install uninstall clean
 
 all: build
 
@@ -60,6 +63,13 @@ bench: build
 demo: build
 	scripts/demo
 
+# Checked in (packages install them without running the binary; a diff shows what a change to
+# the command tree does to them); CompletionTests fails when they differ from the generator.
+completions:
+	$(SWIFT) build --product fingerseal
+	LC_ALL=C LANGUAGE= $$($(SWIFT) build --show-bin-path)/fingerseal completion bash >completions/bash/fingerseal
+	LC_ALL=C LANGUAGE= $$($(SWIFT) build --show-bin-path)/fingerseal completion zsh >completions/zsh/_fingerseal
+
 install: build
 	install -D -m 0644 $(RELEASE)/libpam_fingerseal.so $(DESTDIR)$(PAMDIR)/pam_fingerseal.so
 	install -D -m 0755 $(RELEASE)/fingerseal $(DESTDIR)$(PREFIX)/bin/fingerseal
@@ -83,6 +93,8 @@ install: build
 	install -d $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam
 	install -m 0644 pam/examples/* pam/README.md $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam/
 	install -D -m 0644 udev/70-fingerseal.rules $(DESTDIR)$(UDEVDIR)/rules.d/70-fingerseal.rules
+	install -D -m 0644 completions/bash/fingerseal $(DESTDIR)$(BASHCOMPDIR)/fingerseal
+	install -D -m 0644 completions/zsh/_fingerseal $(DESTDIR)$(ZSHCOMPDIR)/_fingerseal
 	install -D -m 0644 examples/fingerseal.conf $(DESTDIR)$(PREFIX)/share/doc/fingerseal/fingerseal.conf
 	# The configuration, all commented out: never over an administrator's file, and not when
 	# only the older /etc/security/fingerseal.conf exists (it is read only without this one).
@@ -102,6 +114,7 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/share/man/man8/pam_fingerseal.8 $(DESTDIR)$(PREFIX)/share/man/man8/fingersealed.8
 	for l in $(LINGUAS); do rm -f $(DESTDIR)$(PREFIX)/share/locale/$$l/LC_MESSAGES/fingerseal.mo; done
 	rm -f $(DESTDIR)$(UDEVDIR)/rules.d/70-fingerseal.rules
+	rm -f $(DESTDIR)$(BASHCOMPDIR)/fingerseal $(DESTDIR)$(ZSHCOMPDIR)/_fingerseal
 
 clean:
 	rm -rf .build

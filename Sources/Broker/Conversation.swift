@@ -53,6 +53,7 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
     public func error(_ text: String) { send(.error(text)) }
     public func output(_ text: String) { send(.output(text)) }
     public func browse(_ url: String) { send(.browse(url)) }
+    public func finding(_ finding: Finding) { send(.finding(finding)) }
 
     /// Sends `bytes` as data chunks, the last one marked `end`.
     public func data(_ bytes: UnsafeRawBufferPointer) {

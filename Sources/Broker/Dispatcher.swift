@@ -132,7 +132,7 @@ enum Authorization {
         case .pamAuthenticate, .pamAccount, .pamOpenSession, .pamCloseSession: return .pamHost
         case .capture, .selftest: return .rig
         case .status, .login, .unlock, .token, .logout, .audit, .stepUp, .seal, .reveal, .pinSet, .pinChange, .pinReset,
-             .reset, .devices, .enroll, .fingers, .forget, .verify:
+             .reset, .devices, .enroll, .fingers, .forget, .verify, .doctor:
             return .ownAccount
         }
     }
@@ -208,6 +208,7 @@ enum Dispatcher {
         case .verify: return ReaderCommands.verify
         case .capture: return ReaderCommands.capture
         case .selftest: return ReaderCommands.selftest
+        case .doctor: return DoctorCommand.doctor
         }
     }
 

@@ -498,4 +498,84 @@ public enum Messages {
     public static func statusPINNotLocked(_ failures: Int) -> String { tr("PIN lock: not locked; wrong PINs in a row: %1$s", failures) }
     /// What `reset` asks the person to type; the English word is always accepted too.
     public static var confirmWord: String { tr("yes") }
+
+    // Doctor (`fingerseal doctor`): what the service sees of the caller's setup. Each finding
+    // is one sentence, each fix another.
+    public static var doctorBackendFprintd: String { tr("The reader backend is fprintd, which owns the fingerprint reader on this computer.") }
+    public static var doctorBackendDirect: String { tr("The reader backend is libfprint, driven directly by the fingerseal service.") }
+    public static var doctorFixBackend: String { tr("Start fprintd, or set reader=libfprint in /etc/fingerseal/fingerseal.conf.") }
+    public static var doctorReadersFailed: String { tr("Fingerseal could not list the fingerprint readers.") }
+    public static func doctorReaders(_ names: [String]) -> String {
+        names.count == 1 ? tr("A fingerprint reader is connected: %1$s.", names[0])
+            : trn("%1$s fingerprint reader is connected: %2$s.", "%1$s fingerprint readers are connected: %2$s.",
+                  names.count, names.count, names.joined(separator: ", "))
+    }
+    public static var doctorFixNoReader: String { tr("Connect a fingerprint reader, then check it with: fingerseal devices") }
+    public static var doctorFixReaderBusy: String { tr("Run fingerseal doctor again when the reader is free.") }
+    public static var doctorNoVault: String { tr("Fingerseal is not set up for this account: there is no vault and no PIN.") }
+    public static var doctorFixNoVault: String { tr("Set a PIN, which creates the vault: fingerseal pin set") }
+    public static var doctorFixVaultUnusable: String {
+        tr("Run fingerseal status for details; if the vault cannot be repaired, start again with: fingerseal reset")
+    }
+    public static func doctorVault(_ created: String) -> String { tr("Your vault exists; it was created at %1$s.", created) }
+    public static var doctorPINSet: String { tr("The PIN is set.") }
+    public static var doctorNoPIN: String { tr("The vault has no PIN, so nothing can unlock it when a finger fails.") }
+    public static var doctorFixNoPIN: String { tr("Set a new PIN with: fingerseal pin reset") }
+    public static func doctorFingers(_ fingers: [String]) -> String {
+        fingers.count == 1 ? tr("One finger is enrolled: %1$s.", fingers[0])
+            : trn("%1$s finger is enrolled: %2$s.", "%1$s fingers are enrolled: %2$s.",
+                  fingers.count, fingers.count, fingers.joined(separator: ", "))
+    }
+    public static func doctorFprintdFingers(_ fingers: [String]) -> String {
+        fingers.count == 1 ? tr("One finger is enrolled in fprintd: %1$s.", fingers[0])
+            : trn("%1$s finger is enrolled in fprintd: %2$s.", "%1$s fingers are enrolled in fprintd: %2$s.",
+                  fingers.count, fingers.count, fingers.joined(separator: ", "))
+    }
+    public static var doctorNoFingers: String { tr("No finger is enrolled, so only the PIN unlocks.") }
+    public static var doctorFixEnroll: String { tr("Enroll a finger with: fingerseal enroll") }
+    public static var doctorFixFingersChanged: String { tr("Run fingerseal unlock once and enter your PIN to confirm the fingers.") }
+    public static var doctorNotLocked: String { tr("Neither fingerprint unlock nor the PIN is locked.") }
+    public static var doctorFingerLocked: String { tr("Fingerprint unlock is locked after too many failed scans.") }
+    public static var doctorFixFingerLocked: String { tr("Unlock once with your PIN (fingerseal unlock) or your password; that clears the lock.") }
+    public static var doctorPINLocked: String { tr("The PIN is locked after too many wrong tries.") }
+    public static var doctorFixPINLocked: String { tr("Sign in again, which clears the lock: fingerseal login") }
+    public static var doctorNotSignedIn: String { tr("You are not signed in to an identity provider, so unlocking gives no access token.") }
+    public static var doctorSignInRequired: String { tr("Your sign-in at the identity provider has ended, so unlocking needs a new one.") }
+    public static var doctorFixSignIn: String { tr("Sign in with: fingerseal login") }
+    public static func doctorSignedIn(_ who: String, _ issuer: String) -> String { tr("Signed in as %1$s at %2$s.", who, issuer) }
+    public static func doctorSignedInTo(_ issuer: String) -> String { tr("Signed in to %1$s.", issuer) }
+    public static var doctorNoProvider: String { tr("No identity provider is configured or signed in to, so none was asked.") }
+    public static func doctorProviderAnswers(_ issuer: String) -> String { tr("The identity provider %1$s answers.", issuer) }
+    /// One whole sentence per way the discovery request failed.
+    public static func doctorProviderFailed(_ issuer: String, _ failure: TokenFailure) -> String {
+        switch failure {
+        case .unreachable:
+            tr("The identity provider %1$s did not answer its discovery request: it cannot be reached.", issuer)
+        case let .rejected(status, _):
+            tr("The identity provider %1$s refused its discovery request with HTTP status %2$s.", issuer, status)
+        case .malformed:
+            tr("The identity provider %1$s answered its discovery request, but the answer could not be read.", issuer)
+        case .badConfiguration:
+            tr("The identity provider %1$s answered its discovery request with a configuration that cannot be used.", issuer)
+        case .chainEnded, .credentialsRefused:
+            tr("The identity provider %1$s no longer knows this sign-in.", issuer)
+        case .clientAuthenticationRequired:
+            tr("The identity provider %1$s asks for a client secret for its discovery request.", issuer)
+        case .accessDenied:
+            tr("The identity provider %1$s refused its discovery request.", issuer)
+        case .authorizationPending, .slowDown, .expiredToken, .identityRejected:
+            tr("The identity provider %1$s gave an unexpected answer to its discovery request.", issuer)
+        }
+    }
+    public static var doctorFixProvider: String { tr("Check the network connection and the issuer in /etc/fingerseal/fingerseal.conf.") }
+    public static var doctorClockPlausible: String {
+        tr("The system clock is plausible: it is later than the vault's creation and its last sign-in renewal.")
+    }
+    public static func doctorClockBeforeVault(_ now: String, _ created: String) -> String {
+        tr("The system clock says %1$s, which is earlier than the creation of your vault at %2$s.", now, created)
+    }
+    public static func doctorClockBeforeRefresh(_ now: String, _ refreshed: String) -> String {
+        tr("The system clock says %1$s, which is earlier than the last renewal of your sign-in at %2$s.", now, refreshed)
+    }
+    public static var doctorFixClock: String { tr("Set the clock, for example with: timedatectl set-ntp true") }
 }

@@ -20,6 +20,8 @@ public struct VaultStatus: Equatable, Sendable {
     public let identity: SignedInIdentity?
     public let signIn: SignInState
     public let provider: ProviderRecord?
+    /// When the identity provider last renewed the sign-in (what `doctor` checks the clock by).
+    public var lastRefreshAt: Int64? = nil
     public let lockout: LockoutState
 
     public var pinSet: Bool { keyslots.contains { $0.kind == .pin } }
@@ -45,8 +47,8 @@ public enum Vault {
             }
             return VaultStatus(directory: store.location.directory, createdAt: document.createdAt, keyslots: slots,
                                fingers: document.fingers, fprintd: document.fprintd, identity: document.identity,
-                               signIn: document.signIn,
-                               provider: document.provider, lockout: lockout)
+                               signIn: document.signIn, provider: document.provider,
+                               lastRefreshAt: document.lastRefreshAt, lockout: lockout)
         }
         return result ?? nil
     }

@@ -16,6 +16,9 @@ public enum Command: String, CaseIterable, Sendable {
     case pinReset = "pin.reset"
     case reset
     case devices, enroll, fingers, forget, verify, capture, selftest
+    /// What only the broker can see of the caller's setup (reader, vault, sign-in, the
+    /// identity provider, the clock), as findings.
+    case doctor
 }
 
 /// The PAM items a module passes (root callers only are believed about the user).
@@ -130,6 +133,25 @@ public struct Reply: Sendable {
     }
 }
 
+/// broker → client: one finding of `doctor`: what was checked, how it stands, a sentence
+/// saying so, and (unless all is well) the sentence that says how to fix it.
+public struct Finding: Equatable, Sendable {
+    public enum Status: String, Sendable, CaseIterable {
+        case ok, warning, problem
+    }
+    public var check: String
+    public var status: Status
+    public var message: String
+    public var fix: String
+
+    public init(_ check: String, _ status: Status, _ message: String, fix: String = "") {
+        self.check = check
+        self.status = status
+        self.message = message
+        self.fix = fix
+    }
+}
+
 public enum ClientMessage: Sendable {
     case request(Request)
     case answer(Answer)
@@ -153,13 +175,15 @@ public enum BrokerMessage: Sendable {
     case browse(String)
     /// A chunk of a binary result (`reveal`'s plaintext, `seal`'s file, a captured image).
     case data([UInt8], end: Bool)
+    /// One finding of `doctor`.
+    case finding(Finding)
     case result(Reply)
 }
 
 /// Packet kinds.
 enum Kind: UInt8 {
     case request = 1, answer = 2, cancel = 3, data = 4
-    case info = 16, error = 17, output = 18, event = 19, ask = 20, result = 21, browse = 22
+    case info = 16, error = 17, output = 18, event = 19, ask = 20, result = 21, browse = 22, finding = 23
 }
 
 extension ClientMessage {
@@ -259,6 +283,12 @@ extension BrokerMessage {
             kind = .data
             fields.add("bytes", bytes)
             fields.add("end", end)
+        case let .finding(finding):
+            kind = .finding
+            fields.add("check", finding.check)
+            fields.add("status", finding.status.rawValue)
+            fields.add("message", finding.message)
+            fields.add("fix", finding.fix)
         case let .result(reply):
             kind = .result
             fields.add("outcome", reply.outcome.rawValue)
@@ -285,6 +315,10 @@ extension BrokerMessage {
         case .browse?: return .browse(try fields.required("url"))
         case .data?:
             return .data(try fields.bytes("bytes") ?? [], end: try fields.flag("end"))
+        case .finding?:
+            guard let status = Finding.Status(rawValue: try fields.required("status")) else { throw .badValue("status") }
+            return .finding(Finding(try fields.required("check"), status, try fields.required("message"),
+                                    fix: try fields.string("fix") ?? ""))
         case .result?:
             guard let outcome = Outcome(rawValue: try fields.required("outcome")) else { throw .badValue("outcome") }
             return .result(Reply(outcome, try fields.string("message") ?? "", token: try fields.bytes("token"),

@@ -78,4 +78,7 @@ extension Outcome {
 
 public enum Fingerseal {
     public static let version = "0.2.0"
+    /// When this version was written (2026-11-30T00:00:00Z): a clock earlier than this is
+    /// wrong (`doctor` says so). Moved forward with each release.
+    public static let writtenAt: Int64 = 1_795_996_800
 }

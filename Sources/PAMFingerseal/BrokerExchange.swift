@@ -99,7 +99,7 @@ struct BrokerExchange {
                     }
                     return failed(error, cancelled: cancelled)
                 }
-            case .event, .output, .browse, .data:
+            case .event, .output, .browse, .data, .finding:
                 // For the CLI and rigs; a PAM host has nowhere to put them.
                 debug("ignored a message for other clients")
             }

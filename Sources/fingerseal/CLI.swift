@@ -30,6 +30,7 @@ enum CLI {
                 output.out(Strings.version(Fingerseal.version))
                 return Outcome.success.exitCode
             }
+            if let run = spec.run { return try run(try spec.parse(Array(rest)), output) }
             guard let command = spec.command else {
                 if let unknown = rest.first {
                     throw CLIError(.usage, Strings.unknownCommand(String(unknown.prefix(64)), path.joined(separator: " ")))

@@ -98,6 +98,8 @@ final class Client {
                 output.out(text)
             case let .event(json):
                 event(json)
+            case let .finding(finding):
+                if let sink = invocation.findings { sink.findings.append(finding) } else { output.out(finding.message) }
             case let .browse(url):
                 // The broker sends the address as a sentence too: nothing is lost without one.
                 if invocation.openBrowser, let pid = Programs.openInBrowser(url) { browsers.append(pid) }

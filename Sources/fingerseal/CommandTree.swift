@@ -95,13 +95,18 @@ struct CommandSpec: Sendable {
     var options: [OptionSpec] = []
     var subcommands: [CommandSpec] = []
     var discussion: String = ""
-    /// What the broker is asked for; nil for a group (`pin`) or the root.
+    /// What the broker is asked for; nil for a group (`pin`), the root, or a command the CLI
+    /// answers alone (`completion`).
     var command: Command? = nil
     var shape: Shape? = nil
+    /// Runs the command here instead of one plain request: it may ask the broker itself
+    /// (`doctor` checks this side first, then asks, then renders both) or not at all.
+    typealias Run = @Sendable (ParsedArguments, Output) throws(CLIError) -> Int32
+    var run: Run? = nil
 
     /// A command that runs: its options, then the ones every command has.
     init(name: String, summary: String, arguments: String = "", options: [OptionSpec] = [], discussion: String = "",
-         command: Command, shape: Shape? = nil) {
+         command: Command, shape: Shape? = nil, run: Run? = nil) {
         self.name = name
         self.summary = summary
         self.arguments = arguments
@@ -109,6 +114,19 @@ struct CommandSpec: Sendable {
         self.discussion = discussion
         self.command = command
         self.shape = shape
+        self.run = run
+    }
+
+    /// A command the CLI answers alone: no broker, so none of the options every broker
+    /// command has.
+    init(name: String, summary: String, arguments: String = "", options: [OptionSpec] = [], discussion: String = "",
+         run: @escaping Run) {
+        self.name = name
+        self.summary = summary
+        self.arguments = arguments
+        self.options = options
+        self.discussion = discussion
+        self.run = run
     }
 
     /// A group of commands.

@@ -20,7 +20,7 @@ enum Commands {
         summary: "Unlock your identity-provider sign-in with a fingerprint, with a PIN as fallback.",
         options: [.flag("--version", "Show the version.")],
         subcommands: [status, login, unlock, token, logout, stepUp, seal, reveal, pin, reset,
-                      devices, enroll, fingers, forget, verify, capture, selftest, audit],
+                      devices, enroll, fingers, forget, verify, capture, selftest, audit, doctor, completion],
         discussion: "Exit codes are listed in the README; 0 always means success."
     )
 
@@ -255,4 +255,24 @@ enum Commands {
             changed or damaged. The listing itself is not verified.
             """,
         command: .audit)
+
+    // MARK: troubleshooting
+
+    static let doctor = CommandSpec(
+        name: "doctor", summary: "Check everything fingerprint unlock needs here, and say how to fix what is wrong.",
+        options: [json.local],
+        discussion: """
+            One line per finding, led by OK, Warning or Problem, each problem with its fix. This side checks the \
+            service's socket and units, the PAM module and profiles, the udev rules, the group fingerseal-rig, the TPM \
+            and the clock; the service checks your reader, vault, PIN, fingers, sign-in, identity provider and the \
+            clock against your vault. Exit status: 0 when nothing blocks fingerprint unlock (warnings may remain); 8 \
+            when something does.
+            """,
+        command: .doctor, run: Doctor.run)
+
+    static let completion = CommandSpec(
+        name: "completion", summary: "Print the shell completion script for bash or zsh.",
+        arguments: "bash|zsh",
+        discussion: "Installed by make install; to try it now: source <(fingerseal completion bash)",
+        run: Completion.run)
 }

@@ -33,6 +33,8 @@ struct Invocation {
     /// Where the broker's `data` goes.
     var target = DataTarget.standardOutput
     var afterSuccess = AfterSuccess.nothing
+    /// Where the broker's `doctor` findings go (nil: shown as sentences).
+    var findings: FindingSink? = nil
 
     static let defaultSocket = "/run/fingerseal/socket"
 
@@ -89,4 +91,9 @@ struct Invocation {
         let text = String(cString: value)
         return text.isEmpty ? nil : text
     }
+}
+
+/// Collects the findings the broker sends (`doctor`), for the command to render with its own.
+final class FindingSink {
+    var findings: [Finding] = []
 }

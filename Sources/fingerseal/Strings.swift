@@ -7,6 +7,11 @@ func tr(_ message: String, _ arguments: any CustomStringConvertible...) -> Strin
     Localization.text(message, arguments.map(\.description))
 }
 
+/// A sentence with a number in it (ngettext): the form for `count` in the language of this run.
+func trn(_ singular: String, _ plural: String, _ count: Int, _ arguments: any CustomStringConvertible...) -> String {
+    Localization.plural(singular, plural, count, arguments.map(\.description))
+}
+
 /// Every sentence the CLI itself says, in one table: the command line's mistakes, and what
 /// goes wrong on this side of the socket. Everything else a person reads comes from the
 /// broker. Whole sentences, never glued from fragments (each looked up in the message catalog).
@@ -80,6 +85,94 @@ enum Strings {
     static var cannotHandOverToken: String { tr("Fingerseal could not hand the access token over to the command.") }
     static func cannotWait(_ command: String) -> String { tr("Fingerseal could not wait for %1$s to end.", command) }
     static var secureMemory: String { tr("Fingerseal could not allocate protected memory for secrets.") }
+
+    // doctor: what this side checks (whatever any user can see), each finding one sentence
+    // and each fix another. The service's findings come from the service.
+    /// One line of the report: the status word, the finding, and its fix when there is one,
+    /// as one whole line a translation may order as it needs.
+    static func doctorLine(_ status: Finding.Status, _ message: String, fix: String) -> String {
+        switch (status, fix.isEmpty) {
+        case (.ok, true): tr("OK: %1$s", message)
+        case (.ok, false): tr("OK: %1$s Fix: %2$s", message, fix)
+        case (.warning, true): tr("Warning: %1$s", message)
+        case (.warning, false): tr("Warning: %1$s Fix: %2$s", message, fix)
+        case (.problem, true): tr("Problem: %1$s", message)
+        case (.problem, false): tr("Problem: %1$s Fix: %2$s", message, fix)
+        }
+    }
+    static func doctorServiceAnswers(_ path: String) -> String { tr("The fingerseal service answers at %1$s.", path) }
+    static func doctorServiceSilent(_ path: String) -> String { tr("The fingerseal service does not answer at %1$s.", path) }
+    static var doctorFixService: String { tr("Start it, and at every boot: systemctl enable --now fingerseal.socket") }
+    static func doctorFixServiceWithoutSystemd(_ path: String) -> String {
+        tr("Start it yourself: fingersealed --socket %1$s --state /var/lib/fingerseal", path)
+    }
+    static func doctorServiceRefused(_ path: String) -> String {
+        tr("The fingerseal service at %1$s does not let you connect: permission denied.", path)
+    }
+    static var doctorFixServiceRefused: String { tr("Make the socket mode 0666 again: systemctl restart fingerseal.socket") }
+    static func doctorServiceFailed(_ message: String) -> String { tr("The fingerseal service could not finish its checks: %1$s", message) }
+    static var doctorFixServiceFailed: String { tr("The system log may say why: journalctl -u fingerseal") }
+    static var doctorNoSystemd: String { tr("systemd is not running here, so nothing starts the fingerseal service when it is asked for.") }
+    static var doctorUnitsEnabled: String { tr("fingerseal.socket is enabled, so systemd starts the service when it is asked for.") }
+    static var doctorUnitsDisabled: String { tr("fingerseal.socket is installed but not enabled, so the service does not start at boot.") }
+    static var doctorUnitsMissing: String { tr("fingerseal.socket is not installed, so systemd cannot start the service.") }
+    static var doctorFixInstall: String { tr("Install fingerseal with make install, or install its package.") }
+    static func doctorModuleInstalled(_ path: String) -> String { tr("The PAM module is installed at %1$s.", path) }
+    static func doctorModuleMissing(_ directory: String) -> String {
+        tr("The PAM module pam_fingerseal.so is not installed in %1$s.", directory)
+    }
+    static func doctorAuthEnabled(_ file: String) -> String { tr("The fingerseal profile is enabled in %1$s, before pam_unix.", file) }
+    static func doctorAuthDisabled(_ file: String) -> String {
+        tr("The fingerseal profile is not enabled: %1$s does not use pam_fingerseal, so no sign-in asks for a finger.", file)
+    }
+    static var doctorFixAuthDisabled: String { tr("Enable it: pam-auth-update --enable fingerseal") }
+    static func doctorAuthOutOfOrder(_ file: String) -> String {
+        tr("In %1$s, pam_fingerseal comes after pam_unix, so the password is asked before a finger.", file)
+    }
+    static func doctorFixAuthOrder(_ file: String) -> String {
+        tr("Run pam-auth-update --enable fingerseal, which orders the stack, or move the pam_fingerseal line above pam_unix in %1$s.", file)
+    }
+    static func doctorUnreadable(_ file: String) -> String { tr("%1$s cannot be read, so the PAM stack was not checked.", file) }
+    static func doctorSessionEnabled(_ file: String) -> String {
+        tr("The fingerseal-session profile is enabled in %1$s, after pam_systemd.", file)
+    }
+    static func doctorSessionDisabled(_ file: String) -> String {
+        tr("The fingerseal-session profile is not enabled in %1$s; sessions get no access token from fingerseal, which is optional.", file)
+    }
+    static func doctorSessionOutOfOrder(_ file: String) -> String {
+        tr("In %1$s, pam_fingerseal comes before pam_systemd, so the session's access token may not reach its runtime directory.", file)
+    }
+    static func doctorFixSessionOrder(_ file: String) -> String {
+        tr("Run pam-auth-update --enable fingerseal-session, which orders the stack, or move the pam_fingerseal line below pam_systemd in %1$s.", file)
+    }
+    static var doctorTPMPresent: String { tr("A TPM is present (/dev/tpmrm0); fingerseal does not use it yet.") }
+    static var doctorTPMAbsent: String { tr("No TPM was found (/dev/tpmrm0); fingerseal does not use one yet, so nothing is missing.") }
+    static func doctorClockBeforeRelease(_ now: String, _ written: String) -> String {
+        tr("The system clock says %1$s, which is earlier than the release of this fingerseal (%2$s).", now, written)
+    }
+    static var doctorClockAfterRelease: String { tr("The system clock is later than the release of this fingerseal.") }
+    static var doctorFixClock: String { tr("Set the clock, for example with: timedatectl set-ntp true") }
+    static func doctorUdevInstalled(_ path: String) -> String { tr("The udev rules are installed at %1$s.", path) }
+    static var doctorUdevMissing: String {
+        tr("The udev rules 70-fingerseal.rules are not installed, so fingerprint readers are not kept for root and fingerseal-rig.")
+    }
+    static func doctorGroupPresent(_ group: String) -> String { tr("The group %1$s exists.", group) }
+    static func doctorGroupMissing(_ group: String) -> String {
+        tr("The group %1$s does not exist, so only root can use the rig commands and the udev rules name no group.", group)
+    }
+    static func doctorFixGroup(_ group: String) -> String { tr("Create it: groupadd --system %1$s", group) }
+    static var doctorAllWell: String { tr("Nothing blocks fingerprint unlock.") }
+    static func doctorOnlyWarnings(_ warnings: Int) -> String {
+        trn("Nothing blocks fingerprint unlock, but %1$s warning above is worth a look.",
+            "Nothing blocks fingerprint unlock, but %1$s warnings above are worth a look.", warnings, warnings)
+    }
+    static func doctorBlocked(_ problems: Int) -> String {
+        trn("%1$s problem blocks fingerprint unlock; its fix is on its line.",
+            "%1$s problems block fingerprint unlock; each fix is on its line.", problems, problems)
+    }
+
+    // completion
+    static var completionNeedsShell: String { tr("Say which shell: fingerseal completion bash, or fingerseal completion zsh.") }
 }
 
 /// What ends a command on this side of the socket: an outcome (so the exit status comes from

@@ -86,6 +86,34 @@ import SystemKit
         #expect(wrongEnglish.stderr.contains("The PIN is not correct."), "\(wrongEnglish.all)")
     }
 
+    /// doctor in Norwegian: this side's findings and the service's, each line shape (word,
+    /// finding, fix) and the summary; --json keeps its field names and status words English.
+    @Test(.enabled(if: LocalizationTests.norwegianExists))
+    func doctorInNorwegian() throws {
+        let system = try DoctorSystem()
+        let home = try CLIHome(brokerEnvironment: Self.locale)
+        let norwegian = Self.locale.merging(system.environment) { $1 }.merging(["LANGUAGE": "nb"]) { $1 }
+        #expect(try home.run(["pin", "set", "--pin-fd", "3"], fd3: "4321\n", environment: norwegian).status == 0)
+
+        let doctor = try home.run(["doctor"], environment: norwegian)
+        #expect(doctor.status == 8, "\(doctor.all)")
+        #expect(doctor.stdout.contains("OK: Fingerseal-tjenesten svarer på \(home.broker.socketPath)."), "\(doctor.stdout)")
+        #expect(doctor.stdout.contains("OK: PIN-koden er satt."), "\(doctor.stdout)")
+        #expect(doctor.stdout.contains("Problem: Ingen finger er registrert, så bare PIN-koden låser opp. Løsning: Registrer en finger med: fingerseal enroll"),
+                "\(doctor.stdout)")
+        let summary = doctor.stdout.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(summary.hasSuffix("hindrer opplåsing med fingeravtrykk; hver løsning står på sin linje.")
+                || summary.hasSuffix("hindrer opplåsing med fingeravtrykk; løsningen står på samme linje."), "\(doctor.stdout)")
+        #expect(!doctor.stdout.contains("Fix: ") && !doctor.stdout.contains("Nothing blocks"), "\(doctor.stdout)")
+
+        let json = try home.run(["doctor", "--json"], environment: norwegian)
+        #expect(json.stdout.contains("\"check\": \"pin\", \"status\": \"ok\", \"message\": \"PIN-koden er satt.\""), "\(json.stdout)")
+        #expect(json.stdout.contains("\"blocks_unlock\": true"), "\(json.stdout)")
+
+        let english = try home.run(["doctor"], environment: Self.locale.merging(system.environment) { $1 })
+        #expect(english.stdout.contains("OK: The PIN is set."), "\(english.stdout)")
+    }
+
     /// A PAM conversation: the host's PAM environment says LANG=nb_NO.UTF-8 (as pam_env or a
     /// display manager sets it); the module passes it on, and the broker asks in Norwegian.
     @Test(.enabled(if: LocalizationTests.norwegianExists))

@@ -27,21 +27,7 @@ enum ReaderCommands {
     }
 
     static func devices(_ call: Call) throws -> Reply {
-        // fprintd's devices where it owns the reader (nothing here opens one then).
-        let reports = try call.state.reader.whileHeld(call.options) { backend, bus throws -> [DeviceReport] in
-            if backend == .fprintd && bus == nil { throw FingersealError(.unavailable, Messages.fprintdUnavailable) }
-            do throws(FprintError) {
-                if backend == .fprintd, let bus {
-                    return try bus.fprintdDevices().map {
-                        DeviceReport(id: $0.objectPath, driver: "fprintd", name: $0.name, scanType: $0.scanType, features: ["verify"])
-                    }
-                }
-                return try Reader.list().map {
-                    DeviceReport(id: $0.deviceID, driver: $0.driver, name: $0.name,
-                                 scanType: $0.scanType == .swipe ? "swipe" : "press", features: featureNames($0.features))
-                }
-            } catch { throw Fingerprint.translate(error) }
-        }
+        let reports = try connected(call).devices
         if call.has("--json") {
             try call.printJSON(reports)
             return Reply(.success)
@@ -52,6 +38,25 @@ enum ReaderCommands {
                                      + "features: \(report.features.joined(separator: ", ")).")
         }
         return Reply(.success)
+    }
+
+    /// The backend the options come to now, and the readers it sees: fprintd's devices where
+    /// it owns the reader (nothing here opens one then), else libfprint's.
+    static func connected(_ call: Call) throws -> (backend: ReaderBackendChoice, devices: [DeviceReport]) {
+        try call.state.reader.whileHeld(call.options) { backend, bus throws -> (ReaderBackendChoice, [DeviceReport]) in
+            if backend == .fprintd && bus == nil { throw FingersealError(.unavailable, Messages.fprintdUnavailable) }
+            do throws(FprintError) {
+                if backend == .fprintd, let bus {
+                    return (backend, try bus.fprintdDevices().map {
+                        DeviceReport(id: $0.objectPath, driver: "fprintd", name: $0.name, scanType: $0.scanType, features: ["verify"])
+                    })
+                }
+                return (backend, try Reader.list().map {
+                    DeviceReport(id: $0.deviceID, driver: $0.driver, name: $0.name,
+                                 scanType: $0.scanType == .swipe ? "swipe" : "press", features: featureNames($0.features))
+                })
+            } catch { throw Fingerprint.translate(error) }
+        }
     }
 
     /// A cancel the reader reported: the client's (a cancel message or a hang-up) stays a

@@ -90,6 +90,7 @@ do {
         case let .output(text): say("output: \(text)")
         case let .event(json): say("event: \(json)")
         case let .browse(url): say("browse: \(url)")
+        case let .finding(finding): say("finding: \(finding.check) \(finding.status.rawValue) \(finding.message) \(finding.fix)")
         case let .data(bytes, end): say("data: \(bytes.count)\(end ? " end" : "")")
         case let .ask(ask):
             say("ask: \(ask.kind.rawValue) \(ask.purpose.rawValue) \(ask.prompt)")

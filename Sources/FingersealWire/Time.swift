@@ -1,7 +1,7 @@
 import Glibc
 
-
-/// "2026-11-29T17:10:00Z" for a Unix time, without pulling ICU into anything.
+/// "2026-11-29T17:10:00Z" for a Unix time, without pulling ICU into anything (here, where the
+/// broker and the CLI both reach it).
 public func isoTimestamp(_ seconds: Int64) -> String {
     var time = time_t(seconds)
     var parts = tm()

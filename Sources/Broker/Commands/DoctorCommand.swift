@@ -1,0 +1,140 @@
+import CurlKit
+import FingerprintFlows
+import FingersealCore
+import IdentityClient
+
+/// `doctor`: what only the broker can see of the caller's own setup (the reader it drives,
+/// the vault in its store, the sign-in, the identity provider it asks, the clock against the
+/// vault), one finding at a time. What any user can see (the socket, PAM, udev, the group,
+/// the TPM) the CLI checks itself. Nothing here changes anything, and nothing a caller sends
+/// (beyond the usual `--user` for root) changes a verdict.
+enum DoctorCommand {
+    /// A clock this far behind a time the vault recorded is wrong, not a second's jitter.
+    static let clockSlack: Int64 = 300
+
+    static func doctor(_ call: Call) throws -> Reply {
+        let say = call.conversation.finding
+        reader(call).forEach(say)
+        let status: VaultStatus?
+        do {
+            status = try Vault.status(call.store, checkingSlots: true)
+        } catch let error as FingersealError {
+            say(Finding("vault", .problem, error.message, fix: Messages.doctorFixVaultUnusable))
+            return Reply(.success)
+        }
+        guard let status else {
+            say(Finding("vault", .problem, Messages.doctorNoVault, fix: Messages.doctorFixNoVault))
+            provider(call, issuer: call.options.issuer, signedIn: false).map(say)
+            return Reply(.success)
+        }
+        say(Finding("vault", .ok, Messages.doctorVault(isoTimestamp(status.createdAt))))
+        say(status.pinSet ? Finding("pin", .ok, Messages.doctorPINSet)
+                          : Finding("pin", .problem, Messages.doctorNoPIN, fix: Messages.doctorFixNoPIN))
+        say(fingers(call, status))
+        lockout(status.lockout).forEach(say)
+        say(signIn(call, status))
+        provider(call, issuer: status.provider?.issuer ?? call.options.issuer, signedIn: status.signIn == .active).map(say)
+        say(clock(now: SystemClock().now(), status))
+        return Reply(.success)
+    }
+
+    /// The backend and the readers it sees (waiting, bounded, for a scan in progress).
+    static func reader(_ call: Call) -> [Finding] {
+        do {
+            let (backend, devices) = try ReaderCommands.connected(call)
+            let named = Finding("reader-backend", .ok,
+                                backend == .fprintd ? Messages.doctorBackendFprintd : Messages.doctorBackendDirect)
+            guard !devices.isEmpty else {
+                return [named, Finding("reader", .problem, Messages.noReader, fix: Messages.doctorFixNoReader)]
+            }
+            return [named, Finding("reader", .ok, Messages.doctorReaders(devices.map(\.name)))]
+        } catch let error as FingersealError where error.message == Messages.fprintdUnavailable {
+            return [Finding("reader-backend", .problem, error.message, fix: Messages.doctorFixBackend)]
+        } catch let error as FingersealError where error.message == Messages.readerBusy {
+            return [Finding("reader", .warning, error.message, fix: Messages.doctorFixReaderBusy)]
+        } catch let error as FingersealError {
+            return [Finding("reader", .problem, error.message, fix: Messages.doctorFixNoReader)]
+        } catch {
+            return [Finding("reader", .problem, Messages.doctorReadersFailed,
+                            fix: Messages.doctorFixNoReader)]
+        }
+    }
+
+    /// The fingers that unlock: fprintd's where it holds them (confirmed by the PIN or not),
+    /// else the vault's.
+    static func fingers(_ call: Call, _ status: VaultStatus) -> Finding {
+        let fprintd: FprintdSet?
+        do {
+            fprintd = try call.state.reader.fprintdSet(call)
+        } catch let error as FingersealError {
+            return Finding("fingers", .problem, error.message, fix: Messages.doctorFixBackend)
+        } catch {
+            return Finding("fingers", .problem, Messages.fprintdUnavailable, fix: Messages.doctorFixBackend)
+        }
+        if let fprintd {
+            if fprintd.fingers.isEmpty { return Finding("fingers", .problem, Messages.doctorNoFingers, fix: Messages.doctorFixEnroll) }
+            if Fingerprint.fprintdSetChanged(fprintd, bound: status.fprintd) {
+                return Finding("fingers", .problem, Messages.fingersChanged, fix: Messages.doctorFixFingersChanged)
+            }
+            return Finding("fingers", .ok, Messages.doctorFprintdFingers(fprintd.fingers))
+        }
+        guard !status.fingers.isEmpty else {
+            return Finding("fingers", .problem, Messages.doctorNoFingers, fix: Messages.doctorFixEnroll)
+        }
+        return Finding("fingers", .ok, Messages.doctorFingers(status.fingers))
+    }
+
+    static func lockout(_ state: LockoutState) -> [Finding] {
+        var found: [Finding] = []
+        if state.fingerLocked {
+            found.append(Finding("lockout", .problem, Messages.doctorFingerLocked, fix: Messages.doctorFixFingerLocked))
+        }
+        if state.pinLocked { found.append(Finding("lockout", .problem, Messages.doctorPINLocked, fix: Messages.doctorFixPINLocked)) }
+        return found.isEmpty ? [Finding("lockout", .ok, Messages.doctorNotLocked)] : found
+    }
+
+    /// Not signed in blocks nothing unless the administrator requires a token.
+    static func signIn(_ call: Call, _ status: VaultStatus) -> Finding {
+        switch status.signIn {
+        case .none:
+            return Finding("sign-in", call.options.requireToken ? .problem : .warning, Messages.doctorNotSignedIn,
+                           fix: Messages.doctorFixSignIn)
+        case .required:
+            return Finding("sign-in", .problem, Messages.doctorSignInRequired, fix: Messages.doctorFixSignIn)
+        case .active:
+            let issuer = status.provider?.issuer ?? ""
+            return Finding("sign-in", .ok, status.identity.map { Messages.doctorSignedIn($0.display, issuer) }
+                           ?? Messages.doctorSignedInTo(issuer))
+        }
+    }
+
+    /// One GET of the issuer's discovery document, bounded by idp_timeout. Unreachable blocks
+    /// unlock only where a token is required (otherwise unlock goes on offline).
+    static func provider(_ call: Call, issuer: String?, signedIn: Bool) -> Finding? {
+        guard let issuer else { return signedIn ? nil : Finding("identity-provider", .ok, Messages.doctorNoProvider) }
+        let timeout = Double(call.options.idpTimeout)
+        let http = HTTPClient(configuration: .init(connectTimeout: min(Double(call.options.connectTimeout), timeout),
+                                                   timeout: timeout))
+        do throws(TokenFailure) {
+            _ = try Discovery.discover(issuer: issuer, http: http)
+            return Finding("identity-provider", .ok, Messages.doctorProviderAnswers(issuer))
+        } catch {
+            return Finding("identity-provider", call.options.requireToken ? .problem : .warning,
+                           Messages.doctorProviderFailed(issuer, error), fix: Messages.doctorFixProvider)
+        }
+    }
+
+    /// The clock is wrong when it is earlier than times this vault recorded by it (token
+    /// expiry and the offline grace are judged by it).
+    static func clock(now: Int64, _ status: VaultStatus) -> Finding {
+        if now + clockSlack < status.createdAt {
+            return Finding("clock", .problem, Messages.doctorClockBeforeVault(isoTimestamp(now), isoTimestamp(status.createdAt)),
+                           fix: Messages.doctorFixClock)
+        }
+        if let refreshed = status.lastRefreshAt, now + clockSlack < refreshed {
+            return Finding("clock", .problem, Messages.doctorClockBeforeRefresh(isoTimestamp(now), isoTimestamp(refreshed)),
+                           fix: Messages.doctorFixClock)
+        }
+        return Finding("clock", .ok, Messages.doctorClockPlausible)
+    }
+}
