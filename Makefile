@@ -4,6 +4,7 @@
 #   make bench      benchmarks, printed against baselines measured in the same run
 #   make demo       a walk through fingerseal on this machine, in a throwaway vault
 #   make fuzz       libFuzzer on every parser of untrusted input (FUZZ_SECONDS, default 60)
+#   make deb        the Debian package, build/deb/fingerseal_<version>_<arch>.deb (debian/)
 #   make install    DESTDIR and PREFIX honoured; the module goes to the PAM module directory,
 #                   the broker to PREFIX/libexec/fingerseal (the unit's ExecStart is rewritten
 #                   to match), its units to SYSTEMDUNITDIR, its PAM service to PAMDDIR
@@ -23,7 +24,7 @@ RELEASE   := .build/release
 # lld: GNU ld warns about a mktemp reference inside the toolchain's static Foundation.
 BUILD_RELEASE := $(SWIFT) build -c release --static-swift-stdlib -Xswiftc -use-ld=lld
 
-.PHONY: all deps build check fuzz bench demo install uninstall clean
+.PHONY: all deps build check fuzz bench demo deb install uninstall clean
 
 all: build
 
@@ -50,6 +51,12 @@ bench: build
 
 demo: build
 	scripts/demo
+
+# dpkg-buildpackage in this tree (debian/rules builds with swift from PATH or /opt/swift); the
+# .deb, .buildinfo and .changes go to build/deb, not to the parent directory.
+DEBDIR := $(CURDIR)/build/deb
+deb: deps
+	scripts/build-deb $(DEBDIR)
 
 install: build
 	install -D -m 0644 $(RELEASE)/libpam_fingerseal.so $(DESTDIR)$(PAMDIR)/pam_fingerseal.so
@@ -89,4 +96,4 @@ uninstall:
 	rm -f $(DESTDIR)$(UDEVDIR)/rules.d/70-fingerseal.rules
 
 clean:
-	rm -rf .build
+	rm -rf .build build/deb
