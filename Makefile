@@ -41,6 +41,7 @@ check: deps
 	scripts/system-test-pam
 	$(BUILD_RELEASE) --product fingerseal
 	$(BUILD_RELEASE) --product fingersealed
+	scripts/test-deb
 	FUZZ_SECONDS=$${FUZZ_SECONDS:-20} scripts/fuzz
 
 fuzz: build
