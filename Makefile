@@ -5,6 +5,7 @@
 #   make demo       a walk through fingerseal on this machine, in a throwaway vault
 #   make fuzz       libFuzzer on every parser of untrusted input (FUZZ_SECONDS, default 60)
 #   make completions  regenerate the checked-in bash and zsh completions from the command tree
+#   make deb        the Debian package, build/deb/fingerseal_<version>_<arch>.deb (debian/)
 #   make install    DESTDIR and PREFIX honoured; the module goes to the PAM module directory,
 #                   the broker to PREFIX/libexec/fingerseal (the unit's ExecStart is rewritten
 #                   to match), its units to SYSTEMDUNITDIR, its PAM service to PAMDDIR
@@ -26,7 +27,7 @@ RELEASE   := .build/release
 # lld: GNU ld warns about a mktemp reference inside the toolchain's static Foundation.
 BUILD_RELEASE := $(SWIFT) build -c release --static-swift-stdlib -Xswiftc -use-ld=lld
 
-.PHONY: all deps build locale check fuzz bench demo completions install uninstall clean
+.PHONY: all deps build locale check fuzz bench demo completions deb install uninstall clean
 
 all: build
 
@@ -52,6 +53,7 @@ check: deps
 	scripts/system-test-pam
 	$(BUILD_RELEASE) --product fingerseal
 	$(BUILD_RELEASE) --product fingersealed
+	scripts/test-deb
 	FUZZ_SECONDS=$${FUZZ_SECONDS:-20} scripts/fuzz
 
 fuzz: build
@@ -69,6 +71,11 @@ completions:
 	$(SWIFT) build --product fingerseal
 	LC_ALL=C LANGUAGE= $$($(SWIFT) build --show-bin-path)/fingerseal completion bash >completions/bash/fingerseal
 	LC_ALL=C LANGUAGE= $$($(SWIFT) build --show-bin-path)/fingerseal completion zsh >completions/zsh/_fingerseal
+# dpkg-buildpackage in this tree (debian/rules builds with swift from PATH or /opt/swift); the
+# .deb, .buildinfo and .changes go to build/deb, not to the parent directory.
+DEBDIR := $(CURDIR)/build/deb
+deb: deps
+	scripts/build-deb $(DEBDIR)
 
 install: build
 	install -D -m 0644 $(RELEASE)/libpam_fingerseal.so $(DESTDIR)$(PAMDIR)/pam_fingerseal.so
@@ -117,4 +124,4 @@ uninstall:
 	rm -f $(DESTDIR)$(BASHCOMPDIR)/fingerseal $(DESTDIR)$(ZSHCOMPDIR)/_fingerseal
 
 clean:
-	rm -rf .build
+	rm -rf .build build/deb
