@@ -60,9 +60,8 @@ enum Unlocking {
         let cache = call.state.jwks
         return { tokens, provider, earlier throws(TokenFailure) in
             guard options.userClaim != nil || tokens.idToken != nil else { return .unchanged }
-            let http = HTTPClient(configuration: .init(connectTimeout: Double(options.connectTimeout),
-                                                       timeout: Double(options.idpTimeout)))
-            guard let claims = try IdentityCheck.verifiedIdentity(tokens: tokens, provider: provider, nonce: nil, http: http,
+            guard let claims = try IdentityCheck.verifiedIdentity(tokens: tokens, provider: provider, nonce: nil,
+                                                                  http: HTTPClient(options: options),
                                                                   cache: cache, now: SystemClock().now()) else {
                 return .unchanged
             }
@@ -70,13 +69,11 @@ enum Unlocking {
             if let earlier, !IdentityBinding.isSameAccount(later, as: earlier) { return .otherAccount }
             // With user_claim, the answer must still name this user (a sign-in from before
             // the binding, or a provider that renamed the account, included).
-            if let claim = options.userClaim {
-                let map: UserMap?
-                do { map = claim == .sub ? try UserMap.load(path: options.userMap) : nil } catch {
-                    throw .badConfiguration("the user map cannot be read")
-                }
-                guard IdentityBinding.check(later, user: user, claim: claim, map: map) == .matches else { return .otherAccount }
+            let verdict: IdentityBinding.Verdict
+            do { verdict = try IdentityBinding.check(later, user: user, options: options) } catch {
+                throw .badConfiguration("the user map cannot be read")
             }
+            guard verdict == .matches else { return .otherAccount }
             if earlier == later { return .unchanged }
             return .learnt(later)
         }

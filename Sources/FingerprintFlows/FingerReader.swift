@@ -55,12 +55,14 @@ public enum FprintdEnrolledSet {
     static func storedPrints(_ userDirectory: String, fingers: [Finger]) -> [String: [UInt8]] {
         var stored: [String: [UInt8]] = [:]
         guard user(directory: userDirectory) else { return stored }
-        for driver in entries(userDirectory) {
-            for device in entries(userDirectory + "/" + driver) {
+        for driver in directoryNames(userDirectory, onlyDirectories: true) {
+            for device in directoryNames(userDirectory + "/" + driver, onlyDirectories: true) {
                 for finger in fingers {
                     // fprintd names the file by the finger's number in hex ("a" for the right little finger).
                     let path = "\(userDirectory)/\(driver)/\(device)/" + String(finger.rawValue, radix: 16)
-                    if let bytes = readSmallFile(path) { stored[finger.name, default: []] += bytes }
+                    if let bytes = readPlainFile(path, limit: maxPrintSize, followLinks: false) {
+                        stored[finger.name, default: []] += bytes
+                    }
                 }
             }
         }
@@ -70,32 +72,6 @@ public enum FprintdEnrolledSet {
     private static func user(directory: String) -> Bool {
         var info = stat()
         return lstat(directory, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
-    }
-
-    private static func entries(_ directory: String) -> [String] {
-        guard let handle = opendir(directory) else { return [] }
-        defer { closedir(handle) }
-        var names: [String] = []
-        while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name != "." && name != ".." && entry.pointee.d_type == UInt8(DT_DIR) { names.append(name) }
-        }
-        return names.sorted()
-    }
-
-    private static func readSmallFile(_ path: String) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16384)
-        while bytes.count <= maxPrintSize {
-            let count = Glibc.read(fd, &chunk, chunk.count)
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { break }
-            bytes += chunk[..<count]
-        }
-        return bytes
     }
 }
 

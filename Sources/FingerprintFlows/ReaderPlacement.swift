@@ -1,4 +1,5 @@
 import Glibc
+import SystemKit
 
 /// Whether a fingerprint reader sits in a port the firmware calls removable (a USB reader
 /// plugged in, or a dock's), as opposed to built into the laptop: while the lid is closed,
@@ -10,11 +11,8 @@ public enum ReaderPlacement {
 
     public static func hasExternalReader(devices: String = sysfsDevices, hwdb: String = hwdb) -> Bool {
         let known = supportedIDs(hwdb)
-        guard !known.isEmpty, let handle = opendir(devices) else { return false }
-        defer { closedir(handle) }
-        while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard !name.hasPrefix(".") else { continue }
+        guard !known.isEmpty else { return false }
+        for name in directoryNames(devices) where !name.hasPrefix(".") {
             let base = devices + "/" + name
             guard let vendor = firstLine(base + "/idVendor"), let product = firstLine(base + "/idProduct"),
                   known.contains(vendor.lowercased() + ":" + product.lowercased()) else { continue }
@@ -41,17 +39,6 @@ public enum ReaderPlacement {
     }
 
     private static func readText(_ path: String, limit: Int) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while bytes.count < limit {
-            let count = read(fd, &chunk, chunk.count)
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { break }
-            bytes += chunk[..<count]
-        }
-        return String(decoding: bytes.prefix(limit), as: UTF8.self)
+        readPlainFile(path, limit: limit).map { String(decoding: $0, as: UTF8.self) }
     }
 }

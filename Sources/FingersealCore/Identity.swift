@@ -54,6 +54,13 @@ public enum IdentityBinding {
         return named == user ? .matches : .refused(Messages.identityMismatch(identity.display, user))
     }
 
+    /// The same under `options` (`user_claim=`, and `user_map=` read when the claim is `sub`).
+    public static func check(_ identity: SignedInIdentity, user: String, options: Options) throws -> Verdict {
+        guard let claim = options.userClaim else { return .matches }
+        let map = claim == .sub ? try UserMap.load(path: options.userMap) : nil
+        return check(identity, user: user, claim: claim, map: map)
+    }
+
     /// A later answer of the same sign-in: the same subject, or the chain ends.
     public static func isSameAccount(_ later: SignedInIdentity, as earlier: SignedInIdentity) -> Bool {
         later.subject == earlier.subject

@@ -290,12 +290,17 @@ struct FlexibleInteger: Decodable {
     }
 }
 
+extension HTTPClient {
+    /// A client for the identity provider, with the timeouts in `options`.
+    public init(options: Options) {
+        self.init(configuration: .init(connectTimeout: Double(options.connectTimeout), timeout: Double(options.idpTimeout)))
+    }
+}
+
 extension OAuthClient {
     /// The client for a sealed sign-in, with the timeouts in `options`.
     public init(provider: ProviderRecord, clientSecret: SecureBytes?, options: Options) throws(TokenFailure) {
-        try self.init(provider: provider, clientSecret: clientSecret.map(TokenRequests.text),
-                      http: HTTPClient(configuration: .init(connectTimeout: Double(options.connectTimeout),
-                                                            timeout: Double(options.idpTimeout))))
+        try self.init(provider: provider, clientSecret: clientSecret.map(TokenRequests.text), http: HTTPClient(options: options))
     }
 
     /// Makes clients for `TokenChain.refresh`.

@@ -28,7 +28,7 @@ enum LoginCommand {
         if try Vault.status(store) == nil { try AccountPassword.requireUnlessRoot(call) }
         let secret = signIn.secret.map { $0.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
 
-        let http = HTTPClient(configuration: .init(connectTimeout: Double(options.connectTimeout), timeout: Double(options.idpTimeout)))
+        let http = HTTPClient(options: options)
         let client: OAuthClient
         let tokens: TokenSet
         var nonce: String? = nil
@@ -92,10 +92,9 @@ enum LoginCommand {
             throw refuse(loginError(error))
         }
         let identity = claims.map(SignedInIdentity.init)
-        guard let claim = call.options.userClaim else { return identity }
+        guard call.options.userClaim != nil else { return identity }
         guard let identity else { throw refuse(FingersealError(.notPermitted, Messages.identityUnknown)) }
-        let map = claim == .sub ? try UserMap.load(path: call.options.userMap) : nil
-        if case let .refused(sentence) = IdentityBinding.check(identity, user: call.account.name, claim: claim, map: map) {
+        if case let .refused(sentence) = try IdentityBinding.check(identity, user: call.account.name, options: call.options) {
             throw refuse(FingersealError(.notPermitted, sentence))
         }
         return identity
