@@ -83,7 +83,7 @@ let package = Package(
         .target(name: "Localization", dependencies: ["CLinux"], swiftSettings: leanSwift),
 
         // Pure-Swift core: vault, keyslots, config, lockout.
-        .target(name: "FingersealCore", dependencies: ["FingersealWire", "Localization", "SystemKit", "SodiumKit"]),
+        .target(name: "FingersealCore", dependencies: ["FingersealWire", "Localization", "SystemKit", "SodiumKit", "TPMKit"]),
 
         // Fingerprint flows (verify, enroll, forget) over the core and the reader layer; its
         // own target so that what does not scan never loads libfprint (~5 ms of start-up).

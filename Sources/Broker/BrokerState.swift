@@ -27,8 +27,8 @@ final class BrokerState: @unchecked Sendable {
         }
     }
 
-    func store(for account: UserAccount) -> VaultStore {
-        VaultStore(location: .broker(stateDirectory: settings.stateDirectory, account: account))
+    func store(for account: UserAccount, tpm: TPMPolicy) -> VaultStore {
+        VaultStore(location: .broker(stateDirectory: settings.stateDirectory, account: account), tpm: tpm)
     }
 
     /// The system configuration, read for each request so an edit applies at once.

@@ -15,7 +15,8 @@ struct Call {
     /// Work for after the reply has gone out (see `AfterReply`).
     let after: AfterReply
 
-    var store: VaultStore { state.store(for: account) }
+    /// The caller's vault, with the TPM settings of the configuration.
+    var store: VaultStore { state.store(for: account, tpm: options.tpmPolicy) }
     var session: SessionKey { SessionKey(uid: account.uid, session: caller.session) }
 
     func has(_ flag: String) -> Bool { request.has(flag) }

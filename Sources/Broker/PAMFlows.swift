@@ -88,7 +88,9 @@ enum PAMFlows {
             }
             return step.applied(to: result, requireToken: options.requireToken, prompter: call.conversation)
         } catch let error as FingersealError {
-            return AuthenticationResult(error.outcome, error.description)
+            var result = AuthenticationResult(error.outcome, error.description)
+            result.cause = error.cause
+            return result
         } catch {
             return AuthenticationResult(.systemError, "\(error)")
         }
@@ -106,12 +108,12 @@ enum PAMFlows {
         case .authInfoUnavailable:
             // The stack moves on to the password module.
             if ![.noVault, .notEnrolled, .remoteSession].contains(result.outcome) {
-                trail.record(.fallback(reason: result.outcome.rawValue), vault: nil)
+                trail.record(.fallback(reason: result.auditReason), vault: nil)
             }
         case .ignore, .userUnknown:
             break
         case .authError, .maxTries, .serviceError, .incomplete:
-            trail.record(.failure(action: "unlock", reason: result.outcome.rawValue), vault: nil)
+            trail.record(.failure(action: "unlock", reason: result.auditReason), vault: nil)
         }
     }
 

@@ -167,7 +167,7 @@ extension Unlocking {
             guard use != .never, status.pinSet else {
                 throw failure ?? FingersealError(.notEnrolled, Messages.notEnrolled)
             }
-            if let failure { trail.record(.fallback(reason: failure.outcome.rawValue), vault: nil) }
+            if let failure { trail.record(.fallback(reason: failure.auditReason), vault: nil) }
             return Unlocked(vault: try withPIN(call, store: store), method: .pin, finger: nil)
         }
         if use == .only { return try pinInstead(after: nil) }
@@ -233,7 +233,8 @@ extension Unlocking {
                 AuditTrail(store: store).record(.failure(action: "fingerprint scan", reason: error.outcome.rawValue), vault: nil)
             }
             // What the person must hear; a PAM host goes on quietly when there is no reader.
-            if [.noMatch, .triesExhausted, .lockedOut, .timedOut, .fingersChanged].contains(error.outcome) {
+            // The TPM's states are said everywhere: nothing else explains them.
+            if [.noMatch, .triesExhausted, .lockedOut, .timedOut, .fingersChanged].contains(error.outcome) || error.cause != nil {
                 call.conversation.error(error.message)
             } else if call.request.pam == nil {
                 call.conversation.info(error.message)
@@ -311,6 +312,10 @@ extension Unlocking {
                     conversation.error(error.message)
                 } catch {
                     _ = job.stop()
+                    // A PAM host shows only what is sent: the TPM's states need saying.
+                    if call.request.pam != nil, let error = error as? FingersealError, error.cause != nil {
+                        conversation.error(error.message)
+                    }
                     throw error
                 }
             case .text:

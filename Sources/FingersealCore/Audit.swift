@@ -35,6 +35,12 @@ public enum AuditEvent: Equatable, Sendable {
     case pinReset
     /// The PIN confirmed fprintd's enrolled set (`fingers` of them) after it changed.
     case fprintdSetConfirmed(fingers: Int)
+    /// These keyslots ("pin", "device") were sealed to the TPM: a vault made before one was
+    /// usable, upgraded when the PIN was entered (or resealed to new `tpm_pcrs`).
+    case sealedToTPM(slots: [String])
+    /// A vault sealed to a TPM this computer no longer has was replaced by a new one (the
+    /// account password and a new PIN); `previous` is the old vault's id.
+    case vaultReplacedAfterTPMChange(previous: String)
 }
 
 /// Where each event's log line goes, besides the audit file.
@@ -295,6 +301,13 @@ extension AuditEvent {
         case let .fprintdSetConfirmed(fingers):
             entry.event = "fprintd-set-confirmed"
             entry.reason = String(fingers)
+        case let .sealedToTPM(slots):
+            entry.event = "sealed-to-tpm"
+            entry.reason = AuditText.clean(slots.joined(separator: ","))
+        case let .vaultReplacedAfterTPMChange(previous):
+            entry.event = "vault-replaced"
+            entry.reason = "tpmChanged"
+            entry.file = AuditText.clean(previous)
         }
         return entry
     }
@@ -314,6 +327,8 @@ extension AuditEntry {
         case "logout": return Messages.auditLoggedOut
         case "pin-reset": return Messages.auditPINReset
         case "fprintd-set-confirmed": return Messages.auditFprintdSetConfirmed(Int(reason ?? "") ?? 0)
+        case "sealed-to-tpm": return Messages.auditSealedToTPM(slots: (reason ?? "").split(separator: ",").map(String.init))
+        case "vault-replaced": return Messages.auditVaultReplaced(file ?? "?")
         case AuditEntry.rotated: return Messages.auditRotated(AuditFiles.older)
         default: return Messages.auditUnknownEvent(event)
         }

@@ -33,6 +33,10 @@ public struct AuthenticationResult: Sendable {
     public let detail: String
     /// What opened the vault, when it was opened (kept when the token step changes the outcome).
     public var method: UnlockMethod?
+    /// What the audit trail records as the reason, when more than the outcome (a TPM state).
+    public var cause: FingersealError.Cause? = nil
+
+    public var auditReason: String { cause?.rawValue ?? outcome.rawValue }
 
     public init(_ outcome: Outcome, _ detail: String) {
         self.outcome = outcome

@@ -7,13 +7,30 @@ public struct FingersealError: Error, Equatable, CustomStringConvertible, Sendab
     /// How long the scan that did not match took, in milliseconds (test rigs time impostors
     /// as well as matches); nil for every other error.
     public var milliseconds: Double? = nil
+    /// What lies behind the outcome, where a flow treats it apart (the TPM's states).
+    public var cause: Cause? = nil
 
-    public init(_ outcome: Outcome, _ message: String, detail: String? = nil, milliseconds: Double? = nil) {
+    /// Causes a flow acts on, beyond the outcome; their names are audit reasons.
+    public enum Cause: String, Sendable {
+        /// The TPM a keyslot was sealed to is gone: cleared, replaced, or the disk moved.
+        case tpmChanged
+        /// The TPM's dictionary-attack lockout refuses the PIN for now.
+        case tpmLockedOut
+        /// The device keyslot's PCRs have other values now (firmware or boot chain changed).
+        case tpmPCRsChanged
+    }
+
+    public init(_ outcome: Outcome, _ message: String, detail: String? = nil, milliseconds: Double? = nil,
+                cause: Cause? = nil) {
         self.outcome = outcome
         self.message = message
         self.detail = detail
         self.milliseconds = milliseconds
+        self.cause = cause
     }
+
+    /// The short reason the audit trail records: the cause, else the outcome.
+    public var auditReason: String { cause?.rawValue ?? outcome.rawValue }
 
     public var description: String {
         guard let detail else { return message }

@@ -66,8 +66,9 @@ extension Options {
     }
 
     /// Settings from arguments (the PAM module's) over the system file: an option the file
-    /// fixed keeps the file's value, and `fixed=` itself is the file's alone; both are
-    /// ignored with a warning, so a fleet file never breaks a PAM stack that sets them.
+    /// fixed keeps the file's value, and `fixed=` and the TPM settings (`fileOnly`) are the
+    /// file's alone; all are ignored with a warning, so a fleet file never breaks a PAM stack
+    /// that sets them.
     @discardableResult
     public mutating func applyArguments(_ settings: [String], source: String) throws -> [String] {
         var warnings: [String] = []
@@ -76,6 +77,8 @@ extension Options {
             let name = String(setting.prefix { $0 != "=" })
             if name == "fixed" {
                 warnings.append(Messages.fixedOnlyInFile(source))
+            } else if Options.fileOnly.contains(name) {
+                warnings.append(Messages.fileOnlyOption(name, source))
             } else if fixed.contains(name) {
                 warnings.append(Messages.fixedOptionIgnored(name, source))
             } else {

@@ -1,8 +1,18 @@
 import SodiumKit
 import SystemKit
 
-/// One way to obtain the key that wraps the vault's master key. New protectors (TPM2) plug
-/// in here without the vault changing.
+/// Where a keyslot's TPM part lives: the TPM `policy` names (to open sealed slots), and
+/// whether a new slot is sealed there (`VaultTPM.sealsNewSlot` decides).
+struct SlotTPM {
+    var policy: TPMPolicy
+    var sealNew: Bool
+
+    static let none = SlotTPM(policy: .off, sealNew: false)
+}
+
+/// One way to obtain the key that wraps the vault's master key: the PIN (Argon2id, with or
+/// without a secret the TPM releases for it) and the device (a key in a file, or sealed to
+/// the TPM). The vault is the same whichever protects a slot.
 protocol Keyslot {
     var kind: KeyslotKind { get }
     /// A fresh slot's parameters and its wrapping key.
@@ -80,10 +90,22 @@ public enum PINRules {
     }
 }
 
-/// The `pin` keyslot: Argon2id of the PIN.
+/// The `pin` keyslot: Argon2id of the PIN, and where a TPM is used, a random secret sealed
+/// to it whose authValue is derived from the PIN.
+///
+/// With the TPM, the Argon2id result is split by the KDF into two independent subkeys: one
+/// goes into the wrapping key, the other is the sealed object's authValue. The TPM (and
+/// anyone watching its bus, which the salted session hides anyway) never sees anything of the
+/// first. Guessing the PIN then needs this TPM, which counts wrong authValues towards its
+/// dictionary-attack lockout; the disk alone gives nothing to test a guess against.
 public struct PINKeyslot: Keyslot {
     let pin: SecureBytes
     let cost: PINCost?
+    var tpm = SlotTPM.none
+    /// An existing slot's salt and cost, for a slot that changes only its TPM part: the
+    /// Argon2id result just computed for it is used again (`derived`), not paid for twice.
+    var keeping: (salt: [UInt8], cost: PINCost)? = nil
+    private let derived = DerivedPINKeys()
     var kind: KeyslotKind { .pin }
 
     /// `cost` applies to new slots only (existing slots carry their own); nil tunes it to
@@ -93,16 +115,46 @@ public struct PINKeyslot: Keyslot {
         self.cost = cost
     }
 
+    /// This PIN with its TPM part placed as `tpm` says.
+    func with(_ tpm: SlotTPM, keepingSaltOf slot: KeyslotRecord? = nil) throws -> PINKeyslot {
+        var copy = self
+        copy.tpm = tpm
+        if let slot {
+            let (salt, cost) = try parameters(slot)
+            copy.keeping = (salt, cost)
+        }
+        return copy
+    }
+
     func makeSlot(binding: String?) throws -> (KeyslotRecord, SecureBytes) {
-        let cost = try self.cost ?? VaultStore.guarded("measure the PIN cost") { try PINCost.tuned() }
-        let salt = try Sodium.randomBytes(Argon2id.saltLength)
-        let slot = KeyslotRecord(kind: .pin, protection: .argon2id, salt: Encoding.base64(salt),
+        let salt = try keeping?.salt ?? Sodium.randomBytes(Argon2id.saltLength)
+        let cost = try keeping?.cost ?? self.cost ?? VaultStore.guarded("measure the PIN cost") { try PINCost.tuned() }
+        var slot = KeyslotRecord(kind: .pin, protection: .argon2id, salt: Encoding.base64(salt),
                                  opsLimit: cost.opsLimit, memLimit: cost.memLimit, binding: nil, keyID: nil,
                                  nonce: "", wrappedKey: "")
-        return (slot, try derive(salt: salt, cost: cost))
+        let base = try derive(salt: salt, cost: cost)
+        guard tpm.sealNew else { return (slot, base) }
+        let secret = try VaultStore.guarded("create a key") { try SecureBytes.random(count: AEAD.keyLength) }
+        slot.protection = .argon2idTPM2
+        slot.tpm = try VaultTPM.seal(secret, authValue: try authValue(base), pcrs: [], dictionaryProtected: true, tpm.policy)
+        return (slot, try wrappingKey(base, secret))
     }
 
     func wrappingKey(for slot: KeyslotRecord) throws -> SecureBytes {
+        let (salt, cost) = try parameters(slot)
+        let base = try derive(salt: salt, cost: cost)
+        switch (slot.protection, slot.tpm) {
+        case (.argon2id, nil):
+            return base
+        case let (.argon2idTPM2, sealed?):
+            let secret = try VaultTPM.unseal(sealed, authValue: try authValue(base), slot: .pin, tpm.policy)
+            return try wrappingKey(base, secret)
+        default:
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, "the PIN keyslot is not valid"))
+        }
+    }
+
+    private func parameters(_ slot: KeyslotRecord) throws -> ([UInt8], PINCost) {
         guard let saltText = slot.salt, let ops = slot.opsLimit, let mem = slot.memLimit,
               PINCost(opsLimit: ops, memLimit: mem).isAcceptable else {
             throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, "the PIN keyslot has unacceptable parameters"))
@@ -111,27 +163,67 @@ public struct PINKeyslot: Keyslot {
         guard salt.count == Argon2id.saltLength else {
             throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, "the PIN keyslot is not valid"))
         }
-        return try derive(salt: salt, cost: PINCost(opsLimit: ops, memLimit: mem))
+        return (salt, PINCost(opsLimit: ops, memLimit: mem))
+    }
+
+    /// The two halves the KDF makes of the Argon2id result (libsodium crypto_kdf, one context,
+    /// two ids): the TPM's authValue, and the part of the key the TPM never sees.
+    private func authValue(_ base: SecureBytes) throws -> SecureBytes {
+        try VaultStore.guarded("derive a key") { try KeyDerivation.subkey(of: base, id: 2, context: "fspintpm") }
+    }
+
+    /// The wrapping key: keyed BLAKE2b of the TPM's secret under the other half.
+    private func wrappingKey(_ base: SecureBytes, _ secret: SecureBytes) throws -> SecureBytes {
+        try VaultStore.guarded("derive a key") {
+            try GenericHash.hash(secret: secret, key: try KeyDerivation.subkey(of: base, id: 1, context: "fspintpm"),
+                                 length: AEAD.keyLength)
+        }
     }
 
     private func derive(salt: [UInt8], cost: PINCost) throws -> SecureBytes {
+        if let known = derived.key(salt: salt, cost: cost) { return known }
         do {
-            return try Argon2id.deriveKey(password: pin, salt: salt, opsLimit: cost.opsLimit, memLimit: cost.memLimit,
-                                          length: AEAD.keyLength)
+            let key = try Argon2id.deriveKey(password: pin, salt: salt, opsLimit: cost.opsLimit, memLimit: cost.memLimit,
+                                             length: AEAD.keyLength)
+            derived.remember(key, salt: salt, cost: cost)
+            return key
         } catch {
             throw FingersealError(.systemError, Messages.systemFailure("derive a key from the PIN (out of memory?)"))
         }
     }
 }
 
-/// The `device` keyslot: a random key in a 0600 file in the vault directory. Protected by
-/// file permissions only (said so in `status`); a TPM2-sealed protector replaces it later.
+/// The Argon2id results one PIN has given, in protected memory, for as long as that
+/// `PINKeyslot` lives (one request): sealing an open slot to the TPM needs the same result
+/// the unlock just computed.
+private final class DerivedPINKeys {
+    private var entries: [(salt: [UInt8], cost: PINCost, key: SecureBytes)] = []
+
+    func key(salt: [UInt8], cost: PINCost) -> SecureBytes? {
+        entries.first { $0.salt == salt && $0.cost == cost }?.key
+    }
+
+    func remember(_ key: SecureBytes, salt: [UInt8], cost: PINCost) {
+        entries.append((salt, cost, key))
+    }
+}
+
+/// The `device` keyslot: a random key sealed to the TPM (with no authValue, and outside the
+/// dictionary-attack lockout: a finger match is what stands before it), or without a TPM a
+/// 0600 file in the vault directory, protected by file permissions only (said so in `status`).
 struct DeviceKeyslot: Keyslot {
     let directory: SafeDirectory
+    var tpm = SlotTPM.none
     var kind: KeyslotKind { .device }
 
     func makeSlot(binding: String?) throws -> (KeyslotRecord, SecureBytes) {
         let key = try SecureBytes.random(count: AEAD.keyLength)
+        if tpm.sealNew {
+            // In the vault document: it changes together with the vault file's rename.
+            let sealed = try VaultTPM.seal(key, authValue: nil, pcrs: tpm.policy.pcrs, dictionaryProtected: false, tpm.policy)
+            return (KeyslotRecord(kind: .device, protection: .tpm2, salt: nil, opsLimit: nil, memLimit: nil,
+                                  binding: binding, keyID: nil, nonce: "", wrappedKey: "", tpm: sealed), key)
+        }
         let keyID = Encoding.hex(try Sodium.randomBytes(8))
         var body = key.copyBytes()
         defer { Sodium.wipe(&body) }
@@ -144,7 +236,10 @@ struct DeviceKeyslot: Keyslot {
     }
 
     func wrappingKey(for slot: KeyslotRecord) throws -> SecureBytes {
-        guard let keyID = slot.keyID, VaultFiles.isKeyID(keyID) else {
+        if slot.protection == .tpm2, let sealed = slot.tpm, slot.keyID == nil {
+            return try VaultTPM.unseal(sealed, authValue: nil, slot: .device, tpm.policy)
+        }
+        guard slot.protection == .filePermissions, slot.tpm == nil, let keyID = slot.keyID, VaultFiles.isKeyID(keyID) else {
             throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, "the device keyslot is not valid"))
         }
         let name = VaultFiles.deviceKey(keyID)

@@ -124,6 +124,16 @@ public struct LockoutLedger: Sendable {
         if (try? current())?.pinLocked == true { recordLockout(.pin) }
     }
 
+    /// The try counted by `beginPINAttempt` was never checked (the TPM's lockout refused it
+    /// unseen): it is given back, so a person waiting out the TPM's lockout with the right PIN
+    /// does not walk into fingerseal's own lock.
+    public func pinNotChecked() {
+        _ = try? modify { state in
+            state.pinFailures = max(state.pinFailures - 1, 0)
+            if state.pinFailures < LockoutPolicy.pinMaxFailures { state.pinLocked = false }
+        }
+    }
+
     /// A correct PIN: clears the PIN counters and the fingerprint lock.
     public func pinSucceeded() throws {
         try modify { state in state = LockoutState() }

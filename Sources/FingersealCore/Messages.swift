@@ -79,6 +79,28 @@ public enum Messages {
 
     public static var pinNeeded: String { tr("This change needs your PIN.") }
 
+    // The TPM the keyslots are sealed to
+    public static var tpmUnreachable: String { tr("Fingerseal cannot use this computer's TPM right now, and your vault is sealed to it. Try again; if it keeps failing, run: fingerseal doctor") }
+    public static var tpmRequired: String { tr("This computer requires fingerseal to use a TPM (tpm=require), and no usable TPM was found, so the vault cannot be created or unlocked.") }
+    public static var tpmRequiredNotSealed: String { tr("This computer requires fingerseal to use a TPM (tpm=require), and the key your finger opens is not sealed to it yet. Enter your PIN once to seal it.") }
+    public static var tpmSealFailed: String { tr("The TPM did not give back what was just sealed in it, so nothing was changed.") }
+    public static var tpmKeyslotDamaged: String { tr("A keyslot sealed to the TPM is damaged and cannot be opened. Nothing was changed.") }
+    public static var tpmChangedFinger: String { tr("Your finger cannot unlock fingerseal any more: the TPM your vault is sealed to is gone (it was cleared or replaced, or the disk was moved to another computer). Set fingerseal up again with your account password: fingerseal pin reset") }
+    public static var tpmChangedPIN: String { tr("Your PIN cannot unlock fingerseal any more: the TPM your vault is sealed to is gone (it was cleared or replaced, or the disk was moved to another computer). Set fingerseal up again with your account password: fingerseal pin reset") }
+    /// `seconds`: the TPM's lockout interval (one failure is forgotten after it); 0 when the
+    /// TPM did not say.
+    public static func tpmLockedOut(seconds: Int) -> String {
+        guard seconds > 0 else {
+            return tr("This computer's TPM refuses PINs for now, after too many wrong ones. It allows another try after its own recovery time; until then, use your finger or your password.")
+        }
+        let minutes = (seconds + 59) / 60
+        return trn("This computer's TPM refuses PINs for now, after too many wrong ones. It allows another try within %1$s minute; until then, use your finger or your password.",
+                   "This computer's TPM refuses PINs for now, after too many wrong ones. It allows another try within %1$s minutes; until then, use your finger or your password.",
+                   minutes, minutes)
+    }
+    public static var tpmPCRsChanged: String { tr("Your finger cannot unlock fingerseal until you enter your PIN once: this computer's firmware or boot software changed since the key was sealed to its TPM.") }
+    public static var vaultReplacedAfterTPMChange: String { tr("Your vault was sealed to a TPM this computer no longer has, so nothing in it could be opened. A new vault with your new PIN replaces it: enroll your fingers again with fingerseal enroll, and sign in with fingerseal login.") }
+
     // Readers
     public static var noReader: String { tr("No fingerprint reader is connected.") }
     public static func noSuchReader(_ id: String) -> String { tr("There is no reader with the id %1$s. Run: fingerseal devices", id) }
@@ -258,6 +280,12 @@ public enum Messages {
     public static func fixedArgument(_ argument: String, _ option: String) -> String {
         tr("The administrator fixed %1$s for this machine, so %2$s cannot change it.", option, argument)
     }
+    public static func fileOnlyOption(_ option: String, _ source: String) -> String {
+        tr("The option %1$s in %2$s was ignored: only the configuration file can set it.", option, source)
+    }
+    public static var badTPMMode: String { tr("The option tpm is not valid: use auto, require or off.") }
+    public static var badTPMTCTI: String { tr("The option tpm_tcti is not valid: it needs a TCTI such as device:/dev/tpmrm0.") }
+    public static var badTPMPCRs: String { tr("The option tpm_pcrs is not valid: it needs PCR numbers from 0 to 23 separated by commas, or none.") }
     public static var signInNotConfigured: String { tr("Say which identity provider and client with --issuer URL --client-id ID, or ask the administrator to set issuer and client_id in /etc/fingerseal/fingerseal.conf.") }
     public static var administratorSecretWins: String { tr("The client secret set by the administrator is used; the one from --client-secret-file was not.") }
     public static func clientSecretFileMissing(_ path: String) -> String {
@@ -323,12 +351,25 @@ public enum Messages {
         case "conversationAgain": return tr("interrupted")
         case "usage": return tr("wrong usage")
         case "systemError": return tr("a system error")
+        case "tpmChanged": return tr("the TPM the vault is sealed to is gone")
+        case "tpmLockedOut": return tr("the TPM's lockout refused the PIN")
+        case "tpmPCRsChanged": return tr("the firmware or boot software changed since the key was sealed")
         default: return reason
         }
     }
     public static func auditListed(_ seq: UInt64, _ time: String, _ sentence: String) -> String { tr("Event %1$s, %2$s: %3$s", seq, time, sentence) }
     public static func auditFprintdSetConfirmed(_ fingers: Int) -> String {
         trn("The PIN confirmed the %1$s finger now enrolled in fprintd.", "The PIN confirmed the %1$s fingers now enrolled in fprintd.", fingers, fingers)
+    }
+    public static func auditSealedToTPM(slots: [String]) -> String {
+        switch (slots.contains("pin"), slots.contains("device")) {
+        case (true, true): return tr("The PIN and the device key were sealed to this computer's TPM.")
+        case (true, false): return tr("The PIN was sealed to this computer's TPM.")
+        default: return tr("The device key was sealed to this computer's TPM.")
+        }
+    }
+    public static func auditVaultReplaced(_ previous: String) -> String {
+        tr("The vault %1$s was sealed to a TPM this computer no longer has; after the account password, this new vault replaced it.", previous)
     }
     public static var auditNone: String { tr("No events are recorded yet.") }
     public static func auditUnreadableLines(_ count: Int) -> String {
@@ -477,6 +518,21 @@ public enum Messages {
     public static var slotDeviceFilePermissions: String { tr("device key protected by file permissions only") }
     public static var slotDeviceFilePermissionsBroken: String { tr("device key protected by file permissions only; the key is missing or damaged") }
     public static var slotDevice: String { tr("device key") }
+    public static var slotPINTPM: String { tr("protected by the PIN (Argon2id) and this computer's TPM") }
+    public static var slotDeviceTPM: String { tr("device key sealed to this computer's TPM") }
+    public static func slotDeviceTPMPCRs(_ pcrs: [Int]) -> String {
+        tr("device key sealed to this computer's TPM and to the values of PCRs %1$s", pcrs.map(String.init).joined(separator: ", "))
+    }
+    public static var slotTPMChanged: String { tr("sealed to a TPM this computer no longer has; run: fingerseal pin reset") }
+    public static var slotTPMUnreachable: String { tr("sealed to this computer's TPM, which cannot be reached now") }
+    public static var slotPCRsChanged: String { tr("device key sealed to PCR values that changed; enter your PIN once to seal it again") }
+    public static func statusTPM(_ mode: String) -> String {
+        switch mode {
+        case "require": return tr("TPM: required (tpm=require)")
+        case "off": return tr("TPM: new keyslots are not sealed to it (tpm=off)")
+        default: return tr("TPM: used when one is usable (tpm=auto)")
+        }
+    }
     public static func statusFprintdFingers(_ fingers: [String]) -> String {
         fingers.isEmpty ? tr("Fingers enrolled in fprintd: none")
             : tr("Fingers enrolled in fprintd: %1$s", fingers.joined(separator: ", "))
@@ -577,5 +633,16 @@ public enum Messages {
     public static func doctorClockBeforeRefresh(_ now: String, _ refreshed: String) -> String {
         tr("The system clock says %1$s, which is earlier than the last renewal of your sign-in at %2$s.", now, refreshed)
     }
+    public static var doctorSealedToTPM: String { tr("Your PIN and your device key are sealed to this computer's TPM.") }
+    public static var doctorNotSealedYet: String { tr("Your vault is not sealed to this computer's TPM yet; it will be the next time you enter your PIN.") }
+    public static var doctorFixSealNow: String { tr("Enter your PIN once: fingerseal unlock --pin") }
+    public static var doctorNoTPM: String { tr("No usable TPM was found, so your device key is protected by file permissions only: a stolen disk gives it away.") }
+    public static var doctorFixEnableTPM: String { tr("Turn the TPM on in the computer's firmware settings, then enter your PIN once.") }
+    public static var doctorTPMOff: String { tr("The TPM is not used (tpm=off), so your device key is protected by file permissions only: a stolen disk gives it away.") }
+    public static var doctorFixTPMOff: String { tr("Set tpm=auto in /etc/fingerseal/fingerseal.conf, then enter your PIN once.") }
+    public static var doctorTPMChanged: String { tr("Your vault is sealed to a TPM this computer no longer has (it was cleared or replaced, or the disk was moved), so neither your finger nor your PIN can open it.") }
+    public static var doctorFixTPMChanged: String { tr("Set fingerseal up again with your account password: fingerseal pin reset, then fingerseal login") }
+    public static var doctorTPMUnreachable: String { tr("Your vault is sealed to this computer's TPM, which cannot be reached now.") }
+    public static var doctorFixTPMUnreachable: String { tr("Check that the TPM is turned on in the firmware settings and that /dev/tpmrm0 exists.") }
     public static var doctorFixClock: String { tr("Set the clock, for example with: timedatectl set-ntp true") }
 }

@@ -70,8 +70,23 @@ public struct Options: Equatable, Sendable {
     /// them are refused, module arguments naming them are ignored (with a warning). Only the
     /// system file can fix an option (`applyArguments`), and nothing un-fixes one.
     public var fixed: Set<String> = []
+    // The TPM (issue 14): the machine's, so only the configuration file sets these
+    // (`fileOnly`); no module argument or caller lowers them.
+    /// `tpm=`: seal the keyslots to the TPM when one is usable (`auto`), always and refuse
+    /// without one (`require`), or not for new slots (`off`; a sealed slot stays sealed).
+    public var tpm: TPMMode = .auto
+    /// `tpm_tcti=`: how the broker reaches the TPM (the kernel's resource manager by default).
+    public var tpmTCTI = TPMPolicy.defaultTCTI
+    /// `tpm_pcrs=`: PCRs of the SHA-256 bank the device keyslot is bound to (none by default).
+    public var tpmPCRs: [Int] = []
 
     public init() {}
+
+    /// Options only the configuration file sets: module arguments naming them are ignored.
+    public static let fileOnly: Set<String> = ["fixed", "tpm", "tpm_tcti", "tpm_pcrs"]
+
+    /// The TPM settings in force.
+    public var tpmPolicy: TPMPolicy { TPMPolicy(mode: tpm, tcti: tpmTCTI, pcrs: tpmPCRs) }
 
     /// The configuration file (a fleet drops it in place).
     public static let configPath = "/etc/fingerseal/fingerseal.conf"
@@ -211,6 +226,15 @@ public struct Options: Equatable, Sendable {
                 throw FingersealError(.badConfiguration, Messages.badOption(name, "use device, password or browser"))
             }
             flow = choice
+        case "tpm":
+            guard let mode = value.flatMap(TPMMode.init(rawValue:)) else { throw FingersealError(.badConfiguration, Messages.badTPMMode) }
+            tpm = mode
+        case "tpm_tcti":
+            guard let value, TPMPolicy.isValidTCTI(value) else { throw FingersealError(.badConfiguration, Messages.badTPMTCTI) }
+            tpmTCTI = value
+        case "tpm_pcrs":
+            guard let pcrs = value.flatMap(TPMPolicy.pcrs(parsing:)) else { throw FingersealError(.badConfiguration, Messages.badTPMPCRs) }
+            tpmPCRs = pcrs
         case "fixed":
             let names = try text({ $0.utf8.count <= 1024 }, "it needs option names separated by commas")
                 .split(separator: ",", omittingEmptySubsequences: false).map(\.trimmingSpaces)

@@ -6,8 +6,25 @@ public struct VaultStatus: Equatable, Sendable {
     public struct Slot: Equatable, Sendable {
         public let kind: KeyslotKind
         public let protection: KeyslotProtection
-        /// False when the slot's key is missing or damaged (device slot only).
-        public let usable: Bool
+        /// Whether its key can be had (checked with `checkingSlots`; else `.usable`).
+        public let state: SlotState
+        /// PCRs a sealed device key is bound to.
+        public var pcrs: [Int] = []
+
+        public var usable: Bool { state == .usable }
+    }
+
+    /// What stands between a slot and its key, as far as can be told without the PIN.
+    public enum SlotState: String, Equatable, Sendable {
+        case usable
+        /// The device key file is missing or damaged.
+        case keyMissing = "key-missing"
+        /// Sealed to a TPM this computer no longer has (cleared, replaced, the disk moved).
+        case tpmChanged = "tpm-changed"
+        /// Sealed to the TPM, which cannot be reached now.
+        case tpmUnreachable = "tpm-unreachable"
+        /// Sealed to PCR values that changed (a firmware or boot update): the PIN reseals it.
+        case pcrsChanged = "pcrs-changed"
     }
 
     public let directory: String
@@ -39,11 +56,9 @@ public enum Vault {
             guard let document = try store.readDocument(directory) else { return nil }
             let lockout = try LockoutLedger(store: store, policy: LockoutPolicy()).read(directory)
             let slots = document.keyslots.map { slot -> VaultStatus.Slot in
-                var usable = true
-                if slot.kind == .device && checkingSlots {
-                    usable = (try? DeviceKeyslot(directory: directory).wrappingKey(for: slot)) != nil
-                }
-                return VaultStatus.Slot(kind: slot.kind, protection: slot.protection, usable: usable)
+                VaultStatus.Slot(kind: slot.kind, protection: slot.protection,
+                                 state: checkingSlots ? state(of: slot, directory, store.tpm) : .usable,
+                                 pcrs: slot.tpm?.pcrs ?? [])
             }
             return VaultStatus(directory: store.location.directory, createdAt: document.createdAt, keyslots: slots,
                                fingers: document.fingers, fprintd: document.fprintd, identity: document.identity,
@@ -53,48 +68,152 @@ public enum Vault {
         return result ?? nil
     }
 
-    /// Creates a vault with a new master key, a PIN slot and a device slot. Refuses if one
-    /// exists.
+    /// Creates a vault with a new master key, a PIN slot and a device slot, both sealed to the
+    /// TPM when the store's policy says so (`tpm=require` refuses without one). Refuses if a
+    /// vault exists.
     public static func create(_ store: VaultStore, pin: PINKeyslot, clock: any Clock = SystemClock()) throws -> UnlockedVault {
+        let tpm = SlotTPM(policy: store.tpm, sealNew: try VaultTPM.sealsNewSlot(store.tpm, replacing: nil))
         let masterKey = try VaultStore.guarded("create a key") { try SecureBytes.random(count: masterKeyLength) }
         let document = try store.withDirectory(create: true, exclusive: true) { directory -> VaultDocument in
             if try store.readDocument(directory) != nil { throw FingersealError(.usage, Messages.vaultExists) }
-            let vaultID = Encoding.hex(try Sodium.randomBytes(16))
-            var document = VaultDocument(format: VaultDocument.currentFormat, vaultID: vaultID, createdAt: clock.now(),
-                                         generation: 0, keyslots: [], records: [:], signIn: .none, fingers: [], mac: "")
-            document.setKeyslot(try pin.wrap(masterKey, vaultID: vaultID))
-            document.setKeyslot(try DeviceKeyslot(directory: directory).wrap(masterKey, vaultID: vaultID,
-                                                                             binding: enrollmentBinding(document)))
-            let sealed = try UnlockedVault.sign(document, masterKey: masterKey)
-            try store.writeDocument(sealed, directory)
-            return sealed
+            return try writeNew(store, directory, masterKey: masterKey, pin: pin, tpm: tpm, clock: clock)
         }
         guard let document else { throw FingersealError(.noVault, Messages.noVault) }
         return UnlockedVault(store: store, vaultID: document.vaultID, masterKey: masterKey, unlockedBy: .pin)
     }
 
-    /// Unlocks with the PIN, counting the try before checking it (lockout and delays apply).
+    /// Replaces a vault that can no longer be opened because the TPM its slots are sealed to
+    /// is gone (cleared, replaced, the disk moved): its lockout record and audit trail go
+    /// first, then a new vault with `pin` is renamed over it, so a crash leaves the old vault
+    /// (which opened nothing) or the new one. The caller checked the account password.
+    /// Returns the new vault and the old one's id (for the audit trail).
+    public static func replace(_ store: VaultStore, pin: PINKeyslot,
+                               clock: any Clock = SystemClock()) throws -> (vault: UnlockedVault, previous: String?) {
+        let tpm = SlotTPM(policy: store.tpm, sealNew: try VaultTPM.sealsNewSlot(store.tpm, replacing: nil))
+        let masterKey = try VaultStore.guarded("create a key") { try SecureBytes.random(count: masterKeyLength) }
+        let replaced = try store.withDirectory(create: true, exclusive: true) { directory -> (VaultDocument, String?) in
+            let previous = try? store.readDocument(directory)
+            for name in [AuditFiles.current, AuditFiles.older, VaultFiles.lockout] {
+                try VaultStore.guarded("delete the old vault") { try directory.remove(name) }
+            }
+            return (try writeNew(store, directory, masterKey: masterKey, pin: pin, tpm: tpm, clock: clock), previous?.vaultID)
+        }
+        guard let (document, previous) = replaced else { throw FingersealError(.noVault, Messages.noVault) }
+        return (UnlockedVault(store: store, vaultID: document.vaultID, masterKey: masterKey, unlockedBy: .pin), previous)
+    }
+
+    private static func writeNew(_ store: VaultStore, _ directory: SafeDirectory, masterKey: SecureBytes, pin: PINKeyslot,
+                                 tpm: SlotTPM, clock: any Clock) throws -> VaultDocument {
+        let vaultID = Encoding.hex(try Sodium.randomBytes(16))
+        var document = VaultDocument(format: VaultDocument.currentFormat, vaultID: vaultID, createdAt: clock.now(),
+                                     generation: 0, keyslots: [], records: [:], signIn: .none, fingers: [], mac: "")
+        document.setKeyslot(try pin.with(tpm).wrap(masterKey, vaultID: vaultID))
+        document.setKeyslot(try DeviceKeyslot(directory: directory, tpm: tpm).wrap(masterKey, vaultID: vaultID,
+                                                                                   binding: enrollmentBinding(document)))
+        let sealed = try UnlockedVault.sign(document, masterKey: masterKey)
+        try store.writeDocument(sealed, directory)
+        return sealed
+    }
+
+    /// Unlocks with the PIN, counting the try before checking it (lockout and delays apply;
+    /// a try the TPM's lockout refused unchecked is not counted). Then, where the TPM is to
+    /// be used and a slot is not sealed to it yet (a vault from before there was one, or
+    /// `tpm_pcrs` changed), seals it: `sealedToTPM` on the result says which slots were.
     public static func unlock(_ store: VaultStore, pin: PINKeyslot, ledger: LockoutLedger) throws -> UnlockedVault {
-        guard try status(store) != nil else { throw FingersealError(.noVault, Messages.noVault) }
+        guard let status = try status(store) else { throw FingersealError(.noVault, Messages.noVault) }
+        // tpm=require: a PIN slot not yet sealed opens only when it can be sealed right after.
+        if store.tpm.mode == .require, status.keyslots.contains(where: { $0.kind == .pin && !$0.protection.sealedToTPM }),
+           let why = VaultTPM.unusable(store.tpm) {
+            throw FingersealError(.unavailable, Messages.tpmRequired, detail: why.detail ?? why.message)
+        }
         try ledger.beginPINAttempt()
         let vault: UnlockedVault
         do {
-            vault = try unlock(store, slot: .pin) { _ in pin }
+            vault = try unlock(store, slot: .pin) { _ in try pin.with(SlotTPM(policy: store.tpm, sealNew: false)) }
         } catch let error as FingersealError where error.outcome == .wrongPIN {
             ledger.pinRejected()
             throw error
+        } catch let error as FingersealError where error.cause == .tpmLockedOut {
+            ledger.pinNotChecked()
+            throw error
         }
         try ledger.pinSucceeded()
+        do {
+            vault.sealedToTPM = try sealToTPMIfDue(vault, pin: pin)
+        } catch let error as FingersealError where store.tpm.mode != .require {
+            // The old slots still open the vault; the next PIN tries again.
+            Syslog.log(.warning, "fingerseal: user \(store.location.account.name): the vault was not sealed to the TPM: \(error)")
+        }
+        if !vault.sealedToTPM.isEmpty {
+            AuditTrail(store: store).record(.sealedToTPM(slots: vault.sealedToTPM.map(\.rawValue)), vault: vault)
+        }
         return vault
     }
 
-    /// Unlocks through the device slot (after a fingerprint match).
+    /// Seals the slots of a vault just opened with `pin` that the policy wants sealed and are
+    /// not (or whose PCR binding no longer matches `tpm_pcrs` or the PCRs' values), in one
+    /// vault write: the old slots open the vault until the new ones, each sealed, unsealed
+    /// and compared, are renamed into place. Returns the slots sealed anew.
+    static func sealToTPMIfDue(_ vault: UnlockedVault, pin: PINKeyslot) throws -> [KeyslotKind] {
+        let policy = vault.store.tpm
+        guard policy.mode != .off else { return [] }
+        let (pinSlot, deviceSlot) = try vault.withDocument(exclusive: false) { document, _ in
+            (document.keyslot(.pin), document.keyslot(.device))
+        }
+        let pinDue = pinSlot != nil && pinSlot?.tpm == nil
+        let deviceDue: Bool
+        if let sealed = deviceSlot?.tpm {
+            let pcrs = sealed.pcrs ?? []
+            deviceDue = pcrs != policy.pcrs || (!pcrs.isEmpty
+                && (try? VaultTPM.unseal(sealed, authValue: nil, slot: .device, policy)) == nil
+                && VaultTPM.check(sealed, slot: .device, policy) == nil)
+        } else {
+            deviceDue = true
+        }
+        guard pinDue || deviceDue, try VaultTPM.sealsNewSlot(policy, replacing: nil) else { return [] }
+        let tpm = SlotTPM(policy: policy, sealNew: true)
+        try vault.update { editor in
+            if pinDue, let pinSlot = editor.document.keyslot(.pin) {
+                editor.document.setKeyslot(try pin.with(tpm, keepingSaltOf: pinSlot).wrap(vault.masterKey, vaultID: vault.vaultID))
+            }
+            if deviceDue { try editor.renewDeviceSlot(tpm) }
+        }
+        return (pinDue ? [.pin] : []) + (deviceDue ? [.device] : [])
+    }
+
+    /// Unlocks through the device slot (after a fingerprint match). With `tpm=require`, a
+    /// device slot not sealed to the TPM is refused (the PIN seals it).
     public static func unlockWithDevice(_ store: VaultStore) throws -> UnlockedVault {
-        try unlock(store, slot: .device) { DeviceKeyslot(directory: $0) }
+        try unlock(store, slot: .device) { DeviceKeyslot(directory: $0, tpm: SlotTPM(policy: store.tpm, sealNew: false)) }
+    }
+
+    /// What `status` says of a slot: whether its key can be had now (a device slot is opened;
+    /// a sealed PIN slot's storage key is compared, since its secret needs the PIN).
+    private static func state(of slot: KeyslotRecord, _ directory: SafeDirectory, _ policy: TPMPolicy) -> VaultStatus.SlotState {
+        let problem: FingersealError?
+        switch (slot.kind, slot.tpm) {
+        case (.pin, nil): return .usable
+        case let (.pin, sealed?): problem = VaultTPM.check(sealed, slot: .pin, policy)
+        case (.device, _):
+            do {
+                _ = try DeviceKeyslot(directory: directory, tpm: SlotTPM(policy: policy, sealNew: false)).wrappingKey(for: slot)
+                return .usable
+            } catch let error as FingersealError {
+                problem = error
+            } catch {
+                return .keyMissing
+            }
+        }
+        guard let problem else { return .usable }
+        switch problem.cause {
+        case .tpmChanged?: return .tpmChanged
+        case .tpmPCRsChanged?: return .pcrsChanged
+        default: return slot.tpm == nil ? .keyMissing : .tpmUnreachable
+        }
     }
 
     private static func unlock(_ store: VaultStore, slot kind: KeyslotKind,
-                               _ keyslot: (SafeDirectory) -> any Keyslot) throws -> UnlockedVault {
+                               _ keyslot: (SafeDirectory) throws -> any Keyslot) throws -> UnlockedVault {
         let opened = try store.withDirectory(exclusive: false) { directory -> UnlockedVault in
             guard let document = try store.readDocument(directory) else { throw FingersealError(.noVault, Messages.noVault) }
             guard let slot = document.keyslot(kind) else {
@@ -103,6 +222,9 @@ public enum Vault {
             }
             if kind == .device && slot.binding != enrollmentBinding(document) {
                 throw FingersealError(.vaultUnusable, Messages.noDeviceSlot, detail: "device slot bound to another enrolled set")
+            }
+            if kind == .device && store.tpm.mode == .require && slot.tpm == nil {
+                throw FingersealError(.vaultUnusable, Messages.tpmRequiredNotSealed, detail: "tpm=require, device slot not sealed")
             }
             guard let masterKey = try keyslot(directory).unwrap(slot, vaultID: document.vaultID, file: VaultFiles.vault) else {
                 throw kind == .pin ? FingersealError(.wrongPIN, Messages.wrongPIN)
@@ -154,6 +276,9 @@ public final class UnlockedVault {
     let masterKey: SecureBytes
     /// Which keyslot opened it: changing the enrolled fingers needs `.pin`.
     public let unlockedBy: KeyslotKind
+    /// The slots this unlock sealed to the TPM (a PIN unlock of a vault from before there was
+    /// a TPM, or with new `tpm_pcrs`).
+    public internal(set) var sealedToTPM: [KeyslotKind] = []
 
     init(store: VaultStore, vaultID: String, masterKey: SecureBytes, unlockedBy: KeyslotKind) {
         self.store = store
@@ -335,14 +460,20 @@ public struct VaultEditor {
     }
 
     /// Replaces the PIN slot, and renews the device slot (which also repairs a lost device key).
+    /// Each is sealed to the TPM as the policy says, and always when the slot it replaces was.
     public mutating func changePIN(_ pin: PINKeyslot) throws {
-        document.setKeyslot(try pin.wrap(vault.masterKey, vaultID: vault.vaultID))
-        try renewDeviceSlot()
+        let policy = vault.store.tpm
+        let tpm = SlotTPM(policy: policy, sealNew: try VaultTPM.sealsNewSlot(policy, replacing: document.keyslot(.pin)))
+        document.setKeyslot(try pin.with(tpm).wrap(vault.masterKey, vaultID: vault.vaultID))
+        try renewDeviceSlot(tpm.sealNew ? tpm : nil)
     }
 
-    /// A new device key and slot, bound to the current enrolled set.
-    mutating func renewDeviceSlot() throws {
-        document.setKeyslot(try DeviceKeyslot(directory: directory).wrap(
+    /// A new device key and slot, bound to the current enrolled set; sealed to the TPM as
+    /// `tpm` says, else as the policy says (always when the slot it replaces was).
+    mutating func renewDeviceSlot(_ tpm: SlotTPM? = nil) throws {
+        let policy = vault.store.tpm
+        let placed = try tpm ?? SlotTPM(policy: policy, sealNew: VaultTPM.sealsNewSlot(policy, replacing: document.keyslot(.device)))
+        document.setKeyslot(try DeviceKeyslot(directory: directory, tpm: placed).wrap(
             vault.masterKey, vaultID: vault.vaultID, binding: Vault.enrollmentBinding(document)))
     }
 

@@ -18,6 +18,14 @@ public enum KeyslotKind: String, Codable, Sendable, CaseIterable {
 public enum KeyslotProtection: String, Codable, Sendable {
     case argon2id
     case filePermissions = "file-permissions"
+    /// The PIN slot: Argon2id of the PIN and a secret sealed to the TPM, which opens only for
+    /// an authValue derived from the PIN (the TPM counts wrong ones).
+    case argon2idTPM2 = "argon2id+tpm2"
+    /// The device slot: its key sealed to the TPM (and, with `tpm_pcrs`, to PCR values).
+    case tpm2
+
+    /// Whether the TPM holds part of the key.
+    public var sealedToTPM: Bool { self == .argon2idTPM2 || self == .tpm2 }
 }
 
 /// Which identity provider and client the refresh token belongs to, and the endpoints
@@ -90,12 +98,16 @@ struct KeyslotRecord: Codable, Equatable {
     var keyID: String?
     var nonce: String
     var wrappedKey: String
+    /// The part sealed to the TPM (protection `argon2id+tpm2` or `tpm2`).
+    var tpm: TPMSealedRecord? = nil
 
     /// Everything that shapes the slot goes into the AEAD's associated data, so lowered
-    /// Argon2 costs or a changed binding make unwrapping fail.
+    /// Argon2 costs, a changed binding or another sealed object make unwrapping fail. (The
+    /// TPM's fields are added only when there are some: older slots keep their data.)
     func associatedData(vaultID: String) -> [UInt8] {
         let fields = ["fingerseal", "v1", "keyslot", vaultID, kind.rawValue, protection.rawValue, salt ?? "",
                       opsLimit.map(String.init) ?? "", memLimit.map(String.init) ?? "", binding ?? "", keyID ?? ""]
+            + (tpm?.associatedFields ?? [])
         return Array(fields.joined(separator: "\u{1f}").utf8)
     }
 }

@@ -52,10 +52,14 @@ public struct VaultStore: Sendable {
     public let location: VaultLocation
     /// Longest wait for another process's lock.
     public var lockTimeout: Double
+    /// The TPM the keyslots are sealed to, and when new ones are (the broker's `tpm=`
+    /// settings; without them, slots already sealed still open, and new ones are not sealed).
+    public var tpm: TPMPolicy
 
-    public init(location: VaultLocation, lockTimeout: Double = 5) {
+    public init(location: VaultLocation, lockTimeout: Double = 5, tpm: TPMPolicy = .off) {
         self.location = location
         self.lockTimeout = lockTimeout
+        self.tpm = tpm
     }
 
     /// Runs `body` as the owner with the directory open and locked. Returns nil when the

@@ -28,6 +28,22 @@ public enum KeyDerivation {
 
 /// BLAKE2b (crypto_generichash): unkeyed for checksums, keyed for MACs.
 public enum GenericHash {
+    /// Keyed BLAKE2b of a secret, into protected memory: a key from two secrets (`key` and
+    /// `message`), each of which alone gives nothing of it.
+    public static func hash(secret message: SecureBytes, key: SecureBytes, length: Int = 32) throws -> SecureBytes {
+        try Sodium.ensureReady()
+        let output = try SecureBytes(count: length)
+        let rc = output.withBytePointer { out, outLength in
+            key.withBytePointer { keyBytes, keyLength in
+                message.withBytePointer { bytes, count in
+                    crypto_generichash(out, outLength, bytes, UInt64(count), keyBytes, keyLength)
+                }
+            }
+        }
+        guard rc == 0 else { throw SodiumError.derivationFailed }
+        return output
+    }
+
     public static func hash(_ data: [UInt8], key: SecureBytes? = nil, length: Int = 32) throws -> [UInt8] {
         try Sodium.ensureReady()
         var output = [UInt8](repeating: 0, count: length)

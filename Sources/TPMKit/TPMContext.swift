@@ -2,35 +2,24 @@ import CTSS2
 import Glibc
 import Synchronization
 
-public enum TPMError: Error, Equatable, Sendable {
-    /// The TCTI could not be loaded or could not reach the TPM (no device, nothing listening).
-    case tctiUnavailable(code: UInt32, message: String)
-    /// The TCTI opened but the ESAPI context could not be set up on it.
-    case initializationFailed(code: UInt32, message: String)
-    /// The TPM or the TSS rejected a command.
-    case commandFailed(code: UInt32, message: String)
-    case invalidCount(Int)
-
-    static func decode(_ rc: TSS2_RC) -> String {
-        guard let text = Tss2_RC_Decode(rc) else { return "TSS2_RC 0x\(String(rc, radix: 16))" }
-        return String(cString: text)
-    }
-}
-
 /// Owns one TCTI connection and the ESAPI context on top of it.
 ///
 /// ESAPI contexts are not thread-safe: use an instance from one thread at a time (it is
 /// deliberately not `Sendable`).
 ///
-/// Waits: ESAPI's synchronous calls block until the TPM answers. With the device TCTI the
-/// kernel's TPM driver bounds every command by the TPM 2.0 command durations; the swtpm TCTI
-/// has no timeout of its own (its socket is local and swtpm answers or closes).
+/// Waits: every answer is awaited at most `answerLimit` (Esys_SetTimeout); with the device
+/// TCTI the kernel's TPM driver also bounds each command by the TPM 2.0 command durations.
 public final class TPMContext {
     private var tcti: OpaquePointer?
-    private var esys: OpaquePointer?
+    var esys: OpaquePointer?
 
     /// Kernel resource manager first: it flushes our transient objects if we die.
     public static let defaultTCTI = "device:/dev/tpmrm0"
+
+    /// The longest wait for one answer from the TPM, in milliseconds. ECC key creation and
+    /// unsealing take milliseconds to a few hundred on hardware TPMs; a TPM silent this long
+    /// is broken, and a login must not wait on it.
+    public static let answerLimit: Int32 = 10_000
 
     /// libtss2 logs errors to stderr by default, which would land in sshd's or sudo's
     /// terminal. While any context is alive, TSS2_LOG says "none" (unless the user set it);
@@ -77,6 +66,7 @@ public final class TPMContext {
         }
         self.tcti = tcti
         self.esys = esys
+        _ = Esys_SetTimeout(esys, Self.answerLimit)
     }
 
     deinit {
@@ -113,9 +103,7 @@ public final class TPMContext {
         var digest: UnsafeMutablePointer<TPM2B_DIGEST>?
         let rc = Esys_GetRandom(esys, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
                                 requested, &digest)
-        guard rc == TSS2_RC_SUCCESS, let digest else {
-            throw TPMError.commandFailed(code: rc, message: TPMError.decode(rc))
-        }
+        guard rc == TSS2_RC_SUCCESS, let digest else { throw TPMError.failed(rc) }
         defer {
             // The bytes may become key material: do not leave them in freed heap memory.
             memset(digest, 0, MemoryLayout<TPM2B_DIGEST>.size)

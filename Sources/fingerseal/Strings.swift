@@ -145,8 +145,8 @@ enum Strings {
     static func doctorFixSessionOrder(_ file: String) -> String {
         tr("Run pam-auth-update --enable fingerseal-session, which orders the stack, or move the pam_fingerseal line below pam_systemd in %1$s.", file)
     }
-    static var doctorTPMPresent: String { tr("A TPM is present (/dev/tpmrm0); fingerseal does not use it yet.") }
-    static var doctorTPMAbsent: String { tr("No TPM was found (/dev/tpmrm0); fingerseal does not use one yet, so nothing is missing.") }
+    static var doctorTPMPresent: String { tr("A TPM is present (/dev/tpmrm0).") }
+    static var doctorTPMAbsent: String { tr("No TPM was found (/dev/tpmrm0); without one, the device key is protected by file permissions only.") }
     static func doctorClockBeforeRelease(_ now: String, _ written: String) -> String {
         tr("The system clock says %1$s, which is earlier than the release of this fingerseal (%2$s).", now, written)
     }

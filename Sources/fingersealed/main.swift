@@ -55,6 +55,9 @@ guard settings.stateDirectory.hasPrefix("/") else { fail("--state needs an absol
 Localization.bindInstalled()
 unsetenv("LANGUAGE")
 settings.defaultLanguage = BrokerSettings.systemLanguage()
+// libtss2 logs to stderr unless told otherwise; said once here, before any thread starts
+// (TPMContext would otherwise set it while other threads read the environment).
+setenv("TSS2_LOG", "all+none", 0)
 // A client that hangs up mid-answer must not kill the broker.
 signal(SIGPIPE, SIG_IGN)
 do {

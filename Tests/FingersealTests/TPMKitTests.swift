@@ -1,138 +1,15 @@
 import Testing
 import Glibc
 import Foundation
-import TPMKit
+@testable import TPMKit
+import CTSS2
 
-/// A swtpm simulator on 127.0.0.1 for one test; `stop()` kills it and removes its state.
-private final class SwtpmProcess {
-    let port: UInt16
-    private let process: Process
-    private let stateDir: URL
+/// Every test that opens a TPM context in this process, one at a time: the environment check
+/// below must not see another test's live context (TSS2_LOG is process-wide).
+@Suite(.serialized) enum InProcessTPM {}
 
-    init() throws {
-        stateDir = FileManager.default.temporaryDirectory
-            .appendingPathComponent("tpmkit-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: stateDir, withIntermediateDirectories: false)
-        var started: Process?
-        var chosen: UInt16 = 0
-        do {
-            // swtpm needs two adjacent ports; another process may grab them between our probe
-            // and swtpm's bind, so retry a few times with fresh ports.
-            for _ in 0..<5 {
-                let port = try freePortPair()
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/swtpm")
-                process.arguments = ["socket", "--tpm2",
-                                     "--server", "type=tcp,port=\(port),bindaddr=127.0.0.1",
-                                     "--ctrl", "type=tcp,port=\(port + 1),bindaddr=127.0.0.1",
-                                     "--tpmstate", "dir=\(stateDir.path)",
-                                     "--flags", "not-need-init,startup-clear"]
-                process.standardOutput = FileHandle.nullDevice
-                process.standardError = FileHandle.nullDevice
-                try process.run()
-                if waitUntilAccepting(port: port, process: process, deadline: .now + .seconds(10)) {
-                    started = process
-                    chosen = port
-                    break
-                }
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-            }
-        } catch {
-            try? FileManager.default.removeItem(at: stateDir)
-            throw error
-        }
-        guard let started else {
-            try? FileManager.default.removeItem(at: stateDir)
-            throw SwtpmStartFailure()
-        }
-        process = started
-        port = chosen
-    }
-
-    var tcti: String { "swtpm:host=127.0.0.1,port=\(port)" }
-
-    func stop() {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        try? FileManager.default.removeItem(at: stateDir)
-    }
-}
-
-private struct SwtpmStartFailure: Error {}
-
-/// Binds port 0 to learn a free port P whose neighbour P+1 is also free.
-private func freePortPair() throws -> UInt16 {
-    for _ in 0..<50 {
-        let first = try BoundSocket(port: 0)
-        guard first.port < UInt16.max, (try? BoundSocket(port: first.port + 1)) != nil else { continue }
-        return first.port
-    }
-    throw SwtpmStartFailure()
-}
-
-/// Readiness polling with a deadline: retry connect until swtpm accepts or exits.
-private func waitUntilAccepting(port: UInt16, process: Process, deadline: ContinuousClock.Instant) -> Bool {
-    while ContinuousClock.now < deadline {
-        guard process.isRunning else { return false }
-        if canConnect(port: port) { return true }
-        usleep(10_000)
-    }
-    return false
-}
-
-private func loopback(port: UInt16) -> sockaddr_in {
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = port.bigEndian
-    address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-    return address
-}
-
-private func canConnect(port: UInt16) -> Bool {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    guard fd >= 0 else { return false }
-    defer { close(fd) }
-    var address = loopback(port: port)
-    return withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-        }
-    }
-}
-
-/// A TCP socket bound (not listening) on 127.0.0.1; closed on deinit.
-private final class BoundSocket {
-    let fd: Int32
-    let port: UInt16
-
-    init(port: UInt16) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw SwtpmStartFailure() }
-        var address = loopback(port: port)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-        var actual = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let named = withUnsafeMutablePointer(to: &actual) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound, named else {
-            close(fd)
-            throw SwtpmStartFailure()
-        }
-        self.fd = fd
-        self.port = UInt16(bigEndian: actual.sin_port)
-    }
-
-    deinit { close(fd) }
-}
-
-// Serialized: the environment check below must not see another test's live context.
-@Suite(.serialized) struct TPMKitTests {
+extension InProcessTPM {
+@Suite struct TPMKitTests {
     @Test func environmentIsRestoredWhenTheLastContextGoes() throws {
         unsetenv("TSS2_LOG")
         let swtpm = try SwtpmProcess()
@@ -189,5 +66,121 @@ private final class BoundSocket {
     @Test func presenceOnlyLooksAtDev() {
         let expected = access("/dev/tpmrm0", F_OK) == 0 || access("/dev/tpm0", F_OK) == 0
         #expect(TPMContext.isPresent() == expected)
+    }
+}
+
+}
+
+extension InProcessTPM {
+/// Sealing under the storage key, against swtpm: round trips, the wrong authValue, the
+/// dictionary-attack lockout, PCR policies, another TPM, and nothing left loaded.
+@Suite struct TPMSealingTests {
+    static let secret: [UInt8] = Array(0..<32)
+
+    func seal(_ tpm: TPMContext, auth: [UInt8], pcrs: PCRSelection = .none, protected: Bool = true) throws -> SealedObject {
+        try tpm.withStorageKey { key in
+            try Self.secret.withUnsafeBytes { secret in
+                try auth.withUnsafeBytes { try key.seal(secret, authValue: $0, pcrs: pcrs, dictionaryProtected: protected) }
+            }
+        }
+    }
+
+    func unseal(_ tpm: TPMContext, _ object: SealedObject, auth: [UInt8], pcrs: PCRSelection = .none) throws -> [UInt8] {
+        try tpm.withStorageKey { key in
+            try auth.withUnsafeBytes { auth in try key.unseal(object, authValue: auth, pcrs: pcrs) { Array($0) } }
+        }
+    }
+
+    @Test func sealThenUnsealGivesTheSecretBackAndLeavesNothingLoaded() throws {
+        let swtpm = try SwtpmProcess()
+        let tpm = try TPMContext(tcti: swtpm.tcti)
+        let object = try seal(tpm, auth: Array("auth".utf8))
+        #expect(try unseal(tpm, object, auth: Array("auth".utf8)) == Self.secret)
+        // The storage key is the same key each time (its name), and nothing stays loaded.
+        let first = try tpm.withStorageKey { $0.name }
+        #expect(try tpm.withStorageKey { $0.name } == first)
+        #expect(first.count == 34)
+        let left = try tpm.loadedHandles()
+        #expect(left.objects.isEmpty && left.sessions.isEmpty, "\(left)")
+    }
+
+    @Test func aWrongAuthValueIsCountedAndTheLockoutIsReported() throws {
+        let swtpm = try SwtpmProcess()
+        let tpm = try TPMContext(tcti: swtpm.tcti)
+        try tpm.setDictionaryAttackParameters(maxTries: 2, recoveryInterval: 600, lockoutRecovery: 600)
+        let object = try seal(tpm, auth: Array("right".utf8))
+        for expected in 1...2 {
+            #expect { try unseal(tpm, object, auth: Array("wrong".utf8)) } throws: { ($0 as? TPMError)?.isAuthFailure == true }
+            #expect(try tpm.dictionaryAttackState().failures == UInt32(expected))
+        }
+        let state = try tpm.dictionaryAttackState()
+        #expect(state.lockedOut && state.maxTries == 2 && state.recoveryInterval == 600)
+        // Locked out: even the right authValue is refused, and says so.
+        #expect { try unseal(tpm, object, auth: Array("right".utf8)) } throws: { ($0 as? TPMError)?.isLockout == true }
+        // An object without dictionary-attack protection still opens.
+        let device = try seal(tpm, auth: [], protected: false)
+        #expect(try unseal(tpm, device, auth: []) == Self.secret)
+        let left = try tpm.loadedHandles()
+        #expect(left.objects.isEmpty && left.sessions.isEmpty, "\(left)")
+    }
+
+    @Test func aPCRPolicyOpensOnlyWithThoseValues() throws {
+        let swtpm = try SwtpmProcess()
+        let tpm = try TPMContext(tcti: swtpm.tcti)
+        let pcrs = try PCRSelection([7, 16])
+        let object = try seal(tpm, auth: [], pcrs: pcrs, protected: false)
+        #expect(try unseal(tpm, object, auth: [], pcrs: pcrs) == Self.secret)
+        try tpm.extendPCR16ForTests()
+        #expect { try unseal(tpm, object, auth: [], pcrs: pcrs) } throws: { ($0 as? TPMError)?.isPolicyFailure == true }
+        #expect(throws: TPMError.self) { try PCRSelection([24]) }
+    }
+
+    @Test func anotherTPMCannotLoadTheObject() throws {
+        let here = try SwtpmProcess()
+        let there = try SwtpmProcess()
+        let object = try seal(try TPMContext(tcti: here.tcti), auth: [])
+        let other = try TPMContext(tcti: there.tcti)
+        #expect(try other.withStorageKey { $0.name } != (try TPMContext(tcti: here.tcti).withStorageKey { $0.name }))
+        #expect { try unseal(other, object, auth: []) } throws: { ($0 as? TPMError)?.isForeignObject == true }
+        let left = try other.loadedHandles()
+        #expect(left.objects.isEmpty && left.sessions.isEmpty, "\(left)")
+    }
+
+    @Test func objectsLeftByAKilledProcessAreReclaimed() throws {
+        let swtpm = try SwtpmProcess()
+        // Three connections that each leave a storage key loaded (a process killed mid-way on
+        // a TPM without a resource manager): the TPM's object memory is then full.
+        for _ in 0..<3 { try TPMContext(tcti: swtpm.tcti).leakStorageKeyForTests() }
+        let tpm = try TPMContext(tcti: swtpm.tcti)
+        #expect(try tpm.loadedHandles().objects.count == 3)
+        let object = try seal(tpm, auth: [])
+        #expect(try unseal(tpm, object, auth: []) == Self.secret)
+        #expect(try tpm.loadedHandles().objects.isEmpty)
+    }
+}
+}
+
+extension TPMContext {
+    /// PCR 16 is the debug PCR, resettable and free for tests: extending it changes its value.
+    func extendPCR16ForTests() throws {
+        var digests = TPML_DIGEST_VALUES()
+        digests.count = 1
+        digests.digests.0.hashAlg = TPMI_ALG_HASH(TPM2_ALG_SHA256)
+        let rc = Esys_PCR_Extend(esys, ESYS_TR(ESYS_TR_PCR16), ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE),
+                                 ESYS_TR(ESYS_TR_NONE), &digests)
+        guard rc == TSS2_RC_SUCCESS else { throw TPMError.failed(rc) }
+    }
+
+    /// Creates the storage key and never flushes it (what a killed process leaves behind).
+    func leakStorageKeyForTests() throws {
+        var template = TPM2B_PUBLIC()
+        fs_tpm_srk_template(&template)
+        var sensitive = TPM2B_SENSITIVE_CREATE()
+        var outside = TPM2B_DATA()
+        var creationPCR = TPML_PCR_SELECTION()
+        var handle = ESYS_TR(ESYS_TR_NONE)
+        let rc = Esys_CreatePrimary(esys, ESYS_TR(ESYS_TR_RH_OWNER), ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE),
+                                    ESYS_TR(ESYS_TR_NONE), &sensitive, &template, &outside, &creationPCR, &handle, nil, nil, nil, nil)
+        guard rc == TSS2_RC_SUCCESS else { throw TPMError.failed(rc) }
     }
 }

@@ -10,10 +10,11 @@ struct TestVault {
     let store: VaultStore
     var directory: String { store.location.directory }
 
-    init() throws {
+    /// `tpm`: the TPM settings the store's operations use (none by default).
+    init(tpm: TPMPolicy = .off) throws {
         temp = try TempDirectory()
         guard let account = try UserAccount.current() else { throw TestFailure("no account") }
-        store = VaultStore(location: VaultLocation(directory: temp.path + "/vault", account: account), lockTimeout: 10)
+        store = VaultStore(location: VaultLocation(directory: temp.path + "/vault", account: account), lockTimeout: 10, tpm: tpm)
     }
 
     func ledger(at now: Int64 = 1_000_000) -> LockoutLedger {

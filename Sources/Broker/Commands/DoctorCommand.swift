@@ -30,6 +30,7 @@ enum DoctorCommand {
         say(Finding("vault", .ok, Messages.doctorVault(isoTimestamp(status.createdAt))))
         say(status.pinSet ? Finding("pin", .ok, Messages.doctorPINSet)
                           : Finding("pin", .problem, Messages.doctorNoPIN, fix: Messages.doctorFixNoPIN))
+        say(sealing(call, status))
         say(fingers(call, status))
         lockout(status.lockout).forEach(say)
         say(signIn(call, status))
@@ -57,6 +58,30 @@ enum DoctorCommand {
         } catch {
             return [Finding("reader", .problem, Messages.doctorReadersFailed,
                             fix: Messages.doctorFixNoReader)]
+        }
+    }
+
+    /// Which protector the keyslots use, and whether the TPM they are sealed to still opens
+    /// them. A slot the TPM no longer opens blocks unlock; file protection only warns (it is
+    /// what a machine without a TPM has), except where the configuration requires a TPM.
+    static func sealing(_ call: Call, _ status: VaultStatus) -> Finding {
+        let check = "tpm-sealing"
+        let states = status.keyslots.map(\.state)
+        if states.contains(.tpmChanged) {
+            return Finding(check, .problem, Messages.doctorTPMChanged, fix: Messages.doctorFixTPMChanged)
+        }
+        if states.contains(.tpmUnreachable) {
+            return Finding(check, .problem, Messages.doctorTPMUnreachable, fix: Messages.doctorFixTPMUnreachable)
+        }
+        if states.contains(.pcrsChanged) { return Finding(check, .warning, Messages.tpmPCRsChanged, fix: Messages.doctorFixSealNow) }
+        if status.keyslots.allSatisfy(\.protection.sealedToTPM) { return Finding(check, .ok, Messages.doctorSealedToTPM) }
+        let policy = call.options.tpmPolicy
+        switch (policy.mode, policy.usable) {
+        case (.off, _): return Finding(check, .warning, Messages.doctorTPMOff, fix: Messages.doctorFixTPMOff)
+        case (.auto, true): return Finding(check, .warning, Messages.doctorNotSealedYet, fix: Messages.doctorFixSealNow)
+        case (.require, true): return Finding(check, .problem, Messages.doctorNotSealedYet, fix: Messages.doctorFixSealNow)
+        case (.auto, false): return Finding(check, .warning, Messages.doctorNoTPM, fix: Messages.doctorFixEnableTPM)
+        case (.require, false): return Finding(check, .problem, Messages.tpmRequired, fix: Messages.doctorFixEnableTPM)
         }
     }
 

@@ -38,7 +38,7 @@ func recordingFailure<T>(_ action: String, _ trail: AuditTrail, vault: UnlockedV
     do {
         return try body()
     } catch let error as FingersealError where error.outcome != .usage && error.outcome != .noVault {
-        trail.record(.failure(action: action, reason: error.outcome.rawValue), vault: vault)
+        trail.record(.failure(action: action, reason: error.auditReason), vault: vault)
         throw error
     }
 }
@@ -50,7 +50,7 @@ func loggingFailure<T>(_ action: String, _ store: VaultStore, _ body: () throws 
     do {
         return try body()
     } catch let error as FingersealError where error.outcome != .usage {
-        AuditTrail(store: store).log(.failure(action: action, reason: error.outcome.rawValue))
+        AuditTrail(store: store).log(.failure(action: action, reason: error.auditReason))
         throw error
     }
 }

@@ -11,7 +11,11 @@ enum VaultCommands {
         struct Slot: Encodable {
             let kind: String
             let protection: String
+            /// Whether the TPM holds part of its key.
+            let sealedToTpm: Bool
             let usable: Bool
+            /// usable, key-missing, tpm-changed, tpm-unreachable or pcrs-changed.
+            let state: String
             let description: String
         }
         struct Lockout: Encodable {
@@ -36,14 +40,25 @@ enum VaultCommands {
         var reader: String? = nil
         var fprintdFingers: [String]? = nil
         var fingersChanged: Bool? = nil
+        /// The configuration's tpm= (auto, require, off).
+        var tpm: String? = nil
     }
 
-    static func describe(_ slot: VaultStatus.Slot) -> String {
+    /// Which protector a slot uses, and whether it can be used now.
+    static func describe(_ slot: VaultStatus.Slot, pcrs: [Int]) -> String {
+        switch slot.state {
+        case .tpmChanged: return Messages.slotTPMChanged
+        case .tpmUnreachable: return Messages.slotTPMUnreachable
+        case .pcrsChanged: return Messages.slotPCRsChanged
+        case .usable, .keyMissing: break
+        }
         switch (slot.kind, slot.protection) {
+        case (.pin, .argon2idTPM2): return Messages.slotPINTPM
         case (.pin, _): return Messages.slotPIN
         case (.device, .filePermissions):
             return slot.usable ? Messages.slotDeviceFilePermissions : Messages.slotDeviceFilePermissionsBroken
-        case (.device, .argon2id): return Messages.slotDevice
+        case (.device, .tpm2): return pcrs.isEmpty ? Messages.slotDeviceTPM : Messages.slotDeviceTPMPCRs(pcrs)
+        case (.device, _): return Messages.slotDevice
         }
     }
 
@@ -80,9 +95,11 @@ enum VaultCommands {
             report.enabledSince = isoTimestamp(status.createdAt)
             report.pinSet = status.pinSet
             report.keyslots = status.keyslots.map { slot in
-                .init(kind: slot.kind.rawValue, protection: slot.protection.rawValue, usable: slot.usable,
-                      description: Localization.with(nil) { describe(slot) })
+                .init(kind: slot.kind.rawValue, protection: slot.protection.rawValue,
+                      sealedToTpm: slot.protection.sealedToTPM, usable: slot.usable, state: slot.state.rawValue,
+                      description: Localization.with(nil) { describe(slot, pcrs: slot.pcrs) })
             }
+            report.tpm = call.options.tpm.rawValue
             report.fingers = status.fingers
             report.signIn = status.signIn.rawValue
             report.issuer = status.provider?.issuer
@@ -100,7 +117,8 @@ enum VaultCommands {
             status.pinSet ? Messages.statusPINSet : Messages.statusPINNotSet,
             Messages.statusKeyslots,
         ]
-        lines += status.keyslots.map { "  \($0.kind.rawValue): \(describe($0))" }
+        lines += status.keyslots.map { "  \($0.kind.rawValue): \(describe($0, pcrs: $0.pcrs))" }
+        lines.append(Messages.statusTPM(call.options.tpm.rawValue))
         if let fprintd {
             lines.append(Messages.statusFprintdFingers(fprintd.fingers))
             if changed == true { lines.append(Messages.fingersChanged) }
@@ -121,7 +139,13 @@ enum VaultCommands {
     /// password first (design §2: creating a vault needs it).
     static func pinSet(_ call: Call) throws -> Reply {
         let store = call.store
-        if try Vault.status(store) != nil { throw FingersealError(.usage, Messages.vaultExists) }
+        if let status = try Vault.status(store, checkingSlots: true) {
+            // A vault its TPM no longer opens is set up again with pin reset, which says how.
+            if status.keyslots.contains(where: { $0.state == .tpmChanged }) {
+                throw FingersealError(.vaultUnusable, Messages.tpmChangedPIN)
+            }
+            throw FingersealError(.usage, Messages.vaultExists)
+        }
         try AccountPassword.requireUnlessRoot(call)
         let pin = try Unlocking.askNewPIN(call)
         let vault = try Vault.create(store, pin: PINKeyslot(pin: pin))
@@ -142,7 +166,8 @@ enum VaultCommands {
     /// A forgotten PIN: the account password (root: nothing), then the vault opened through
     /// its device slot gets a new PIN slot, and the PIN lock is cleared. The enrolled
     /// fingers and the sign-in stay. A vault whose device slot cannot open it can only be
-    /// deleted (`fingerseal reset`).
+    /// deleted (`fingerseal reset`), except one sealed to a TPM this computer no longer has:
+    /// nothing can open that one again, so a new vault with the new PIN replaces it.
     static func pinReset(_ call: Call) throws -> Reply {
         let store = call.store
         guard try Vault.status(store) != nil else { throw FingersealError(.noVault, Messages.noVault) }
@@ -151,6 +176,8 @@ enum VaultCommands {
         let vault: UnlockedVault
         do {
             vault = try Vault.unlockWithDevice(store)
+        } catch let error as FingersealError where error.cause == .tpmChanged {
+            return try replaceAfterTPMChange(call)
         } catch let error as FingersealError where error.outcome == .vaultUnusable {
             throw FingersealError(.vaultUnusable, Messages.pinResetNoDevice, detail: error.description)
         }
@@ -159,6 +186,20 @@ enum VaultCommands {
         try LockoutLedger(store: store, options: call.options).clearAll()
         trail.record(.pinReset, vault: vault)
         call.conversation.output(Messages.pinResetDone)
+        return Reply(.success)
+    }
+
+    /// The account password was given: a new vault with a new PIN replaces the one its TPM
+    /// no longer opens (its secrets are lost with that TPM: the sign-in and the fingers are
+    /// set up again). Recorded in the new vault's audit trail.
+    static func replaceAfterTPMChange(_ call: Call) throws -> Reply {
+        let store = call.store
+        let new = try Unlocking.askNewPIN(call)
+        let (vault, previous) = try Vault.replace(store, pin: PINKeyslot(pin: new))
+        call.state.sessions.dropUser(call.account.uid)
+        AuditTrail(store: store).record(.vaultReplacedAfterTPMChange(previous: previous ?? "?"), vault: vault)
+        call.conversation.output(Messages.vaultReplacedAfterTPMChange)
+        Unlocking.confirmFprintdSet(call, vault)
         return Reply(.success)
     }
 

@@ -1,0 +1,272 @@
+import CTSS2
+import Glibc
+
+/// PCRs of the SHA-256 bank a sealed object is bound to; empty: bound to none.
+public struct PCRSelection: Equatable, Sendable {
+    /// PCR numbers, ascending, each in 0...23.
+    public let indices: [Int]
+
+    public init(_ indices: [Int]) throws(TPMError) {
+        guard indices.allSatisfy({ (0...23).contains($0) }) else {
+            throw .invalidArgument("PCR numbers go from 0 to 23")
+        }
+        self.indices = Array(Set(indices)).sorted()
+    }
+
+    public static let none = PCRSelection(checked: [])
+    private init(checked: [Int]) { indices = checked }
+
+    public var isEmpty: Bool { indices.isEmpty }
+    var mask: UInt32 { indices.reduce(0) { $0 | (1 << UInt32($1)) } }
+}
+
+/// A sealed object as it is kept outside the TPM: its public part, and its private part,
+/// which the TPM encrypted and MAC'd under the storage key it was made under. Neither is
+/// secret: only that TPM, with that storage key, can load it.
+public struct SealedObject: Equatable, Sendable {
+    /// A marshalled TPM2B_PUBLIC.
+    public let publicArea: [UInt8]
+    /// A marshalled TPM2B_PRIVATE.
+    public let privateArea: [UInt8]
+
+    public init(publicArea: [UInt8], privateArea: [UInt8]) {
+        self.publicArea = publicArea
+        self.privateArea = privateArea
+    }
+}
+
+extension TPMContext {
+    /// Creates the storage primary key (the SRK template in the owner hierarchy) and a salted
+    /// HMAC session that encrypts parameters, lends them to `body`, and flushes both after it,
+    /// whatever happens. Recreated for each use rather than made persistent: nothing is left
+    /// in the TPM's NV memory, no owner authorization is needed, and a persistent handle
+    /// someone else put there is never trusted as the key a secret is sealed under.
+    ///
+    /// `StorageKey` must not escape `body`.
+    public func withStorageKey<T>(_ body: (StorageKey) throws -> T) throws -> T {
+        let primary = try reclaimingSpace(holding: []) { () throws(TPMError) in try createPrimary() }
+        defer { flush(primary) }
+        // Salted with the primary: the session key is unknown to anyone watching the bus, so
+        // the HMACs reveal nothing of an authValue and encrypted parameters stay secret.
+        let session = try reclaimingSpace(holding: [primary]) { () throws(TPMError) in
+            try startSession(TPM2_SE(TPM2_SE_HMAC), salt: primary)
+        }
+        defer { flush(session) }
+        return try body(StorageKey(context: self, handle: primary, session: session, name: try name(of: primary)))
+    }
+
+    private func createPrimary() throws(TPMError) -> ESYS_TR {
+        var template = TPM2B_PUBLIC()
+        fs_tpm_srk_template(&template)
+        var sensitive = TPM2B_SENSITIVE_CREATE()
+        var outside = TPM2B_DATA()
+        var creationPCR = TPML_PCR_SELECTION()
+        var handle = ESYS_TR(ESYS_TR_NONE)
+        let rc = Esys_CreatePrimary(esys, ESYS_TR(ESYS_TR_RH_OWNER), ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE),
+                                    ESYS_TR(ESYS_TR_NONE), &sensitive, &template, &outside, &creationPCR, &handle,
+                                    nil, nil, nil, nil)
+        guard rc == TSS2_RC_SUCCESS else { throw .failed(rc) }
+        return handle
+    }
+
+    /// An authorization session: salted with `salt` (then parameters are encrypted with
+    /// AES-128-CFB), or a trial session without either.
+    func startSession(_ type: TPM2_SE, salt: ESYS_TR?) throws(TPMError) -> ESYS_TR {
+        var symmetric = TPMT_SYM_DEF()
+        if salt != nil { fs_tpm_session_symmetric(&symmetric) } else { symmetric.algorithm = TPM2_ALG_ID(TPM2_ALG_NULL) }
+        var session = ESYS_TR(ESYS_TR_NONE)
+        let rc = Esys_StartAuthSession(esys, salt ?? ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+                                       ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), nil, type, &symmetric,
+                                       TPMI_ALG_HASH(TPM2_ALG_SHA256), &session)
+        guard rc == TSS2_RC_SUCCESS else { throw .failed(rc) }
+        return session
+    }
+
+    func setAttributes(_ session: ESYS_TR, _ flags: Int32) throws(TPMError) {
+        let rc = Esys_TRSess_SetAttributes(esys, session, TPMA_SESSION(flags), 0xff)
+        guard rc == TSS2_RC_SUCCESS else { throw .failed(rc) }
+    }
+
+    func name(of handle: ESYS_TR) throws(TPMError) -> [UInt8] {
+        var name: UnsafeMutablePointer<TPM2B_NAME>?
+        let rc = Esys_TR_GetName(esys, handle, &name)
+        guard rc == TSS2_RC_SUCCESS, let name else { throw .failed(rc) }
+        defer { Esys_Free(name) }
+        let size = min(Int(name.pointee.size), MemoryLayout.size(ofValue: name.pointee.name))
+        return withUnsafeBytes(of: &name.pointee.name) { Array($0.prefix(size)) }
+    }
+
+    /// Flushes a transient object or session; errors are ignored (the handle is gone either
+    /// way when the context closes, and with a resource manager it is flushed for us).
+    func flush(_ handle: ESYS_TR) {
+        guard handle != ESYS_TR(ESYS_TR_NONE) else { return }
+        _ = Esys_FlushContext(esys, handle)
+    }
+
+    /// The policy digest of "these PCRs have their present values", from a trial session.
+    func pcrPolicyDigest(_ pcrs: PCRSelection) throws(TPMError) -> [UInt8] {
+        let trial = try startSession(TPM2_SE(TPM2_SE_TRIAL), salt: nil)
+        defer { flush(trial) }
+        try policyPCR(trial, pcrs)
+        var digest: UnsafeMutablePointer<TPM2B_DIGEST>?
+        let rc = Esys_PolicyGetDigest(esys, trial, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &digest)
+        guard rc == TSS2_RC_SUCCESS, let digest else { throw .failed(rc) }
+        defer { Esys_Free(digest) }
+        let size = min(Int(digest.pointee.size), MemoryLayout.size(ofValue: digest.pointee.buffer))
+        return withUnsafeBytes(of: &digest.pointee.buffer) { Array($0.prefix(size)) }
+    }
+
+    func policyPCR(_ session: ESYS_TR, _ pcrs: PCRSelection) throws(TPMError) {
+        var selection = TPML_PCR_SELECTION()
+        fs_tpm_pcr_selection(&selection, pcrs.mask)
+        var empty = TPM2B_DIGEST()
+        let rc = Esys_PolicyPCR(esys, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+                                &empty, &selection)
+        guard rc == TSS2_RC_SUCCESS else { throw .failed(rc) }
+    }
+}
+
+/// The storage primary key and its salted session, lent by `TPMContext.withStorageKey`.
+public struct StorageKey {
+    let context: TPMContext
+    let handle: ESYS_TR
+    let session: ESYS_TR
+    /// The key's name (its public area's digest): the same for the same TPM until it is
+    /// cleared, so it tells whether a sealed object was made on this TPM.
+    public let name: [UInt8]
+
+    private static let continueSession = Int32(TPMA_SESSION_CONTINUESESSION)
+    private static let encryptCommand = Int32(TPMA_SESSION_DECRYPT)
+    private static let encryptResponse = Int32(TPMA_SESSION_ENCRYPT)
+
+    /// Seals `secret` in a new object under this key. It opens with `authValue` (empty: no
+    /// secret needed), or, with `pcrs`, only while those PCRs keep their present values.
+    /// `dictionaryProtected`: a wrong authValue counts towards the TPM's lockout (set it when
+    /// the authValue comes from something a person types). The secret and the authValue
+    /// travel to the TPM encrypted (the session's parameter encryption).
+    public func seal(_ secret: UnsafeRawBufferPointer, authValue: UnsafeRawBufferPointer, pcrs: PCRSelection,
+                     dictionaryProtected: Bool) throws(TPMError) -> SealedObject {
+        let policy = pcrs.isEmpty ? [] : try context.pcrPolicyDigest(pcrs)
+        var template = TPM2B_PUBLIC()
+        guard fs_tpm_sealed_template(&template, policy, policy.count, dictionaryProtected ? 0 : 1) == 0 else {
+            throw .invalidArgument("the policy digest does not fit")
+        }
+        var sensitive = TPM2B_SENSITIVE_CREATE()
+        defer { wipe(&sensitive) }
+        guard fs_tpm_sensitive(&sensitive, authValue.baseAddress?.assumingMemoryBound(to: UInt8.self), authValue.count,
+                               secret.baseAddress?.assumingMemoryBound(to: UInt8.self), secret.count) == 0 else {
+            throw .invalidArgument("the secret or its authValue is too long")
+        }
+        try context.setAttributes(session, Self.continueSession | Self.encryptCommand | Self.encryptResponse)
+        var outside = TPM2B_DATA()
+        var creationPCR = TPML_PCR_SELECTION()
+        var outPrivate: UnsafeMutablePointer<TPM2B_PRIVATE>?
+        var outPublic: UnsafeMutablePointer<TPM2B_PUBLIC>?
+        let rc = Esys_Create(context.esys, handle, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &sensitive, &template,
+                             &outside, &creationPCR, &outPrivate, &outPublic, nil, nil, nil)
+        defer {
+            Esys_Free(outPrivate)
+            Esys_Free(outPublic)
+        }
+        guard rc == TSS2_RC_SUCCESS, let outPrivate, let outPublic else { throw .failed(rc) }
+        return SealedObject(publicArea: try Marshalling.publicArea(outPublic), privateArea: try Marshalling.privateArea(outPrivate))
+    }
+
+    /// Loads `object` under this key and unseals it with `authValue` (and, when it was sealed
+    /// to `pcrs`, a policy session proving them); lends the secret to `body`, then wipes it
+    /// and flushes the object. The secret comes back encrypted on the bus.
+    ///
+    /// Errors to tell apart (`TPMError`): `isForeignObject` (made under another key: the TPM
+    /// was cleared or this is another machine), `isAuthFailure` (a wrong authValue, counted by
+    /// the TPM), `isLockout`, `isPolicyFailure` (the PCRs changed).
+    public func unseal<T>(_ object: SealedObject, authValue: UnsafeRawBufferPointer, pcrs: PCRSelection,
+                          _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T {
+        var inPublic = try Marshalling.publicArea(object.publicArea)
+        var inPrivate = try Marshalling.privateArea(object.privateArea)
+        try context.setAttributes(session, Self.continueSession)
+        let loaded = try context.reclaimingSpace(holding: [handle, session]) { () throws(TPMError) -> ESYS_TR in
+            var loaded = ESYS_TR(ESYS_TR_NONE)
+            let rc = Esys_Load(context.esys, handle, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+                               &inPrivate, &inPublic, &loaded)
+            guard rc == TSS2_RC_SUCCESS else { throw .failed(rc) }
+            return loaded
+        }
+        defer { context.flush(loaded) }
+        var auth = TPM2B_AUTH()
+        defer { wipe(&auth) }
+        guard fs_tpm_auth(&auth, authValue.baseAddress?.assumingMemoryBound(to: UInt8.self), authValue.count) == 0 else {
+            throw TPMError.invalidArgument("the authValue is too long")
+        }
+        let setAuth = Esys_TR_SetAuth(context.esys, loaded, &auth)
+        guard setAuth == TSS2_RC_SUCCESS else { throw TPMError.failed(setAuth) }
+
+        var policySession = ESYS_TR(ESYS_TR_NONE)
+        defer { context.flush(policySession) }
+        if !pcrs.isEmpty {
+            policySession = try context.reclaimingSpace(holding: [handle, session, loaded]) { () throws(TPMError) in
+                try context.startSession(TPM2_SE(TPM2_SE_POLICY), salt: handle)
+            }
+            try context.policyPCR(policySession, pcrs)
+        }
+        let authorizing = pcrs.isEmpty ? session : policySession
+        try context.setAttributes(authorizing, Self.continueSession | Self.encryptResponse)
+        var data: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
+        let rc = Esys_Unseal(context.esys, loaded, authorizing, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &data)
+        defer {
+            if let data { explicit_bzero(data, MemoryLayout<TPM2B_SENSITIVE_DATA>.size) }
+            Esys_Free(data)
+        }
+        guard rc == TSS2_RC_SUCCESS, let data else { throw TPMError.failed(rc) }
+        let size = min(Int(data.pointee.size), MemoryLayout.size(ofValue: data.pointee.buffer))
+        return try withUnsafeBytes(of: &data.pointee.buffer) { try body(UnsafeRawBufferPointer(rebasing: $0.prefix(size))) }
+    }
+}
+
+/// Wipes a C structure that held a secret (explicit_bzero: not optimised away).
+func wipe<T>(_ value: inout T) {
+    withUnsafeMutableBytes(of: &value) { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } }
+}
+
+/// Sealed objects to and from bytes (tss2-mu), so they can be kept in the vault.
+enum Marshalling {
+    static func publicArea(_ value: UnsafePointer<TPM2B_PUBLIC>) throws(TPMError) -> [UInt8] {
+        try marshal(MemoryLayout<TPM2B_PUBLIC>.size) { Tss2_MU_TPM2B_PUBLIC_Marshal(value, $0, $1, $2) }
+    }
+
+    static func privateArea(_ value: UnsafePointer<TPM2B_PRIVATE>) throws(TPMError) -> [UInt8] {
+        try marshal(MemoryLayout<TPM2B_PRIVATE>.size) { Tss2_MU_TPM2B_PRIVATE_Marshal(value, $0, $1, $2) }
+    }
+
+    static func publicArea(_ bytes: [UInt8]) throws(TPMError) -> TPM2B_PUBLIC {
+        var value = TPM2B_PUBLIC()
+        try unmarshal(bytes) { Tss2_MU_TPM2B_PUBLIC_Unmarshal($0, $1, $2, &value) }
+        return value
+    }
+
+    static func privateArea(_ bytes: [UInt8]) throws(TPMError) -> TPM2B_PRIVATE {
+        var value = TPM2B_PRIVATE()
+        try unmarshal(bytes) { Tss2_MU_TPM2B_PRIVATE_Unmarshal($0, $1, $2, &value) }
+        return value
+    }
+
+    private static func marshal(_ capacity: Int, _ body: (UnsafeMutablePointer<UInt8>, Int, UnsafeMutablePointer<Int>) -> TSS2_RC)
+        throws(TPMError) -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: capacity)
+        var offset = 0
+        let rc = buffer.withUnsafeMutableBufferPointer { pointer in
+            pointer.baseAddress.map { body($0, capacity, &offset) } ?? fs_tss2_mu_bad_reference
+        }
+        guard rc == TSS2_RC_SUCCESS else { throw .failed(rc) }
+        return Array(buffer.prefix(offset))
+    }
+
+    /// The whole of `bytes` must be one value: nothing short, nothing left over.
+    private static func unmarshal(_ bytes: [UInt8], _ body: (UnsafePointer<UInt8>, Int, UnsafeMutablePointer<Int>) -> TSS2_RC)
+        throws(TPMError) {
+        var offset = 0
+        let rc = bytes.withUnsafeBufferPointer { pointer in
+            pointer.baseAddress.map { body($0, bytes.count, &offset) } ?? fs_tss2_mu_bad_reference
+        }
+        guard rc == TSS2_RC_SUCCESS, offset == bytes.count else { throw .invalidArgument("a sealed object does not unmarshal") }
+    }
+}
