@@ -131,7 +131,7 @@ let package = Package(
         // Benchmarks (`make bench`): prints figures, asserts nothing.
         .executableTarget(
             name: "fingerseal-bench",
-            dependencies: ["FingersealCore", "SodiumKit", "SystemKit"],
+            dependencies: ["FingersealCore", "SodiumKit", "SystemKit", "TPMKit"],
             path: "Benchmarks/fingerseal-bench"
         ),
 

@@ -2,6 +2,7 @@
 // Prints figures with their baselines measured in the same run; asserts nothing.
 import FingersealCore
 import Glibc
+import TPMKit
 import SodiumKit
 import SystemKit
 
@@ -66,7 +67,47 @@ do {
            try measure(200) { _ = try Vault.unlockWithDevice(store).secret("refresh-token") })
     report("read-modify-write of one secret (fsync'd)",
            try measure(100) { try vault.update { try $0.setSecret("refresh-token", try SecureBytes.random(count: 512)) } })
+    try tpmCost(account: account, root: root, pin: pin, cost: cost)
 } catch {
     print("benchmark failed: \(error)")
     exit(1)
+}
+
+/// Unlock with the TPM against without it, interleaved in the same run (a swtpm that
+/// scripts/bench starts, named by BENCH_TPM_TCTI): the device slot (what a finger match
+/// opens) and the PIN slot, and the TPM's own steps on their own.
+func tpmCost(account: UserAccount, root: String, pin: SecureBytes, cost: PINCost) throws {
+    guard let tcti = getenv("BENCH_TPM_TCTI").map({ String(cString: $0) }) else {
+        print("TPM: skipped (no BENCH_TPM_TCTI)")
+        return
+    }
+    let policy = TPMPolicy(mode: .require, tcti: tcti)
+    let plain = VaultStore(location: VaultLocation(directory: root + "/plain", account: account))
+    let sealed = VaultStore(location: VaultLocation(directory: root + "/sealed", account: account), tpm: policy)
+    for store in [plain, sealed] {
+        try Vault.create(store, pin: PINKeyslot(pin: pin, cost: cost))
+            .update { try $0.setSecret("refresh-token", try SecureBytes(copying: Array(repeating: 0x61, count: 512))) }
+    }
+    var (without, with) = ([Double](), [Double]())
+    for _ in 0..<200 {
+        without += try measure(1) { _ = try Vault.unlockWithDevice(plain).secret("refresh-token") }
+        with += try measure(1) { _ = try Vault.unlockWithDevice(sealed).secret("refresh-token") }
+    }
+    report("device unlock without the TPM (key file)", without)
+    report("device unlock with the TPM (swtpm: open, storage key, salted session, load, unseal, flush)", with)
+    let extra = median(with) - median(without)
+    print("TPM cost of a device unlock: +\(format(extra)) ms at p50 (target <= 5 ms: \(extra <= 5 ? "met" : "NOT met"))")
+    var (pinWithout, pinWith) = ([Double](), [Double]())
+    for _ in 0..<10 {
+        pinWithout += try measure(1) { _ = try Vault.unlock(plain, pin: PINKeyslot(pin: pin), ledger: LockoutLedger(store: plain, policy: LockoutPolicy())) }
+        pinWith += try measure(1) { _ = try Vault.unlock(sealed, pin: PINKeyslot(pin: pin), ledger: LockoutLedger(store: sealed, policy: LockoutPolicy())) }
+    }
+    report("PIN unlock without the TPM", pinWithout)
+    report("PIN unlock with the TPM", pinWith)
+    print("TPM cost of a PIN unlock: +\(format(median(pinWith) - median(pinWithout))) ms at p50")
+    // The steps alone, to see where the time goes.
+    report("  TPM: open the TCTI and ESAPI context", try measure(50) { _ = try TPMContext(tcti: tcti) })
+    let tpm = try TPMContext(tcti: tcti)
+    report("  TPM: storage key + salted session, created and flushed", try measure(50) { try tpm.withStorageKey { _ in } })
+    report("  TPM: one round trip (TPM2_GetRandom, 8 bytes)", try measure(50) { _ = try tpm.randomBytes(8) })
 }

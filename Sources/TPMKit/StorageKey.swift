@@ -183,10 +183,13 @@ public struct StorageKey {
                           _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T {
         var inPublic = try Marshalling.publicArea(object.publicArea)
         var inPrivate = try Marshalling.privateArea(object.privateArea)
-        try context.setAttributes(session, Self.continueSession)
+        // Loading needs no secret (the parent's authValue is empty, the private part is
+        // encrypted already): a password session, no HMACs to compute. A forged answer could
+        // only swap the object, and then the unseal's HMAC, over the name computed here from
+        // our public part, fails.
         let loaded = try context.reclaimingSpace(holding: [handle, session]) { () throws(TPMError) -> ESYS_TR in
             var loaded = ESYS_TR(ESYS_TR_NONE)
-            let rc = Esys_Load(context.esys, handle, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+            let rc = Esys_Load(context.esys, handle, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
                                &inPrivate, &inPublic, &loaded)
             guard rc == TSS2_RC_SUCCESS else { throw .failed(rc) }
             return loaded
