@@ -2,6 +2,7 @@ import Glibc
 import Testing
 @testable import FingersealCore
 @testable import IdentityClient
+import SystemKit
 
 /// Crash safety and lost updates, with real processes: the torture helper writes, the test
 /// kills it with SIGKILL or races two of them.
@@ -111,5 +112,77 @@ import Testing
         #expect(survived > 0, "the chain survived no kill at all")
         print("refresh crash test: \(refreshes) rotations seen, \(survived) kills survived, \(ended) ended the chain, "
               + "\(idpErrors) passing IdP errors")
+    }
+}
+
+/// SIGKILL of the broker while a PIN unlock seals a vault made without a TPM to one (swtpm):
+/// at every point the vault opens, by finger and by PIN, either as it was or fully sealed.
+@Suite struct TPMUpgradeCrashTests {
+    static let pin = "8642"
+
+    @Test func killingTheBrokerAtAHundredPointsDuringAnUpgradeLeavesAVaultThatOpens() throws {
+        let swtpm = try SwtpmProcess()
+        let broker = try TestBroker(config: "tpm_tcti=\(swtpm.tcti)\n")
+        let temp = try TempDirectory()
+        // The vault as it was before there was a TPM (cheap PIN cost), copied in each round.
+        let template = temp.file("template")
+        #expect(try Child.run(Paths.torture, ["init", template, Self.pin]).status == 0)
+        let directory = broker.vaultDirectory()
+        guard let account = try UserAccount.current() else { throw TestFailure("no account") }
+        let store = VaultStore(location: VaultLocation(directory: directory, account: account))
+        func fresh() throws {
+            _ = Child.runQuietly("/bin/rm", ["-rf", directory])
+            #expect(Child.runQuietly("/bin/cp", ["-a", template, directory]) == 0)
+        }
+        func unlock() throws -> Child {
+            try Child(Paths.buildDirectory + "/wire-client", [broker.socketPath, "--answer", Self.pin, "pam.authenticate",
+                                                              "pam.user=root", "option=pin"])
+        }
+        /// Waits for the broker to ask the PIN (the client answers at once): the PIN check and
+        /// the upgrade follow.
+        func asked(_ client: Child) -> Bool {
+            while let line = client.readLine() { if line.hasPrefix("ask: ") { return true } }
+            return false
+        }
+        // One whole unlock and upgrade after the PIN is asked, timed: the kills land within it.
+        try fresh()
+        let calibration = try unlock()
+        #expect(asked(calibration))
+        let started = VirtualSensor.now()
+        let whole = calibration.finish()
+        let duration = VirtualSensor.now() - started
+        #expect(whole.stdout.contains("result: success"), "\(whole.all)")
+        #expect(try Vault.status(store)?.keyslots.map(\.protection) == [.tpm2, .argon2idTPM2])
+
+        var generator = SystemRandomNumberGenerator()
+        var (sealed, unsealed) = (0, 0)
+        for round in 0..<100 {
+            try fresh()
+            try broker.restart()
+            let client = try unlock()
+            #expect(asked(client), "round \(round)")
+            // Most of the window is the sealing itself (the TPM's work before the one rename);
+            // a little past its end, so some kills come after the new vault is in place.
+            var pause = timespec(tv_sec: 0, tv_nsec: Int.random(in: 0...Int(duration * 1.2e9), using: &generator))
+            nanosleep(&pause, nil)
+            broker.stop()
+            _ = client.finish()
+            // Old or new, never in between, and it opens by device and by PIN with its secrets.
+            let protections = try #require(try Vault.status(store)).keyslots.map(\.protection)
+            switch protections {
+            case [.filePermissions, .argon2id]: unsealed += 1
+            case [.tpm2, .argon2idTPM2]: sealed += 1
+            default: Issue.record("round \(round): torn keyslots \(protections)")
+            }
+            let check = try Child.run(Paths.torture, ["check", directory, Self.pin], environment: ["FINGERSEAL_TEST_TCTI": swtpm.tcti])
+            #expect(check.status == 0 && check.stdout.hasPrefix("0"), "round \(round): \(check.all)")
+        }
+        #expect(sealed + unsealed == 100)
+        print("TPM upgrade crash test: \(sealed) kills after the sealed vault was written, \(unsealed) before it "
+              + "(PIN check and upgrade \(Int(duration * 1000)) ms)")
+        // Broker restarts after kills on a TPM without a resource manager: leftovers were reclaimed.
+        try fresh()
+        try broker.restart()
+        #expect(try unlock().finish().stdout.contains("result: success"))
     }
 }

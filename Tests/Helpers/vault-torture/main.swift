@@ -6,6 +6,7 @@
 //                                     fifth write, re-wraps the PIN and device slots;
 //                                     prints each committed counter value
 //   vault-torture check DIR PIN       prints the counter after verifying token, PIN and device
+//                                     (FINGERSEAL_TEST_TCTI: the TPM sealed slots open with)
 //   vault-torture put DIR NAME        stores stdin's first line as secret NAME (device slot)
 //   vault-torture audit DIR           appends audit events forever (device slot); prints
 //                                     "recorded" after each append the vault has committed
@@ -37,7 +38,9 @@ func number(_ secret: SecureBytes?) -> Int {
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else { fail("usage: vault-torture init|increment|churn|check|put DIR ...") }
 guard let account = try? UserAccount.current() else { fail("no account") }
-let store = VaultStore(location: VaultLocation(directory: arguments[2], account: account), lockTimeout: 30)
+// FINGERSEAL_TEST_TCTI: slots sealed to that TPM open through it (none is sealed anew).
+let tpm = getenv("FINGERSEAL_TEST_TCTI").map { TPMPolicy(mode: .off, tcti: String(cString: $0)) } ?? .off
+let store = VaultStore(location: VaultLocation(directory: arguments[2], account: account), lockTimeout: 30, tpm: tpm)
 let ledger = LockoutLedger(store: store, policy: LockoutPolicy())
 
 do {
