@@ -635,7 +635,7 @@ public enum Messages {
     }
     public static var doctorSealedToTPM: String { tr("Your PIN and your device key are sealed to this computer's TPM.") }
     public static var doctorNotSealedYet: String { tr("Your vault is not sealed to this computer's TPM yet; it will be the next time you enter your PIN.") }
-    public static var doctorFixSealNow: String { tr("Enter your PIN once: fingerseal unlock --pin") }
+    public static var doctorFixSealNow: String { tr("Enter your PIN once, for example with: fingerseal step-up --fresh tpm") }
     public static var doctorNoTPM: String { tr("No usable TPM was found, so your device key is protected by file permissions only: a stolen disk gives it away.") }
     public static var doctorFixEnableTPM: String { tr("Turn the TPM on in the computer's firmware settings, then enter your PIN once.") }
     public static var doctorTPMOff: String { tr("The TPM is not used (tpm=off), so your device key is protected by file permissions only: a stolen disk gives it away.") }

@@ -32,6 +32,9 @@ import Testing
             ("scope=openid  email", \Options.scope, "openid email"),
             ("flow=browser", \Options.flow, "browser"),
             ("fixed=issuer", \Options.fixed, "[\"issuer\"]"),
+            ("tpm=require", \Options.tpm, "require"),
+            ("tpm_tcti=swtpm:host=127.0.0.1,port=2321", \Options.tpmTCTI, "swtpm:host=127.0.0.1,port=2321"),
+            ("tpm_pcrs=7, 14,7", \Options.tpmPCRs, "[7, 14]"),
         ]
         let defaults = Options()
         for (setting, key, expected) in fields {
@@ -65,10 +68,24 @@ import Testing
                       "client_secret_file=", "client_secret_file=relative", "client_secret_file=/etc/../shadow",
                       "client_secret_file=/etc/fingerseal/", "scope", "scope=", "scope=openid \"email\"", "scope=openid\temail",
                       "flow", "flow=", "flow=implicit", "fixed", "fixed=", "fixed=frobnicate", "fixed=issuer,,client_id",
-                      "fixed=fixed"])
+                      "fixed=fixed",
+                      // The TPM.
+                      "tpm", "tpm=", "tpm=yes", "tpm_tcti", "tpm_tcti=", "tpm_tcti=nocolon", "tpm_tcti=device:/dev/tpm rm0",
+                      "tpm_pcrs=24", "tpm_pcrs=-1", "tpm_pcrs=7,,8", "tpm_pcrs=seven"])
     func outOfRangeOrGarbageIsAnError(setting: String) {
         var options = Options()
         #expect(throws: FingersealError.self) { try options.apply([setting], source: "test") }
+    }
+
+    @Test func theTPMSettingsAreTheConfigurationFilesAlone() throws {
+        var options = Options()
+        #expect(options.tpm == .auto && options.tpmTCTI == "device:/dev/tpmrm0" && options.tpmPCRs.isEmpty)
+        try options.applyConfigFile("tpm=require\ntpm_pcrs=none\n")
+        #expect(options.tpmPolicy == TPMPolicy(mode: .require))
+        // A PAM stack's arguments (even a root host's) never lower or redirect them.
+        let warnings = try options.applyArguments(["tpm=off", "tpm_tcti=swtpm:port=1", "tpm_pcrs=7", "timeout=9"], source: "module arguments")
+        #expect(options.tpmPolicy == TPMPolicy(mode: .require) && options.timeout == 9)
+        #expect(warnings == ["tpm", "tpm_tcti", "tpm_pcrs"].map { Messages.fileOnlyOption($0, "module arguments") })
     }
 
     @Test func hugeOptionIsRefused() {
