@@ -55,7 +55,7 @@ extension TPMContext {
         return try body(StorageKey(context: self, handle: primary, session: session, name: try name(of: primary)))
     }
 
-    private func createPrimary() throws(TPMError) -> ESYS_TR {
+    func createPrimary() throws(TPMError) -> ESYS_TR {
         var template = TPM2B_PUBLIC()
         fs_tpm_srk_template(&template)
         var sensitive = TPM2B_SENSITIVE_CREATE()

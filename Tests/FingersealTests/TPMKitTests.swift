@@ -9,155 +9,154 @@ import CTSS2
 @Suite(.serialized) enum InProcessTPM {}
 
 extension InProcessTPM {
-@Suite struct TPMKitTests {
-    @Test func environmentIsRestoredWhenTheLastContextGoes() throws {
-        unsetenv("TSS2_LOG")
-        let swtpm = try SwtpmProcess()
-        defer { swtpm.stop() }
-        do {
-            let tpm = try TPMContext(tcti: swtpm.tcti)
-            #expect(getenv("TSS2_LOG") != nil, "logs are quiet while a context is alive")
-            _ = try tpm.randomBytes(8)
-        }
-        #expect(getenv("TSS2_LOG") == nil, "the environment is left as it was found")
-        _ = try? TPMContext(tcti: "no-such-tcti-fingerseal")
-        #expect(getenv("TSS2_LOG") == nil, "also after a failed open")
-    }
-
-    @Test func randomBytesFromSwtpm() throws {
-        let swtpm = try SwtpmProcess()
-        defer { swtpm.stop() }
-        let tpm = try TPMContext(tcti: swtpm.tcti)
-        let first = try tpm.randomBytes(16)
-        let second = try tpm.randomBytes(16)
-        #expect(first.count == 16)
-        #expect(second.count == 16)
-        #expect(first != second)
-        // More than one TPM2_GetRandom can return at once, and zero.
-        #expect(try tpm.randomBytes(200).count == 200)
-        #expect(try tpm.randomBytes(0).isEmpty)
-        #expect(throws: TPMError.invalidCount(-1)) { try tpm.randomBytes(-1) }
-    }
-
-    @Test func closedPortIsATypedError() throws {
-        let port = try BoundSocket(port: 0).port  // bound, never listening, closed at once
-        do {
-            _ = try TPMContext(tcti: "swtpm:host=127.0.0.1,port=\(port)")
-            Issue.record("expected an error")
-        } catch let error {
-            guard case .tctiUnavailable(let code, let message) = error else {
-                Issue.record("unexpected \(error)")
-                return
+    @Suite struct TPMKitTests {
+        @Test func environmentIsRestoredWhenTheLastContextGoes() throws {
+            unsetenv("TSS2_LOG")
+            let swtpm = try SwtpmProcess()
+            defer { swtpm.stop() }
+            do {
+                let tpm = try TPMContext(tcti: swtpm.tcti)
+                #expect(getenv("TSS2_LOG") != nil, "logs are quiet while a context is alive")
+                _ = try tpm.randomBytes(8)
             }
-            #expect(code != 0)
-            #expect(!message.isEmpty)
+            #expect(getenv("TSS2_LOG") == nil, "the environment is left as it was found")
+            _ = try? TPMContext(tcti: "no-such-tcti-fingerseal")
+            #expect(getenv("TSS2_LOG") == nil, "also after a failed open")
+        }
+
+        @Test func randomBytesFromSwtpm() throws {
+            let swtpm = try SwtpmProcess()
+            defer { swtpm.stop() }
+            let tpm = try TPMContext(tcti: swtpm.tcti)
+            let first = try tpm.randomBytes(16)
+            let second = try tpm.randomBytes(16)
+            #expect(first.count == 16)
+            #expect(second.count == 16)
+            #expect(first != second)
+            // More than one TPM2_GetRandom can return at once, and zero.
+            #expect(try tpm.randomBytes(200).count == 200)
+            #expect(try tpm.randomBytes(0).isEmpty)
+            #expect(throws: TPMError.invalidCount(-1)) { try tpm.randomBytes(-1) }
+        }
+
+        @Test func closedPortIsATypedError() throws {
+            let port = try BoundSocket(port: 0).port  // bound, never listening, closed at once
+            do {
+                _ = try TPMContext(tcti: "swtpm:host=127.0.0.1,port=\(port)")
+                Issue.record("expected an error")
+            } catch let error {
+                guard case .tctiUnavailable(let code, let message) = error else {
+                    Issue.record("unexpected \(error)")
+                    return
+                }
+                #expect(code != 0)
+                #expect(!message.isEmpty)
+            }
+        }
+
+        @Test func unknownTCTIIsATypedError() {
+            #expect {
+                _ = try TPMContext(tcti: "no-such-tcti-fingerseal")
+            } throws: { error in
+                if case TPMError.tctiUnavailable = error { return true }
+                return false
+            }
+        }
+
+        @Test func presenceOnlyLooksAtDev() {
+            let expected = access("/dev/tpmrm0", F_OK) == 0 || access("/dev/tpm0", F_OK) == 0
+            #expect(TPMContext.isPresent() == expected)
         }
     }
-
-    @Test func unknownTCTIIsATypedError() {
-        #expect {
-            _ = try TPMContext(tcti: "no-such-tcti-fingerseal")
-        } throws: { error in
-            if case TPMError.tctiUnavailable = error { return true }
-            return false
-        }
-    }
-
-    @Test func presenceOnlyLooksAtDev() {
-        let expected = access("/dev/tpmrm0", F_OK) == 0 || access("/dev/tpm0", F_OK) == 0
-        #expect(TPMContext.isPresent() == expected)
-    }
-}
-
 }
 
 extension InProcessTPM {
-/// Sealing under the storage key, against swtpm: round trips, the wrong authValue, the
-/// dictionary-attack lockout, PCR policies, another TPM, and nothing left loaded.
-@Suite struct TPMSealingTests {
-    static let secret: [UInt8] = Array(0..<32)
+    /// Sealing under the storage key, against swtpm: round trips, the wrong authValue, the
+    /// dictionary-attack lockout, PCR policies, another TPM, and nothing left loaded.
+    @Suite struct TPMSealingTests {
+        static let secret: [UInt8] = Array(0..<32)
 
-    func seal(_ tpm: TPMContext, auth: [UInt8], pcrs: PCRSelection = .none, protected: Bool = true) throws -> SealedObject {
-        try tpm.withStorageKey { key in
-            try Self.secret.withUnsafeBytes { secret in
-                try auth.withUnsafeBytes { try key.seal(secret, authValue: $0, pcrs: pcrs, dictionaryProtected: protected) }
+        func seal(_ tpm: TPMContext, auth: [UInt8], pcrs: PCRSelection = .none, protected: Bool = true) throws -> SealedObject {
+            try tpm.withStorageKey { key in
+                try Self.secret.withUnsafeBytes { secret in
+                    try auth.withUnsafeBytes { try key.seal(secret, authValue: $0, pcrs: pcrs, dictionaryProtected: protected) }
+                }
             }
         }
-    }
 
-    func unseal(_ tpm: TPMContext, _ object: SealedObject, auth: [UInt8], pcrs: PCRSelection = .none) throws -> [UInt8] {
-        try tpm.withStorageKey { key in
-            try auth.withUnsafeBytes { auth in try key.unseal(object, authValue: auth, pcrs: pcrs) { Array($0) } }
+        func unseal(_ tpm: TPMContext, _ object: SealedObject, auth: [UInt8], pcrs: PCRSelection = .none) throws -> [UInt8] {
+            try tpm.withStorageKey { key in
+                try auth.withUnsafeBytes { auth in try key.unseal(object, authValue: auth, pcrs: pcrs) { Array($0) } }
+            }
+        }
+
+        @Test func sealThenUnsealGivesTheSecretBackAndLeavesNothingLoaded() throws {
+            let swtpm = try SwtpmProcess()
+            let tpm = try TPMContext(tcti: swtpm.tcti)
+            let object = try seal(tpm, auth: Array("auth".utf8))
+            #expect(try unseal(tpm, object, auth: Array("auth".utf8)) == Self.secret)
+            // The storage key is the same key each time (its name), and nothing stays loaded.
+            let first = try tpm.withStorageKey { $0.name }
+            #expect(try tpm.withStorageKey { $0.name } == first)
+            #expect(first.count == 34)
+            let left = try tpm.loadedHandles()
+            #expect(left.objects.isEmpty && left.sessions.isEmpty, "\(left)")
+        }
+
+        @Test func aWrongAuthValueIsCountedAndTheLockoutIsReported() throws {
+            let swtpm = try SwtpmProcess()
+            let tpm = try TPMContext(tcti: swtpm.tcti)
+            try tpm.setDictionaryAttackParameters(maxTries: 2, recoveryInterval: 600, lockoutRecovery: 600)
+            let object = try seal(tpm, auth: Array("right".utf8))
+            for expected in 1...2 {
+                #expect { try unseal(tpm, object, auth: Array("wrong".utf8)) } throws: { ($0 as? TPMError)?.isAuthFailure == true }
+                #expect(try tpm.dictionaryAttackState().failures == UInt32(expected))
+            }
+            let state = try tpm.dictionaryAttackState()
+            #expect(state.lockedOut && state.maxTries == 2 && state.recoveryInterval == 600)
+            // Locked out: even the right authValue is refused, and says so.
+            #expect { try unseal(tpm, object, auth: Array("right".utf8)) } throws: { ($0 as? TPMError)?.isLockout == true }
+            // An object without dictionary-attack protection still opens.
+            let device = try seal(tpm, auth: [], protected: false)
+            #expect(try unseal(tpm, device, auth: []) == Self.secret)
+            let left = try tpm.loadedHandles()
+            #expect(left.objects.isEmpty && left.sessions.isEmpty, "\(left)")
+        }
+
+        @Test func aPCRPolicyOpensOnlyWithThoseValues() throws {
+            let swtpm = try SwtpmProcess()
+            let tpm = try TPMContext(tcti: swtpm.tcti)
+            let pcrs = try PCRSelection([7, 16])
+            let object = try seal(tpm, auth: [], pcrs: pcrs, protected: false)
+            #expect(try unseal(tpm, object, auth: [], pcrs: pcrs) == Self.secret)
+            try tpm.extendPCR16ForTests()
+            #expect { try unseal(tpm, object, auth: [], pcrs: pcrs) } throws: { ($0 as? TPMError)?.isPolicyFailure == true }
+            #expect(throws: TPMError.self) { try PCRSelection([24]) }
+        }
+
+        @Test func anotherTPMCannotLoadTheObject() throws {
+            let here = try SwtpmProcess()
+            let there = try SwtpmProcess()
+            let object = try seal(try TPMContext(tcti: here.tcti), auth: [])
+            let other = try TPMContext(tcti: there.tcti)
+            #expect(try other.withStorageKey { $0.name } != (try TPMContext(tcti: here.tcti).withStorageKey { $0.name }))
+            #expect { try unseal(other, object, auth: []) } throws: { ($0 as? TPMError)?.isForeignObject == true }
+            let left = try other.loadedHandles()
+            #expect(left.objects.isEmpty && left.sessions.isEmpty, "\(left)")
+        }
+
+        @Test func objectsLeftByAKilledProcessAreReclaimed() throws {
+            let swtpm = try SwtpmProcess()
+            // Three connections that each leave a storage key loaded (a process killed mid-way on
+            // a TPM without a resource manager): the TPM's object memory is then full.
+            for _ in 0..<3 { try TPMContext(tcti: swtpm.tcti).leakStorageKeyForTests() }
+            let tpm = try TPMContext(tcti: swtpm.tcti)
+            #expect(try tpm.loadedHandles().objects.count == 3)
+            let object = try seal(tpm, auth: [])
+            #expect(try unseal(tpm, object, auth: []) == Self.secret)
+            #expect(try tpm.loadedHandles().objects.isEmpty)
         }
     }
-
-    @Test func sealThenUnsealGivesTheSecretBackAndLeavesNothingLoaded() throws {
-        let swtpm = try SwtpmProcess()
-        let tpm = try TPMContext(tcti: swtpm.tcti)
-        let object = try seal(tpm, auth: Array("auth".utf8))
-        #expect(try unseal(tpm, object, auth: Array("auth".utf8)) == Self.secret)
-        // The storage key is the same key each time (its name), and nothing stays loaded.
-        let first = try tpm.withStorageKey { $0.name }
-        #expect(try tpm.withStorageKey { $0.name } == first)
-        #expect(first.count == 34)
-        let left = try tpm.loadedHandles()
-        #expect(left.objects.isEmpty && left.sessions.isEmpty, "\(left)")
-    }
-
-    @Test func aWrongAuthValueIsCountedAndTheLockoutIsReported() throws {
-        let swtpm = try SwtpmProcess()
-        let tpm = try TPMContext(tcti: swtpm.tcti)
-        try tpm.setDictionaryAttackParameters(maxTries: 2, recoveryInterval: 600, lockoutRecovery: 600)
-        let object = try seal(tpm, auth: Array("right".utf8))
-        for expected in 1...2 {
-            #expect { try unseal(tpm, object, auth: Array("wrong".utf8)) } throws: { ($0 as? TPMError)?.isAuthFailure == true }
-            #expect(try tpm.dictionaryAttackState().failures == UInt32(expected))
-        }
-        let state = try tpm.dictionaryAttackState()
-        #expect(state.lockedOut && state.maxTries == 2 && state.recoveryInterval == 600)
-        // Locked out: even the right authValue is refused, and says so.
-        #expect { try unseal(tpm, object, auth: Array("right".utf8)) } throws: { ($0 as? TPMError)?.isLockout == true }
-        // An object without dictionary-attack protection still opens.
-        let device = try seal(tpm, auth: [], protected: false)
-        #expect(try unseal(tpm, device, auth: []) == Self.secret)
-        let left = try tpm.loadedHandles()
-        #expect(left.objects.isEmpty && left.sessions.isEmpty, "\(left)")
-    }
-
-    @Test func aPCRPolicyOpensOnlyWithThoseValues() throws {
-        let swtpm = try SwtpmProcess()
-        let tpm = try TPMContext(tcti: swtpm.tcti)
-        let pcrs = try PCRSelection([7, 16])
-        let object = try seal(tpm, auth: [], pcrs: pcrs, protected: false)
-        #expect(try unseal(tpm, object, auth: [], pcrs: pcrs) == Self.secret)
-        try tpm.extendPCR16ForTests()
-        #expect { try unseal(tpm, object, auth: [], pcrs: pcrs) } throws: { ($0 as? TPMError)?.isPolicyFailure == true }
-        #expect(throws: TPMError.self) { try PCRSelection([24]) }
-    }
-
-    @Test func anotherTPMCannotLoadTheObject() throws {
-        let here = try SwtpmProcess()
-        let there = try SwtpmProcess()
-        let object = try seal(try TPMContext(tcti: here.tcti), auth: [])
-        let other = try TPMContext(tcti: there.tcti)
-        #expect(try other.withStorageKey { $0.name } != (try TPMContext(tcti: here.tcti).withStorageKey { $0.name }))
-        #expect { try unseal(other, object, auth: []) } throws: { ($0 as? TPMError)?.isForeignObject == true }
-        let left = try other.loadedHandles()
-        #expect(left.objects.isEmpty && left.sessions.isEmpty, "\(left)")
-    }
-
-    @Test func objectsLeftByAKilledProcessAreReclaimed() throws {
-        let swtpm = try SwtpmProcess()
-        // Three connections that each leave a storage key loaded (a process killed mid-way on
-        // a TPM without a resource manager): the TPM's object memory is then full.
-        for _ in 0..<3 { try TPMContext(tcti: swtpm.tcti).leakStorageKeyForTests() }
-        let tpm = try TPMContext(tcti: swtpm.tcti)
-        #expect(try tpm.loadedHandles().objects.count == 3)
-        let object = try seal(tpm, auth: [])
-        #expect(try unseal(tpm, object, auth: []) == Self.secret)
-        #expect(try tpm.loadedHandles().objects.isEmpty)
-    }
-}
 }
 
 extension TPMContext {
@@ -173,14 +172,6 @@ extension TPMContext {
 
     /// Creates the storage key and never flushes it (what a killed process leaves behind).
     func leakStorageKeyForTests() throws {
-        var template = TPM2B_PUBLIC()
-        fs_tpm_srk_template(&template)
-        var sensitive = TPM2B_SENSITIVE_CREATE()
-        var outside = TPM2B_DATA()
-        var creationPCR = TPML_PCR_SELECTION()
-        var handle = ESYS_TR(ESYS_TR_NONE)
-        let rc = Esys_CreatePrimary(esys, ESYS_TR(ESYS_TR_RH_OWNER), ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE),
-                                    ESYS_TR(ESYS_TR_NONE), &sensitive, &template, &outside, &creationPCR, &handle, nil, nil, nil, nil)
-        guard rc == TSS2_RC_SUCCESS else { throw TPMError.failed(rc) }
+        _ = try createPrimary()
     }
 }
