@@ -194,7 +194,13 @@ public struct StorageKey {
             guard rc == TSS2_RC_SUCCESS else { throw .failed(rc) }
             return loaded
         }
-        defer { context.flush(loaded) }
+        var cleared = TPM2B_AUTH()
+        defer {
+            // ESAPI keeps its own copy of the authValue with the object: overwritten (the
+            // whole structure is copied in) before the object goes.
+            _ = Esys_TR_SetAuth(context.esys, loaded, &cleared)
+            context.flush(loaded)
+        }
         var auth = TPM2B_AUTH()
         defer { wipe(&auth) }
         guard fs_tpm_auth(&auth, authValue.baseAddress?.assumingMemoryBound(to: UInt8.self), authValue.count) == 0 else {
