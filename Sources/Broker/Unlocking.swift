@@ -268,7 +268,7 @@ extension Unlocking {
             try Fingerprint.verify(store: store, ledger: ledger, reader: scanReader.reader, settings: settings,
                                    prompter: conversation, cancelFD: cancelFD)
         }
-        guard started else { throw FingersealError(.systemError, Messages.systemFailure("start the scan")) }
+        guard started else { throw FingersealError(.systemError, Messages.systemFailure(.startScan)) }
         func matched(_ result: Result<Fingerprint.Match, any Error>?) -> FingerTurn? {
             guard case let .success(match)? = result else { return nil }
             return .unlocked(Unlocked(vault: match.vault, method: .finger, finger: match.finger))
@@ -289,7 +289,7 @@ extension Unlocking {
                 let result = job.wait()
                 if let won = matched(result) { return won }
                 guard case let .failure(error as FingersealError)? = result else {
-                    return .fallback(FingersealError(.systemError, Messages.systemFailure("scan")))
+                    return .fallback(FingersealError(.systemError, Messages.systemFailure(.scan)))
                 }
                 if error.outcome == .cancelled { throw error }
                 conversation.info(error.message)
@@ -363,7 +363,7 @@ final class BackgroundScan: @unchecked Sendable {
             done = FileDescriptor(owning: try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC)) })
             cancel = FileDescriptor(owning: try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC)) })
         } catch {
-            throw FingersealError(.systemError, Messages.systemFailure("start the scan"), detail: "\(error)")
+            throw FingersealError(.systemError, Messages.systemFailure(.startScan), detail: "\(error)")
         }
     }
 

@@ -31,7 +31,7 @@ extension Keyslot {
         } catch SodiumError.authenticationFailed {
             return nil
         } catch is SodiumError {
-            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(file, "a keyslot is not valid"))
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(file, tr("a keyslot is not valid")))
         }
     }
 }
@@ -94,7 +94,7 @@ public struct PINKeyslot: Keyslot {
     }
 
     func makeSlot(binding: String?) throws -> (KeyslotRecord, SecureBytes) {
-        let cost = try self.cost ?? VaultStore.guarded("measure the PIN cost") { try PINCost.tuned() }
+        let cost = try self.cost ?? VaultStore.guarded(.measurePINCost) { try PINCost.tuned() }
         let salt = try Sodium.randomBytes(Argon2id.saltLength)
         let slot = KeyslotRecord(kind: .pin, protection: .argon2id, salt: Encoding.base64(salt),
                                  opsLimit: cost.opsLimit, memLimit: cost.memLimit, binding: nil, keyID: nil,
@@ -105,11 +105,11 @@ public struct PINKeyslot: Keyslot {
     func wrappingKey(for slot: KeyslotRecord) throws -> SecureBytes {
         guard let saltText = slot.salt, let ops = slot.opsLimit, let mem = slot.memLimit,
               PINCost(opsLimit: ops, memLimit: mem).isAcceptable else {
-            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, "the PIN keyslot has unacceptable parameters"))
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, tr("the PIN keyslot has unacceptable parameters")))
         }
         let salt = try Encoding.bytes(base64: saltText, file: VaultFiles.vault)
         guard salt.count == Argon2id.saltLength else {
-            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, "the PIN keyslot is not valid"))
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, tr("the PIN keyslot is not valid")))
         }
         return try derive(salt: salt, cost: PINCost(opsLimit: ops, memLimit: mem))
     }
@@ -119,7 +119,7 @@ public struct PINKeyslot: Keyslot {
             return try Argon2id.deriveKey(password: pin, salt: salt, opsLimit: cost.opsLimit, memLimit: cost.memLimit,
                                           length: AEAD.keyLength)
         } catch {
-            throw FingersealError(.systemError, Messages.systemFailure("derive a key from the PIN (out of memory?)"))
+            throw FingersealError(.systemError, Messages.systemFailure(.derivePINKey))
         }
     }
 }
@@ -137,7 +137,7 @@ struct DeviceKeyslot: Keyslot {
         defer { Sodium.wipe(&body) }
         var file = try Container.encode(.deviceKey, body: body)
         defer { Sodium.wipe(&file) }
-        try VaultStore.guarded("write the device key") { try directory.replace(VaultFiles.deviceKey(keyID), with: file) }
+        try VaultStore.guarded(.writeDeviceKey) { try directory.replace(VaultFiles.deviceKey(keyID), with: file) }
         let slot = KeyslotRecord(kind: .device, protection: .filePermissions, salt: nil, opsLimit: nil, memLimit: nil,
                                  binding: binding, keyID: keyID, nonce: "", wrappedKey: "")
         return (slot, key)
@@ -145,10 +145,10 @@ struct DeviceKeyslot: Keyslot {
 
     func wrappingKey(for slot: KeyslotRecord) throws -> SecureBytes {
         guard let keyID = slot.keyID, VaultFiles.isKeyID(keyID) else {
-            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, "the device keyslot is not valid"))
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, tr("the device keyslot is not valid")))
         }
         let name = VaultFiles.deviceKey(keyID)
-        guard var file = try VaultStore.guarded("read the device key", {
+        guard var file = try VaultStore.guarded(.readDeviceKey, {
             try directory.read(name, sizeLimit: VaultFiles.deviceKeyLimit)
         }) else {
             throw FingersealError(.vaultUnusable, Messages.noDeviceSlot)
@@ -157,7 +157,7 @@ struct DeviceKeyslot: Keyslot {
         var body = try Container.decode(.deviceKey, file, file: name)
         defer { Sodium.wipe(&body) }
         guard body.count == AEAD.keyLength else {
-            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(name, "its key has the wrong length"))
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(name, tr("its key has the wrong length")))
         }
         return try SecureBytes(copying: body)
     }

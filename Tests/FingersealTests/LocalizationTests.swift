@@ -4,7 +4,7 @@ import Localization
 import PAMKit
 import Testing
 @testable import FingersealCore
-import SystemKit
+@testable import SystemKit
 
 /// The message catalogs (po/README): complete, valid, and used: the CLI, the broker and a PAM
 /// conversation speak Norwegian when the person's environment asks for it, English otherwise.
@@ -40,6 +40,38 @@ import SystemKit
         #expect(Localization.fill("%1$s og %1$s", ["x"]) == "x og x")
         // Nothing to fill: left as written.
         #expect(Localization.fill("%3$s", ["x"]) == "%3$s")
+    }
+
+    /// Sentences that carry a reason of ours (a damaged file, an unsafe file, a refused option,
+    /// a failed system step, a failed audit action) come out in Norwegian whole: the reason is
+    /// translated too, never an English clause inside a Norwegian sentence.
+    @Test(.enabled(if: LocalizationTests.norwegianExists))
+    func reasonsInsideSentencesAreTranslatedToo() throws {
+        Localization.bind(directory: Self.catalogs)
+        let norwegian = try #require(Localization.language("nb"))
+        func badOption(_ argument: String) -> String {
+            var options = Options()
+            do { try options.apply([argument], source: "test"); return "" } catch { return (error as? FingersealError)?.message ?? "" }
+        }
+        let rendered = Localization.with(norwegian) {
+            [Messages.vaultDamaged("vault", tr("its contents are not valid")),
+             Messages.unsafeFile(Messages.unsafeReason(UnsafeFileError(path: "/x", reason: .writableByOthers(mode: 0o666)))),
+             Messages.systemFailure(.saveVault),
+             Messages.auditFailure("unlock", Messages.auditReason("wrongPIN")),
+             Messages.selftestStep("delete", failure: nil, milliseconds: 1.5),
+             badOption("reader=both"), badOption("max_tries=99")]
+        }
+        #expect(rendered == [
+            "Fingerseal-filen vault kan ikke brukes: innholdet er ugyldig. Den ble ikke endret.",
+            "Fingerseal nektet å bruke filene sine fordi /x kan skrives av gruppen eller andre (modus 666). Rett eierskapet eller tilgangene, eller fjern filen.",
+            "Fingerseal kunne ikke lagre hvelvet.",
+            "Opplåsingen lyktes ikke: PIN-koden var feil.",
+            "slette: bestått (1.5 ms)",
+            "Valget reader er ikke gyldig: bruk auto, fprintd eller libfprint.",
+            "Valget max_tries er ikke gyldig: den trenger et heltall fra 1 til 20.",
+        ])
+        // The same calls on a thread without a language: English.
+        #expect(Messages.systemFailure(.saveVault) == "Fingerseal could not save the vault.")
     }
 
     @Test func theLanguageComesFromTheEnvironmentAsGettextReadsIt() {
