@@ -8,6 +8,7 @@ import IdentityClient
 import JOSEKit
 import SodiumKit
 import SystemKit
+import Localization
 
 /// The unlock steps every flow shares (PAM, unlock, token, step-up): one scan against the
 /// user's prints through the broker's reader, and one refresh of the sealed sign-in.
@@ -71,7 +72,7 @@ enum Unlocking {
             // the binding, or a provider that renamed the account, included).
             let verdict: IdentityBinding.Verdict
             do { verdict = try IdentityBinding.check(later, user: user, options: options) } catch {
-                throw .badConfiguration("the user map cannot be read")
+                throw .badConfiguration(tr("the user map cannot be read"))
             }
             guard verdict == .matches else { return .otherAccount }
             if earlier == later { return .unchanged }

@@ -1,5 +1,6 @@
 import SodiumKit
 import SystemKit
+import Localization
 
 /// How a vault was unlocked (and which lock engaged).
 public enum UnlockMethod: String, Codable, Sendable {

@@ -1,4 +1,5 @@
 import SodiumKit
+import Localization
 
 /// The envelope of every vault file: magic, kind, format version, body length, body, and a
 /// BLAKE2b checksum of everything before it. Any flipped, missing or extra byte is caught

@@ -1,5 +1,6 @@
 import SodiumKit
 import SystemKit
+import Localization
 
 /// One way to obtain the key that wraps the vault's master key. New protectors (TPM2) plug
 /// in here without the vault changing.

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import SystemKit
+import Localization
 
 /// Failure counters and locks, persisted in the vault directory (`lockout`). Not secret;
 /// crash-safe like every vault file.

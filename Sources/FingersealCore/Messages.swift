@@ -2,19 +2,6 @@ import Glibc
 import Localization
 import SystemKit
 
-/// A sentence from the catalog (gettext domain `fingerseal`) in this thread's language. The
-/// literal is the msgid: scripts/update-po extracts every `tr("…")` and `trn("…", "…", …)`
-/// into po/fingerseal.pot, so it must be one plain string literal, never interpolated;
-/// placeholders are `%1$s`, `%2$s`, … filled from `arguments` in order (po/README).
-func tr(_ message: String, _ arguments: any CustomStringConvertible...) -> String {
-    Localization.text(message, arguments.map(\.description))
-}
-
-/// A sentence with a number in it (ngettext): the form for `count` in this thread's language.
-func trn(_ singular: String, _ plural: String, _ count: Int, _ arguments: any CustomStringConvertible...) -> String {
-    Localization.plural(singular, plural, count, arguments.map(\.description))
-}
-
 /// How a scan prompt says to get out of the scan; each pairs with "Place your finger on the
 /// reader" into one whole sentence (`Messages.placeFinger(swipe:cancelHint:)`).
 public enum ScanHint: Sendable {

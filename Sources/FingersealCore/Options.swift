@@ -1,3 +1,5 @@
+import Localization
+
 /// Settings shared by the PAM module and the CLI. Order: defaults, then the system file
 /// (/etc/fingerseal/fingerseal.conf, else /etc/security/fingerseal.conf), then module
 /// arguments (which win, except over what the file lists in `fixed=`). Values are

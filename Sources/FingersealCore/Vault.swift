@@ -1,5 +1,6 @@
 import SodiumKit
 import SystemKit
+import Localization
 
 /// What `status` shows: read without unlocking, so nothing here is verified by the MAC.
 public struct VaultStatus: Equatable, Sendable {

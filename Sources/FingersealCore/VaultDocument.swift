@@ -1,5 +1,6 @@
 import FoundationEssentials
 import SodiumKit
+import Localization
 
 /// Whether the IdP sign-in chain is alive.
 public enum SignInState: String, Codable, Sendable {
