@@ -148,7 +148,7 @@ let package = Package(
             dependencies: [
                 "FingersealCore", "FingerprintFlows", "IdentityClient", "SystemKit", "SodiumKit", "PAMKit", "CPAM",
                 "FprintKit", "CurlKit", "JOSEKit", "TPMKit", "QRKit", "LoopbackKit", "vault-torture", "pam-cycles", "fingerseal",
-                "fingersealed", "wire-client", "FingersealWire", "FprintdKit", "Localization",
+                "fingersealed", "wire-client", "FingersealWire", "FprintdKit", "Localization", "Broker",
             ],
             exclude: ["Support/pty_session.py", "Support/system-bus.conf"]
         ),
