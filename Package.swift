@@ -70,7 +70,7 @@ let package = Package(
         .target(name: "TPMKit", dependencies: ["CTSS2"]),
         .target(name: "QRKit", dependencies: ["CQRencode"]),
         // OIDC ID tokens and key sets (JWS, JWK) over OpenSSL's libcrypto: signatures only.
-        .target(name: "JOSEKit", dependencies: ["CCrypto"]),
+        .target(name: "JOSEKit", dependencies: ["CCrypto", "Localization"]),
         // The browser sign-in's loopback redirect receiver (one request, then it stops).
         .target(name: "LoopbackKit", dependencies: ["CMicroHTTPD", "CLinux", "SodiumKit", "SystemKit"]),
 
@@ -91,7 +91,7 @@ let package = Package(
 
         // The identity provider over HTTP (discovery, token requests): its own target, so
         // that what does not talk to the IdP never loads libcurl.
-        .target(name: "IdentityClient", dependencies: ["FingersealCore", "CurlKit", "JOSEKit", "SodiumKit"]),
+        .target(name: "IdentityClient", dependencies: ["FingersealCore", "CurlKit", "JOSEKit", "Localization", "SodiumKit"]),
 
         // The broker: the socket server, the caller's identity, the authorization table, and
         // every flow (design §2, §5).
@@ -148,7 +148,7 @@ let package = Package(
             dependencies: [
                 "FingersealCore", "FingerprintFlows", "IdentityClient", "SystemKit", "SodiumKit", "PAMKit", "CPAM",
                 "FprintKit", "CurlKit", "JOSEKit", "TPMKit", "QRKit", "LoopbackKit", "vault-torture", "pam-cycles", "fingerseal",
-                "fingersealed", "wire-client", "FingersealWire", "FprintdKit", "Localization",
+                "fingersealed", "wire-client", "FingersealWire", "FprintdKit", "Localization", "Broker",
             ],
             exclude: ["Support/pty_session.py", "Support/system-bus.conf"]
         ),

@@ -58,7 +58,7 @@ enum AccountPassword {
         do {
             pam = try PAMClient.start(service: service, user: call.account.name, converse: converse)
         } catch {
-            throw FingersealError(.systemError, Messages.systemFailure("check the account password"), detail: "pam_start: \(error)")
+            throw FingersealError(.systemError, Messages.systemFailure(.checkAccountPassword), detail: "pam_start: \(error)")
         }
         // Whom PAM's logs should name as asking.
         if let asking = try? UserAccount.withID(call.caller.uid) { _ = pam.setItem(.ruser, asking.name) }

@@ -165,7 +165,7 @@ enum Authorization {
         } catch let error as FingersealError {
             throw error
         } catch {
-            throw FingersealError(.systemError, Messages.systemFailure("look up the user account"), detail: "\(error)")
+            throw FingersealError(.systemError, Messages.systemFailure(.lookUpAccount), detail: "\(error)")
         }
         guard let account = found else { throw FingersealError(.unknownUser, Messages.unknownUser) }
         // A caller other than root acts only on its own uid, whatever it names.
@@ -242,7 +242,7 @@ enum Dispatcher {
                 Syslog.log(.warning, "fingersealed: \(request.command.rawValue) from \(caller): \(error.description)")
             }
         } catch {
-            reply = Reply(.systemError, Messages.systemFailure("finish the request"))
+            reply = Reply(.systemError, Messages.systemFailure(.finishRequest))
             Syslog.log(.warning, "fingersealed: \(request.command.rawValue) from \(caller): \(error)")
         }
         conversation.finish(reply)

@@ -8,6 +8,7 @@ import IdentityClient
 import JOSEKit
 import SodiumKit
 import SystemKit
+import Localization
 
 /// The unlock steps every flow shares (PAM, unlock, token, step-up): one scan against the
 /// user's prints through the broker's reader, and one refresh of the sealed sign-in.
@@ -71,7 +72,7 @@ enum Unlocking {
             // the binding, or a provider that renamed the account, included).
             let verdict: IdentityBinding.Verdict
             do { verdict = try IdentityBinding.check(later, user: user, options: options) } catch {
-                throw .badConfiguration("the user map cannot be read")
+                throw .badConfiguration(tr("the user map cannot be read"))
             }
             guard verdict == .matches else { return .otherAccount }
             if earlier == later { return .unchanged }
@@ -269,7 +270,7 @@ extension Unlocking {
             try Fingerprint.verify(store: store, ledger: ledger, reader: scanReader.reader, settings: settings,
                                    prompter: conversation, cancelFD: cancelFD)
         }
-        guard started else { throw FingersealError(.systemError, Messages.systemFailure("start the scan")) }
+        guard started else { throw FingersealError(.systemError, Messages.systemFailure(.startScan)) }
         func matched(_ result: Result<Fingerprint.Match, any Error>?) -> FingerTurn? {
             guard case let .success(match)? = result else { return nil }
             return .unlocked(Unlocked(vault: match.vault, method: .finger, finger: match.finger))
@@ -290,7 +291,7 @@ extension Unlocking {
                 let result = job.wait()
                 if let won = matched(result) { return won }
                 guard case let .failure(error as FingersealError)? = result else {
-                    return .fallback(FingersealError(.systemError, Messages.systemFailure("scan")))
+                    return .fallback(FingersealError(.systemError, Messages.systemFailure(.scan)))
                 }
                 if error.outcome == .cancelled { throw error }
                 conversation.info(error.message)
@@ -368,7 +369,7 @@ final class BackgroundScan: @unchecked Sendable {
             done = FileDescriptor(owning: try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC)) })
             cancel = FileDescriptor(owning: try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC)) })
         } catch {
-            throw FingersealError(.systemError, Messages.systemFailure("start the scan"), detail: "\(error)")
+            throw FingersealError(.systemError, Messages.systemFailure(.startScan), detail: "\(error)")
         }
     }
 

@@ -57,3 +57,10 @@ static inline void fs_disconnect(FpDevice *device, gulong handler) {
  * there. Every level goes to standard error instead (the journal, under systemd). */
 static inline void fs_log_to_stderr(void) { g_log_writer_default_set_use_stderr(TRUE); }
 #endif
+
+#ifndef FINGERSEAL_CFPRINT_SHIM_THREAD_NAME
+#define FINGERSEAL_CFPRINT_SHIM_THREAD_NAME
+#include <sys/prctl.h>
+/* prctl is variadic: Swift cannot call it. Names the calling thread (15 bytes at most). */
+static inline void fs_name_this_thread(const char *name) { prctl(PR_SET_NAME, name, 0, 0, 0); }
+#endif

@@ -58,12 +58,12 @@ public enum Fingerprint {
         case .device(.dataDuplicate, _, _): return FingersealError(.usage, Messages.duplicateFinger)
         case .device(.dataFull, _, _): return FingersealError(.unavailable, Messages.readerStorageFull)
         case let .device(_, code, message):
-            return FingersealError(.unavailable, Messages.readerFailed(message.isEmpty ? "code \(code)" : message))
-        case let .notSupported(what): return FingersealError(.unavailable, Messages.readerFailed("it does not support \(what)"))
+            return FingersealError(.unavailable, message.isEmpty ? Messages.readerErrorCode(String(code)) : Messages.readerFailed(message))
+        case let .notSupported(what): return FingersealError(.unavailable, Messages.readerDoesNotSupport(String(describing: what)))
         case let .other(domain, code, message):
             return FingersealError(.unavailable, Messages.readerFailed(message.isEmpty ? "\(domain) \(code)" : message))
         case .contextUnavailable, .system, .invalidPrint:
-            return FingersealError(.systemError, Messages.systemFailure("use the fingerprint reader"), detail: "\(error)")
+            return FingersealError(.systemError, Messages.systemFailure(.useReader), detail: "\(error)")
         }
     }
 
@@ -220,7 +220,7 @@ public enum Fingerprint {
         case let (_, .failed(error)):
             throw translate(error)
         default:
-            throw FingersealError(.unavailable, Messages.readerFailed("unexpected result"))
+            throw FingersealError(.unavailable, Messages.readerUnexpectedResult)
         }
     }
 
@@ -285,7 +285,7 @@ public enum Fingerprint {
         switch listing.wait(timeout: 10) {
         case let .listed(stored): return prints.filter { print in stored.contains { $0.isSame(as: print) } }
         case let .failed(error): throw translate(error)
-        default: throw FingersealError(.unavailable, Messages.readerFailed("unexpected result"))
+        default: throw FingersealError(.unavailable, Messages.readerUnexpectedResult)
         }
     }
 }

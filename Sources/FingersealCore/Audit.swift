@@ -1,5 +1,6 @@
 import SodiumKit
 import SystemKit
+import Localization
 
 /// How a vault was unlocked (and which lock engaged).
 public enum UnlockMethod: String, Codable, Sendable {
@@ -208,11 +209,11 @@ public struct AuditTrail: Sendable {
     /// Appends `events` (throwing). Returns the lines written, a rotation entry first if the
     /// file was rotated.
     func append(_ events: [AuditEvent], vault: UnlockedVault) throws -> [AuditLine] {
-        let key = try VaultStore.guarded("open the audit trail") { try AuditLine.key(vault.masterKey) }
+        let key = try VaultStore.guarded(.openAuditTrail) { try AuditLine.key(vault.masterKey) }
         let now = clock.now()
         let entries = events.map { $0.entry(time: now, vault: vault.vaultID) }
         return try vault.update { editor -> [AuditLine] in
-            try VaultStore.guarded("write the audit trail") {
+            try VaultStore.guarded(.writeAuditTrail) {
                 var writer = AuditWriter(directory: editor.directory, key: key, vaultID: vault.vaultID,
                                          head: editor.document.auditHead ?? .none, fileLimit: fileLimit)
                 let lines = try writer.append(entries)
@@ -225,7 +226,7 @@ public struct AuditTrail: Sendable {
     /// The events as stored, oldest first, without verifying them (no key needed).
     public func list() throws -> AuditListing {
         let listing = try store.withDirectory(exclusive: false) { directory -> AuditListing in
-            try VaultStore.guarded("read the audit trail") {
+            try VaultStore.guarded(.readAuditTrail) {
                 guard let current = try AuditReader.read(directory, AuditFiles.current) else {
                     return AuditListing(records: [], unreadableLines: 0)
                 }
@@ -254,9 +255,9 @@ public struct AuditTrail: Sendable {
 
     /// Verifies the whole chain with the vault key, against the head the vault recorded.
     public func verify(_ vault: UnlockedVault) throws -> AuditVerification {
-        let key = try VaultStore.guarded("open the audit trail") { try AuditLine.key(vault.masterKey) }
+        let key = try VaultStore.guarded(.openAuditTrail) { try AuditLine.key(vault.masterKey) }
         return try vault.withDocument(exclusive: false) { document, directory in
-            try VaultStore.guarded("read the audit trail") {
+            try VaultStore.guarded(.readAuditTrail) {
                 var verifier = AuditVerifier(key: key, vaultID: vault.vaultID)
                 return try verifier.verify(directory, head: document.auditHead ?? .none)
             }
@@ -499,7 +500,7 @@ struct AuditWriter {
     /// names the older file's first entry.
     private func seal(_ entries: [AuditEntry], rotation: UInt64?) throws -> [AuditLine] {
         guard var prev = Hex.bytes(head.mac), prev.count == AuditLine.macLength else {
-            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, "its audit head is not valid"))
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, tr("its audit head is not valid")))
         }
         var seq = head.seq
         var sealed: [AuditLine] = []
@@ -511,7 +512,7 @@ struct AuditWriter {
         // Numbers written by fingerseal are far from the end of UInt64; a head that says
         // otherwise must not trap (this runs inside PAM hosts): it is refused.
         guard seq <= UInt64.max - UInt64(pending.count) else {
-            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, "its audit head is not valid"))
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, tr("its audit head is not valid")))
         }
         for var entry in pending {
             seq += 1

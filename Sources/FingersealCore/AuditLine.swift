@@ -83,12 +83,12 @@ struct AuditLine: Equatable {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let body = Array(try encoder.encode(entry))
         guard body.last == 0x7d, let prev = Hex.bytes(entry.prev), prev.count == macLength else {
-            throw FingersealError(.systemError, Messages.systemFailure("write the audit trail"))
+            throw FingersealError(.systemError, Messages.systemFailure(.writeAuditTrail))
         }
         let mac = try computeMAC(body: body, prev: prev, key: key)
         let raw = Array(body.dropLast()) + macPrefix + Array(Encoding.hex(mac).utf8) + macSuffix
         guard raw.count <= AuditFiles.maxLine else {
-            throw FingersealError(.systemError, Messages.systemFailure("write the audit trail"), detail: "entry too long")
+            throw FingersealError(.systemError, Messages.systemFailure(.writeAuditTrail), detail: "entry too long")
         }
         return AuditLine(entry: entry, mac: mac, raw: raw)
     }

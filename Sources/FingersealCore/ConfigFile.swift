@@ -39,9 +39,9 @@ extension Options {
         } catch let error as SystemError where error.code == ENOENT {
             return nil
         } catch let error as UnsafeFileError {
-            throw FingersealError(.badConfiguration, Messages.unsafeConfigFile(error.description))
+            throw FingersealError(.badConfiguration, Messages.unsafeConfigFile(Messages.unsafeReason(error)))
         } catch {
-            throw FingersealError(.badConfiguration, Messages.systemFailure("read \(path)"), detail: "\(error)")
+            throw FingersealError(.badConfiguration, Messages.systemFailure(.readFile(path)), detail: "\(error)")
         }
     }
 
@@ -74,9 +74,9 @@ extension Options {
         } catch let error as SystemError where error.code == ENOENT {
             throw FingersealError(.badConfiguration, Messages.clientSecretFileMissing(path))
         } catch let error as UnsafeFileError {
-            throw FingersealError(.badConfiguration, Messages.unsafeClientSecretFile(error.description))
+            throw FingersealError(.badConfiguration, Messages.unsafeClientSecretFile(Messages.unsafeReason(error)))
         } catch {
-            throw FingersealError(.badConfiguration, Messages.systemFailure("read \(path)"), detail: "\(error)")
+            throw FingersealError(.badConfiguration, Messages.systemFailure(.readFile(path)), detail: "\(error)")
         }
     }
 

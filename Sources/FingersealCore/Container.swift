@@ -1,4 +1,5 @@
 import SodiumKit
+import Localization
 
 /// The envelope of every vault file: magic, kind, format version, body length, body, and a
 /// BLAKE2b checksum of everything before it. Any flipped, missing or extra byte is caught
@@ -29,16 +30,16 @@ enum Container {
         func damaged(_ why: String) -> FingersealError {
             FingersealError(.vaultUnusable, Messages.vaultDamaged(file, why))
         }
-        if bytes.isEmpty { throw damaged("it is empty") }
-        guard bytes.count >= headerLength + checksumLength else { throw damaged("it is truncated") }
-        guard Array(bytes[0..<5]) == magic else { throw damaged("it is not a fingerseal file") }
+        if bytes.isEmpty { throw damaged(tr("it is empty")) }
+        guard bytes.count >= headerLength + checksumLength else { throw damaged(tr("it is truncated")) }
+        guard Array(bytes[0..<5]) == magic else { throw damaged(tr("it is not a fingerseal file")) }
         let stored = Array(bytes[(bytes.count - checksumLength)...])
         let computed = try GenericHash.hash(Array(bytes[..<(bytes.count - checksumLength)]), length: checksumLength)
-        guard Sodium.equal(stored, computed) else { throw damaged("it is corrupt or was modified (checksum mismatch)") }
-        guard Array(bytes[5..<8]) == Array(kind.rawValue.utf8) else { throw damaged("it holds a different kind of data") }
-        guard bytes[8] == version else { throw damaged("it has format version \(bytes[8]), which this fingerseal cannot read") }
+        guard Sodium.equal(stored, computed) else { throw damaged(tr("it is corrupt or was modified (checksum mismatch)")) }
+        guard Array(bytes[5..<8]) == Array(kind.rawValue.utf8) else { throw damaged(tr("it holds a different kind of data")) }
+        guard bytes[8] == version else { throw damaged(tr("it has format version %1$s, which this fingerseal cannot read", bytes[8])) }
         let length = Int(bytes[9]) | Int(bytes[10]) << 8 | Int(bytes[11]) << 16 | Int(bytes[12]) << 24
-        guard length == bytes.count - headerLength - checksumLength else { throw damaged("its length is wrong") }
+        guard length == bytes.count - headerLength - checksumLength else { throw damaged(tr("its length is wrong")) }
         return Array(bytes[headerLength..<(headerLength + length)])
     }
 }

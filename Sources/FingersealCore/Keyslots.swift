@@ -1,5 +1,6 @@
 import SodiumKit
 import SystemKit
+import Localization
 
 /// Where a keyslot's TPM part lives: the TPM `policy` names (to open sealed slots), and
 /// whether a new slot is sealed there (`VaultTPM.sealsNewSlot` decides).
@@ -41,7 +42,7 @@ extension Keyslot {
         } catch SodiumError.authenticationFailed {
             return nil
         } catch is SodiumError {
-            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(file, "a keyslot is not valid"))
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(file, tr("a keyslot is not valid")))
         }
     }
 }
@@ -128,13 +129,13 @@ public struct PINKeyslot: Keyslot {
 
     func makeSlot(binding: String?) throws -> (KeyslotRecord, SecureBytes) {
         let salt = try keeping?.salt ?? Sodium.randomBytes(Argon2id.saltLength)
-        let cost = try keeping?.cost ?? self.cost ?? VaultStore.guarded("measure the PIN cost") { try PINCost.tuned() }
+        let cost = try keeping?.cost ?? self.cost ?? VaultStore.guarded(.measurePINCost) { try PINCost.tuned() }
         var slot = KeyslotRecord(kind: .pin, protection: .argon2id, salt: Encoding.base64(salt),
                                  opsLimit: cost.opsLimit, memLimit: cost.memLimit, binding: nil, keyID: nil,
                                  nonce: "", wrappedKey: "")
         let base = try derive(salt: salt, cost: cost)
         guard tpm.sealNew else { return (slot, base) }
-        let secret = try VaultStore.guarded("create a key") { try SecureBytes.random(count: AEAD.keyLength) }
+        let secret = try VaultStore.guarded(.createKey) { try SecureBytes.random(count: AEAD.keyLength) }
         slot.protection = .argon2idTPM2
         slot.tpm = try VaultTPM.seal(secret, authValue: try authValue(base), pcrs: [], dictionaryProtected: true, tpm.policy)
         return (slot, try wrappingKey(base, secret))
@@ -150,18 +151,18 @@ public struct PINKeyslot: Keyslot {
             let secret = try VaultTPM.unseal(sealed, authValue: try authValue(base), slot: .pin, tpm.policy)
             return try wrappingKey(base, secret)
         default:
-            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, "the PIN keyslot is not valid"))
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, tr("the PIN keyslot is not valid")))
         }
     }
 
     private func parameters(_ slot: KeyslotRecord) throws -> ([UInt8], PINCost) {
         guard let saltText = slot.salt, let ops = slot.opsLimit, let mem = slot.memLimit,
               PINCost(opsLimit: ops, memLimit: mem).isAcceptable else {
-            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, "the PIN keyslot has unacceptable parameters"))
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, tr("the PIN keyslot has unacceptable parameters")))
         }
         let salt = try Encoding.bytes(base64: saltText, file: VaultFiles.vault)
         guard salt.count == Argon2id.saltLength else {
-            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, "the PIN keyslot is not valid"))
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, tr("the PIN keyslot is not valid")))
         }
         return (salt, PINCost(opsLimit: ops, memLimit: mem))
     }
@@ -169,12 +170,12 @@ public struct PINKeyslot: Keyslot {
     /// The two halves the KDF makes of the Argon2id result (libsodium crypto_kdf, one context,
     /// two ids): the TPM's authValue, and the part of the key the TPM never sees.
     private func authValue(_ base: SecureBytes) throws -> SecureBytes {
-        try VaultStore.guarded("derive a key") { try KeyDerivation.subkey(of: base, id: 2, context: "fspintpm") }
+        try VaultStore.guarded(.deriveKey) { try KeyDerivation.subkey(of: base, id: 2, context: "fspintpm") }
     }
 
     /// The wrapping key: keyed BLAKE2b of the TPM's secret under the other half.
     private func wrappingKey(_ base: SecureBytes, _ secret: SecureBytes) throws -> SecureBytes {
-        try VaultStore.guarded("derive a key") {
+        try VaultStore.guarded(.deriveKey) {
             try GenericHash.hash(secret: secret, key: try KeyDerivation.subkey(of: base, id: 1, context: "fspintpm"),
                                  length: AEAD.keyLength)
         }
@@ -188,7 +189,7 @@ public struct PINKeyslot: Keyslot {
             derived.remember(key, salt: salt, cost: cost)
             return key
         } catch {
-            throw FingersealError(.systemError, Messages.systemFailure("derive a key from the PIN (out of memory?)"))
+            throw FingersealError(.systemError, Messages.systemFailure(.derivePINKey))
         }
     }
 }
@@ -229,7 +230,7 @@ struct DeviceKeyslot: Keyslot {
         defer { Sodium.wipe(&body) }
         var file = try Container.encode(.deviceKey, body: body)
         defer { Sodium.wipe(&file) }
-        try VaultStore.guarded("write the device key") { try directory.replace(VaultFiles.deviceKey(keyID), with: file) }
+        try VaultStore.guarded(.writeDeviceKey) { try directory.replace(VaultFiles.deviceKey(keyID), with: file) }
         let slot = KeyslotRecord(kind: .device, protection: .filePermissions, salt: nil, opsLimit: nil, memLimit: nil,
                                  binding: binding, keyID: keyID, nonce: "", wrappedKey: "")
         return (slot, key)
@@ -240,10 +241,10 @@ struct DeviceKeyslot: Keyslot {
             return try VaultTPM.unseal(sealed, authValue: nil, slot: .device, tpm.policy)
         }
         guard slot.protection == .filePermissions, slot.tpm == nil, let keyID = slot.keyID, VaultFiles.isKeyID(keyID) else {
-            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, "the device keyslot is not valid"))
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, tr("the device keyslot is not valid")))
         }
         let name = VaultFiles.deviceKey(keyID)
-        guard var file = try VaultStore.guarded("read the device key", {
+        guard var file = try VaultStore.guarded(.readDeviceKey, {
             try directory.read(name, sizeLimit: VaultFiles.deviceKeyLimit)
         }) else {
             throw FingersealError(.vaultUnusable, Messages.noDeviceSlot)
@@ -252,7 +253,7 @@ struct DeviceKeyslot: Keyslot {
         var body = try Container.decode(.deviceKey, file, file: name)
         defer { Sodium.wipe(&body) }
         guard body.count == AEAD.keyLength else {
-            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(name, "its key has the wrong length"))
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(name, tr("its key has the wrong length")))
         }
         return try SecureBytes(copying: body)
     }

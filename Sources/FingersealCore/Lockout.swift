@@ -1,5 +1,6 @@
 import FoundationEssentials
 import SystemKit
+import Localization
 
 /// Failure counters and locks, persisted in the vault directory (`lockout`). Not secret;
 /// crash-safe like every vault file.
@@ -21,14 +22,14 @@ public struct LockoutState: Codable, Equatable, Sendable {
         do {
             state = try JSONDecoder().decode(LockoutState.self, from: Data(body))
         } catch {
-            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.lockout, "its contents cannot be read"))
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.lockout, tr("its contents cannot be read")))
         }
         // Counters and times outside these ranges are never written by fingerseal; refusing
         // them keeps every later sum far from overflow.
         let counts = 0...1_000_000
         guard counts.contains(state.fingerFailures), counts.contains(state.pinFailures),
               (0...(Int64(1) << 40)).contains(state.pinLastFailureAt ?? 0) else {
-            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.lockout, "its counters are out of range"))
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.lockout, tr("its counters are out of range")))
         }
         return state
     }
@@ -181,7 +182,7 @@ public struct LockoutLedger: Sendable {
     }
 
     func read(_ directory: SafeDirectory) throws -> LockoutState {
-        guard let bytes = try VaultStore.guarded("read the lockout record", {
+        guard let bytes = try VaultStore.guarded(.readLockout, {
             try directory.read(VaultFiles.lockout, sizeLimit: VaultFiles.lockoutLimit)
         }) else { return LockoutState() }
         return try LockoutState.decode(try Container.decode(.lockout, bytes, file: VaultFiles.lockout))
@@ -191,6 +192,6 @@ public struct LockoutLedger: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let bytes = try Container.encode(.lockout, body: Array(try encoder.encode(state)))
-        try VaultStore.guarded("save the lockout record") { try directory.replace(VaultFiles.lockout, with: bytes) }
+        try VaultStore.guarded(.saveLockout) { try directory.replace(VaultFiles.lockout, with: bytes) }
     }
 }

@@ -1,17 +1,6 @@
+import Glibc
 import Localization
-
-/// A sentence from the catalog (gettext domain `fingerseal`) in this thread's language. The
-/// literal is the msgid: scripts/update-po extracts every `tr("…")` and `trn("…", "…", …)`
-/// into po/fingerseal.pot, so it must be one plain string literal, never interpolated;
-/// placeholders are `%1$s`, `%2$s`, … filled from `arguments` in order (po/README).
-func tr(_ message: String, _ arguments: any CustomStringConvertible...) -> String {
-    Localization.text(message, arguments.map(\.description))
-}
-
-/// A sentence with a number in it (ngettext): the form for `count` in this thread's language.
-func trn(_ singular: String, _ plural: String, _ count: Int, _ arguments: any CustomStringConvertible...) -> String {
-    Localization.plural(singular, plural, count, arguments.map(\.description))
-}
+import SystemKit
 
 /// How a scan prompt says to get out of the scan; each pairs with "Place your finger on the
 /// reader" into one whole sentence (`Messages.placeFinger(swipe:cancelHint:)`).
@@ -32,6 +21,18 @@ public enum ScanHint: Sendable {
 /// Every sentence a person sees, in one table: plain sentences a screen reader can speak,
 /// meaning never in colour or symbols alone. Each is looked up in the message catalog in the
 /// language of the request being served (po/README).
+/// What fingerseal was doing when the system failed it (`Messages.systemFailure`): each one
+/// whole sentence in the catalog, never a verb phrase glued into one.
+public enum SystemStep: Sendable, Equatable {
+    case checkAccountPassword, listenForBrowser, startScan, scan, lookUpAccount, finishRequest, useReader, derivePINKey
+    case readFile(String)
+    case createKey, deriveKey, encryptSecret, measurePINCost
+    case openVault, readVault, listVault, saveVault, deleteVault, deleteOldVault
+    case readDeviceKey, writeDeviceKey, removeOldDeviceKey
+    case readLockout, saveLockout
+    case openAuditTrail, readAuditTrail, writeAuditTrail
+}
+
 public enum Messages {
     /// Text from elsewhere (libfprint, a system call, an identity provider) as it goes inside
     /// one of our sentences: without its own closing period, so the sentence ends with one
@@ -54,8 +55,54 @@ public enum Messages {
     public static func unsafeFile(_ why: String) -> String {
         tr("Fingerseal refused to use its files because %1$s. Fix the ownership or permissions, or remove the file.", embedded(why))
     }
+    /// Why a file was refused, as a clause for `unsafeFile` and its kin.
+    public static func unsafeReason(_ error: UnsafeFileError) -> String {
+        switch error.reason {
+        case .symlink: return tr("%1$s is a symbolic link", error.path)
+        case .notRegularFile: return tr("%1$s is not a regular file", error.path)
+        case .notDirectory: return tr("%1$s is not a directory", error.path)
+        case let .wrongOwner(found, expected): return tr("%1$s is owned by uid %2$s, not uid %3$s", error.path, found, expected)
+        case let .writableByOthers(mode):
+            return tr("%1$s is writable by group or others (mode %2$s)", error.path, String(mode & 0o7777, radix: 8))
+        case let .tooLarge(size, limit): return tr("%1$s is %2$s bytes, more than the limit of %3$s", error.path, size, limit)
+        }
+    }
+    /// A file fingerseal may not open (EACCES, EPERM), as a clause for `unsafeFile`.
+    public static func notPermitted(_ error: SystemError) -> String {
+        tr("%1$s cannot be opened (%2$s)", error.subject.isEmpty ? "?" : error.subject, String(cString: strerror(error.code)))
+    }
     public static var vaultBusy: String { tr("Another fingerseal program is using the vault. Try again in a moment.") }
-    public static func systemFailure(_ what: String) -> String { tr("Fingerseal could not %1$s.", what) }
+    public static func systemFailure(_ step: SystemStep) -> String {
+        switch step {
+        case .checkAccountPassword: return tr("Fingerseal could not check the account password.")
+        case .listenForBrowser: return tr("Fingerseal could not listen for the browser on 127.0.0.1.")
+        case .startScan: return tr("Fingerseal could not start the scan.")
+        case .scan: return tr("Fingerseal could not finish the scan.")
+        case .lookUpAccount: return tr("Fingerseal could not look up the user account.")
+        case .finishRequest: return tr("Fingerseal could not finish the request.")
+        case .useReader: return tr("Fingerseal could not use the fingerprint reader.")
+        case .derivePINKey: return tr("Fingerseal could not derive a key from the PIN; the computer may be out of memory.")
+        case let .readFile(path): return tr("Fingerseal could not read %1$s.", path)
+        case .createKey: return tr("Fingerseal could not create a key.")
+        case .deriveKey: return tr("Fingerseal could not derive a key.")
+        case .encryptSecret: return tr("Fingerseal could not encrypt a secret.")
+        case .measurePINCost: return tr("Fingerseal could not measure how long the PIN takes to check.")
+        case .openVault: return tr("Fingerseal could not open the vault.")
+        case .readVault: return tr("Fingerseal could not read the vault.")
+        case .listVault: return tr("Fingerseal could not list the vault's files.")
+        case .saveVault: return tr("Fingerseal could not save the vault.")
+        case .deleteVault: return tr("Fingerseal could not delete the vault.")
+        case .deleteOldVault: return tr("Fingerseal could not delete the old vault.")
+        case .readDeviceKey: return tr("Fingerseal could not read the device key.")
+        case .writeDeviceKey: return tr("Fingerseal could not write the device key.")
+        case .removeOldDeviceKey: return tr("Fingerseal could not remove an old device key.")
+        case .readLockout: return tr("Fingerseal could not read the lockout record.")
+        case .saveLockout: return tr("Fingerseal could not save the lockout record.")
+        case .openAuditTrail: return tr("Fingerseal could not open the audit trail.")
+        case .readAuditTrail: return tr("Fingerseal could not read the audit trail.")
+        case .writeAuditTrail: return tr("Fingerseal could not write the audit trail.")
+        }
+    }
     public static var secureMemory: String { tr("Fingerseal could not allocate protected memory for secrets.") }
 
     // PIN
@@ -142,6 +189,11 @@ public enum Messages {
     public static var scanTimedOut: String { tr("No finger was scanned in time.") }
     public static var readerRemoved: String { tr("The fingerprint reader was disconnected.") }
     public static func readerFailed(_ detail: String) -> String { tr("The fingerprint reader reported an error: %1$s.", embedded(detail)) }
+    public static var readerOperationCancelled: String { tr("The fingerprint reader reported an error: the operation was cancelled.") }
+    public static var readerUnexpectedResult: String { tr("The fingerprint reader reported an error: unexpected result.") }
+    public static var enrollGaveNoPrint: String { tr("The fingerprint reader reported an error: enrollment gave no print.") }
+    public static func readerErrorCode(_ code: String) -> String { tr("The fingerprint reader reported an error: code %1$s.", code) }
+    public static func readerDoesNotSupport(_ what: String) -> String { tr("The fingerprint reader reported an error: it does not support %1$s.", what) }
     public static var readerBusy: String { tr("The fingerprint reader is busy. Try again in a moment.") }
     public static var notEnrolled: String { tr("No finger is enrolled. Run: fingerseal enroll") }
     // fprintd holds the templates (reader=fprintd, or auto with fprintd on the system bus).
@@ -242,6 +294,17 @@ public enum Messages {
     public static var offerEnroll: String { tr("To unlock with your finger from now on, run: fingerseal enroll") }
     public static func passwordPrompt(_ user: String) -> String { tr("Password for %1$s: ", user) }
     public static func providerProblem(_ detail: String) -> String { tr("The identity provider cannot be used: %1$s.", embedded(detail)) }
+    public static func providerAnswered(_ status: Int, _ code: String?) -> String {
+        guard let code else { return tr("The identity provider cannot be used: it answered %1$s.", status) }
+        return tr("The identity provider cannot be used: it answered %1$s %2$s.", status, embedded(code))
+    }
+    public static var providerUnexpectedAnswer: String { tr("The identity provider cannot be used: unexpected answer.") }
+    public static func providerEndedSignIn(_ error: String) -> String {
+        tr("The identity provider cannot be used: it ended the sign-in with the error %1$s.", embedded(error))
+    }
+    public static var providerSentNothingBack: String {
+        tr("The identity provider cannot be used: it sent the browser back with neither a code nor an error.")
+    }
     public static func providerUnreachable(_ detail: String) -> String { tr("The identity provider cannot be reached (%1$s). Check the network and try again.", embedded(detail)) }
     public static var signInRequiredNotice: String { tr("Fingerprint unlock needs a new sign-in. Run: fingerseal login") }
 
@@ -317,8 +380,18 @@ public enum Messages {
         method == "finger" ? tr("Fingerprint unlock was locked after too many failed scans.")
             : method == "pin" ? tr("The PIN was locked after too many wrong tries.") : tr("%1$s was locked.", method)
     }
+    /// `action` is the word the trail stores (AuditEvent.failure); each has its own sentence.
     public static func auditFailure(_ action: String, _ reason: String) -> String {
-        tr("%1$s did not succeed: %2$s.", action.first.map { $0.uppercased() + action.dropFirst() } ?? "?", embedded(reason))
+        let reason = embedded(reason)
+        switch action {
+        case "unlock": return tr("Unlock did not succeed: %1$s.", reason)
+        case "sign-in": return tr("Sign-in did not succeed: %1$s.", reason)
+        case "sign-out": return tr("Sign-out did not succeed: %1$s.", reason)
+        case "token refresh": return tr("Token refresh did not succeed: %1$s.", reason)
+        case "PIN reset": return tr("PIN reset did not succeed: %1$s.", reason)
+        case "fingerprint scan": return tr("Fingerprint scan did not succeed: %1$s.", reason)
+        default: return tr("%1$s did not succeed: %2$s.", action, reason)
+        }
     }
     public static var auditLoggedOut: String { tr("Signed out.") }
     public static var auditPINReset: String { tr("A forgotten PIN was replaced with a new one.") }
@@ -474,7 +547,23 @@ public enum Messages {
     // Rig commands
     /// The self-test's closing sentence when a step failed; `why` is that step's sentence.
     public static func selftestFailed(_ step: String, _ why: String) -> String {
-        tr("The self-test failed at %1$s: %2$s.", step, embedded(why))
+        tr("The self-test failed at %1$s: %2$s.", selftestStepName(step), embedded(why))
+    }
+    /// A self-test step's name (the JSON keeps the English word).
+    public static func selftestStepName(_ step: String) -> String {
+        switch step {
+        case "open": return tr("open")
+        case "enroll": return tr("enroll")
+        case "verify": return tr("verify")
+        case "delete": return tr("delete")
+        case "close": return tr("close")
+        default: return step
+        }
+    }
+    /// One line per self-test step as it finishes.
+    public static func selftestStep(_ step: String, failure: String?, milliseconds: Double) -> String {
+        guard let failure else { return tr("%1$s: passed (%2$s ms)", selftestStepName(step), milliseconds) }
+        return tr("%1$s: failed: %2$s (%3$s ms)", selftestStepName(step), failure, milliseconds)
     }
     public static var selftestPassed: String { tr("The self-test passed.") }
     public static var readerDidNotClose: String { tr("The reader did not close in time.") }

@@ -1,3 +1,5 @@
+import Localization
+
 /// Settings shared by the PAM module and the CLI. Order: defaults, then the system file
 /// (/etc/fingerseal/fingerseal.conf, else /etc/security/fingerseal.conf), then module
 /// arguments (which win, except over what the file lists in `fixed=`). Values are
@@ -102,7 +104,7 @@ public struct Options: Equatable, Sendable {
         var warnings: [String] = []
         for setting in settings {
             guard setting.utf8.count <= Options.maxOptionLength else {
-                throw FingersealError(.badConfiguration, Messages.badOption(String(setting.prefix(32)) + "…", "it is too long"),
+                throw FingersealError(.badConfiguration, Messages.badOption(String(setting.prefix(32)) + "…", tr("it is too long")),
                                       detail: source)
             }
             let parts = setting.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
@@ -120,7 +122,7 @@ public struct Options: Equatable, Sendable {
     @discardableResult
     public mutating func applyConfigFile(_ text: String, source: String = Options.configPath) throws -> [String] {
         guard text.utf8.count <= Options.maxConfigSize else {
-            throw FingersealError(.badConfiguration, Messages.badOption(source, "the file is too large"))
+            throw FingersealError(.badConfiguration, Messages.badOption(source, tr("the file is too large")))
         }
         var settings: [String] = []
         // isNewline: "\r\n" is a single Character in Swift and would not match "\n".
@@ -141,25 +143,25 @@ public struct Options: Equatable, Sendable {
             switch value {
             case "1", "yes", "true", "on": return true
             case "0", "no", "false", "off": return false
-            default: throw FingersealError(.badConfiguration, Messages.badOption(name, "use yes or no"))
+            default: throw FingersealError(.badConfiguration, Messages.badOption(name, tr("use yes or no")))
             }
         }
         func integer(_ range: ClosedRange<Int>) throws -> Int {
             guard let value, let number = Int(value), range.contains(number) else {
                 throw FingersealError(.badConfiguration,
-                                      Messages.badOption(name, "it needs a whole number from \(range.lowerBound) to \(range.upperBound)"))
+                                      Messages.badOption(name, tr("it needs a whole number from %1$s to %2$s", range.lowerBound, range.upperBound)))
             }
             return number
         }
-        func text(_ check: (String) -> Bool, _ why: String) throws -> String {
+        func text(_ check: (String) -> Bool, _ why: @autoclosure () -> String) throws -> String {
             guard let value, !value.isEmpty, check(value) else {
-                throw FingersealError(.badConfiguration, Messages.badOption(name, why))
+                throw FingersealError(.badConfiguration, Messages.badOption(name, why()))
             }
             return value
         }
         func services() throws -> [String] {
             try text({ $0.utf8.count <= 1024 && !$0.contains(where: { $0 == "\n" || $0 == " " }) },
-                     "it needs service names separated by commas").split(separator: ",").map(String.init)
+                     tr("it needs service names separated by commas")).split(separator: ",").map(String.init)
         }
         switch name {
         case "debug": debug = try flag()
@@ -170,60 +172,60 @@ public struct Options: Equatable, Sendable {
         case "allow_remote": allowRemote = try flag()
         case "only_group":
             onlyGroup = try text({ $0.utf8.count <= 256 && !$0.contains(where: { $0 == ":" || $0 == "\n" }) },
-                                 "it needs a group name")
+                                 tr("it needs a group name"))
         case "require_token": requireToken = try flag()
         case "offline_grace": offlineGrace = try integer(0...(365 * 24 * 3600))
         case "connect_timeout": connectTimeout = try integer(1...60)
         case "idp_timeout": idpTimeout = try integer(1...120)
-        case "stepup": stepUp = try text(StepUp.isValidContext, "it needs a context name (letters, digits, . - _)")
+        case "stepup": stepUp = try text(StepUp.isValidContext, tr("it needs a context name (letters, digits, . - _)"))
         case "ttl": stepUpTTL = try integer(1...StepUp.maxTTL)
         case "reader":
             guard let value, let choice = ReaderBackendChoice(rawValue: value) else {
-                throw FingersealError(.badConfiguration, Messages.badOption(name, "use auto, fprintd or libfprint"))
+                throw FingersealError(.badConfiguration, Messages.badOption(name, tr("use auto, fprintd or libfprint")))
             }
             reader = choice
         case "fprintd_storage": fprintdStorage = try text({ $0.hasPrefix("/") && !$0.contains("..") && $0.utf8.count <= 1024 },
-                                                         "it needs an absolute path")
+                                                         tr("it needs an absolute path"))
         case "reader_location":
             guard let value, let location = ReaderLocation(rawValue: value) else {
-                throw FingersealError(.badConfiguration, Messages.badOption(name, "use auto, builtin or external"))
+                throw FingersealError(.badConfiguration, Messages.badOption(name, tr("use auto, builtin or external")))
             }
             readerLocation = location
         case "interactive_services": interactiveServices = try services()
         case "unattended_services": unattendedServices = try services()
         case "user_claim":
             guard let value, let claim = UserClaim(rawValue: value) else {
-                throw FingersealError(.badConfiguration, Messages.badOption(name, "use preferred_username, email, email_local or sub"))
+                throw FingersealError(.badConfiguration, Messages.badOption(name, tr("use preferred_username, email, email_local or sub")))
             }
             userClaim = claim
-        case "user_map": userMap = try text({ $0.hasPrefix("/") && !$0.contains("..") && $0.utf8.count <= 1024 }, "it needs an absolute path")
+        case "user_map": userMap = try text({ $0.hasPrefix("/") && !$0.contains("..") && $0.utf8.count <= 1024 }, tr("it needs an absolute path"))
         case "skip_services": skipServices = try services()
         case "prompt":
             guard let style = value.flatMap(PromptStyle.init(rawValue:)) else {
-                throw FingersealError(.badConfiguration, Messages.badOption(name, "use normal, combined or none"))
+                throw FingersealError(.badConfiguration, Messages.badOption(name, tr("use normal, combined or none")))
             }
             prompt = style
         // The PAM module's own: where the broker's socket is.
-        case "socket": _ = try text({ $0.hasPrefix("/") && !$0.contains("..") }, "it needs an absolute path")
+        case "socket": _ = try text({ $0.hasPrefix("/") && !$0.contains("..") }, tr("it needs an absolute path"))
         case "backstop": _ = try integer(1...3600)
         case "redirect_port": redirectPort = try integer(1024...65535)
         // Fleet configuration (see the fields).
-        case "issuer": issuer = try text(ProviderURL.isValidIssuer, "it needs an https URL (plain http only on loopback), without ? or #")
+        case "issuer": issuer = try text(ProviderURL.isValidIssuer, tr("it needs an https URL (plain http only on loopback), without ? or #"))
         case "client_id": clientID = try text({ $0.utf8.count <= 256 && $0.unicodeScalars.allSatisfy { (0x20...0x7e).contains($0.value) } },
-                                              "it needs a client id of printable characters")
+                                              tr("it needs a client id of printable characters"))
         case "client_secret_file":
             clientSecretFile = try text({ $0.hasPrefix("/") && !$0.hasSuffix("/") && !$0.contains("..") && $0.utf8.count <= 1024 },
-                                        "it needs an absolute path")
+                                        tr("it needs an absolute path"))
         case "scope":
-            let tokens = try text({ $0.utf8.count <= 1024 }, "it needs scope names separated by spaces").split(separator: " ")
+            let tokens = try text({ $0.utf8.count <= 1024 }, tr("it needs scope names separated by spaces")).split(separator: " ")
             guard !tokens.isEmpty, tokens.allSatisfy({ $0.unicodeScalars.allSatisfy {
                 (0x21...0x7e).contains($0.value) && $0 != "\"" && $0 != "\\" } }) else {
-                throw FingersealError(.badConfiguration, Messages.badOption(name, "it needs scope names separated by spaces"))
+                throw FingersealError(.badConfiguration, Messages.badOption(name, tr("it needs scope names separated by spaces")))
             }
             scope = tokens.joined(separator: " ")
         case "flow":
             guard let choice = value.flatMap(SignInFlow.init(rawValue:)) else {
-                throw FingersealError(.badConfiguration, Messages.badOption(name, "use device, password or browser"))
+                throw FingersealError(.badConfiguration, Messages.badOption(name, tr("use device, password or browser")))
             }
             flow = choice
         case "tpm":
@@ -236,13 +238,13 @@ public struct Options: Equatable, Sendable {
             guard let pcrs = value.flatMap(TPMPolicy.pcrs(parsing:)) else { throw FingersealError(.badConfiguration, Messages.badTPMPCRs) }
             tpmPCRs = pcrs
         case "fixed":
-            let names = try text({ $0.utf8.count <= 1024 }, "it needs option names separated by commas")
+            let names = try text({ $0.utf8.count <= 1024 }, tr("it needs option names separated by commas"))
                 .split(separator: ",", omittingEmptySubsequences: false).map(\.trimmingSpaces)
             for fixedName in names {
                 // Known names only (whatever the parser knows, so options added later can be fixed too).
                 var scratch = Options()
                 guard !fixedName.isEmpty, fixedName != "fixed", (try? scratch.applyOne(name: fixedName, value: nil)) != false else {
-                    throw FingersealError(.badConfiguration, Messages.badOption(name, "\(fixedName.prefix(64)) is not an option name"))
+                    throw FingersealError(.badConfiguration, Messages.badOption(name, tr("%1$s is not an option name", fixedName.prefix(64))))
                 }
             }
             fixed.formUnion(names)

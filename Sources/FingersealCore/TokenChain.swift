@@ -1,4 +1,5 @@
 import SodiumKit
+import Localization
 
 /// The refresh-token chain in a vault: one refresh at a time, rotation-safe.
 public enum TokenChain {
@@ -71,12 +72,12 @@ public enum TokenChain {
     public static func refresh(_ vault: UnlockedVault, offlineGrace: Int, clock: any Clock = SystemClock(),
                                makeClient: ClientFactory, identity: IdentityCheck? = nil) throws -> Result {
         try refresh(vault, offlineGrace: offlineGrace, clock: clock, identity: identity) { editor throws(TokenFailure) in
-            guard let provider = editor.provider else { throw .badConfiguration("the vault names no identity provider") }
+            guard let provider = editor.provider else { throw .badConfiguration(tr("the vault names no identity provider")) }
             let secret: SecureBytes?
             do { secret = provider.confidential == true ? try editor.secret(clientSecretRecord) : nil } catch {
-                throw .badConfiguration("the client secret in the vault cannot be read")
+                throw .badConfiguration(tr("the client secret in the vault cannot be read"))
             }
-            if provider.confidential == true && secret == nil { throw .badConfiguration("the client secret is missing") }
+            if provider.confidential == true && secret == nil { throw .badConfiguration(tr("the client secret is missing")) }
             return try makeClient(provider, secret)
         }
     }

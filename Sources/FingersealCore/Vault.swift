@@ -1,5 +1,6 @@
 import SodiumKit
 import SystemKit
+import Localization
 
 /// What `status` shows: read without unlocking, so nothing here is verified by the MAC.
 public struct VaultStatus: Equatable, Sendable {
@@ -73,7 +74,7 @@ public enum Vault {
     /// vault exists.
     public static func create(_ store: VaultStore, pin: PINKeyslot, clock: any Clock = SystemClock()) throws -> UnlockedVault {
         let tpm = SlotTPM(policy: store.tpm, sealNew: try VaultTPM.sealsNewSlot(store.tpm, replacing: nil))
-        let masterKey = try VaultStore.guarded("create a key") { try SecureBytes.random(count: masterKeyLength) }
+        let masterKey = try VaultStore.guarded(.createKey) { try SecureBytes.random(count: masterKeyLength) }
         let document = try store.withDirectory(create: true, exclusive: true) { directory -> VaultDocument in
             if try store.readDocument(directory) != nil { throw FingersealError(.usage, Messages.vaultExists) }
             return try writeNew(store, directory, masterKey: masterKey, pin: pin, tpm: tpm, clock: clock)
@@ -90,11 +91,11 @@ public enum Vault {
     public static func replace(_ store: VaultStore, pin: PINKeyslot,
                                clock: any Clock = SystemClock()) throws -> (vault: UnlockedVault, previous: String?) {
         let tpm = SlotTPM(policy: store.tpm, sealNew: try VaultTPM.sealsNewSlot(store.tpm, replacing: nil))
-        let masterKey = try VaultStore.guarded("create a key") { try SecureBytes.random(count: masterKeyLength) }
+        let masterKey = try VaultStore.guarded(.createKey) { try SecureBytes.random(count: masterKeyLength) }
         let replaced = try store.withDirectory(create: true, exclusive: true) { directory -> (VaultDocument, String?) in
             let previous = try? store.readDocument(directory)
             for name in [AuditFiles.current, AuditFiles.older, VaultFiles.lockout] {
-                try VaultStore.guarded("delete the old vault") { try directory.remove(name) }
+                try VaultStore.guarded(.deleteOldVault) { try directory.remove(name) }
             }
             return (try writeNew(store, directory, masterKey: masterKey, pin: pin, tpm: tpm, clock: clock), previous?.vaultID)
         }
@@ -240,14 +241,14 @@ public enum Vault {
     /// Deletes every vault file. Returns false when there was no vault.
     public static func reset(_ store: VaultStore) throws -> Bool {
         let removed = try store.withDirectory(exclusive: true) { directory -> Bool in
-            let names = try VaultStore.guarded("list the vault") { try directory.entries() }
+            let names = try VaultStore.guarded(.listVault) { try directory.entries() }
             let ours = names.filter {
                 $0 == VaultFiles.vault || $0 == VaultFiles.lockout || $0 == AuditFiles.current || $0 == AuditFiles.older
                     || ($0.hasPrefix(VaultFiles.deviceKeyPrefix) && $0.hasSuffix(VaultFiles.deviceKeySuffix))
             }
             // The vault file first: once it is gone, nothing else can be unlocked.
             for name in ours.filter({ $0 == VaultFiles.vault }) + ours.filter({ $0 != VaultFiles.vault }) {
-                try VaultStore.guarded("delete the vault") { try directory.remove(name) }
+                try VaultStore.guarded(.deleteVault) { try directory.remove(name) }
             }
             return ours.contains(VaultFiles.vault)
         }
@@ -292,7 +293,7 @@ public final class UnlockedVault {
         try withDocument(exclusive: false) { document, _ in
             try document.fingers.map { finger in
                 guard let template = try open(document, VaultFiles.printRecord(finger)) else {
-                    throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, "the print for \(finger) is missing"))
+                    throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, tr("the print for %1$s is missing", finger)))
                 }
                 return (finger, template)
             }
@@ -344,7 +345,7 @@ public final class UnlockedVault {
         do {
             return try AEAD.open(sealed, key: masterKey, aad: UnlockedVault.recordAAD(vaultID: vaultID, name: name))
         } catch {
-            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, "the secret \(name) does not decrypt"))
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, tr("the secret %1$s does not decrypt", name)))
         }
     }
 
@@ -371,7 +372,7 @@ public final class UnlockedVault {
     static func verify(_ document: VaultDocument, masterKey: SecureBytes) throws {
         let expected = Encoding.hex(try GenericHash.hash(try document.authenticatedBytes(), key: try macKey(masterKey)))
         guard Sodium.equal(Array(expected.utf8), Array(document.mac.utf8)) else {
-            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, "it was modified without the vault key"))
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(VaultFiles.vault, tr("it was modified without the vault key")))
         }
     }
 }
@@ -394,7 +395,7 @@ public struct VaultEditor {
 
     public mutating func setSecret(_ name: String, _ value: SecureBytes) throws {
         guard VaultEditor.isValidName(name) else { throw FingersealError(.usage, Messages.badSecretName) }
-        let sealed = try VaultStore.guarded("encrypt a secret") {
+        let sealed = try VaultStore.guarded(.encryptSecret) {
             try AEAD.seal(value, key: vault.masterKey, aad: UnlockedVault.recordAAD(vaultID: vault.vaultID, name: name))
         }
         document.records[name] = SealedRecord(nonce: Encoding.base64(sealed.nonce), ciphertext: Encoding.base64(sealed.ciphertext))

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import SodiumKit
+import Localization
 
 /// Whether the IdP sign-in chain is alive.
 public enum SignInState: String, Codable, Sendable {
@@ -172,14 +173,14 @@ struct VaultDocument: Codable, Equatable {
         do {
             document = try JSONDecoder().decode(VaultDocument.self, from: Data(body))
         } catch {
-            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(file, "its contents cannot be read"))
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(file, tr("its contents cannot be read")))
         }
         guard document.format == currentFormat else {
-            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(file, "it has format \(document.format), which this fingerseal cannot read"))
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(file, tr("it has format %1$s, which this fingerseal cannot read", document.format)))
         }
         guard document.vaultID.count == 32, document.vaultID.allSatisfy(\.isHexDigit),
               Set(document.keyslots.map(\.kind)).count == document.keyslots.count else {
-            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(file, "its contents are not valid"))
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(file, tr("its contents are not valid")))
         }
         return document
     }
@@ -190,7 +191,7 @@ public enum Encoding {
 
     static func bytes(base64 text: String, file: String) throws -> [UInt8] {
         guard let data = Data(base64Encoded: text) else {
-            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(file, "its contents are not valid"))
+            throw FingersealError(.vaultUnusable, Messages.vaultDamaged(file, tr("its contents are not valid")))
         }
         return Array(data)
     }

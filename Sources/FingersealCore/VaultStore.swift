@@ -65,7 +65,7 @@ public struct VaultStore: Sendable {
     /// Runs `body` as the owner with the directory open and locked. Returns nil when the
     /// directory does not exist and `create` is false.
     func withDirectory<T>(create: Bool = false, exclusive: Bool, _ body: (SafeDirectory) throws -> T) throws -> T? {
-        try VaultStore.guarded("open the vault") {
+        try VaultStore.guarded(.openVault) {
             try asOwner {
                 if create { try createDirectories(location.directory, mode: 0o700) }
                 let directory: SafeDirectory
@@ -94,27 +94,27 @@ public struct VaultStore: Sendable {
     }
 
     /// Turns system and file-safety errors into user-facing errors; passes ours through.
-    static func guarded<T>(_ action: String, _ body: () throws -> T) throws -> T {
+    static func guarded<T>(_ step: SystemStep, _ body: () throws -> T) throws -> T {
         do {
             return try body()
         } catch let error as FingersealError {
             throw error
         } catch let error as UnsafeFileError {
-            throw FingersealError(.vaultUnusable, Messages.unsafeFile(error.description), detail: error.description)
+            throw FingersealError(.vaultUnusable, Messages.unsafeFile(Messages.unsafeReason(error)), detail: error.description)
         } catch let error as SystemError where error.code == EACCES || error.code == EPERM {
             // The owner cannot touch its own vault: ownership or modes are wrong, not the system.
-            throw FingersealError(.vaultUnusable, Messages.unsafeFile(error.description), detail: error.description)
+            throw FingersealError(.vaultUnusable, Messages.unsafeFile(Messages.notPermitted(error)), detail: error.description)
         } catch let error as SystemError {
-            throw FingersealError(.systemError, Messages.systemFailure(action), detail: error.description)
+            throw FingersealError(.systemError, Messages.systemFailure(step), detail: error.description)
         } catch is SodiumError {
             throw FingersealError(.systemError, Messages.secureMemory)
         } catch {
-            throw FingersealError(.systemError, Messages.systemFailure(action))
+            throw FingersealError(.systemError, Messages.systemFailure(step))
         }
     }
 
     func readDocument(_ directory: SafeDirectory) throws -> VaultDocument? {
-        guard let bytes = try VaultStore.guarded("read the vault", {
+        guard let bytes = try VaultStore.guarded(.readVault, {
             try directory.read(VaultFiles.vault, sizeLimit: VaultFiles.vaultLimit)
         }) else { return nil }
         return try VaultDocument.decode(try Container.decode(.vault, bytes, file: VaultFiles.vault), file: VaultFiles.vault)
@@ -122,12 +122,12 @@ public struct VaultStore: Sendable {
 
     func writeDocument(_ document: VaultDocument, _ directory: SafeDirectory) throws {
         let bytes = try Container.encode(.vault, body: try VaultDocument.encode(document))
-        try VaultStore.guarded("save the vault") { try directory.replace(VaultFiles.vault, with: bytes) }
+        try VaultStore.guarded(.saveVault) { try directory.replace(VaultFiles.vault, with: bytes) }
         // Device key files the new document no longer names are garbage now.
         let live = Set(document.keyslots.compactMap { $0.keyID.map(VaultFiles.deviceKey) })
-        for name in try VaultStore.guarded("list the vault", { try directory.entries() })
+        for name in try VaultStore.guarded(.listVault, { try directory.entries() })
         where name.hasPrefix(VaultFiles.deviceKeyPrefix) && name.hasSuffix(VaultFiles.deviceKeySuffix) && !live.contains(name) {
-            try VaultStore.guarded("remove an old device key") { try directory.remove(name) }
+            try VaultStore.guarded(.removeOldDeviceKey) { try directory.remove(name) }
         }
     }
 }

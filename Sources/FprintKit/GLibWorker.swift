@@ -21,6 +21,9 @@ final class GLibWorker: @unchecked Sendable {
     /// first libfprint call (every one runs on a worker).
     private static let logToStandardError: Void = fs_log_to_stderr()
 
+    /// The worker thread's name (at most 15 bytes: the kernel's limit).
+    static let threadName = "fs-libfprint"
+
     init() throws(FprintError) {
         _ = GLibWorker.logToStandardError
         guard let loop = g_main_loop_new(nil, 0) else { throw FprintError.contextUnavailable }
@@ -33,6 +36,8 @@ final class GLibWorker: @unchecked Sendable {
         let loopPointer = UnsafeMutableRawPointer(loop)
         let rc = pthread_create(&thread, nil, { argument in
             guard let argument else { return nil }
+            // Named, so ps, gdb and the tests can tell the reader's thread from the others.
+            fs_name_this_thread(GLibWorker.threadName)
             g_main_loop_run(OpaquePointer(argument))
             return nil
         }, loopPointer)

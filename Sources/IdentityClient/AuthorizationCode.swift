@@ -2,6 +2,7 @@ import CurlKit
 import FingersealCore
 import FoundationEssentials
 import SodiumKit
+import Localization
 
 /// Proof Key for Code Exchange (RFC 7636), S256 only: the verifier stays on this machine,
 /// the challenge travels in the authorization URL.
@@ -104,9 +105,9 @@ extension OAuthClient {
     public func authorizationURL(_ request: AuthorizationRequest, scope: String,
                                  redirectURI: String) throws(TokenFailure) -> String {
         guard let endpoint = metadata.authorizationEndpoint else {
-            throw .badConfiguration("the provider offers no authorization endpoint")
+            throw .badConfiguration(tr("the provider offers no authorization endpoint"))
         }
-        guard !endpoint.contains("#") else { throw .badConfiguration("its authorization endpoint has a fragment") }
+        guard !endpoint.contains("#") else { throw .badConfiguration(tr("its authorization endpoint has a fragment")) }
         return request.url(endpoint: endpoint, clientID: clientID, scope: scope, redirectURI: redirectURI)
     }
 

@@ -1,6 +1,7 @@
 import CurlKit
 import FingersealCore
 import FoundationEssentials
+import Localization
 
 /// The parts of an OIDC discovery document fingerseal uses.
 public struct ProviderMetadata: Codable, Equatable, Sendable {
@@ -50,18 +51,18 @@ public enum Discovery {
             throw TokenRequests.failure(for: error)
         }
         guard response.status == 200 else {
-            throw response.status >= 500 ? .unreachable("discovery answered \(response.status)")
-                                         : .badConfiguration("discovery answered \(response.status)")
+            throw response.status >= 500 ? .unreachable(tr("discovery answered %1$s", response.status))
+                                         : .badConfiguration(tr("discovery answered %1$s", response.status))
         }
         let metadata: ProviderMetadata
         do {
             metadata = try JSONDecoder().decode(ProviderMetadata.self, from: Data(response.body))
         } catch {
-            throw .malformed("the discovery document is not valid")
+            throw .malformed(tr("the discovery document is not valid"))
         }
         let normalized = metadata.issuer.hasSuffix("/") ? String(metadata.issuer.dropLast()) : metadata.issuer
         guard normalized == base else {
-            throw .badConfiguration("the provider says its issuer is \(metadata.issuer), not \(issuer)")
+            throw .badConfiguration(tr("the provider says its issuer is %1$s, not %2$s", metadata.issuer, issuer))
         }
         for url in [metadata.tokenEndpoint] + [metadata.authorizationEndpoint, metadata.deviceAuthorizationEndpoint,
                                                 metadata.revocationEndpoint, metadata.jwksURI,
@@ -75,9 +76,9 @@ public enum Discovery {
     /// the rule is `ProviderURL`'s, shared with the configuration file's `issuer=`.
     public static func requireSecure(_ url: String) throws(TokenFailure) {
         if url.hasPrefix("https://") { return }
-        guard url.hasPrefix("http://") else { throw .badConfiguration("\(url) is not an https URL") }
+        guard url.hasPrefix("http://") else { throw .badConfiguration(tr("%1$s is not an https URL", url)) }
         guard ProviderURL.isLoopbackHTTP(url) else {
-            throw .badConfiguration("\(url) must use https (plain http is allowed only on loopback)")
+            throw .badConfiguration(tr("%1$s must use https (plain http is allowed only on loopback)", url))
         }
     }
 }

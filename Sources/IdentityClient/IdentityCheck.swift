@@ -3,6 +3,7 @@ import FingersealCore
 import FoundationEssentials
 import JOSEKit
 import SodiumKit
+import Localization
 
 /// Who signed in, as the provider states it: its ID token, verified against its published
 /// keys, or else its userinfo answer.
@@ -56,9 +57,9 @@ public enum IdentityCheck {
     static func reason(_ error: JOSEError) -> String {
         switch error {
         case let .malformed(why), let .claim(why): why
-        case .unsupportedAlgorithm: "an algorithm that is not accepted"
-        case .unknownKey: "an unknown key"
-        case .badSignature: "a signature that does not verify"
+        case .unsupportedAlgorithm: tr("an algorithm that is not accepted")
+        case .unknownKey: tr("an unknown key")
+        case .badSignature: tr("a signature that does not verify")
         }
     }
 }
@@ -68,7 +69,7 @@ extension OAuthClient {
     /// token as a Bearer credential, JSON only. A signed or encrypted (JWT) answer is refused.
     public func userInfo(accessToken: SecureBytes) throws(TokenFailure) -> IDTokenClaims {
         guard let endpoint = metadata.userinfoEndpoint else {
-            throw .badConfiguration("the provider offers no userinfo endpoint")
+            throw .badConfiguration(tr("the provider offers no userinfo endpoint"))
         }
         try Discovery.requireSecure(endpoint)
         let response: HTTPResponse
@@ -82,14 +83,14 @@ extension OAuthClient {
             throw TokenRequests.failure(.userInfo, status: response.status, body: response.body, authenticated: false)
         }
         if let type = response.contentType?.lowercased(), type.hasPrefix("application/jwt") {
-            throw .identityRejected("signed userinfo answers are not supported")
+            throw .identityRejected(tr("signed userinfo answers are not supported"))
         }
         do {
             return try UserInfo.parse(response.body)
         } catch let .claim(why) {
-            throw .identityRejected("the userinfo answer was refused: \(why)")
+            throw .identityRejected(tr("the userinfo answer was refused: %1$s", why))
         } catch {
-            throw .malformed("the userinfo answer is not valid: \(IdentityCheck.reason(error))")
+            throw .malformed(tr("the userinfo answer is not valid: %1$s", IdentityCheck.reason(error)))
         }
     }
 }

@@ -3,6 +3,7 @@ import FingersealCore
 import FoundationEssentials
 import JOSEKit
 import Synchronization
+import Localization
 
 /// The providers' key sets, in memory, one per jwks_uri, shared by every request the broker
 /// serves (hence the lock; the fetch itself runs outside it, so one slow provider does not
@@ -70,13 +71,13 @@ public final class JWKSCache: Sendable {
             throw TokenRequests.failure(for: error)
         }
         guard response.status == 200 else {
-            throw response.status >= 500 ? .unreachable("the key set answered \(response.status)")
-                                         : .badConfiguration("the key set answered \(response.status)")
+            throw response.status >= 500 ? .unreachable(tr("the key set answered %1$s", response.status))
+                                         : .badConfiguration(tr("the key set answered %1$s", response.status))
         }
         do {
             return try JSONWebKeySet(json: response.body)
         } catch {
-            throw .malformed("the provider's key set is not valid: \(IdentityCheck.reason(error))")
+            throw .malformed(tr("the provider's key set is not valid: %1$s", IdentityCheck.reason(error)))
         }
     }
 }

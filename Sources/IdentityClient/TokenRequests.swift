@@ -3,6 +3,7 @@ import FingersealCore
 import FoundationEssentials
 import JOSEKit
 import SodiumKit
+import Localization
 
 /// A device authorization (RFC 8628) in progress.
 public struct DeviceAuthorization: Sendable, Equatable {
@@ -38,7 +39,7 @@ public struct OAuthClient: TokenClient, Sendable {
     /// again here: the vault's MAC covers them, but a vault from an older version may lack them).
     public init(provider: ProviderRecord, clientSecret: String?, http: HTTPClient) throws(TokenFailure) {
         guard let tokenEndpoint = provider.tokenEndpoint else {
-            throw .badConfiguration("the sign-in has no token endpoint; sign in again")
+            throw .badConfiguration(tr("the sign-in has no token endpoint; sign in again"))
         }
         try Discovery.requireSecure(tokenEndpoint)
         for url in [provider.revocationEndpoint, provider.jwksURI, provider.userinfoEndpoint].compactMap({ $0 }) {
@@ -68,7 +69,7 @@ public struct OAuthClient: TokenClient, Sendable {
 
     public func startDeviceAuthorization(scope: String) throws(TokenFailure) -> DeviceAuthorization {
         guard let endpoint = metadata.deviceAuthorizationEndpoint else {
-            throw .badConfiguration("the provider offers no device authorization")
+            throw .badConfiguration(tr("the provider offers no device authorization"))
         }
         // post() adds client_id (public client) or the credentials: each parameter once.
         let body = try post(.deviceAuthorization, endpoint, [("scope", scope)])
@@ -84,7 +85,7 @@ public struct OAuthClient: TokenClient, Sendable {
         guard let answer = try? JSONDecoder().decode(Answer.self, from: Data(body)), !answer.device_code.isEmpty,
               let uri = answer.verification_uri ?? answer.verification_url,
               answer.user_code.utf8.count <= 64, answer.user_code.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else {
-            throw .malformed("the device authorization answer is not valid")
+            throw .malformed(tr("the device authorization answer is not valid"))
         }
         try Discovery.requireSecure(uri)
         if let complete = answer.verification_uri_complete { try Discovery.requireSecure(complete) }
@@ -145,10 +146,10 @@ enum TokenRequests {
 
     static func failure(for error: Error) -> TokenFailure {
         switch error as? HTTPError {
-        case .responseTooLarge?: return .malformed("the answer is larger than \(OAuthClient.maxResponse) bytes")
-        case let .tls(detail)?: return .unreachable("TLS: \(detail)")
-        case .timedOut?: return .unreachable("timed out")
-        case .couldNotConnect?: return .unreachable("could not connect")
+        case .responseTooLarge?: return .malformed(tr("the answer is larger than %1$s bytes", OAuthClient.maxResponse))
+        case let .tls(detail)?: return .unreachable(tr("TLS: %1$s", detail))
+        case .timedOut?: return .unreachable(tr("timed out"))
+        case .couldNotConnect?: return .unreachable(tr("could not connect"))
         case let .invalidRequest(detail)?: return .badConfiguration(detail)
         case let .other(_, message)?: return .unreachable(message)
         case nil: return .unreachable("\(error)")
@@ -169,7 +170,7 @@ enum TokenRequests {
     static func failure(_ kind: Kind, status: Int, body: [UInt8], authenticated: Bool) -> TokenFailure {
         // Overloaded, rate-limited or timed out at the provider: temporary, whatever was asked
         // (the offline policy treats it as unreachable).
-        if status >= 500 || status == 429 || status == 408 { return .unreachable("the provider answered \(status)") }
+        if status >= 500 || status == 429 || status == 408 { return .unreachable(tr("the provider answered %1$s", status)) }
         let code = errorCode(body)
         let refusal = (400..<500).contains(status)
         switch kind {
@@ -237,25 +238,25 @@ enum TokenRequests {
             let id_token: String?
         }
         guard let answer = try? JSONDecoder().decode(Answer.self, from: Data(body)) else {
-            throw .malformed("the token answer is not valid JSON with an access token")
+            throw .malformed(tr("the token answer is not valid JSON with an access token"))
         }
         guard AccessToken.isValidToken(answer.access_token.utf8), answer.token_type.lowercased() == "bearer" else {
-            throw .malformed("the token answer has no bearer access token")
+            throw .malformed(tr("the token answer has no bearer access token"))
         }
         if let refresh = answer.refresh_token, !AccessToken.isValidToken(refresh.utf8) {
-            throw .malformed("the refresh token in the answer is not valid")
+            throw .malformed(tr("the refresh token in the answer is not valid"))
         }
         if let idToken = answer.id_token, !isCompactJWS(idToken) {
-            throw .malformed("the ID token in the answer is not valid")
+            throw .malformed(tr("the ID token in the answer is not valid"))
         }
         let lifetime = answer.expires_in?.value
-        if let lifetime, lifetime < 0 { throw .malformed("the token answer has a negative lifetime") }
+        if let lifetime, lifetime < 0 { throw .malformed(tr("the token answer has a negative lifetime")) }
         do {
             let refresh = try answer.refresh_token.map { try SecureBytes(copying: Array($0.utf8)) }
             return TokenSet(accessToken: try SecureBytes(copying: Array(answer.access_token.utf8)), refreshToken: refresh,
                             expiresIn: lifetime, scope: answer.scope, idToken: answer.id_token)
         } catch {
-            throw .malformed("no secure memory for the tokens")
+            throw .malformed(tr("no secure memory for the tokens"))
         }
     }
 

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Localization
 
 /// The identity claims of an ID token (OIDC Core 2) or a userinfo answer (5.3), as checked.
 public struct IDTokenClaims: Sendable, Equatable {
@@ -50,16 +51,16 @@ public enum IDToken {
             throw .badSignature
         }
         // Only now is the payload read at all.
-        let claims = try ClaimSet.parse(compact.payload, what: "the token's claims").identity(requireTimes: true)
-        guard claims.issuer == issuer else { throw .claim("iss is not this provider") }
-        guard claims.audience.contains(clientID) else { throw .claim("aud does not name this client") }
-        if claims.audience.count > 1, claims.authorizedParty == nil { throw .claim("aud names several clients and azp is missing") }
-        if let party = claims.authorizedParty, party != clientID { throw .claim("azp is another client") }
-        guard claims.expiresAt > now - leeway else { throw .claim("the token expired") }
-        guard claims.issuedAt <= now + leeway else { throw .claim("the token was issued in the future") }
+        let claims = try ClaimSet.parse(compact.payload, what: tr("the token's claims")).identity(requireTimes: true)
+        guard claims.issuer == issuer else { throw .claim(tr("iss is not this provider")) }
+        guard claims.audience.contains(clientID) else { throw .claim(tr("aud does not name this client")) }
+        if claims.audience.count > 1, claims.authorizedParty == nil { throw .claim(tr("aud names several clients and azp is missing")) }
+        if let party = claims.authorizedParty, party != clientID { throw .claim(tr("azp is another client")) }
+        guard claims.expiresAt > now - leeway else { throw .claim(tr("the token expired")) }
+        guard claims.issuedAt <= now + leeway else { throw .claim(tr("the token was issued in the future")) }
         if let nonce {
-            guard let got = claims.nonce else { throw .claim("the nonce is missing") }
-            guard got == nonce else { throw .claim("the nonce does not match this sign-in") }
+            guard let got = claims.nonce else { throw .claim(tr("the nonce is missing")) }
+            guard got == nonce else { throw .claim(tr("the nonce does not match this sign-in")) }
         }
         return claims
     }
@@ -84,16 +85,16 @@ public enum IDToken {
 
         init(_ token: String) throws(JOSEError) {
             let bytes = Array(token.utf8)
-            guard bytes.count <= IDToken.maxBytes else { throw .malformed("the token is larger than \(IDToken.maxBytes) bytes") }
+            guard bytes.count <= IDToken.maxBytes else { throw .malformed(tr("the token is larger than %1$s bytes", IDToken.maxBytes)) }
             let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-            guard parts.count == 3 else { throw .malformed("the token is not a signed JWT (three dot-separated parts)") }
+            guard parts.count == 3 else { throw .malformed(tr("the token is not a signed JWT (three dot-separated parts)")) }
             guard let headerBytes = Base64URL.decode(parts[0]), let payload = Base64URL.decode(parts[1]),
                   let signature = Base64URL.decode(parts[2]) else {
-                throw .malformed("the token is not valid base64url")
+                throw .malformed(tr("the token is not valid base64url"))
             }
-            header = try JSONObject.decode(Header.self, headerBytes, what: "the token header")
+            header = try JSONObject.decode(Header.self, headerBytes, what: tr("the token header"))
             // No extension is understood, so a critical one must be refused (RFC 7515 4.1.11).
-            guard header.crit == nil else { throw .malformed("the token header has critical extensions") }
+            guard header.crit == nil else { throw .malformed(tr("the token header has critical extensions")) }
             self.payload = payload
             self.signature = signature
             signingInput = Array(bytes[..<(parts[1].endIndex)])
@@ -122,12 +123,12 @@ struct ClaimSet: Decodable {
     /// The claims as `IDTokenClaims`; an ID token must carry iss, aud, exp and iat, and both
     /// kinds a non-empty sub.
     func identity(requireTimes: Bool) throws(JOSEError) -> IDTokenClaims {
-        guard let sub, !sub.isEmpty else { throw .claim("sub is missing") }
+        guard let sub, !sub.isEmpty else { throw .claim(tr("sub is missing")) }
         if requireTimes {
-            guard iss != nil else { throw .claim("iss is missing") }
-            guard aud != nil else { throw .claim("aud is missing") }
-            guard exp != nil else { throw .claim("exp is missing") }
-            guard iat != nil else { throw .claim("iat is missing") }
+            guard iss != nil else { throw .claim(tr("iss is missing")) }
+            guard aud != nil else { throw .claim(tr("aud is missing")) }
+            guard exp != nil else { throw .claim(tr("exp is missing")) }
+            guard iat != nil else { throw .claim(tr("iat is missing")) }
         }
         return IDTokenClaims(issuer: iss ?? "", subject: sub, audience: aud?.values ?? [],
                              expiresAt: exp?.value ?? 0, issuedAt: iat?.value ?? 0, nonce: nonce, authorizedParty: azp,
@@ -196,7 +197,7 @@ public enum UserInfo {
 
     /// issuer "", audience [], times 0 where absent.
     public static func parse(_ body: [UInt8]) throws(JOSEError) -> IDTokenClaims {
-        guard body.count <= maxBytes else { throw .malformed("the userinfo answer is larger than \(maxBytes) bytes") }
-        return try ClaimSet.parse(body, what: "the userinfo answer").identity(requireTimes: false)
+        guard body.count <= maxBytes else { throw .malformed(tr("the userinfo answer is larger than %1$s bytes", maxBytes)) }
+        return try ClaimSet.parse(body, what: tr("the userinfo answer")).identity(requireTimes: false)
     }
 }

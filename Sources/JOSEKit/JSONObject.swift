@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Localization
 
 /// JSON as JOSE reads it: one object, decoded with FoundationEssentials, and refused when any
 /// object in it repeats a member name. JSONDecoder keeps one of the duplicates silently, and
@@ -9,9 +10,9 @@ enum JSONObject {
         let data = Data(bytes)
         guard bytes.first(where: { !isWhitespace($0) }) == UInt8(ascii: "{"),
               let value = try? JSONDecoder().decode(T.self, from: data) else {
-            throw .malformed("\(what) is not a valid JSON object")
+            throw .malformed(tr("%1$s is not a valid JSON object", what))
         }
-        guard hasUniqueMembers(Array(bytes)) else { throw .malformed("\(what) repeats a member") }
+        guard hasUniqueMembers(Array(bytes)) else { throw .malformed(tr("%1$s repeats a member", what)) }
         return value
     }
 

@@ -283,3 +283,16 @@ private enum Current {
         return key
     }()
 }
+
+/// A sentence from the catalog (gettext domain `fingerseal`) in this thread's language. The
+/// literal is the msgid: scripts/update-po extracts every `tr("…")` and `trn("…", "…", …)`
+/// into po/fingerseal.pot, so it must be one plain string literal, never interpolated;
+/// placeholders are `%1$s`, `%2$s`, … filled from `arguments` in order (po/README).
+public func tr(_ message: String, _ arguments: any CustomStringConvertible...) -> String {
+    Localization.text(message, arguments.map(\.description))
+}
+
+/// A sentence with a number in it (ngettext): the form for `count` in this thread's language.
+public func trn(_ singular: String, _ plural: String, _ count: Int, _ arguments: any CustomStringConvertible...) -> String {
+    Localization.plural(singular, plural, count, arguments.map(\.description))
+}

@@ -1,5 +1,24 @@
 import FingersealWire
 import Glibc
+import Localization
+
+/// A sentence of the command tree (a summary, a discussion, an option's help): marked for the
+/// catalog where it is written, looked up where it is shown. The tree is built once, in no
+/// language; `--help` shows each sentence in the language of the run (`localized`), while the
+/// completion scripts, which must not depend on the locale, take the English (`msgid`).
+struct HelpText: Sendable, Equatable {
+    /// The English sentence: the catalog's message id.
+    let msgid: String
+
+    /// The sentence in the language of this run.
+    var localized: String { Localization.text(msgid) }
+}
+
+/// Marks a sentence of the command tree for the catalog without looking it up (gettext's
+/// `N_`, `gettext_noop`). Like `tr`, its argument must be one plain string literal, on one
+/// line or multi-line (`"""`), without `\(` interpolation: scripts/update-po extracts it as
+/// the msgid. It returns a `HelpText`, not a `String`, so a sentence of the tree cannot skip it.
+func N_(_ msgid: String) -> HelpText { HelpText(msgid: msgid) }
 
 /// One option a command accepts, what its value must look like, and whether it goes to the
 /// broker or stays here.
@@ -25,23 +44,23 @@ struct OptionSpec: Sendable {
 
     let name: String
     let kind: Kind
-    let help: String
+    let help: HelpText
     var route: Route = .broker
 
-    static func flag(_ name: String, _ help: String) -> OptionSpec { OptionSpec(name: name, kind: .flag, help: help) }
-    static func value(_ name: String, _ placeholder: String, _ help: String) -> OptionSpec {
+    static func flag(_ name: String, _ help: HelpText) -> OptionSpec { OptionSpec(name: name, kind: .flag, help: help) }
+    static func value(_ name: String, _ placeholder: String, _ help: HelpText) -> OptionSpec {
         OptionSpec(name: name, kind: .value(placeholder: placeholder), help: help)
     }
-    static func number(_ name: String, _ placeholder: String, _ range: ClosedRange<Int>, _ help: String) -> OptionSpec {
+    static func number(_ name: String, _ placeholder: String, _ range: ClosedRange<Int>, _ help: HelpText) -> OptionSpec {
         OptionSpec(name: name, kind: .number(placeholder: placeholder, range: range), help: help)
     }
-    static func choice(_ name: String, _ choices: [String], _ help: String) -> OptionSpec {
+    static func choice(_ name: String, _ choices: [String], _ help: HelpText) -> OptionSpec {
         OptionSpec(name: name, kind: .choice(choices), help: help)
     }
-    static func descriptor(_ name: String, _ help: String) -> OptionSpec {
+    static func descriptor(_ name: String, _ help: HelpText) -> OptionSpec {
         OptionSpec(name: name, kind: .descriptor, help: help, route: .local)
     }
-    static func rest(_ name: String, _ placeholder: String, _ help: String) -> OptionSpec {
+    static func rest(_ name: String, _ placeholder: String, _ help: HelpText) -> OptionSpec {
         OptionSpec(name: name, kind: .rest(placeholder: placeholder), help: help)
     }
 
@@ -90,11 +109,11 @@ struct CommandSpec: Sendable {
     typealias Shape = @Sendable (ParsedArguments, inout Invocation) throws(CLIError) -> Void
 
     let name: String
-    let summary: String
+    let summary: HelpText
     var arguments: String = ""
     var options: [OptionSpec] = []
     var subcommands: [CommandSpec] = []
-    var discussion: String = ""
+    var discussion: HelpText? = nil
     /// What the broker is asked for; nil for a group (`pin`), the root, or a command the CLI
     /// answers alone (`completion`).
     var command: Command? = nil
@@ -105,7 +124,7 @@ struct CommandSpec: Sendable {
     var run: Run? = nil
 
     /// A command that runs: its options, then the ones every command has.
-    init(name: String, summary: String, arguments: String = "", options: [OptionSpec] = [], discussion: String = "",
+    init(name: String, summary: HelpText, arguments: String = "", options: [OptionSpec] = [], discussion: HelpText? = nil,
          command: Command, shape: Shape? = nil, run: Run? = nil) {
         self.name = name
         self.summary = summary
@@ -119,7 +138,7 @@ struct CommandSpec: Sendable {
 
     /// A command the CLI answers alone: no broker, so none of the options every broker
     /// command has.
-    init(name: String, summary: String, arguments: String = "", options: [OptionSpec] = [], discussion: String = "",
+    init(name: String, summary: HelpText, arguments: String = "", options: [OptionSpec] = [], discussion: HelpText? = nil,
          run: @escaping Run) {
         self.name = name
         self.summary = summary
@@ -130,7 +149,7 @@ struct CommandSpec: Sendable {
     }
 
     /// A group of commands.
-    init(name: String, summary: String, options: [OptionSpec] = [], subcommands: [CommandSpec], discussion: String = "") {
+    init(name: String, summary: HelpText, options: [OptionSpec] = [], subcommands: [CommandSpec], discussion: HelpText? = nil) {
         self.name = name
         self.summary = summary
         self.options = options
@@ -138,33 +157,36 @@ struct CommandSpec: Sendable {
         self.discussion = discussion
     }
 
-    static let help = OptionSpec.flag("--help", "Show this help.")
+    static let help = OptionSpec.flag("--help", N_("Show this help."))
 
     /// On every command that runs.
     static let everywhere: [OptionSpec] = [
         OptionSpec.value("--socket", "PATH",
-                         "Use the fingerseal service at PATH (default: $FINGERSEAL_SOCKET, else /run/fingerseal/socket).").local,
-        .value("--user", "NAME", "Act on the account NAME instead of your own (root only)."),
+                         N_("Use the fingerseal service at PATH (default: $FINGERSEAL_SOCKET, else /run/fingerseal/socket).")).local,
+        .value("--user", "NAME", N_("Act on the account NAME instead of your own (root only).")),
     ]
 
+    /// `--help`, in the language of this run: every sentence from the catalog; command and
+    /// option names and metavariables (PATH, NAME, SECONDS) as typed.
     func helpText(path: [String]) -> String {
         let full = path.joined(separator: " ")
-        var lines = ["Usage: \(full)" + (subcommands.isEmpty ? "" : " COMMAND") + (options.isEmpty ? "" : " [OPTIONS]")
-                     + (arguments.isEmpty ? "" : " \(arguments)"), "", summary]
-        if !discussion.isEmpty { lines += ["", discussion] }
+        let synopsis = full + (subcommands.isEmpty ? "" : " COMMAND") + (options.isEmpty ? "" : " [OPTIONS]")
+            + (arguments.isEmpty ? "" : " \(arguments)")
+        var lines = [tr("Usage: %1$s", synopsis), "", summary.localized]
+        if let discussion { lines += ["", discussion.localized] }
         if !subcommands.isEmpty {
-            lines += ["", "Commands:"]
+            lines += ["", tr("Commands:")]
             let width = subcommands.map(\.name.count).max() ?? 0
             for command in subcommands {
-                lines.append("  " + command.name.padding(width) + "  " + command.summary)
+                lines.append("  " + command.name.padding(width) + "  " + command.summary.localized)
             }
-            lines += ["", "Run \"\(full) COMMAND --help\" for help on a command."]
+            lines += ["", tr("Run \"%1$s COMMAND --help\" for help on a command.", full)]
         }
         let all = options + [CommandSpec.help]
-        lines += ["", "Options:"]
+        lines += ["", tr("Options:")]
         let width = all.map(\.label.count).max() ?? 0
         for option in all {
-            lines.append("  " + option.label.padding(width) + "  " + option.help)
+            lines.append("  " + option.label.padding(width) + "  " + option.help.localized)
         }
         return lines.joined(separator: "\n")
     }

@@ -5,96 +5,98 @@ import FingersealWire
 /// CLI handles itself (see Invocation).
 enum Commands {
     // Option groups several commands share.
-    static let json = OptionSpec.flag("--json", "Print machine-readable JSON.")
-    static let pinFD = OptionSpec.descriptor("--pin-fd", "Read PINs from file descriptor N, one per line, instead of the terminal.")
+    static let json = OptionSpec.flag("--json", N_("Print machine-readable JSON."))
+    static let pinFD = OptionSpec.descriptor("--pin-fd", N_("Read PINs from file descriptor N, one per line, instead of the terminal."))
     static let passwordFD = OptionSpec.descriptor(
-        "--password-fd", "Read your account password from descriptor N instead of the terminal.")
-    static let device = OptionSpec.value("--device", "ID", "Use the reader with this id (see: fingerseal devices).")
-    static let timeout = OptionSpec.number("--timeout", "SECONDS", 1...600, "Wait at most this long for a finger (default 15).")
-    static let eventsFD = OptionSpec.descriptor("--events-fd", "Also write reader events as JSON lines to file descriptor N.")
+        "--password-fd", N_("Read your account password from descriptor N instead of the terminal."))
+    static let device = OptionSpec.value("--device", "ID", N_("Use the reader with this id (see: fingerseal devices)."))
+    static let timeout = OptionSpec.number("--timeout", "SECONDS", 1...600, N_("Wait at most this long for a finger (default 15)."))
+    static let eventsFD = OptionSpec.descriptor("--events-fd", N_("Also write reader events as JSON lines to file descriptor N."))
     static let scan = [device, timeout, eventsFD]
-    static let ttl = OptionSpec.number("--ttl", "SECONDS", 1...86_400, "How long the confirmation lasts (default 300, at most 86400).")
+    static let ttl = OptionSpec.number("--ttl", "SECONDS", 1...86_400, N_("How long the confirmation lasts (default 300, at most 86400)."))
 
     static let root = CommandSpec(
         name: "fingerseal",
-        summary: "Unlock your identity-provider sign-in with a fingerprint, with a PIN as fallback.",
-        options: [.flag("--version", "Show the version.")],
+        summary: N_("Unlock your identity-provider sign-in with a fingerprint, with a PIN as fallback."),
+        options: [.flag("--version", N_("Show the version."))],
         subcommands: [status, login, unlock, token, logout, stepUp, seal, reveal, pin, reset,
                       devices, enroll, fingers, forget, verify, capture, selftest, audit, doctor, completion],
-        discussion: "Exit codes are listed in the README; 0 always means success."
+        discussion: N_("Exit codes are listed in the README; 0 always means success.")
     )
 
     // MARK: the vault
 
     static let status = CommandSpec(
-        name: "status", summary: "Show whether fingerseal is set up, and how your vault is protected.",
+        name: "status", summary: N_("Show whether fingerseal is set up, and how your vault is protected."),
         options: [json], command: .status)
 
     static let pin = CommandSpec(
-        name: "pin", summary: "Set, change or reset the PIN that unlocks your vault when a fingerprint cannot.",
+        name: "pin", summary: N_("Set, change or reset the PIN that unlocks your vault when a fingerprint cannot."),
         subcommands: [
-            CommandSpec(name: "set", summary: "Set up fingerseal with a new PIN (creates your vault).",
+            CommandSpec(name: "set", summary: N_("Set up fingerseal with a new PIN (creates your vault)."),
                         options: [pinFD, passwordFD],
-                        discussion: "With --pin-fd, the first line is the new PIN. Creating the vault needs your account password.",
+                        discussion: N_("With --pin-fd, the first line is the new PIN. Creating the vault needs your account password."),
                         command: .pinSet),
-            CommandSpec(name: "change", summary: "Change the PIN. The current PIN is needed.",
-                        options: [pinFD], discussion: "With --pin-fd, the first line is the current PIN, the second the new one.",
+            CommandSpec(name: "change", summary: N_("Change the PIN. The current PIN is needed."),
+                        options: [pinFD], discussion: N_("With --pin-fd, the first line is the current PIN, the second the new one."),
                         command: .pinChange),
-            CommandSpec(name: "reset", summary: "Set a new PIN when you have forgotten it; needs your account password.",
+            CommandSpec(name: "reset", summary: N_("Set a new PIN when you have forgotten it; needs your account password."),
                         options: [pinFD, passwordFD],
-                        discussion: "With --pin-fd, the first line is the new PIN.",
+                        discussion: N_("With --pin-fd, the first line is the new PIN."),
                         command: .pinReset),
         ])
 
     static let reset = CommandSpec(
-        name: "reset", summary: "Delete your vault: PIN, enrolled fingers and sign-in.",
-        options: [.flag("--yes", "Do not ask to type yes (the PIN is still needed)."), pinFD],
-        discussion: "Needs the PIN. A forgotten PIN: run fingerseal pin reset.",
+        name: "reset", summary: N_("Delete your vault: PIN, enrolled fingers and sign-in."),
+        options: [.flag("--yes", N_("Do not ask to type yes (the PIN is still needed).")), pinFD],
+        discussion: N_("Needs the PIN. A forgotten PIN: run fingerseal pin reset."),
         command: .reset)
 
     // MARK: sign-in and tokens
 
     static let login = CommandSpec(
-        name: "login", summary: "Sign in to your identity provider once; fingerseal keeps the sign-in sealed in your vault.",
+        name: "login", summary: N_("Sign in to your identity provider once; fingerseal keeps the sign-in sealed in your vault."),
         options: [
-            .value("--issuer", "URL", "The identity provider (its OIDC issuer URL; default: the configuration's issuer)."),
-            .value("--client-id", "ID", "The OAuth client id (default: the configuration's client_id)."),
+            .value("--issuer", "URL", N_("The identity provider (its OIDC issuer URL; default: the configuration's issuer).")),
+            .value("--client-id", "ID", N_("The OAuth client id (default: the configuration's client_id).")),
             OptionSpec.value("--client-secret-file", "FILE",
-                             "Read a client secret from FILE (confidential clients); the administrator's, if set, wins.").local,
-            .value("--scope", "SCOPE", "Scopes to ask for (default: the configuration's, else openid offline_access)."),
-            .choice("--flow", ["device", "password", "browser"], "How to sign in (default: the configuration's, else device)."),
-            .value("--idp-user", "NAME", "Password flow: your user name at the identity provider (default: your login name)."),
-            .descriptor("--password-fd", "Read passwords from descriptor N, one per line, instead of the terminal: "
-                        + "the identity provider's (password flow), then your account password (a new vault)."),
-            .flag("--no-qr", "Do not draw the QR code."),
-            .flag("--no-browser", "Browser flow: only print the address; do not start a browser."),
-            .number("--timeout", "S", 1...86_400, "Browser flow: seconds to wait for the browser (default: 300)."),
+                             N_("Read a client secret from FILE (confidential clients); the administrator's, if set, wins.")).local,
+            .value("--scope", "SCOPE", N_("Scopes to ask for (default: the configuration's, else openid offline_access).")),
+            .choice("--flow", ["device", "password", "browser"], N_("How to sign in (default: the configuration's, else device).")),
+            .value("--idp-user", "NAME", N_("Password flow: your user name at the identity provider (default: your login name).")),
+            .descriptor("--password-fd", N_("""
+                Read passwords from descriptor N, one per line, instead of the terminal: \
+                the identity provider's (password flow), then your account password (a new vault).
+                """)),
+            .flag("--no-qr", N_("Do not draw the QR code.")),
+            .flag("--no-browser", N_("Browser flow: only print the address; do not start a browser.")),
+            .number("--timeout", "S", 1...86_400, N_("Browser flow: seconds to wait for the browser (default: 300).")),
             .number("--redirect-port", "N", 1024...65_535,
-                    "Browser flow: listen on 127.0.0.1 port N, for providers that match redirect URIs exactly (default: any free port)."),
+                    N_("Browser flow: listen on 127.0.0.1 port N, for providers that match redirect URIs exactly (default: any free port).")),
             pinFD, json,
         ],
-        discussion: """
+        discussion: N_("""
             Without arguments it signs in as /etc/fingerseal/fingerseal.conf says (issuer, client_id, scope, flow). \
             Arguments change what the administrator did not fix there (fixed=). \
             A new vault asks for a new PIN; an existing one asks for its PIN. A full sign-in clears every lock.
-            """,
+            """),
         command: .login)
 
     static let unlock = CommandSpec(
-        name: "unlock", summary: "Unlock your sign-in with a finger (or the PIN) and get a fresh access token.",
+        name: "unlock", summary: N_("Unlock your sign-in with a finger (or the PIN) and get a fresh access token."),
         arguments: "[--exec COMMAND ...]",
         options: [
-            .flag("--print-token", "Write the access token to standard output."),
-            .rest("--exec", "COMMAND ...", "Run COMMAND with the access token on an inherited descriptor (see below)."),
-            .flag("--pin", "Use the PIN, not a finger."),
+            .flag("--print-token", N_("Write the access token to standard output.")),
+            .rest("--exec", "COMMAND ...", N_("Run COMMAND with the access token on an inherited descriptor (see below).")),
+            .flag("--pin", N_("Use the PIN, not a finger.")),
             json, pinFD,
         ] + scan,
-        discussion: """
+        discussion: N_("""
             While the reader waits you may type your PIN instead; Enter alone goes straight to the PIN. \
             The token is never shown unless asked for. With --exec, COMMAND gets it on the file descriptor \
             named in FINGERSEAL_ACCESS_TOKEN_FD (read it, for example, with: cat <&"$FINGERSEAL_ACCESS_TOKEN_FD"); \
             it is never put in the arguments or the environment, and fingerseal exits with COMMAND's status.
-            """,
+            """),
         command: .unlock,
         shape: { parsed, invocation throws(CLIError) in
             let exec = parsed.has("--exec")
@@ -109,8 +111,8 @@ enum Commands {
         })
 
     static let token = CommandSpec(
-        name: "token", summary: "Print the access token of this session while it is valid; otherwise unlock first.",
-        options: [.number("--min-valid", "SECONDS", 0...86_400, "Unlock again if the token expires sooner than this (default 60)."),
+        name: "token", summary: N_("Print the access token of this session while it is valid; otherwise unlock first."),
+        options: [.number("--min-valid", "SECONDS", 0...86_400, N_("Unlock again if the token expires sooner than this (default 60).")),
                   json, pinFD] + scan,
         command: .token,
         shape: { parsed, invocation throws(CLIError) in
@@ -119,30 +121,30 @@ enum Commands {
         })
 
     static let logout = CommandSpec(
-        name: "logout", summary: "Sign out: end the sign-in at the identity provider and remove it from your vault.",
+        name: "logout", summary: N_("Sign out: end the sign-in at the identity provider and remove it from your vault."),
         options: [json, pinFD],
-        discussion: "Needs the PIN. Your PIN and enrolled fingers are kept; fingerseal login signs in again.",
+        discussion: N_("Needs the PIN. Your PIN and enrolled fingers are kept; fingerseal login signs in again."),
         command: .logout)
 
     // MARK: step-up, seal, reveal
 
     static let stepUp = CommandSpec(
-        name: "step-up", summary: "Confirm it is you before a sensitive action; kept per context for this login session.",
+        name: "step-up", summary: N_("Confirm it is you before a sensitive action; kept per context for this login session."),
         arguments: "CONTEXT [-- COMMAND ...]",
         options: [
             ttl,
-            .flag("--fresh", "Ask for the PIN even if a confirmation is held (a finger is not enough)."),
-            .flag("--check", "Only say, by the exit status, whether a confirmation is held (0 yes, 1 no)."),
-            .flag("--end", "End the confirmation for CONTEXT."),
+            .flag("--fresh", N_("Ask for the PIN even if a confirmation is held (a finger is not enough).")),
+            .flag("--check", N_("Only say, by the exit status, whether a confirmation is held (0 yes, 1 no).")),
+            .flag("--end", N_("End the confirmation for CONTEXT.")),
             json, pinFD,
         ] + scan,
-        discussion: """
+        discussion: N_("""
             A confirmation held for CONTEXT in this login session means no prompt. Otherwise it asks for a finger \
             (the PIN may be typed while the reader waits, and is asked when there is no reader or the finger fails). \
             With a COMMAND after --, the confirmation lasts exactly as long as the command, and the exit status is \
             the command's. Confirmations live in the memory of the fingerseal service and end at logout. \
             Exit status: 0 confirmed, 1 refused, 3 cancelled, 4 timed out, 5 locked.
-            """,
+            """),
         command: .stepUp,
         shape: { parsed, invocation throws(CLIError) in
             guard let context = parsed.positionals.first else { throw CLIError(.usage, Strings.stepUpNeedsContext) }
@@ -161,11 +163,11 @@ enum Commands {
         })
 
     static let seal = CommandSpec(
-        name: "seal", summary: "Encrypt sensitive data for a context; revealing it needs a confirmation for that context.",
+        name: "seal", summary: N_("Encrypt sensitive data for a context; revealing it needs a confirmation for that context."),
         arguments: "[FILE]",
-        options: [.value("--context", "CONTEXT", "The context to seal for. Required."),
-                  OptionSpec.value("--out", "FILE", "Write the sealed file here (created 0600) instead of standard output.").local],
-        discussion: "Reads FILE, or standard input. Sealing needs no confirmation; revealing does.",
+        options: [.value("--context", "CONTEXT", N_("The context to seal for. Required.")),
+                  OptionSpec.value("--out", "FILE", N_("Write the sealed file here (created 0600) instead of standard output.")).local],
+        discussion: N_("Reads FILE, or standard input. Sealing needs no confirmation; revealing does."),
         command: .seal,
         shape: { parsed, invocation throws(CLIError) in
             guard parsed.values["--context"] != nil else { throw CLIError(.usage, Strings.sealNeedsContext) }
@@ -175,10 +177,10 @@ enum Commands {
         })
 
     static let reveal = CommandSpec(
-        name: "reveal", summary: "Decrypt a sealed file to standard output, after a confirmation for its context.",
+        name: "reveal", summary: N_("Decrypt a sealed file to standard output, after a confirmation for its context."),
         arguments: "FILE",
-        options: [.flag("--no-notice", "Do not say on standard error that personal data follows."), ttl, pinFD] + scan,
-        discussion: "The plaintext goes only to standard output, never to a file. Cancel or failure reveals nothing.",
+        options: [.flag("--no-notice", N_("Do not say on standard error that personal data follows.")), ttl, pinFD] + scan,
+        discussion: N_("The plaintext goes only to standard output, never to a file. Cancel or failure reveals nothing."),
         command: .reveal,
         shape: { parsed, invocation throws(CLIError) in
             guard parsed.positionals.count == 1, let path = parsed.positionals.first else {
@@ -189,23 +191,25 @@ enum Commands {
 
     // MARK: the reader
 
-    static let devices = CommandSpec(name: "devices", summary: "List the fingerprint readers connected now.",
+    static let devices = CommandSpec(name: "devices", summary: N_("List the fingerprint readers connected now."),
                                      options: [json], command: .devices)
 
     static let enroll = CommandSpec(
-        name: "enroll", summary: "Enroll a finger. Your PIN is needed.",
-        options: [.value("--finger", "NAME", "The finger to enroll (default: the first not yet enrolled, right index first)."),
+        name: "enroll", summary: N_("Enroll a finger. Your PIN is needed."),
+        options: [.value("--finger", "NAME", N_("The finger to enroll (default: the first not yet enrolled, right index first).")),
                   device, timeout, pinFD, eventsFD],
-        discussion: "Finger names: left-thumb, left-index-finger, left-middle-finger, left-ring-finger, left-little-finger, "
-            + "right-thumb, right-index-finger, right-middle-finger, right-ring-finger, right-little-finger.",
+        discussion: N_("""
+            Finger names: left-thumb, left-index-finger, left-middle-finger, left-ring-finger, left-little-finger, \
+            right-thumb, right-index-finger, right-middle-finger, right-ring-finger, right-little-finger.
+            """),
         command: .enroll)
 
-    static let fingers = CommandSpec(name: "fingers", summary: "List the enrolled fingers.", options: [json], command: .fingers)
+    static let fingers = CommandSpec(name: "fingers", summary: N_("List the enrolled fingers."), options: [json], command: .fingers)
 
     static let forget = CommandSpec(
-        name: "forget", summary: "Forget one enrolled finger, or all. Your PIN is needed.",
-        arguments: "FINGER", options: [.flag("--all", "Forget every enrolled finger."), pinFD],
-        discussion: "Prints stored on the reader itself are deleted there too.",
+        name: "forget", summary: N_("Forget one enrolled finger, or all. Your PIN is needed."),
+        arguments: "FINGER", options: [.flag("--all", N_("Forget every enrolled finger.")), pinFD],
+        discussion: N_("Prints stored on the reader itself are deleted there too."),
         command: .forget,
         shape: { parsed, invocation throws(CLIError) in
             guard parsed.has("--all") != (parsed.positionals.count == 1), parsed.positionals.count <= 1 else {
@@ -215,14 +219,14 @@ enum Commands {
         })
 
     static let verify = CommandSpec(
-        name: "verify", summary: "Scan once and say whether it matches an enrolled finger (for test rigs).",
+        name: "verify", summary: N_("Scan once and say whether it matches an enrolled finger (for test rigs)."),
         options: [json] + scan,
-        discussion: "Exit status 0: match; 1: no match; 3: cancelled; 4: timed out.",
+        discussion: N_("Exit status 0: match; 1: no match; 3: cancelled; 4: timed out."),
         command: .verify)
 
     static let capture = CommandSpec(
-        name: "capture", summary: "Capture one fingerprint image to a PGM file (image readers only).",
-        options: [OptionSpec.value("--out", "FILE", "Where to write the image (required; written 0600, replacing FILE).").local]
+        name: "capture", summary: N_("Capture one fingerprint image to a PGM file (image readers only)."),
+        options: [OptionSpec.value("--out", "FILE", N_("Where to write the image (required; written 0600, replacing FILE).")).local]
             + scan,
         command: .capture,
         shape: { parsed, invocation throws(CLIError) in
@@ -233,46 +237,48 @@ enum Commands {
         })
 
     static let selftest = CommandSpec(
-        name: "selftest", summary: "Exercise a reader with on-device storage: open, enroll, verify, delete, close.",
+        name: "selftest", summary: N_("Exercise a reader with on-device storage: open, enroll, verify, delete, close."),
         options: [json] + scan,
-        discussion: "Prints other programs stored on the reader are never touched; the self-test deletes only the print it "
-            + "enrolled, even when a later step failed. A reader whose storage is full fails the enroll step and says so. "
-            + "Your vault is not touched.",
+        discussion: N_("""
+            Prints other programs stored on the reader are never touched; the self-test deletes only the print it \
+            enrolled, even when a later step failed. A reader whose storage is full fails the enroll step and says so. \
+            Your vault is not touched.
+            """),
         command: .selftest)
 
     // MARK: audit
 
     static let audit = CommandSpec(
-        name: "audit", summary: "List what happened to your vault (sign-ins, unlocks, lockouts, ...), or verify that the list is intact.",
+        name: "audit", summary: N_("List what happened to your vault (sign-ins, unlocks, lockouts, ...), or verify that the list is intact."),
         options: [
-            .flag("--json", "Print each event as one JSON object per line (JSON Lines, not an array), exactly as stored."),
-            .flag("--verify", "Check every entry with the vault key and say whether the trail is intact."),
+            .flag("--json", N_("Print each event as one JSON object per line (JSON Lines, not an array), exactly as stored.")),
+            .flag("--verify", N_("Check every entry with the vault key and say whether the trail is intact.")),
         ],
-        discussion: """
+        discussion: N_("""
             Each event is listed as one sentence with its time (UTC). --verify opens the vault through its device \
             key (no prompt) and names the first entry that was edited, deleted, inserted, reordered or cut off; \
             with --json it prints one JSON object. Exit status: 0 when listed or intact; 9 when the trail was \
             changed or damaged. The listing itself is not verified.
-            """,
+            """),
         command: .audit)
 
     // MARK: troubleshooting
 
     static let doctor = CommandSpec(
-        name: "doctor", summary: "Check everything fingerprint unlock needs here, and say how to fix what is wrong.",
+        name: "doctor", summary: N_("Check everything fingerprint unlock needs here, and say how to fix what is wrong."),
         options: [json.local],
-        discussion: """
+        discussion: N_("""
             One line per finding, led by OK, Warning or Problem, each problem with its fix. This side checks the \
             service's socket and units, the PAM module and profiles, the udev rules, the group fingerseal-rig, the TPM \
             and the clock; the service checks your reader, vault, PIN, fingers, sign-in, identity provider and the \
             clock against your vault. Exit status: 0 when nothing blocks fingerprint unlock (warnings may remain); 8 \
             when something does.
-            """,
+            """),
         command: .doctor, run: Doctor.run)
 
     static let completion = CommandSpec(
-        name: "completion", summary: "Print the shell completion script for bash or zsh.",
+        name: "completion", summary: N_("Print the shell completion script for bash or zsh."),
         arguments: "bash|zsh",
-        discussion: "Installed by make install; to try it now: source <(fingerseal completion bash)",
+        discussion: N_("Installed by make install; to try it now: source <(fingerseal completion bash)"),
         run: Completion.run)
 }

@@ -12,7 +12,8 @@ enum Completion {
             throw CLIError(.usage, Strings.completionNeedsShell)
         }
         // The scripts are the same whatever the language of the run (the checked-in ones are
-        // compared with this): generated in the C locale.
+        // compared with this): summaries and option help as their English msgids, never
+        // looked up, and the rest generated in the C locale.
         switch shell {
         case "bash": output.out(Localization.with(nil) { bash(Commands.root) })
         case "zsh": output.out(Localization.with(nil) { zsh(Commands.root) })
@@ -127,13 +128,13 @@ enum Completion {
             "    case $1 in",
         ]
         for (path, spec) in all where !spec.subcommands.isEmpty {
-            let entries = spec.subcommands.map { quoted($0.name + ":" + $0.summary) }
+            let entries = spec.subcommands.map { quoted($0.name + ":" + $0.summary.msgid) }
             lines.append("        \(quoted(path))) reply=(\(entries.joined(separator: " "))) ;;")
         }
         lines += ["        *) reply=() ;;", "    esac", "}", "", "# The options of PATH, as name:help.", "_fingerseal_options() {",
                   "    case $1 in"]
         for (path, spec) in all {
-            let entries = options(spec).map { quoted($0.name + ":" + $0.help) }
+            let entries = options(spec).map { quoted($0.name + ":" + $0.help.msgid) }
             lines.append("        \(quoted(path))) reply=(\(entries.joined(separator: " "))) ;;")
         }
         lines += ["        *) reply=() ;;", "    esac", "}", "", "_fingerseal_choices() {", "    case $1 in"]

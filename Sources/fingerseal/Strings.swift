@@ -1,17 +1,6 @@
 import FingersealWire
 import Localization
 
-/// A sentence from the catalog in the language of this run (see FingersealCore's `tr` and
-/// po/README: every `tr("…")` literal is a msgid, extracted by scripts/update-po).
-func tr(_ message: String, _ arguments: any CustomStringConvertible...) -> String {
-    Localization.text(message, arguments.map(\.description))
-}
-
-/// A sentence with a number in it (ngettext): the form for `count` in the language of this run.
-func trn(_ singular: String, _ plural: String, _ count: Int, _ arguments: any CustomStringConvertible...) -> String {
-    Localization.plural(singular, plural, count, arguments.map(\.description))
-}
-
 /// Every sentence the CLI itself says, in one table: the command line's mistakes, and what
 /// goes wrong on this side of the socket. Everything else a person reads comes from the
 /// broker. Whole sentences, never glued from fragments (each looked up in the message catalog).

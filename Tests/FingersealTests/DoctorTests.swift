@@ -183,6 +183,7 @@ struct DoctorRun {
 
         // The clock is not set back here: libfaketime's LD_PRELOAD loses a Swift program's
         // arguments (CommandLine.arguments comes back empty), so neither program would run.
+        // DoctorClockTests gives both clock checks their times instead.
     }
 
     struct Report: Decodable {

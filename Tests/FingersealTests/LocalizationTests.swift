@@ -4,7 +4,7 @@ import Localization
 import PAMKit
 import Testing
 @testable import FingersealCore
-import SystemKit
+@testable import SystemKit
 
 /// The message catalogs (po/README): complete, valid, and used: the CLI, the broker and a PAM
 /// conversation speak Norwegian when the person's environment asks for it, English otherwise.
@@ -40,6 +40,38 @@ import SystemKit
         #expect(Localization.fill("%1$s og %1$s", ["x"]) == "x og x")
         // Nothing to fill: left as written.
         #expect(Localization.fill("%3$s", ["x"]) == "%3$s")
+    }
+
+    /// Sentences that carry a reason of ours (a damaged file, an unsafe file, a refused option,
+    /// a failed system step, a failed audit action) come out in Norwegian whole: the reason is
+    /// translated too, never an English clause inside a Norwegian sentence.
+    @Test(.enabled(if: LocalizationTests.norwegianExists))
+    func reasonsInsideSentencesAreTranslatedToo() throws {
+        Localization.bind(directory: Self.catalogs)
+        let norwegian = try #require(Localization.language("nb"))
+        func badOption(_ argument: String) -> String {
+            var options = Options()
+            do { try options.apply([argument], source: "test"); return "" } catch { return (error as? FingersealError)?.message ?? "" }
+        }
+        let rendered = Localization.with(norwegian) {
+            [Messages.vaultDamaged("vault", tr("its contents are not valid")),
+             Messages.unsafeFile(Messages.unsafeReason(UnsafeFileError(path: "/x", reason: .writableByOthers(mode: 0o666)))),
+             Messages.systemFailure(.saveVault),
+             Messages.auditFailure("unlock", Messages.auditReason("wrongPIN")),
+             Messages.selftestStep("delete", failure: nil, milliseconds: 1.5),
+             badOption("reader=both"), badOption("max_tries=99")]
+        }
+        #expect(rendered == [
+            "Fingerseal-filen vault kan ikke brukes: innholdet er ugyldig. Den ble ikke endret.",
+            "Fingerseal nektet å bruke filene sine fordi /x kan skrives av gruppen eller andre (modus 666). Rett eierskapet eller tilgangene, eller fjern filen.",
+            "Fingerseal kunne ikke lagre hvelvet.",
+            "Opplåsingen lyktes ikke: PIN-koden var feil.",
+            "slette: bestått (1.5 ms)",
+            "Valget reader er ikke gyldig: bruk auto, fprintd eller libfprint.",
+            "Valget max_tries er ikke gyldig: den trenger et heltall fra 1 til 20.",
+        ])
+        // The same calls on a thread without a language: English.
+        #expect(Messages.systemFailure(.saveVault) == "Fingerseal could not save the vault.")
     }
 
     @Test func theLanguageComesFromTheEnvironmentAsGettextReadsIt() {
@@ -84,6 +116,72 @@ import SystemKit
         #expect(english.stdout.contains("PIN: set"), "\(english.stdout)")
         let wrongEnglish = try home.run(["pin", "change", "--pin-fd", "3"], fd3: "0000\n5678\n", environment: Self.locale)
         #expect(wrongEnglish.stderr.contains("The PIN is not correct."), "\(wrongEnglish.all)")
+    }
+
+    /// --help in Norwegian: summaries, discussions, option help and the fixed words come from
+    /// the catalog; command names, options and metavariables (N, PATH, NAME) stay as typed.
+    /// English without LANGUAGE, and under LC_ALL=C whatever LANGUAGE says.
+    @Test(.enabled(if: LocalizationTests.norwegianExists))
+    func helpInNorwegian() throws {
+        let norwegian = Self.locale.merging(["LANGUAGE": "nb"]) { $1 }
+        let root = try Child.run(Paths.cli, ["--help"], environment: norwegian)
+        #expect(root.status == 0, "\(root.all)")
+        for line in ["Bruk: fingerseal COMMAND [OPTIONS]", "Kommandoer:",
+                     "  status      Vis om fingerseal er satt opp, og hvordan hvelvet ditt er beskyttet.",
+                     "Kjør «fingerseal COMMAND --help» for hjelp til en kommando.", "Valg:",
+                     "  --version  Vis versjonen.", "  --help     Vis denne hjelpen."] {
+            #expect(root.stdout.contains(line), "\(line)\n\(root.stdout)")
+        }
+        let pinSet = try Child.run(Paths.cli, ["pin", "set", "--help"], environment: norwegian)
+        #expect(pinSet.status == 0, "\(pinSet.all)")
+        for line in ["Bruk: fingerseal pin set [OPTIONS]", "Sett opp fingerseal med en ny PIN-kode (oppretter hvelvet ditt).",
+                     "Med --pin-fd er første linje den nye PIN-koden. Å opprette hvelvet krever kontopassordet ditt.",
+                     "  --pin-fd N       Les PIN-koder fra fildeskriptor N, én per linje, i stedet for fra terminalen.",
+                     "  --user NAME      Handle for kontoen NAME i stedet for din egen (bare root).",
+                     "  --help           Vis denne hjelpen."] {
+            #expect(pinSet.stdout.contains(line), "\(line)\n\(pinSet.stdout)")
+        }
+        #expect(!pinSet.stdout.contains("Usage:") && !pinSet.stdout.contains("Options:"), "\(pinSet.stdout)")
+
+        for environment in [Self.locale, Self.locale.merging(["LANGUAGE": "nb", "LC_ALL": "C"]) { $1 }] {
+            let english = try Child.run(Paths.cli, ["pin", "set", "--help"], environment: environment)
+            for line in ["Usage: fingerseal pin set [OPTIONS]", "Set up fingerseal with a new PIN (creates your vault).",
+                         "Options:", "  --help           Show this help."] {
+                #expect(english.stdout.contains(line), "\(environment): \(line)\n\(english.stdout)")
+            }
+            let rootEnglish = try Child.run(Paths.cli, ["--help"], environment: environment)
+            #expect(rootEnglish.stdout.contains("Run \"fingerseal COMMAND --help\" for help on a command."), "\(rootEnglish.stdout)")
+        }
+
+        // Every command: no line of its English help but the blank ones is left in its
+        // Norwegian help (a sentence the extractor missed, or read differently from Swift,
+        // would be).
+        var paths: [[String]] = [[]]
+        var index = 0
+        while index < paths.count, paths.count < 100 {
+            let path = paths[index]
+            index += 1
+            let english = try Child.run(Paths.cli, path + ["--help"], environment: Self.locale)
+            let translated = try Child.run(Paths.cli, path + ["--help"], environment: norwegian)
+            #expect(english.status == 0 && translated.status == 0, "\(path)")
+            let lines = english.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            let norwegianLines = Set(translated.stdout.split(separator: "\n").map(String.init))
+            for line in lines where !line.isEmpty {
+                #expect(!norwegianLines.contains(line), "untranslated in fingerseal \(path.joined(separator: " ")) --help: \(line)")
+            }
+            if let start = lines.firstIndex(of: "Commands:") {
+                for line in lines[(start + 1)...].prefix(while: { !$0.isEmpty }) {
+                    if let name = line.split(separator: " ").first { paths.append(path + [String(name)]) }
+                }
+            }
+        }
+        #expect(paths.count > 20 && paths.count < 100, "\(paths)")
+
+        // The completion scripts do not depend on the language of the run.
+        for (shell, file) in [("bash", CompletionTests.bashScript), ("zsh", CompletionTests.zshScript)] {
+            let script = try Child.run(Paths.cli, ["completion", shell], environment: norwegian)
+            #expect(script.stdout == String(decoding: readFile(file) ?? [], as: UTF8.self), "\(shell)")
+        }
     }
 
     /// doctor in Norwegian: this side's findings and the service's, each line shape (word,

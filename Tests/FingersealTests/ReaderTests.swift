@@ -29,8 +29,11 @@ extension InProcessLibfprint {
         }
     }
 
-    func threadCount() -> Int {
-        (try? Child.run("/bin/ls", ["/proc/\(getpid())/task"]).stdout.split(separator: "\n").count) ?? -1
+    /// The reader worker threads alive in this process (named by GLibWorker). Counting every
+    /// thread would count the test runner's own pool, which grows and shrinks meanwhile.
+    func workerThreads() -> Int {
+        let names = (try? Child.run("/bin/sh", ["-c", "cat /proc/\(getpid())/task/*/comm"]).stdout) ?? ""
+        return names.split(separator: "\n").filter { $0 == "fs-libfprint" }.count
     }
 
     func enroll(_ reader: Reader, id: String, sensor: String) throws -> Print {
@@ -61,9 +64,10 @@ extension InProcessLibfprint {
         // GLib starts its own "gmain" thread once per process and keeps it; after a first
         // open and close, further readers must leave the thread count where it was.
         try Reader().close()
-        let threadsBefore = threadCount()
+        let threadsBefore = workerThreads()
         do {
             let reader = try Reader()
+            #expect(workerThreads() == threadsBefore + 1, "an open reader has its worker thread")
             #expect(reader.info.driver == "virtual_device")
             #expect(reader.enrollStages == 5)
             let print = try enroll(reader, id: "finger-a", sensor: env.socket)
@@ -80,8 +84,7 @@ extension InProcessLibfprint {
             guard case .verified(matched: false) = miss.wait(timeout: 10) else { throw TestFailure("matched") }
             reader.close()
         }
-        let names = (try? Child.run("/bin/sh", ["-c", "cat /proc/\(getpid())/task/*/comm"]).stdout) ?? ""
-        #expect(threadCount() == threadsBefore, "the worker thread must be joined on close: \(names)")
+        #expect(workerThreads() == threadsBefore, "the worker thread must be joined on close")
     }
 
     /// A reader that does not confirm its close in time is reported (the self-test's close

@@ -189,9 +189,9 @@ enum LoginCommand {
         case let .badConfiguration(why): return FingersealError(.badConfiguration, Messages.providerProblem(why))
         case let .malformed(why), let .identityRejected(why): return FingersealError(.unavailable, Messages.providerProblem(why))
         case let .rejected(status, code):
-            return FingersealError(.unavailable, Messages.providerProblem("it answered \(status)" + (code.map { " \($0)" } ?? "")))
+            return FingersealError(.unavailable, Messages.providerAnswered(status, code))
         case .authorizationPending, .slowDown, .clientAuthenticationRequired:
-            return FingersealError(.unavailable, Messages.providerProblem("unexpected answer"))
+            return FingersealError(.unavailable, Messages.providerUnexpectedAnswer)
         }
     }
 
@@ -221,7 +221,7 @@ enum LoginCommand {
         } catch let error as SystemError where error.code == EADDRINUSE {
             throw FingersealError(.unavailable, Messages.redirectPortBusy(port))
         } catch {
-            throw FingersealError(.systemError, Messages.systemFailure("listen for the browser on 127.0.0.1"),
+            throw FingersealError(.systemError, Messages.systemFailure(.listenForBrowser),
                                   detail: "\(error)")
         }
         defer { receiver.stop() }
@@ -247,9 +247,9 @@ enum LoginCommand {
             throw loginError(.accessDenied)
         case let .failed(error):
             throw FingersealError(response.isTransient ? .unavailable : .badConfiguration,
-                                  Messages.providerProblem("it ended the sign-in with the error \(error)"))
+                                  Messages.providerEndedSignIn(error))
         case .malformed:
-            throw FingersealError(.unavailable, Messages.providerProblem("it sent the browser back with neither a code nor an error"))
+            throw FingersealError(.unavailable, Messages.providerSentNothingBack)
         }
     }
 

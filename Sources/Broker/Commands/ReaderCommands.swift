@@ -63,7 +63,7 @@ enum ReaderCommands {
     /// cancel; any other is the reader's own failure.
     static func clientCancel(_ call: Call, _ error: FingersealError) -> FingersealError {
         guard error.outcome == .cancelled, !call.conversation.takeCancel() else { return error }
-        return FingersealError(.unavailable, Messages.readerFailed("the operation was cancelled"))
+        return FingersealError(.unavailable, Messages.readerOperationCancelled)
     }
 
     // MARK: enroll, fingers, forget
@@ -208,7 +208,7 @@ enum ReaderCommands {
             }
             guard case let .captured(image) = result else {
                 if case let .failed(error) = result { throw clientCancel(call, Fingerprint.translate(error)) }
-                throw FingersealError(.unavailable, Messages.readerFailed("unexpected result"))
+                throw FingersealError(.unavailable, Messages.readerUnexpectedResult)
             }
             return image
         }
@@ -251,7 +251,7 @@ enum ReaderCommands {
             let milliseconds = ((monotonicSeconds() - start) * 10000).rounded() / 10
             report.steps.append(.init(name: name, passed: message == nil, milliseconds: milliseconds, message: message))
             if !json {
-                prompter.output("\(name): " + (message.map { "failed: \($0)" } ?? "passed") + " (\(milliseconds) ms)")
+                prompter.output(Messages.selftestStep(name, failure: message, milliseconds: milliseconds))
             }
             return message == nil
         }
@@ -287,7 +287,7 @@ enum ReaderCommands {
                     prompter.info(Messages.placeFinger(swipe: reader.info.scanType == .swipe, cancelHint: scan.cancelHint))
                     let operation = try reader.enrollBare()
                     guard case let .enrolled(print) = try finish(operation, timeout: scan.timeout * Double(reader.enrollStages + 1)) else {
-                        throw FingersealError(.unavailable, Messages.readerFailed("enrollment gave no print"))
+                        throw FingersealError(.unavailable, Messages.enrollGaveNoPrint)
                     }
                     enrolled = print
                 }
