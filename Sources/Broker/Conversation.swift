@@ -17,7 +17,7 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
     let wantsEvents: Bool
     /// A graphical host (gdm, a lock screen): its prompts never mention Ctrl-C.
     let graphical: Bool
-    private let lock = Mutex()
+    private let lock = ThreadLock()
     private var gone = false
     private var cancelled = false
     /// The client left or stopped reading.

@@ -55,7 +55,7 @@ public final class Server: @unchecked Sendable {
 
     let listener: Listener
     let state: BrokerState
-    private let lock = Mutex()
+    private let lock = ThreadLock()
     private var active = 0
     private var perUser: [UInt32: Int] = [:]
     private var lastActivity = monotonicSeconds()
@@ -77,12 +77,15 @@ public final class Server: @unchecked Sendable {
             if fds.count > 1 && fds[1].revents != 0 {
                 _ = sd_notify(0, "STOPPING=1")
                 state.reader.closeIfIdle(after: 0)
+                VaultTPM.close()
                 return
             }
             if ready <= 0 {
                 state.reader.closeIfIdle(after: ReaderGate.idleLimit)
+                VaultTPM.closeIfIdle()
                 if let idle = state.settings.idleExit, lock.locked({ active == 0 && monotonicSeconds() - lastActivity >= idle }) {
                     _ = sd_notify(0, "STOPPING=1\nSTATUS=Idle; exiting until the next request.")
+                    VaultTPM.close()
                     return
                 }
                 continue
@@ -145,18 +148,6 @@ public final class Server: @unchecked Sendable {
         let conversation = Conversation(connection: connection, wantsEvents: request.wantsEvents,
                                         graphical: request.pam?.isGraphical ?? false)
         Dispatcher.handle(request, from: caller, conversation: conversation, state: state)
-    }
-}
-
-/// A pthread mutex for the broker's shared state.
-final class Mutex: @unchecked Sendable {
-    private var mutex = pthread_mutex_t()
-    init() { pthread_mutex_init(&mutex, nil) }
-    deinit { pthread_mutex_destroy(&mutex) }
-    func locked<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return try body()
     }
 }
 

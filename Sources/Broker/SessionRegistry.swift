@@ -23,7 +23,7 @@ struct Grant: Sendable {
 /// to the session it opens. A broker restart forgets everything here: the next request asks
 /// again.
 final class SessionRegistry: @unchecked Sendable {
-    private let lock = Mutex()
+    private let lock = ThreadLock()
     private var tokens: [SessionKey: AccessToken] = [:]
     private var grants: [SessionKey: [String: Grant]] = [:]
     private var tickets: [String: (uid: UInt32, token: AccessToken, madeAt: Double)] = [:]

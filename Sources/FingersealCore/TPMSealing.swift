@@ -1,5 +1,6 @@
 import Glibc
 import SodiumKit
+import SystemKit
 import TPMKit
 
 /// `tpm=`: whether the keyslots are sealed to the machine's TPM.
@@ -70,9 +71,9 @@ struct TPMSealedRecord: Codable, Equatable {
     }
 }
 
-/// One vault operation's use of the TPM: it is opened for the operation and closed after it,
-/// and every object it loads is flushed before the call returns.
-enum VaultTPM {
+/// A vault operation's use of the TPM: every object it loads is flushed before the call
+/// returns; the connection, storage key and session are kept for the next (`HeldTPM`).
+public enum VaultTPM {
     /// Why the TPM cannot be used, when it cannot (auto decides with this; require refuses).
     static func unusable(_ policy: TPMPolicy) -> FingersealError? {
         do {
@@ -155,32 +156,45 @@ enum VaultTPM {
         }
     }
 
-    /// Opens the TPM, lends `body` the storage key, closes it again, and turns the TPM's
-    /// errors into sentences.
+    /// Lends `body` the storage key (the one `HeldTPM` keeps, or a new one) and turns the
+    /// TPM's errors into sentences.
     private static func withStorageKey<T>(_ policy: TPMPolicy, slot: KeyslotKind = .device,
                                           _ body: (StorageKey) throws -> T) throws -> T {
         // A missing device node is the common case without a TPM: said without loading a TCTI.
         if policy.tcti.hasPrefix("device:"), access(String(policy.tcti.dropFirst("device:".count)), F_OK) != 0 {
             throw FingersealError(.unavailable, Messages.tpmUnreachable, detail: "no \(policy.tcti.dropFirst("device:".count))")
         }
-        let context: TPMContext
         do {
-            context = try TPMContext(tcti: policy.tcti)
-        } catch {
-            throw FingersealError(.unavailable, Messages.tpmUnreachable, detail: "\(error)")
-        }
-        do {
-            return try context.withStorageKey(body)
+            return try HeldTPM.shared.withKey(tcti: policy.tcti) { held in
+                do {
+                    return try body(held.key)
+                } catch let error as TPMError where error.isLockout {
+                    // Said with the TPM's own interval, read on the same connection.
+                    throw translate(error, slot: slot, context: held.context)
+                }
+            }
         } catch let error as TPMError {
-            throw translate(error, slot: slot, context: context)
+            throw translate(error, slot: slot, context: nil)
         }
     }
 
-    private static func translate(_ error: TPMError, slot: KeyslotKind, context: TPMContext) -> FingersealError {
+    /// Closes the TPM connection this process keeps (`HeldTPM`) when it has not been used
+    /// for a while: the broker's idle tick.
+    public static func closeIfIdle() {
+        HeldTPM.shared.closeIfIdle(after: HeldTPM.idleLimit)
+    }
+
+    /// Closes it now, flushing the storage key and its session: when the broker stops, and
+    /// before a test or a tool talks to a TPM that serves one connection at a time (swtpm).
+    public static func close() {
+        HeldTPM.shared.closeIfIdle(after: 0)
+    }
+
+    private static func translate(_ error: TPMError, slot: KeyslotKind, context: TPMContext?) -> FingersealError {
         if error.isForeignObject { return tpmChanged(slot, detail: "\(error)") }
         if error.isAuthFailure { return FingersealError(.wrongPIN, Messages.wrongPIN, detail: "the TPM refused the PIN") }
         if error.isLockout {
-            let interval = (try? context.dictionaryAttackState())?.recoveryInterval ?? 0
+            let interval = (try? context?.dictionaryAttackState())??.recoveryInterval ?? 0
             return FingersealError(.lockedOut, Messages.tpmLockedOut(seconds: Int(interval)), detail: "\(error)",
                                    cause: .tpmLockedOut)
         }
@@ -202,5 +216,78 @@ enum VaultTPM {
         do { return try PCRSelection(pcrs) } catch {
             throw FingersealError(.vaultUnusable, Messages.tpmKeyslotDamaged, detail: "PCR numbers out of range")
         }
+    }
+}
+
+/// The TPM connection, storage key and salted session, kept between vault operations of one
+/// process (the broker) like its fingerprint reader: creating the key and exchanging the
+/// session's salt are most of an unseal's cost. One operation at a time uses them (an ESAPI
+/// context is not thread-safe, and a TPM serves one command at a time anyway).
+///
+/// Closed after `idleLimit` without use (the broker's tick), when the broker stops, when
+/// another TCTI is configured, and after any failure that is not the TPM's verdict on what
+/// was asked (a reset TPM, a broken connection, a handle a resource manager dropped): then
+/// the operation runs once more on a new connection. A wrong PIN is never tried twice.
+final class HeldTPM: @unchecked Sendable {
+    static let shared = HeldTPM()
+    /// Like the reader's: a burst of requests (a login: the finger, then the session's
+    /// refresh) shares one connection; an idle TPM holds nothing of ours.
+    static let idleLimit = 30.0
+
+    private let lock = ThreadLock()
+    private var held: (tcti: String, key: HeldStorageKey)?
+    private var lastUse = 0.0
+
+    func withKey<T>(tcti: String, _ body: (HeldStorageKey) throws -> T) throws -> T {
+        try lock.locked {
+            let kept = held.flatMap { $0.tcti == tcti ? $0.key : nil }
+            let reused = kept != nil
+            let key = try kept ?? open(tcti)
+            do {
+                return try finish(body(key))
+            } catch let error as TPMError where !error.isVerdict {
+                close()
+                guard reused else { throw error }
+                do {
+                    return try finish(body(open(tcti)))
+                } catch let error as TPMError where !error.isVerdict {
+                    close()
+                    throw error
+                }
+            }
+        }
+    }
+
+    func closeIfIdle(after seconds: Double) {
+        lock.locked {
+            if held != nil && monotonicSeconds() - lastUse >= seconds { close() }
+        }
+    }
+
+    private func finish<T>(_ result: T) -> T {
+        lastUse = monotonicSeconds()
+        return result
+    }
+
+    private func open(_ tcti: String) throws -> HeldStorageKey {
+        close()
+        let key = try HeldStorageKey(TPMContext(tcti: tcti))
+        held = (tcti, key)
+        return key
+    }
+
+    private func close() {
+        held?.key.close()
+        held = nil
+    }
+}
+
+extension TPMError {
+    /// The TPM's answer about what was asked (a wrong authValue, the lockout, a policy not
+    /// met, an object from another storage key) or our own refusal of a value: the same on
+    /// any connection, so never a reason to drop the held key or to try again.
+    var isVerdict: Bool {
+        if case .invalidArgument = self { return true }
+        return isAuthFailure || isLockout || isPolicyFailure || isForeignObject
     }
 }

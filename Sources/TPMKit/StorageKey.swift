@@ -36,23 +36,14 @@ public struct SealedObject: Equatable, Sendable {
 }
 
 extension TPMContext {
-    /// Creates the storage primary key (the SRK template in the owner hierarchy) and a salted
-    /// HMAC session that encrypts parameters, lends them to `body`, and flushes both after it,
-    /// whatever happens. Recreated for each use rather than made persistent: nothing is left
-    /// in the TPM's NV memory, no owner authorization is needed, and a persistent handle
-    /// someone else put there is never trusted as the key a secret is sealed under.
+    /// Creates the storage key and its salted session (`HeldStorageKey`), lends them to
+    /// `body`, and flushes both after it, whatever happens.
     ///
     /// `StorageKey` must not escape `body`.
     public func withStorageKey<T>(_ body: (StorageKey) throws -> T) throws -> T {
-        let primary = try reclaimingSpace(holding: []) { () throws(TPMError) in try createPrimary() }
-        defer { flush(primary) }
-        // Salted with the primary: the session key is unknown to anyone watching the bus, so
-        // the HMACs reveal nothing of an authValue and encrypted parameters stay secret.
-        let session = try reclaimingSpace(holding: [primary]) { () throws(TPMError) in
-            try startSession(TPM2_SE(TPM2_SE_HMAC), salt: primary)
-        }
-        defer { flush(session) }
-        return try body(StorageKey(context: self, handle: primary, session: session, name: try name(of: primary)))
+        let held = try HeldStorageKey(self)
+        defer { held.close() }
+        return try body(held.key)
     }
 
     func createPrimary() throws(TPMError) -> ESYS_TR {
@@ -124,6 +115,51 @@ extension TPMContext {
                                 &empty, &selection)
         guard rc == TSS2_RC_SUCCESS else { throw .failed(rc) }
     }
+}
+
+/// The storage primary key (the SRK template in the owner hierarchy) and a salted HMAC
+/// session that encrypts parameters, on one connection, until `close()` flushes both (or the
+/// object goes). Recreated rather than made persistent: nothing is written to the TPM's NV
+/// memory, no owner authorization is needed, and a persistent handle someone else put there
+/// is never trusted as the key a secret is sealed under.
+///
+/// Holding one between operations (as the broker does for a while) saves the key's creation
+/// and the session's key exchange, which are most of an unseal's cost.
+public final class HeldStorageKey {
+    public let context: TPMContext
+    public let key: StorageKey
+    private var open = true
+
+    public init(_ context: TPMContext) throws(TPMError) {
+        let primary = try context.reclaimingSpace(holding: []) { () throws(TPMError) in try context.createPrimary() }
+        do throws(TPMError) {
+            // Salted with the primary: the session key is unknown to anyone watching the bus,
+            // so the HMACs reveal nothing of an authValue and encrypted parameters stay secret.
+            let session = try context.reclaimingSpace(holding: [primary]) { () throws(TPMError) in
+                try context.startSession(TPM2_SE(TPM2_SE_HMAC), salt: primary)
+            }
+            do throws(TPMError) {
+                key = StorageKey(context: context, handle: primary, session: session, name: try context.name(of: primary))
+            } catch {
+                context.flush(session)
+                throw error
+            }
+        } catch {
+            context.flush(primary)
+            throw error
+        }
+        self.context = context
+    }
+
+    /// Flushes the session and the key. Idempotent.
+    public func close() {
+        guard open else { return }
+        open = false
+        context.flush(key.session)
+        context.flush(key.handle)
+    }
+
+    deinit { close() }
 }
 
 /// The storage primary key and its salted session, lent by `TPMContext.withStorageKey`.

@@ -170,6 +170,15 @@ extension TPMContext {
         guard rc == TSS2_RC_SUCCESS else { throw TPMError.failed(rc) }
     }
 
+    /// Flushes every transient object and session on the TPM, whoever loaded them (what a
+    /// TPM reset, or a resource manager dropping a connection's handles, does to them).
+    func flushEverythingForTests() throws {
+        let (objects, sessions) = try loadedHandles()
+        var system: OpaquePointer?
+        guard Esys_GetSysContext(esys, &system) == TSS2_RC_SUCCESS, let system else { throw TPMError.invalidArgument("no SAPI") }
+        for handle in objects + sessions { _ = Tss2_Sys_FlushContext(system, handle) }
+    }
+
     /// Creates the storage key and never flushes it (what a killed process leaves behind).
     func leakStorageKeyForTests() throws {
         _ = try createPrimary()

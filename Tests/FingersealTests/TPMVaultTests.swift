@@ -117,8 +117,31 @@ extension InProcessTPM {
             for _ in 0..<200 { _ = try Vault.unlockWithDevice(v.store) }
             for _ in 0..<3 { _ = try Self.unlock(v.store, Self.pin) }
             _ = try? Self.unlock(v.store, "0000")
+            // What stays between operations is the kept storage key and its session, one each
+            // (swtpm has no resource manager: a leak would grow here, and fail early).
+            let kept = try TPMContext(tcti: swtpm.tcti).loadedHandles()
+            #expect(kept.objects.count == 1 && kept.sessions.count == 1, "\(kept)")
+            VaultTPM.close()
             let left = try TPMContext(tcti: swtpm.tcti).loadedHandles()
             #expect(left.objects.isEmpty && left.sessions.isEmpty, "\(left)")
+        }
+
+        /// The kept storage key and session gone under it (the TPM was reset, or its handles
+        /// dropped): the next unlock opens new ones and succeeds, once, without a word.
+        @Test func aKeptStorageKeyThatIsGoneIsMadeAgain() throws {
+            let swtpm = try SwtpmProcess()
+            let v = try TestVault(tpm: Self.policy(swtpm))
+            try v.create(pin: Self.pin)
+            _ = try Vault.unlockWithDevice(v.store)
+            let other = try TPMContext(tcti: swtpm.tcti)
+            try other.flushEverythingForTests()
+            #expect(try other.loadedHandles().objects.isEmpty)
+            #expect(try Vault.unlockWithDevice(v.store).prints().isEmpty)
+            #expect(try Self.unlock(v.store, Self.pin).prints().isEmpty)
+            #expect(try other.dictionaryAttackState().failures == 0, "the PIN was not counted as wrong on the stale session")
+            let kept = try other.loadedHandles()
+            #expect(kept.objects.count == 1 && kept.sessions.count == 1, "\(kept)")
+            VaultTPM.close()
         }
 
         @Test func requireRefusesWithoutATPM() throws {
