@@ -58,6 +58,12 @@ extension InProcessTPM {
             let home = try CLIHome(reader: true, brokerConfig: Self.config(here))
             #expect(try home.run(["pin", "set", "--pin-fd", "3"], fd3: Self.pin + "\n").status == 0)
             try home.enroll("finger-a", pin: Self.pin)
+            // Here, the finger opens the device keyslot sealed to this TPM, twice in a row (the
+            // second on the connection, key and session the broker kept).
+            for _ in 0..<2 {
+                let byFinger = try home.scan(["verify"], ["SCAN finger-a"])
+                #expect(byFinger.status == 0, "\(byFinger.all)")
+            }
             // The disk in another machine: the same store, another TPM (read per request).
             writeFile(home.broker.config, Array(Self.config(there).utf8), mode: 0o644)
             let started = VirtualSensor.now()
