@@ -111,19 +111,31 @@ import Testing
 
     /// For providers that match redirect URIs exactly: a fixed port, and a clear error when it
     /// is taken.
+    /// A socket listening on 127.0.0.1 at a free port from 20000 to 32767: below Linux's
+    /// default ephemeral range (32768 and up), which outgoing connections draw from.
+    static func listeningBelowEphemeralRange() throws -> (Int32, Int) {
+        for _ in 0..<200 {
+            let port = Int.random(in: 20_000...32_767)
+            let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = UInt16(port).bigEndian
+            address.sin_addr = in_addr(s_addr: in_addr_t(0x7f00_0001).bigEndian)
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(probe, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            if bound == 0 && listen(probe, 1) == 0 { return (probe, port) }
+            close(probe)
+        }
+        throw TestFailure("no free port from 20000 to 32767")
+    }
+
     @Test func aFixedRedirectPortIsUsedAndABusyOneIsReported() throws {
         let idp = try LocalIdP()
         let home = try Home()
-        // A port nobody listens on: the kernel picks it, and it is handed over.
-        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr = in_addr(s_addr: in_addr_t(0x7f00_0001).bigEndian)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(probe, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(probe, $0, &length) } }
-        let port = Int(UInt16(bigEndian: address.sin_port))
-        #expect(listen(probe, 1) == 0)
+        // A port nobody listens on, below the kernel's ephemeral range (so no outgoing
+        // connection of another test takes it between the probe's close and the login).
+        let (probe, port) = try Self.listeningBelowEphemeralRange()
         // Taken (by the probe): refused with a message, nothing sealed.
         let busy = try home.run(["login", "--issuer", idp.issuer, "--client-id", "fingerseal-browser", "--flow", "browser",
                                  "--no-browser", "--redirect-port", "\(port)"])
@@ -142,7 +154,8 @@ import Testing
     /// redirect_port= in the configuration.
     @Test func exactRedirectMatchingNeedsTheRegisteredPort() throws {
         let idp = try LocalIdP()
-        let port = Int(UInt16.random(in: 20_000...40_000))
+        let (probe, port) = try Self.listeningBelowEphemeralRange()
+        close(probe)
         try idp.exactRedirectPort(port)
         let home = try Home()
         let (refused, url) = try startBrowserLogin(idp, home)
