@@ -63,4 +63,8 @@ static inline void fs_log_to_stderr(void) { g_log_writer_default_set_use_stderr(
 #include <sys/prctl.h>
 /* prctl is variadic: Swift cannot call it. Names the calling thread (15 bytes at most). */
 static inline void fs_name_this_thread(const char *name) { prctl(PR_SET_NAME, name, 0, 0, 0); }
+#include <sys/syscall.h>
+#include <unistd.h>
+/* The calling thread's kernel id (glibc's gettid is hidden from Swift's Glibc module). */
+static inline pid_t fs_thread_id(void) { return (pid_t)syscall(SYS_gettid); }
 #endif

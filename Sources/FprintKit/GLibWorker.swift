@@ -66,6 +66,10 @@ final class GLibWorker: @unchecked Sendable {
         return results.next(timeout: timeout)
     }
 
+    /// The worker thread's kernel id (for the tests' check that `stop` joins it), or nil when
+    /// the loop does not answer within a second.
+    var threadID: pid_t? { run(timeout: 1) { fs_thread_id() } }
+
     /// How long `stop` waits for the thread to end.
     static let joinLimit = 5.0
 

@@ -90,6 +90,8 @@ public final class Reader: @unchecked Sendable {
     /// Scans an enrollment needs.
     public let enrollStages: Int
     private let worker: GLibWorker
+    /// The thread all of this reader's libfprint calls run on (the tests check it ends at close).
+    var workerThreadID: pid_t? { worker.threadID }
     private let context: OpaquePointer
     private let device: UnsafeMutablePointer<FpDevice>
     private var closed = false

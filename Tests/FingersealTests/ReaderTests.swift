@@ -1,4 +1,4 @@
-import FprintKit
+@testable import FprintKit
 import Glibc
 import Testing
 
@@ -29,12 +29,9 @@ extension InProcessLibfprint {
         }
     }
 
-    /// The reader worker threads alive in this process (named by GLibWorker). Counting every
-    /// thread would count the test runner's own pool, which grows and shrinks meanwhile.
-    func workerThreads() -> Int {
-        let names = (try? Child.run("/bin/sh", ["-c", "cat /proc/\(getpid())/task/*/comm"]).stdout) ?? ""
-        return names.split(separator: "\n").filter { $0 == "fs-libfprint" }.count
-    }
+    /// Whether the thread `id` of this process is alive. The reader's own worker thread, not
+    /// a count of threads: the test runner's pool and other suites' readers come and go.
+    func threadAlive(_ id: pid_t) -> Bool { access("/proc/self/task/\(id)", F_OK) == 0 }
 
     func enroll(_ reader: Reader, id: String, sensor: String) throws -> Print {
         let operation = try reader.enroll(finger: .rightIndex, username: "tester", description: id)
@@ -61,13 +58,12 @@ extension InProcessLibfprint {
 
     @Test func enrollMatchAndNoMatch() throws {
         let env = try VirtualEnvironment(driver: "virtual_device", variable: "FP_VIRTUAL_DEVICE")
-        // GLib starts its own "gmain" thread once per process and keeps it; after a first
-        // open and close, further readers must leave the thread count where it was.
-        try Reader().close()
-        let threadsBefore = workerThreads()
+        // The reader's worker thread runs while it is open and is joined by close.
+        var worker: pid_t = 0
         do {
             let reader = try Reader()
-            #expect(workerThreads() == threadsBefore + 1, "an open reader has its worker thread")
+            worker = try #require(reader.workerThreadID)
+            #expect(threadAlive(worker), "an open reader has its worker thread")
             #expect(reader.info.driver == "virtual_device")
             #expect(reader.enrollStages == 5)
             let print = try enroll(reader, id: "finger-a", sensor: env.socket)
@@ -84,7 +80,7 @@ extension InProcessLibfprint {
             guard case .verified(matched: false) = miss.wait(timeout: 10) else { throw TestFailure("matched") }
             reader.close()
         }
-        #expect(workerThreads() == threadsBefore, "the worker thread must be joined on close")
+        #expect(!threadAlive(worker), "the worker thread must be joined on close")
     }
 
     /// A reader that does not confirm its close in time is reported (the self-test's close
