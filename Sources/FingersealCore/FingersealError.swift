@@ -18,6 +18,8 @@ public struct FingersealError: Error, Equatable, CustomStringConvertible, Sendab
         case tpmLockedOut
         /// The device keyslot's PCRs have other values now (firmware or boot chain changed).
         case tpmPCRsChanged
+        /// tpm=require, and the device keyslot is not sealed to the TPM yet (the PIN seals it).
+        case tpmNotSealed
     }
 
     public init(_ outcome: Outcome, _ message: String, detail: String? = nil, milliseconds: Double? = nil,

@@ -427,6 +427,7 @@ public enum Messages {
         case "tpmChanged": return tr("the TPM the vault is sealed to is gone")
         case "tpmLockedOut": return tr("the TPM's lockout refused the PIN")
         case "tpmPCRsChanged": return tr("the firmware or boot software changed since the key was sealed")
+        case "tpmNotSealed": return tr("the key the finger opens is not sealed to the TPM yet (tpm=require)")
         default: return reason
         }
     }

@@ -225,7 +225,8 @@ public enum Vault {
                 throw FingersealError(.vaultUnusable, Messages.noDeviceSlot, detail: "device slot bound to another enrolled set")
             }
             if kind == .device && store.tpm.mode == .require && slot.tpm == nil {
-                throw FingersealError(.vaultUnusable, Messages.tpmRequiredNotSealed, detail: "tpm=require, device slot not sealed")
+                throw FingersealError(.vaultUnusable, Messages.tpmRequiredNotSealed, detail: "tpm=require, device slot not sealed",
+                                      cause: .tpmNotSealed)
             }
             guard let masterKey = try keyslot(directory).unwrap(slot, vaultID: document.vaultID, file: VaultFiles.vault) else {
                 throw kind == .pin ? FingersealError(.wrongPIN, Messages.wrongPIN)

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import FingersealCore
 import Glibc
 import Testing
 import TPMKit
@@ -92,6 +93,25 @@ extension InProcessTPM {
             #expect(audit.stdout.contains("was sealed to a TPM this computer no longer has; after the account password, this new vault replaced it."),
                     "\(audit.all)")
             #expect(try home.run(["step-up", "--pin-fd", "3", "--fresh", "payroll"], fd3: "1357\n").status == 0)
+        }
+
+        /// tpm=require on a vault from before (its slots not sealed yet): a PAM host hears why the
+        /// finger does not unlock, and the PIN seals the vault, after which the finger does.
+        @Test func requireWithAVaultNotSealedYetSaysSoAndThePINSealsIt() throws {
+            let swtpm = try SwtpmProcess()
+            let home = try CLIHome(reader: true, brokerConfig: Self.config(swtpm, "tpm=off\n"))
+            #expect(try home.run(["pin", "set", "--pin-fd", "3"], fd3: Self.pin + "\n").status == 0)
+            try home.enroll("finger-a", pin: Self.pin)
+            writeFile(home.broker.config, Array(Self.config(swtpm, "tpm=require\n").utf8), mode: 0o644)
+            let refused = try home.broker.wire(["pam.authenticate", "pam.user=root", "option=timeout=1"])
+            #expect(refused.stdout.contains(Messages.tpmRequiredNotSealed), "\(refused.all)")
+            #expect(!refused.stdout.contains("result: success"), "\(refused.all)")
+            let withPIN = try home.broker.wire(["pam.authenticate", "pam.user=root", "option=pin", "option=timeout=1"],
+                                               answers: [Self.pin])
+            #expect(withPIN.stdout.contains("result: success"), "\(withPIN.all)")
+            #expect(try Self.status(home).keyslots.allSatisfy { $0.sealedToTpm && $0.state == "usable" })
+            let byFinger = try home.scan(["verify"], ["SCAN finger-a"])
+            #expect(byFinger.status == 0, "\(byFinger.all)")
         }
 
         @Test func requireWithoutATPMRefusesToCreateAVault() throws {
