@@ -96,6 +96,7 @@ static const uint32_t fs_tpm_rc_integrity = TPM2_RC_INTEGRITY;
 static const uint32_t fs_tpm_rc_object_memory = TPM2_RC_OBJECT_MEMORY;
 static const uint32_t fs_tpm_rc_session_memory = TPM2_RC_SESSION_MEMORY;
 static const uint32_t fs_tpm_rc_fmt1 = TPM2_RC_FMT1;
+static const uint32_t fs_tpm_rc_handle = TPM2_RC_HANDLE;
 static const uint32_t fs_tss2_rc_layer_mask = TSS2_RC_LAYER_MASK;
 static const uint32_t fs_tss2_resmgr_tpm_layer = TSS2_RESMGR_TPM_RC_LAYER;
 static const uint32_t fs_tss2_mu_bad_reference = TSS2_MU_RC_BAD_REFERENCE;

@@ -77,7 +77,7 @@ public enum VaultTPM {
     /// Why the TPM cannot be used, when it cannot (auto decides with this; require refuses).
     static func unusable(_ policy: TPMPolicy) -> FingersealError? {
         do {
-            try withStorageKey(policy) { _ in }
+            try withStorageKey(policy) { try $0.confirmLoaded() }
             return nil
         } catch let error as FingersealError {
             return error
@@ -147,7 +147,8 @@ public enum VaultTPM {
     static func check(_ record: TPMSealedRecord, slot: KeyslotKind, _ policy: TPMPolicy) -> FingersealError? {
         do {
             return try withStorageKey(policy, slot: slot) { key in
-                Encoding.hex(key.name) == record.parent ? nil : tpmChanged(slot, detail: "another storage key")
+                try key.confirmLoaded()
+                return Encoding.hex(key.name) == record.parent ? nil : tpmChanged(slot, detail: "another storage key")
             }
         } catch let error as FingersealError {
             return error

@@ -171,6 +171,18 @@ public struct StorageKey {
     /// cleared, so it tells whether a sealed object was made on this TPM.
     public let name: [UInt8]
 
+    /// Throws unless the TPM still has this key loaded. A key kept between operations can be
+    /// gone (the TPM was reset or cleared, a resource manager dropped it), and what needs no
+    /// command of its own (its name, "the TPM is usable") must not be answered from memory.
+    public func confirmLoaded() throws(TPMError) {
+        var tpmHandle: TPM2_HANDLE = 0
+        let rc = Esys_TR_GetTpmHandle(context.esys, handle, &tpmHandle)
+        guard rc == TSS2_RC_SUCCESS else { throw .failed(rc) }
+        guard try context.loadedHandles().objects.contains(tpmHandle) else {
+            throw .commandFailed(code: fs_tpm_rc_handle, message: "the storage key is no longer loaded")
+        }
+    }
+
     private static let continueSession = Int32(TPMA_SESSION_CONTINUESESSION)
     private static let encryptCommand = Int32(TPMA_SESSION_DECRYPT)
     private static let encryptResponse = Int32(TPMA_SESSION_ENCRYPT)

@@ -136,6 +136,11 @@ extension InProcessTPM {
             let other = try TPMContext(tcti: swtpm.tcti)
             try other.flushEverythingForTests()
             #expect(try other.loadedHandles().objects.isEmpty)
+            // "Is the TPM usable" asks the TPM, not the kept key: it finds the key gone and
+            // makes it again.
+            #expect(VaultTPM.unusable(Self.policy(swtpm)) == nil)
+            #expect(try other.loadedHandles().objects.count == 1, "the kept key was made again")
+            try other.flushEverythingForTests()
             #expect(try Vault.unlockWithDevice(v.store).prints().isEmpty)
             #expect(try Self.unlock(v.store, Self.pin).prints().isEmpty)
             #expect(try other.dictionaryAttackState().failures == 0, "the PIN was not counted as wrong on the stale session")
