@@ -67,8 +67,11 @@ import Testing
     /// zsh: the script registers itself with compinit, and its function offers the commands
     /// and options (`_describe` and `compadd` stand in for the completion system's).
     @Test(.enabled(if: CompletionTests.zsh != nil)) func zshLoadsAndOffersCommandsAndOptions() throws {
+        // compinit's dump goes to a file of the test's own: pointed at /dev/null, zsh running
+        // as root replaced the machine's /dev/null with a regular file.
+        let home = try TempDirectory()
         let registered = try Child.run("/usr/bin/zsh", ["-fc", """
-            autoload -Uz compinit && compinit -u -D -d /dev/null
+            autoload -Uz compinit && compinit -u -d \(home.file("zcompdump"))
             fpath=(\(Paths.packageRoot)/completions/zsh $fpath)
             autoload -Uz _fingerseal
             source \(CompletionTests.zshScript)
