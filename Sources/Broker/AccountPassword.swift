@@ -23,7 +23,13 @@ enum AccountPassword {
     /// leaves or does not answer, `.systemError` when PAM cannot be started.
     static func check(_ call: Call, why: String = Messages.accountPasswordNeeded) throws {
         let conversation = call.conversation
+        // Counted before PAM is asked (a killed check still counts), per account, with the
+        // PIN's delays: so the broker is no faster an oracle than a login prompt.
+        let tries = LockoutLedger(store: call.store, options: call.options)
+        try tries.beginPasswordAttempt()
         conversation.info(why)
+        // Whether PAM's question was answered: a cancel before it gives the try back.
+        var answered = false
         // The first error of the conversation (a cancel), rethrown instead of PAM's refusal.
         var interrupted: FingersealError? = nil
         let converse: PAMClient.Converser = { message in
@@ -32,6 +38,7 @@ enum AccountPassword {
                 switch message {
                 case let .promptEchoOff(prompt):
                     guard let secret = try conversation.askSecret(.accountPassword, prompt) else { return .text("") }
+                    answered = true
                     guard let owned = cString(secret) else {
                         interrupted = FingersealError(.systemError, Messages.secureMemory)
                         return .abort
@@ -64,12 +71,16 @@ enum AccountPassword {
         if let asking = try? UserAccount.withID(call.caller.uid) { _ = pam.setItem(.ruser, asking.name) }
         var status = pam.authenticate()
         if status == 0 { status = pam.accountManagement() }
-        if let interrupted { throw interrupted }
+        if let interrupted {
+            if !answered { tries.passwordNotChecked() }
+            throw interrupted
+        }
         guard status == 0 else {
             Syslog.log(.notice, "fingersealed: \(call.request.command.rawValue): the account password of user=\(call.account.name) "
                        + "was not accepted (\(call.caller)): \(PAMClient.describe(status))")
-            throw FingersealError(.noMatch, Messages.accountPasswordRefused)
+            throw FingersealError(.noMatch, Messages.accountPasswordRefused, cause: .accountPasswordRefused)
         }
+        tries.passwordSucceeded()
     }
 
     /// A malloc'd, NUL-terminated copy of `secret` for PAM, which frees it (after wiping, as

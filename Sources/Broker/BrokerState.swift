@@ -1,3 +1,4 @@
+import CLinux
 import FingerprintFlows
 import FingersealCore
 import FprintKit
@@ -12,6 +13,8 @@ final class BrokerState: @unchecked Sendable {
     let sessions = SessionRegistry()
     let reader = ReaderGate()
     let bookkeeping = Bookkeeping()
+    /// The secure memory `seal` and `reveal` payloads may hold, per user and in all.
+    let payloads = PayloadBudget()
     /// The identity providers' signing keys, shared by every request (fetched again for an
     /// unknown key id, at most once a minute).
     let jwks = JWKSCache()
@@ -37,8 +40,15 @@ final class BrokerState: @unchecked Sendable {
     }
 }
 
-/// The one fingerprint reader: one operation at a time. A second request waits (bounded)
-/// and is told why.
+/// The one fingerprint reader: one operation at a time, in turns.
+///
+/// Who goes next is decided here, once, for every request that wants the reader: a person
+/// at a login screen or a sudo prompt for their own account (`.seat`) goes before anything
+/// in the background (the command line, a host asking for another account); among equals,
+/// the principal served longest ago goes first, then the earliest to ask. A background turn
+/// ends at once when a seat request comes (its scan stops, nothing counted); any turn ends
+/// when another principal of at least its rank has waited `contestedLimit`. So one user's
+/// scans, however many, never keep the reader from another user's login for long.
 ///
 /// Two backends (`reader=`): fprintd, which owns the device on desktops (claimed for the
 /// request's user and released at its end, so GNOME, KDE and pam_fprintd get it back at
@@ -51,35 +61,180 @@ final class BrokerState: @unchecked Sendable {
 /// devices (one GLib worker may drive the default main context at a time), and when fprintd
 /// takes over.
 final class ReaderGate: @unchecked Sendable {
-    private var semaphore = sem_t()
-    /// Touched only by the holder of the semaphore.
-    private var cached: Reader? = nil
-    private var bus: SystemBus? = nil
-    private var lastUse = monotonicSeconds()
-    /// The longest a request waits for another to finish with the reader.
-    static let waitLimit = 30.0
-    /// An idle reader is closed after this long, leaving the device to others.
-    static let idleLimit = 30.0
+    /// How a request ranks for the reader.
+    enum Priority: Int, Comparable {
+        /// The command line, or a PAM host asking for another account (su, pkexec).
+        case background
+        /// A PAM authentication of the person at the seat: a host of the system (login
+        /// screens, login) or the account's own (sudo, a lock screen).
+        case seat
 
-    init() { sem_init(&semaphore, 0, 1) }
-    deinit { sem_destroy(&semaphore) }
+        static func < (a: Priority, b: Priority) -> Bool { a.rawValue < b.rawValue }
+    }
 
-    /// Waits for the reader's turn: at once when free, else (saying so) at most `waitLimit`.
-    private func acquire(_ conversation: Conversation?) throws {
-        if sem_trywait(&semaphore) == 0 { return }
-        conversation?.info(Messages.readerBusyWaiting)
-        var deadline = timespec()
-        clock_gettime(CLOCK_REALTIME, &deadline)
-        deadline.tv_sec += Int(ReaderGate.waitLimit)
-        while sem_timedwait(&semaphore, &deadline) != 0 {
-            if errno == EINTR { continue }
-            throw FingersealError(.unavailable, Messages.readerBusy)
+    /// One request's turn: the scan watches `stopFD`, which the gate makes readable when the
+    /// turn is taken away (`preempted`).
+    final class Turn: @unchecked Sendable {
+        let id: UInt64
+        let priority: Priority
+        let principal: Principal
+        let arrivedAt: Double
+        fileprivate(set) var startedAt = 0.0
+        private let stop: FileDescriptor
+        private let lock = ThreadLock()
+        private var taken = false
+        /// Another request took the reader (the scan thread reads it too).
+        fileprivate(set) var preempted: Bool {
+            get { lock.locked { taken } }
+            set { lock.locked { taken = newValue } }
+        }
+
+        fileprivate init(id: UInt64, priority: Priority, principal: Principal, arrivedAt: Double) throws {
+            self.id = id
+            self.priority = priority
+            self.principal = principal
+            self.arrivedAt = arrivedAt
+            do { stop = FileDescriptor(owning: try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC)) }) } catch {
+                throw FingersealError(.systemError, Messages.systemFailure(.startScan), detail: "\(error)")
+            }
+        }
+
+        var stopFD: Int32 { stop.rawValue }
+
+        fileprivate func signalStop() {
+            var one: UInt64 = 1
+            _ = write(stop.rawValue, &one, 8)
         }
     }
 
-    private func release() {
-        lastUse = monotonicSeconds()
-        sem_post(&semaphore)
+    private let condition = ThreadCondition()
+    private var holder: Turn? = nil
+    private var waiting: [Turn] = []
+    private var lastServed: [Principal: Double] = [:]
+    private var nextID: UInt64 = 1
+    /// Touched only by the holder of a turn.
+    private var cached: Reader? = nil
+    private var bus: SystemBus? = nil
+    private var lastUse = monotonicSeconds()
+    /// The longest a request waits for its turn.
+    static let waitLimit = 30.0
+    /// A turn ends when another principal of at least its rank has waited this long.
+    static let contestedLimit = 20.0
+    /// An idle reader is closed after this long, leaving the device to others.
+    static let idleLimit = 30.0
+
+    /// How `call` ranks, and whom its turn counts against.
+    static func rank(_ call: Call) -> (Priority, Principal) {
+        let seat = call.request.command == .pamAuthenticate && call.applicant == nil
+        return (seat ? .seat : .background, call.caller.principal)
+    }
+
+    /// Waits for a turn: at once when the reader is free and nobody waits, else (saying so)
+    /// in the gate's order, at most `waitLimit`.
+    private func acquire(_ priority: Priority, _ principal: Principal, _ conversation: Conversation?) throws -> Turn {
+        let (turn, waits) = try condition.locked { () throws -> (Turn, Bool) in
+            let turn = try Turn(id: nextID, priority: priority, principal: principal, arrivedAt: monotonicSeconds())
+            nextID += 1
+            if holder == nil && waiting.isEmpty {
+                grant(turn)
+                return (turn, false)
+            }
+            waiting.append(turn)
+            return (turn, true)
+        }
+        guard waits else { return turn }
+        conversation?.info(Messages.readerBusyWaiting)
+        let deadline = turn.arrivedAt + ReaderGate.waitLimit
+        try condition.locked {
+            while true {
+                let now = monotonicSeconds()
+                let wake = preemptIfDue(now)
+                if holder == nil, next()?.id == turn.id {
+                    waiting.removeAll { $0.id == turn.id }
+                    grant(turn)
+                    return
+                }
+                if now >= deadline {
+                    waiting.removeAll { $0.id == turn.id }
+                    condition.broadcast()
+                    throw FingersealError(.unavailable, Messages.readerBusy)
+                }
+                condition.wait(until: min(deadline, wake ?? deadline))
+            }
+        }
+        return turn
+    }
+
+    /// A turn granted at once when the reader is free and nobody waits (the gate's own look
+    /// at the reader: no request's turn); nil otherwise.
+    private func idleTurn(_ principal: Principal) -> Turn? {
+        condition.locked {
+            guard holder == nil && waiting.isEmpty,
+                  let turn = try? Turn(id: nextID, priority: .background, principal: principal, arrivedAt: monotonicSeconds()) else {
+                return nil
+            }
+            nextID += 1
+            grant(turn)
+            return turn
+        }
+    }
+
+    /// Under the lock.
+    private func grant(_ turn: Turn) {
+        turn.startedAt = monotonicSeconds()
+        holder = turn
+    }
+
+    /// The waiting turn that goes next: the highest rank, then the principal served longest
+    /// ago (or never), then the earliest. Under the lock.
+    private func next() -> Turn? {
+        waiting.min { a, b in
+            if a.priority != b.priority { return a.priority > b.priority }
+            let servedA = lastServed[a.principal] ?? -Double.infinity, servedB = lastServed[b.principal] ?? -Double.infinity
+            if servedA != servedB { return servedA < servedB }
+            return a.arrivedAt < b.arrivedAt
+        }
+    }
+
+    /// Takes the reader away from its holder when a seat request waits behind a background
+    /// turn (even the same user's), or another principal of the same rank has waited
+    /// `contestedLimit`. Returns
+    /// when to look again (nil: nothing due later). Under the lock.
+    private func preemptIfDue(_ now: Double) -> Double? {
+        guard let holder, !holder.preempted else { return nil }
+        var soonest: Double? = nil
+        for turn in waiting where turn.priority > holder.priority
+            || (turn.priority == holder.priority && turn.principal != holder.principal) {
+            let due = turn.priority > holder.priority ? now : turn.arrivedAt + ReaderGate.contestedLimit
+            if due <= now {
+                holder.preempted = true
+                holder.signalStop()
+                Syslog.log(.notice, "fingersealed: the reader's turn of \(holder.principal) ends: \(turn.principal) is waiting")
+                return nil
+            }
+            soonest = min(soonest ?? due, due)
+        }
+        return soonest
+    }
+
+    /// Ends `turn`; `served`: it was a request's turn (the gate's own look at the reader is
+    /// nobody's turn in the order, and no use of the reader).
+    private func release(_ turn: Turn, served: Bool = true) {
+        condition.locked {
+            if holder?.id == turn.id { holder = nil }
+            if served {
+                lastServed[turn.principal] = monotonicSeconds()
+                lastUse = monotonicSeconds()
+            }
+            condition.broadcast()
+        }
+    }
+
+    /// A scan that ended because its turn was taken away says so (the person can try again,
+    /// or use the PIN or password); nothing of it was counted.
+    private static func preemption(_ error: FingersealError, _ turn: Turn) -> FingersealError {
+        guard turn.preempted, [.cancelled, .unavailable, .timedOut].contains(error.outcome) else { return error }
+        return FingersealError(.unavailable, Messages.readerNeededElsewhere, detail: "the reader's turn was taken away")
     }
 
     /// The system bus, kept open between requests; nil when there is none. Holder only.
@@ -106,12 +261,24 @@ final class ReaderGate: @unchecked Sendable {
         }
     }
 
-    /// Lends the reader to `body` for `call`'s user: fprintd's device claimed for them, or
-    /// the libfprint reader (`deviceID`, or the first), opened when needed. With the lid
-    /// closed and the reader built in, fails at once with `.noReader`.
-    func withReader<T>(_ call: Call, deviceID: String? = nil, _ body: (FingerReader) throws -> T) throws -> T {
-        try acquire(call.conversation)
-        defer { release() }
+    /// Lends the reader to `body` for `call`'s user, in `call`'s turn: fprintd's device
+    /// claimed for them, or the libfprint reader (`deviceID`, or the first), opened when
+    /// needed. With the lid closed and the reader built in, fails at once with `.noReader`;
+    /// from a remote session (unless `allow_remote`), with `.remoteSession`. `body`'s scans
+    /// watch the turn's `stopFD`.
+    func withReader<T>(_ call: Call, deviceID: String? = nil, _ body: (FingerReader, Turn) throws -> T) throws -> T {
+        if call.isRemote && !call.options.allowRemote { throw FingersealError(.remoteSession, Messages.readerNotFromRemote) }
+        let (priority, principal) = ReaderGate.rank(call)
+        let turn = try acquire(priority, principal, call.conversation)
+        defer { release(turn) }
+        do {
+            return try withBackend(call, deviceID: deviceID) { try body($0, turn) }
+        } catch let error as FingersealError {
+            throw ReaderGate.preemption(error, turn)
+        }
+    }
+
+    private func withBackend<T>(_ call: Call, deviceID: String?, _ body: (FingerReader) throws -> T) throws -> T {
         let backend = backend(call.options.reader)
         try checkLid(call.options, backend: backend)
         if backend == .fprintd {
@@ -137,6 +304,21 @@ final class ReaderGate: @unchecked Sendable {
             reader.close()
             cached = nil
             throw error
+        }
+    }
+
+    /// Whether a reader is there to scan with, asked before a question that is only worth
+    /// answering with one (enroll's PIN): only when the reader is free, and for no longer
+    /// than opening it takes; nil when it cannot tell now (another request has it).
+    func readerPresent(_ call: Call, deviceID: String? = nil) -> Bool? {
+        guard let turn = idleTurn(call.caller.principal) else { return nil }
+        defer { release(turn, served: false) }
+        do {
+            return try withBackend(call, deviceID: deviceID) { _ in true }
+        } catch let error as FingersealError where error.outcome == .noReader {
+            return false
+        } catch {
+            return nil
         }
     }
 
@@ -192,14 +374,20 @@ final class ReaderGate: @unchecked Sendable {
         throw FingersealError(.noReader, Messages.lidClosed)
     }
 
-    /// Runs `body` while holding the reader's turn, with the libfprint reader closed (listing
-    /// devices, the self-test). Gives the backend `options` come to.
-    func whileHeld<T>(_ options: Options, _ body: (ReaderBackendChoice, SystemBus?) throws -> T) throws -> T {
-        try acquire(nil)
-        defer { release() }
+    /// Runs `body` in `call`'s turn with the libfprint reader closed (listing devices, the
+    /// self-test). Gives the backend the options come to.
+    func whileHeld<T>(_ call: Call, _ body: (ReaderBackendChoice, SystemBus?, Turn) throws -> T) throws -> T {
+        if call.isRemote && !call.options.allowRemote { throw FingersealError(.remoteSession, Messages.readerNotFromRemote) }
+        let (priority, principal) = ReaderGate.rank(call)
+        let turn = try acquire(priority, principal, nil)
+        defer { release(turn) }
         closeCached()
-        let backend = backend(options.reader)
-        return try body(backend, backend == .fprintd ? systemBus() : nil)
+        let backend = backend(call.options.reader)
+        do {
+            return try body(backend, backend == .fprintd ? systemBus() : nil, turn)
+        } catch let error as FingersealError {
+            throw ReaderGate.preemption(error, turn)
+        }
     }
 
     private func closeCached() {
@@ -208,10 +396,10 @@ final class ReaderGate: @unchecked Sendable {
     }
 
     /// Closes the reader when nobody used it for `seconds` (the accept loop calls this; 0 on
-    /// the way out). A reader in use is left alone.
+    /// the way out). A reader in use, or wanted, is left alone.
     func closeIfIdle(after seconds: Double) {
-        guard sem_trywait(&semaphore) == 0 else { return }
-        if cached != nil && monotonicSeconds() - lastUse >= seconds { closeCached() }
-        sem_post(&semaphore)
+        guard let turn = idleTurn(.system) else { return }
+        defer { release(turn, served: false) }
+        if cached != nil && condition.locked({ monotonicSeconds() - lastUse >= seconds }) { closeCached() }
     }
 }

@@ -7,13 +7,28 @@ import SystemKit
 /// a field the caller fills in (design §2).
 public struct Caller: Sendable, CustomStringConvertible {
     public let pid: pid_t
+    /// The effective uid at connect time (SO_PEERCRED): whom the request acts as.
     public let uid: UInt32
     public let gid: UInt32
-    /// Every group of the calling process (primary and supplementary), from the kernel.
+    /// The groups the caller had when it connected (SO_PEERGROUPS and SO_PEERCRED's gid): a
+    /// process that gains a group afterwards (a setgid program exec'd with the socket) does
+    /// not lend it to the connection.
     public let groups: [UInt32]
+    /// The real uid: for a setuid host (su, pkexec, a setuid copy of pamtester) the person
+    /// who started it, where `uid` says root.
+    public let realUID: UInt32
+    /// The audit login uid (pam_loginuid): who logged in to the caller's session; nil unset.
+    public let loginUID: UInt32?
     /// The caller's login session: the kernel's audit session (pam_loginuid), else logind's,
-    /// else the process session id, which a process cannot join from outside.
+    /// else the process session, named with its leader's start time so that a new session
+    /// that lands on a dead one's number is another session.
     public let session: String
+    /// Who the session belongs to: the audit session's login uid, logind's session user, or
+    /// for a process session the caller's real uid. A confirmation counts only in a session of
+    /// its own account.
+    public let sessionOwner: UInt32
+    /// What keeps the session alive, so that its grants and tokens end with it.
+    public let liveness: SessionLiveness
     /// The caller is in a login session (audit or logind), not only a process session.
     public let inLoginSession: Bool
     /// logind says the caller's session is remote (ssh).
@@ -22,6 +37,16 @@ public struct Caller: Sendable, CustomStringConvertible {
     public var isRoot: Bool { uid == 0 }
 
     public var description: String { "uid \(uid) pid \(pid) session \(session)" }
+
+    /// Whom the connection counts against (connections, the reader's turns): the caller's own
+    /// uid; for a root caller the person behind it (a setuid host's real uid, else its login
+    /// uid), or the system itself (a display manager, login, sshd: real root in no login).
+    public var principal: Principal {
+        if !isRoot { return .user(uid) }
+        if realUID != 0 { return .user(realUID) }
+        if let loginUID { return .user(loginUID) }
+        return .system
+    }
 
     /// Reads the peer of a connected socket. The pid is pinned with a pidfd (SO_PEERPIDFD)
     /// where the kernel has it, and checked to still be the same process after /proc was
@@ -37,9 +62,11 @@ public struct Caller: Sendable, CustomStringConvertible {
         defer { if pidfd >= 0 { close(pidfd) } }
         // Without a pidfd, the start time read before and after pins the process instead.
         let started = pidfd >= 0 ? nil : processStartTime(pid)
-        let groups = processGroups(pid) ?? [credentials.gid]
+        let groups = (peerGroups(fd) ?? []) + [credentials.gid]
+        let realUID = processRealUID(pid) ?? credentials.uid
+        let loginUID = readSmall("/proc/\(pid)/loginuid").flatMap(UInt32.init).flatMap { $0 == UInt32.max ? nil : $0 }
         let logind = logindSession(pid)
-        let session = loginSession(pid, logind: logind)
+        let session = loginSession(pid, logind: logind, realUID: realUID, loginUID: loginUID)
         let remote = logind.map { sd_session_is_remote($0) > 0 } ?? false
         // The process we read about must still be the peer.
         if pidfd >= 0 {
@@ -49,42 +76,63 @@ public struct Caller: Sendable, CustomStringConvertible {
         } else {
             guard let started, processStartTime(pid) == started else { throw SystemError("peer", "start time", code: ESRCH) }
         }
-        return Caller(pid: pid, uid: credentials.uid, gid: credentials.gid, groups: groups, session: session,
-                      inLoginSession: !session.hasPrefix("sid-"), remote: remote)
+        return Caller(pid: pid, uid: credentials.uid, gid: credentials.gid, groups: groups, realUID: realUID,
+                      loginUID: loginUID, session: session.name, sessionOwner: session.owner, liveness: session.liveness,
+                      inLoginSession: session.isLogin, remote: remote)
     }
 
-    static func loginSession(_ pid: pid_t, logind: String?) -> String {
+    static func loginSession(_ pid: pid_t, logind: String?, realUID: UInt32,
+                             loginUID: UInt32?) -> (name: String, owner: UInt32, liveness: SessionLiveness, isLogin: Bool) {
         if let audit = readSmall("/proc/\(pid)/sessionid"), let id = UInt32(audit), id != UInt32.max {
-            return "audit-\(id)"
+            // The kernel numbers audit sessions once per boot and never again.
+            return ("audit-\(id)", loginUID ?? realUID, .audit, true)
         }
-        if let logind { return "logind-" + logind }
-        return "sid-\(getsid(pid))"
+        if let logind {
+            var owner = uid_t(realUID)
+            if sd_session_get_uid(logind, &owner) < 0 { owner = uid_t(realUID) }
+            return ("logind-" + logind, owner, .logind(logind), true)
+        }
+        // A process session: its number is a pid, which a new session can take once the old
+        // leader is gone. The leader's start time makes the name the session's own.
+        let sid = getsid(pid)
+        if sid > 0, let leaderStart = processStartTime(sid) {
+            return ("sid-\(sid)-\(leaderStart)", realUID, .leader(pid: sid, startTime: leaderStart), false)
+        }
+        // The leader is gone already: a session nobody can come back to, so this process
+        // alone (nothing it holds is shared with any other).
+        let start = processStartTime(pid) ?? 0
+        return ("pid-\(pid)-\(start)", realUID, .leader(pid: pid, startTime: start), false)
     }
 
     /// logind's session of `pid`, when logind knows one.
     static func logindSession(_ pid: pid_t) -> String? {
         // Without logind (containers, build machines) there is nothing to ask, and asking
         // costs two cgroup files per request.
-        guard access("/run/systemd/sessions", F_OK) == 0 else { return nil }
+        guard logindRuns else { return nil }
         var name: UnsafeMutablePointer<CChar>? = nil
         guard sd_pid_get_session(pid, &name) >= 0, let name else { return nil }
         defer { free(name) }
         return String(cString: name)
     }
 
-    /// The `Groups:` line of /proc/PID/status.
-    static func processGroups(_ pid: pid_t) -> [UInt32]? {
+    static var logindRuns: Bool { access("/run/systemd/sessions", F_OK) == 0 }
+
+    /// The supplementary groups the peer had at connect time.
+    static func peerGroups(_ fd: Int32) -> [UInt32]? {
+        var groups = [gid_t](repeating: 0, count: 256)
+        var length = socklen_t(groups.count * MemoryLayout<gid_t>.size)
+        let rc = groups.withUnsafeMutableBytes { getsockopt(fd, SOL_SOCKET, FS_SO_PEERGROUPS, $0.baseAddress, &length) }
+        guard rc == 0 else { return nil }
+        return Array(groups.prefix(Int(length) / MemoryLayout<gid_t>.size))
+    }
+
+    /// The real uid from the `Uid:` line of /proc/PID/status (real, effective, saved, fs).
+    static func processRealUID(_ pid: pid_t) -> UInt32? {
         guard let status = readSmall("/proc/\(pid)/status", keepLines: true, limit: 16384) else { return nil }
-        var groups: [UInt32] = []
-        for line in status.split(separator: "\n") where line.hasPrefix("Groups:") {
-            groups = line.dropFirst("Groups:".count).split(whereSeparator: { $0 == " " || $0 == "\t" }).compactMap { UInt32($0) }
+        for line in status.split(separator: "\n") where line.hasPrefix("Uid:") {
+            return line.dropFirst(4).split(whereSeparator: { $0 == " " || $0 == "\t" }).first.flatMap { UInt32($0) }
         }
-        for line in status.split(separator: "\n") where line.hasPrefix("Gid:") {
-            // Real, effective, saved, filesystem: the effective group counts.
-            let ids = line.dropFirst(4).split(whereSeparator: { $0 == " " || $0 == "\t" }).compactMap { UInt32($0) }
-            if ids.count > 1 { groups.append(ids[1]) }
-        }
-        return groups
+        return nil
     }
 
     static func readSmall(_ path: String, keepLines: Bool = false, limit: Int = 256) -> String? {
@@ -96,10 +144,47 @@ public struct Caller: Sendable, CustomStringConvertible {
         return keepLines ? text : text.filter { !$0.isWhitespace }
     }
 
-    /// Whether the caller's process belongs to the group named `name`.
+    /// Whether the caller's process belonged to the group named `name` when it connected.
     public func isInGroup(named name: String) -> Bool {
         guard let id = groupID(name) else { return false }
         return groups.contains(id)
+    }
+}
+
+/// Whom a connection or a reader's turn counts against.
+public enum Principal: Hashable, Sendable, CustomStringConvertible {
+    case user(UInt32)
+    /// Root's own hosts outside any login (display managers, login, sshd before login).
+    case system
+
+    public var description: String {
+        switch self {
+        case let .user(uid): return "uid \(uid)"
+        case .system: return "the system"
+        }
+    }
+}
+
+/// What a session lasts as long as.
+public enum SessionLiveness: Hashable, Sendable {
+    /// The kernel's audit session: ended by the host's close_session (ids are never reused).
+    case audit
+    /// logind's session, as long as logind knows it.
+    case logind(String)
+    /// A process session, as long as its leader (this very process, by start time) lives.
+    case leader(pid: pid_t, startTime: UInt64)
+
+    /// Whether the session may still be in use.
+    var isAlive: Bool {
+        switch self {
+        case .audit: return true
+        case let .logind(id):
+            var state: UnsafeMutablePointer<CChar>? = nil
+            guard sd_session_get_state(id, &state) >= 0, let state else { return false }
+            defer { free(state) }
+            return String(cString: state) != "closing"
+        case let .leader(pid, startTime): return processStartTime(pid) == startTime
+        }
     }
 }
 

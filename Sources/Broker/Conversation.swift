@@ -29,6 +29,9 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
     public static let sendLimit = 10.0
     /// How long a person may take to answer a question.
     public static let answerLimit = 300.0
+    /// How long a whole payload (`seal`'s input, `reveal`'s file) may take to arrive: a
+    /// local client sends 64 MiB in well under a second.
+    public static let payloadLimit = 60.0
 
     init(connection: WireConnection, wantsEvents: Bool, graphical: Bool) {
         self.connection = connection
@@ -55,15 +58,16 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
     public func browse(_ url: String) { send(.browse(url)) }
     public func finding(_ finding: Finding) { send(.finding(finding)) }
 
-    /// Sends `bytes` as data chunks, the last one marked `end`.
-    public func data(_ bytes: UnsafeRawBufferPointer) {
+    /// Sends `bytes` as data chunks, the last one marked `end` unless more follows (`last`
+    /// false: a header before the body).
+    public func data(_ bytes: UnsafeRawBufferPointer, last: Bool = true) {
         let chunk = Wire.maxPacket - 64
         var offset = 0
         repeat {
             let end = min(offset + chunk, bytes.count)
             // Plaintext passes through here (reveal): the copy is wiped once sent.
             var piece = Array(bytes[offset..<end])
-            send(.data(piece, end: end == bytes.count))
+            send(.data(piece, end: last && end == bytes.count))
             Wire.wipe(&piece)
             offset = end
         } while offset < bytes.count
@@ -180,14 +184,22 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
         }
     }
 
-    /// Payload the client streams after its request (`seal`, `reveal`), at most `limit` bytes.
-    public func receiveData(limit: Int) throws -> SecureBytes {
-        let buffer: SecureBytes
-        do { buffer = try SecureBytes(capacity: limit) } catch { throw FingersealError(.systemError, Messages.secureMemory) }
+    /// Payload the client streams after its request (`seal`, `reveal`), at most `limit`
+    /// bytes (plus `spare` room), into secure memory that grows as the data arrives, counted
+    /// against `budget` while the returned buffer lives.
+    /// The whole payload must arrive within `payloadLimit`, with no pause longer than
+    /// `sendLimit`: a client that trickles is dropped rather than holding memory.
+    func receiveData(limit: Int, spare: Int = 0, budget: PayloadBudget, uid: UInt32,
+                     tooLarge: @autoclosure () -> String) throws -> PayloadBuffer {
+        let buffer = try PayloadBuffer(budget: budget, uid: uid, limit: limit, spare: spare)
+        let whole = monotonicSeconds() + Conversation.payloadLimit
         while true {
             let incoming: WireConnection.Incoming<ClientMessage>
             do {
-                incoming = try connection.receive(until: monotonicSeconds() + Conversation.sendLimit, ClientMessage.decode)
+                incoming = try connection.receive(until: min(monotonicSeconds() + Conversation.sendLimit, whole), ClientMessage.decode)
+            } catch .timedOut {
+                isGone = true
+                throw FingersealError(.timedOut, Messages.payloadTooSlow)
             } catch {
                 isGone = true
                 throw FingersealError(.cancelled, Messages.cancelled)
@@ -197,7 +209,8 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
             }
             var chunk = bytes
             defer { Wire.wipe(&chunk) }
-            for byte in chunk where !buffer.append(byte) { throw FingersealError(.usage, Messages.tooLargeToSeal(limit)) }
+            try chunk.withUnsafeBytes { try buffer.append($0, tooLarge: tooLarge()) }
+            // The memory stays counted for as long as the caller keeps the buffer.
             if end { return buffer }
         }
     }

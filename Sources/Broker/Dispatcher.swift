@@ -17,7 +17,55 @@ struct Call {
 
     /// The caller's vault, with the TPM settings of the configuration.
     var store: VaultStore { state.store(for: account, tpm: options.tpmPolicy) }
-    var session: SessionKey { SessionKey(uid: account.uid, session: caller.session) }
+    var session: SessionKey { SessionKey(uid: account.uid, session: caller.session, liveness: caller.liveness) }
+
+    /// The session a step-up grant is kept in and looked up from: the caller's, only when it
+    /// belongs to the account acted on. User A confirming inside user M's session (su, pkexec)
+    /// leaves nothing there for M to use as A.
+    var grantSession: SessionKey? { caller.sessionOwner == account.uid ? session : nil }
+
+    /// Another account on whose behalf a root host asks for this one (M running su for B):
+    /// the host's real uid (a setuid program), else its login uid, else PAM_RUSER. Nil when it
+    /// is the account's owner asking, or a host of the system at the seat (a login screen,
+    /// login on a console): their tries are the owner's.
+    var applicant: UInt32? {
+        let asking: UInt32?
+        if !caller.isRoot {
+            asking = caller.uid
+        } else if request.pam == nil {
+            asking = nil // root's own command line (--user NAME)
+        } else if caller.realUID != 0 {
+            asking = caller.realUID
+        } else if let loginUID = caller.loginUID {
+            asking = loginUID
+        } else if let ruser = request.pam?.ruser, !ruser.isEmpty, ruser.utf8.count <= 256 {
+            asking = (try? UserAccount.named(ruser))??.uid
+        } else {
+            asking = nil
+        }
+        return asking == account.uid ? nil : asking
+    }
+
+    /// The lockout counters this request's tries count against (`applicant`'s own, when
+    /// another account asks).
+    func ledger(_ store: VaultStore) -> LockoutLedger {
+        LockoutLedger(store: store, options: options, applicant: applicant)
+    }
+
+    /// The caller is not at this computer (logind says the session is remote, or a PAM host
+    /// names a remote host): the reader is not used for it unless `allow_remote`.
+    var isRemote: Bool {
+        AuthenticationRequest(user: nil, service: "", remoteHost: request.pam?.rhost, sshSession: caller.remote,
+                              options: options).isRemote
+    }
+
+    /// How long a confirmation this request makes lasts, and the oldest one it accepts: what
+    /// it asks for (`requested`: the CLI's --ttl, a stack's ttl=) but never beyond the site's
+    /// ceiling (`stepup_max_ttl`) for anyone other than root. A PAM host a user runs may
+    /// shorten a grant, never lengthen one.
+    func stepUpSeconds(_ requested: Int) -> Int {
+        caller.isRoot ? requested : min(requested, options.stepUpMaxTTL)
+    }
 
     func has(_ flag: String) -> Bool { request.has(flag) }
     func value(_ name: String) -> String? { request.values[name] }

@@ -23,11 +23,14 @@ enum PAMFlows {
             log(call, AuthenticationResult(.unavailable, "no person to answer (no tty, no display, no login session)"))
             return Reply(.unavailable)
         }
-        // stepup=CONTEXT: a confirmation held in this session answers at once, for the
-        // requests the fingerprint would be offered to (not remote unless allowed, only_group).
+        // stepup=CONTEXT ttl=T: a confirmation made in this session within the stack's own T
+        // seconds answers at once (whatever its maker asked for), for the requests the
+        // fingerprint would be offered to (not remote unless allowed, only_group), and only
+        // in a session of the account's own.
+        let ttl = call.stepUpSeconds(options.stepUpTTL)
         if let context = options.stepUp, !request.isRemote || options.allowRemote,
-           options.onlyGroup.map({ call.account.isMember(ofGroup: $0) }) ?? true,
-           let held = call.state.sessions.grant(call.session, context, now: SystemClock().now()) {
+           options.onlyGroup.map({ call.account.isMember(ofGroup: $0) }) ?? true, let key = call.grantSession,
+           let held = call.state.sessions.grant(key, context, now: SystemClock().now(), madeWithin: Int64(ttl)) {
             log(call, AuthenticationResult(.success, "step-up for \(context) held (\(held.method))"))
             return Reply(.success)
         }
@@ -44,10 +47,10 @@ enum PAMFlows {
         }
         if let context = options.stepUp {
             AuditTrail(store: call.store).record(.stepUp(context: context, result: result.outcome), vault: vault)
-            if result.outcome == .success {
-                call.state.sessions.setGrant(call.session, context, Grant(method: (result.method ?? .finger).rawValue,
-                                                                           expiresAt: SystemClock().now() + Int64(options.stepUpTTL),
-                                                                           holder: nil))
+            if result.outcome == .success, let key = call.grantSession {
+                let now = SystemClock().now()
+                call.state.sessions.setGrant(key, context, Grant(method: (result.method ?? .finger).rawValue, madeAt: now,
+                                                                 expiresAt: now + Int64(ttl), holder: nil))
             }
         }
         return reply

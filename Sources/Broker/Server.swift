@@ -45,20 +45,28 @@ public struct BrokerSettings: Sendable {
 }
 
 
-/// The accept loop: one thread per connection, bounded in number overall and per user, so
-/// a hostile or stuck client never stops the broker from serving everyone else.
+/// The accept loop: one thread per connection, bounded in number overall and per principal
+/// (a user, with the setuid hosts they start; or the system's own hosts), with room kept for
+/// the system's hosts, so a hostile or stuck client never stops the broker from serving
+/// everyone else, and no user's connections keep a login screen from being answered.
 public final class Server: @unchecked Sendable {
     public static let maxConnections = 64
-    public static let maxPerUser = 16
+    public static let maxPerPrincipal = 16
+    /// Connections only root's own hosts outside any login (login screens, login, sshd) may
+    /// use: all the users together hold at most `maxConnections - reservedForSystem`.
+    public static let reservedForSystem = 16
     /// A client must send its request this soon after connecting.
     static let requestLimit = 5.0
+    /// How often sessions that ended lose their grants and tokens.
+    static let sweepInterval = 5.0
 
     let listener: Listener
     let state: BrokerState
     private let lock = ThreadLock()
     private var active = 0
-    private var perUser: [UInt32: Int] = [:]
+    private var perPrincipal: [Principal: Int] = [:]
     private var lastActivity = monotonicSeconds()
+    private var lastSweep = monotonicSeconds()
 
     public init(listener: Listener, settings: BrokerSettings) throws {
         self.listener = listener
@@ -80,6 +88,10 @@ public final class Server: @unchecked Sendable {
                 VaultTPM.close()
                 return
             }
+            if monotonicSeconds() - lastSweep >= Server.sweepInterval {
+                state.sessions.sweep(now: SystemClock().now())
+                lastSweep = monotonicSeconds()
+            }
             if ready <= 0 {
                 state.reader.closeIfIdle(after: ReaderGate.idleLimit)
                 VaultTPM.closeIfIdle()
@@ -95,14 +107,19 @@ public final class Server: @unchecked Sendable {
             let connection = WireConnection(owning: fd)
             let caller: Caller
             do { caller = try Caller.of(socket: fd) } catch { continue } // a peer that is gone already
+            let principal = caller.principal
             let admitted = lock.locked { () -> Bool in
                 lastActivity = monotonicSeconds()
-                guard active < Server.maxConnections, perUser[caller.uid, default: 0] < Server.maxPerUser else { return false }
+                let users = active - perPrincipal[.system, default: 0]
+                let room = principal == .system ? active < Server.maxConnections
+                                                : users < Server.maxConnections - Server.reservedForSystem
+                guard room, perPrincipal[principal, default: 0] < Server.maxPerPrincipal else { return false }
                 active += 1
-                perUser[caller.uid, default: 0] += 1
+                perPrincipal[principal, default: 0] += 1
                 return true
             }
             guard admitted else {
+                // Said, not reset: the connection reads the request away before it closes.
                 Conversation(connection: connection, wantsEvents: false, graphical: false)
                     .finish(Reply(.unavailable, Messages.brokerBusy))
                 continue
@@ -110,8 +127,8 @@ public final class Server: @unchecked Sendable {
             let done: @Sendable () -> Void = { [self] in
                 lock.locked {
                     active -= 1
-                    perUser[caller.uid, default: 1] -= 1
-                    if perUser[caller.uid] == 0 { perUser[caller.uid] = nil }
+                    perPrincipal[principal, default: 1] -= 1
+                    if perPrincipal[principal] == 0 { perPrincipal[principal] = nil }
                     lastActivity = monotonicSeconds()
                 }
             }

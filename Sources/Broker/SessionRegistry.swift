@@ -3,52 +3,64 @@ import Glibc
 import SodiumKit
 import SystemKit
 
-/// A user in one login session: what session tokens and step-up grants are kept for.
+/// A user in one login session: what session tokens and step-up grants are kept for. The
+/// liveness comes with the session's name (the same name always has the same one).
 struct SessionKey: Hashable, Sendable {
     let uid: UInt32
     let session: String
+    let liveness: SessionLiveness
 }
 
-/// A step-up grant: CONTEXT was confirmed in this session until `expiresAt`, or, when held
-/// by a command, for as long as the connection that waits for it (`holder`).
+/// A step-up grant: CONTEXT was confirmed in this session at `madeAt`, and counts until
+/// `expiresAt` (and, when held by a command, no longer than the connection that waits for it:
+/// `holder`). A check may ask for a younger confirmation than that (`madeWithin`).
 struct Grant: Sendable {
     let method: String
+    let madeAt: Int64
     let expiresAt: Int64
-    /// The connection holding it; nil for a grant with a TTL.
+    /// The connection holding it; nil for a grant with a TTL only.
     let holder: UInt64?
 }
 
 /// What the broker keeps in memory only (design §3): session access tokens and step-up
 /// grants per (uid, login session), and the tickets that carry a PAM authentication's token
 /// to the session it opens. A broker restart forgets everything here: the next request asks
-/// again.
+/// again. Bounded per user (sessions, grants per session, tickets), and a session's entries go
+/// when it ends (`sweep`).
 final class SessionRegistry: @unchecked Sendable {
+    private struct Entry {
+        var token: AccessToken? = nil
+        var grants: [String: Grant] = [:]
+        var lastUse: Double
+    }
+
     private let lock = ThreadLock()
-    private var tokens: [SessionKey: AccessToken] = [:]
-    private var grants: [SessionKey: [String: Grant]] = [:]
+    private var entries: [SessionKey: Entry] = [:]
     private var tickets: [String: (uid: UInt32, token: AccessToken, madeAt: Double)] = [:]
     private var nextHolder: UInt64 = 1
     /// How long an authentication's token waits for its session to open.
     static let ticketLifetime = 120.0
+    /// A user can start sessions at will (setsid): what one user may have kept at once.
+    static let maxSessionsPerUser = 32
+    static let maxGrantsPerSession = 32
+    static let maxTicketsPerUser = 16
 
-    func token(_ key: SessionKey) -> AccessToken? { lock.locked { tokens[key] } }
+    func token(_ key: SessionKey) -> AccessToken? { lock.locked { entries[key]?.token } }
 
-    func setToken(_ key: SessionKey, _ token: AccessToken) { lock.locked { tokens[key] = token } }
+    func setToken(_ key: SessionKey, _ token: AccessToken) { lock.locked { update(key) { $0.token = token } } }
 
     /// Drops everything a session holds (its close).
     func dropSession(_ key: SessionKey) -> (token: Bool, grants: Int) {
         lock.locked {
-            let token = tokens.removeValue(forKey: key) != nil
-            let count = grants.removeValue(forKey: key)?.count ?? 0
-            return (token, count)
+            let entry = entries.removeValue(forKey: key)
+            return (entry?.token != nil, entry?.grants.count ?? 0)
         }
     }
 
     /// Drops every session's token and grants of `uid` (its vault was deleted).
     func dropUser(_ uid: UInt32) {
         lock.locked {
-            tokens = tokens.filter { $0.key.uid != uid }
-            grants = grants.filter { $0.key.uid != uid }
+            entries = entries.filter { $0.key.uid != uid }
             tickets = tickets.filter { $0.value.uid != uid }
         }
     }
@@ -57,30 +69,43 @@ final class SessionRegistry: @unchecked Sendable {
     /// sign-in ended. Step-up grants stay; they confirmed the person, not the sign-in.
     func dropTokens(_ uid: UInt32) {
         lock.locked {
-            tokens = tokens.filter { $0.key.uid != uid }
+            for key in entries.keys where key.uid == uid { entries[key]?.token = nil }
             tickets = tickets.filter { $0.value.uid != uid }
         }
     }
 
-    /// The valid grant for `context`; an expired one is dropped on the way.
-    func grant(_ key: SessionKey, _ context: String, now: Int64) -> Grant? {
+    /// The grant for `context`, if it is still valid and was made at most `madeWithin`
+    /// seconds ago (nil: whatever its age); an expired one is dropped on the way.
+    func grant(_ key: SessionKey, _ context: String, now: Int64, madeWithin maxAge: Int64? = nil) -> Grant? {
         lock.locked {
-            guard let grant = grants[key]?[context] else { return nil }
-            if grant.holder == nil && now >= grant.expiresAt {
-                grants[key]?[context] = nil
+            guard let grant = entries[key]?.grants[context] else { return nil }
+            if now >= grant.expiresAt {
+                entries[key]?.grants[context] = nil
                 return nil
             }
+            if let maxAge, now - grant.madeAt >= maxAge { return nil }
             return grant
         }
     }
 
-    func setGrant(_ key: SessionKey, _ context: String, _ grant: Grant) { lock.locked { grants[key, default: [:]][context] = grant } }
+    func setGrant(_ key: SessionKey, _ context: String, _ grant: Grant) {
+        lock.locked {
+            update(key) { entry in
+                // One session can name contexts at will: the oldest confirmation goes first.
+                if entry.grants[context] == nil, entry.grants.count >= SessionRegistry.maxGrantsPerSession,
+                   let oldest = entry.grants.min(by: { $0.value.madeAt < $1.value.madeAt })?.key {
+                    entry.grants[oldest] = nil
+                }
+                entry.grants[context] = grant
+            }
+        }
+    }
 
     /// Drops the grant for `context`; returns whether there was one.
     func endGrant(_ key: SessionKey, _ context: String, holder: UInt64? = nil) -> Bool {
         lock.locked {
-            guard let grant = grants[key]?[context], holder == nil || grant.holder == holder else { return false }
-            grants[key]?[context] = nil
+            guard let grant = entries[key]?.grants[context], holder == nil || grant.holder == holder else { return false }
+            entries[key]?.grants[context] = nil
             return true
         }
     }
@@ -99,6 +124,10 @@ final class SessionRegistry: @unchecked Sendable {
         lock.locked {
             let now = monotonicSeconds()
             tickets = tickets.filter { now - $0.value.madeAt < SessionRegistry.ticketLifetime }
+            let own = tickets.filter { $0.value.uid == uid }
+            if own.count >= SessionRegistry.maxTicketsPerUser, let oldest = own.min(by: { $0.value.madeAt < $1.value.madeAt })?.key {
+                tickets[oldest] = nil
+            }
             tickets[ticket] = (uid, token, now)
         }
         return ticket
@@ -113,5 +142,39 @@ final class SessionRegistry: @unchecked Sendable {
                   monotonicSeconds() - entry.madeAt < SessionRegistry.ticketLifetime else { return nil }
             return entry.token
         }
+    }
+
+    /// Drops what has ended: expired grants and tickets, and every entry of a session that is
+    /// over (its leader gone, logind closing it), so a new session that takes its number
+    /// inherits nothing. The accept loop calls this every few seconds.
+    func sweep(now: Int64) {
+        let keys = lock.locked { Array(entries.keys) }
+        // Outside the lock: liveness reads /proc or asks logind.
+        let ended = Set(keys.filter { !$0.liveness.isAlive })
+        lock.locked {
+            for key in ended { entries[key] = nil }
+            for (key, entry) in entries {
+                let grants = entry.grants.filter { now < $0.value.expiresAt }
+                if grants.isEmpty && entry.token == nil { entries[key] = nil } else { entries[key]?.grants = grants }
+            }
+            let monotonic = monotonicSeconds()
+            tickets = tickets.filter { monotonic - $0.value.madeAt < SessionRegistry.ticketLifetime }
+        }
+    }
+
+    /// Changes (or adds) `key`'s entry; a user at the limit of sessions loses the one used
+    /// longest ago. Under the lock.
+    private func update(_ key: SessionKey, _ change: (inout Entry) -> Void) {
+        let now = monotonicSeconds()
+        if entries[key] == nil {
+            let own = entries.filter { $0.key.uid == key.uid }
+            if own.count >= SessionRegistry.maxSessionsPerUser, let oldest = own.min(by: { $0.value.lastUse < $1.value.lastUse })?.key {
+                entries[oldest] = nil
+            }
+        }
+        var entry = entries[key] ?? Entry(lastUse: now)
+        change(&entry)
+        entry.lastUse = now
+        entries[key] = entry
     }
 }

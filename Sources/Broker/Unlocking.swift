@@ -15,17 +15,15 @@ import Localization
 enum Unlocking {
     /// One verification through the broker's reader (its turn, its device), nothing audited.
     /// A cancel the reader reports counts as `.cancelled` only when it was the client's (a
-    /// `cancel` message or a hang-up); otherwise it is `.unavailable`. `cancelFD` nil: the
-    /// connection itself is watched.
-    static func verify(_ call: Call, store: VaultStore, ledger: LockoutLedger, settings: ScanSettings,
-                       cancelFD: Int32? = nil) throws -> Fingerprint.Match {
+    /// `cancel` message or a hang-up); otherwise it is `.unavailable`.
+    static func verify(_ call: Call, store: VaultStore, ledger: LockoutLedger, settings: ScanSettings) throws -> Fingerprint.Match {
         do {
-            return try call.state.reader.withReader(call, deviceID: call.value("--device")) { reader in
+            return try call.state.reader.withReader(call, deviceID: call.value("--device")) { reader, turn in
                 try Fingerprint.verify(store: store, ledger: ledger, reader: reader, settings: settings,
-                                       prompter: call.conversation, cancelFD: cancelFD ?? call.conversation.cancelFD,
+                                       prompter: call.conversation, cancelFDs: [call.conversation.cancelFD, turn.stopFD],
                                        afterMatch: { call.after.add($0) })
             }
-        } catch let error as FingersealError where error.outcome == .cancelled && cancelFD == nil {
+        } catch let error as FingersealError where error.outcome == .cancelled {
             if call.conversation.takeCancel() { throw error }
             throw FingersealError(.unavailable, error.message, detail: "the reader cancelled the scan")
         }
@@ -129,7 +127,7 @@ extension Unlocking {
         guard try Vault.status(store) != nil else { throw FingersealError(.noVault, Messages.noVault) }
         let pin = try askPIN(call, prompt: prompt)
         do {
-            return try Vault.unlock(store, pin: PINKeyslot(pin: pin), ledger: LockoutLedger(store: store, options: call.options))
+            return try Vault.unlock(store, pin: PINKeyslot(pin: pin), ledger: call.ledger(store))
         } catch let error as FingersealError {
             // The CLI shows a command's error itself; a PAM host shows only what is sent.
             if call.request.pam != nil { call.conversation.error(error.message) }
@@ -162,7 +160,7 @@ extension Unlocking {
     }
 
     private static func fingerThenPIN(_ call: Call, store: VaultStore, status: VaultStatus, pin use: PINUse) throws -> Unlocked {
-        let ledger = LockoutLedger(store: store, options: call.options)
+        let ledger = call.ledger(store)
         let trail = AuditTrail(store: store)
         func pinInstead(after failure: FingersealError?) throws -> Unlocked {
             guard use != .never, status.pinSet else {
@@ -177,7 +175,7 @@ extension Unlocking {
             if use == .fallback { return try pinInstead(after: nil) }
             throw FingersealError(.notEnrolled, Messages.notEnrolled)
         }
-        if status.lockout.fingerLocked {
+        if status.lockout.counters(for: call.applicant).fingerLocked {
             call.conversation.error(Messages.fingerLocked)
             return try pinInstead(after: FingersealError(.lockedOut, Messages.fingerLocked))
         }
@@ -250,10 +248,10 @@ extension Unlocking {
                                settings: ScanSettings) throws -> FingerTurn {
         let raced: Result<FingerTurn, any Error>
         do {
-            raced = try call.state.reader.withReader(call, deviceID: call.value("--device")) { reader in
-                Result { try race(call, reader: reader, store: store, ledger: ledger, settings: settings) }
+            raced = try call.state.reader.withReader(call, deviceID: call.value("--device")) { reader, turn in
+                Result { try race(call, reader: reader, turn: turn, store: store, ledger: ledger, settings: settings) }
             }
-        } catch let error as FingersealError where [.noReader, .unavailable].contains(error.outcome) {
+        } catch let error as FingersealError where [.noReader, .unavailable, .remoteSession].contains(error.outcome) {
             // No reader, or another request kept it: the PIN at once.
             call.conversation.info(error.message)
             return .fallback(error)
@@ -261,14 +259,15 @@ extension Unlocking {
         return try raced.get()
     }
 
-    private static func race(_ call: Call, reader: FingerReader, store: VaultStore, ledger: LockoutLedger,
+    private static func race(_ call: Call, reader: FingerReader, turn: ReaderGate.Turn, store: VaultStore, ledger: LockoutLedger,
                              settings: ScanSettings) throws -> FingerTurn {
         let conversation = call.conversation
         let job = try BackgroundScan()
         let scanReader = UncheckedReader(reader)
+        let stopFD = turn.stopFD
         let started = job.start { cancelFD in
             try Fingerprint.verify(store: store, ledger: ledger, reader: scanReader.reader, settings: settings,
-                                   prompter: conversation, cancelFD: cancelFD)
+                                   prompter: conversation, cancelFDs: [cancelFD, stopFD])
         }
         guard started else { throw FingersealError(.systemError, Messages.systemFailure(.startScan)) }
         func matched(_ result: Result<Fingerprint.Match, any Error>?) -> FingerTurn? {
@@ -292,6 +291,11 @@ extension Unlocking {
                 if let won = matched(result) { return won }
                 guard case let .failure(error as FingersealError)? = result else {
                     return .fallback(FingersealError(.systemError, Messages.systemFailure(.scan)))
+                }
+                if turn.preempted {
+                    // The reader went to a sign-in at this computer: the PIN is still asked.
+                    conversation.info(Messages.readerNeededElsewhere)
+                    return .fallback(FingersealError(.unavailable, Messages.readerNeededElsewhere))
                 }
                 if error.outcome == .cancelled { throw error }
                 conversation.info(error.message)

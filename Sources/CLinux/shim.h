@@ -43,6 +43,11 @@ static inline void fs_wipe(void *bytes, size_t count) {
 #define SO_PEERPIDFD 77
 #endif
 #define FS_SO_PEERPIDFD SO_PEERPIDFD
+/* SO_PEERGROUPS (Linux 4.13): the peer's supplementary groups as they were at connect(). */
+#ifndef SO_PEERGROUPS
+#define SO_PEERGROUPS 59
+#endif
+#define FS_SO_PEERGROUPS SO_PEERGROUPS
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <signal.h>

@@ -27,7 +27,7 @@ public enum FingerReader {
 
 /// A running verify or enroll on either backend.
 protocol ScanOperation {
-    func wait(timeout: Double, cancelFD: Int32?, onEvent: (ReaderEvent) -> Void) -> OperationResult
+    func wait(timeout: Double, cancelFDs: [Int32], onEvent: (ReaderEvent) -> Void) -> OperationResult
 }
 
 extension ReaderOperation: ScanOperation {}

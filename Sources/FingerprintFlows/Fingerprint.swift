@@ -133,9 +133,9 @@ public enum Fingerprint {
     /// `afterMatch`: where the success-side bookkeeping (resetting the failure count) goes;
     /// the broker runs it after answering. Without one it runs before returning.
     public static func verify(store: VaultStore, ledger: LockoutLedger, reader: FingerReader, settings: ScanSettings,
-                              prompter: ScanPrompter, cancelFD: Int32?,
+                              prompter: ScanPrompter, cancelFDs: [Int32],
                               afterMatch: ((@escaping () -> Void) -> Void)? = nil) throws -> Match {
-        if try ledger.current().fingerLocked { throw FingersealError(.lockedOut, Messages.fingerLocked) }
+        if try ledger.counters().fingerLocked { throw FingersealError(.lockedOut, Messages.fingerLocked) }
         let vault = try Vault.unlockWithDevice(store)
         let plan = try MatchPlan(reader, vault: vault)
 
@@ -152,7 +152,7 @@ public enum Fingerprint {
                 prompter.info(Messages.placeFinger(swipe: reader.swipe, cancelHint: settings.cancelHint))
                 prompted = true
             }
-            let result = operation.wait(timeout: max(deadline - started, 0), cancelFD: cancelFD) { event in
+            let result = operation.wait(timeout: max(deadline - started, 0), cancelFDs: cancelFDs) { event in
                 prompter.readerEvent(event)
                 if case let .hint(hint) = event { prompter.info(describe(hint)) }
             }
@@ -181,7 +181,7 @@ public enum Fingerprint {
     /// Enrolls `finger` into a vault opened with the PIN: its template sealed in the vault
     /// (libfprint), or enrolled at fprintd, whose new set the PIN then confirms.
     public static func enroll(vault: UnlockedVault, reader: FingerReader, finger: Finger, settings: ScanSettings,
-                              prompter: ScanPrompter, cancelFD: Int32?) throws {
+                              prompter: ScanPrompter, cancelFDs: [Int32]) throws {
         guard vault.unlockedBy == .pin else { throw FingersealError(.usage, Messages.pinNeeded) }
         let enrolled: [String]
         if case let .fprintd(device, user, storage) = reader {
@@ -201,7 +201,7 @@ public enum Fingerprint {
             }
         } catch { throw translate(error) }
         let total = max(reader.enrollStages, 1)
-        let result = operation.wait(timeout: settings.timeout * Double(total + 1), cancelFD: cancelFD) { event in
+        let result = operation.wait(timeout: settings.timeout * Double(total + 1), cancelFDs: cancelFDs) { event in
             prompter.readerEvent(event)
             switch event {
             case let .enrollProgress(done, total): prompter.info(Messages.enrollProgress(done, total, swipe: reader.swipe))

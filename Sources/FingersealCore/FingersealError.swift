@@ -20,6 +20,8 @@ public struct FingersealError: Error, Equatable, CustomStringConvertible, Sendab
         case tpmPCRsChanged
         /// tpm=require, and the device keyslot is not sealed to the TPM yet (the PIN seals it).
         case tpmNotSealed
+        /// The broker's own check refused the account password (not a fingerprint's verdict).
+        case accountPasswordRefused
     }
 
     public init(_ outcome: Outcome, _ message: String, detail: String? = nil, milliseconds: Double? = nil,

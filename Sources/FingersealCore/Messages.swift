@@ -255,10 +255,18 @@ public enum Messages {
             : trn("Confirmed with %1$s for %2$s, for %3$s second.", "Confirmed with %1$s for %2$s, for %3$s seconds.", ttl, method, context, ttl)
     }
     public static func grantHeld(_ context: String) -> String { tr("Already confirmed for %1$s in this session.", context) }
+    public static func stepUpCeiling(_ seconds: Int) -> String {
+        trn("The option --ttl takes at most %1$s second on this computer: the administrator's limit (stepup_max_ttl).",
+            "The option --ttl takes at most %1$s seconds on this computer: the administrator's limit (stepup_max_ttl).", seconds, seconds)
+    }
     public static func grantEnded(_ context: String) -> String { tr("The confirmation for %1$s is ended.", context) }
     public static func noGrant(_ context: String) -> String { tr("There is no confirmation for %1$s in this session.", context) }
     public static func stepUpPrompt(_ context: String) -> String { tr("Confirm it is you for %1$s.", context) }
     public static var personalDataFollows: String { tr("Personal data follows.") }
+    public static var payloadBudgetSpent: String {
+        tr("The service is holding as much data to seal or reveal as it can at the moment. Try again when your other requests have finished.")
+    }
+    public static var payloadTooSlow: String { tr("The data to seal or reveal did not arrive in time, so nothing was done.") }
     public static var notSealedFile: String { tr("This is not a file sealed by fingerseal, or it is damaged.") }
     public static var sealedByAnotherVault: String { tr("This file was sealed with another fingerseal vault; this vault cannot open it.") }
     public static var sealedTampered: String { tr("This sealed file was changed after it was sealed, or its context was altered. Nothing was revealed.") }
@@ -428,6 +436,7 @@ public enum Messages {
         case "tpmLockedOut": return tr("the TPM's lockout refused the PIN")
         case "tpmPCRsChanged": return tr("the firmware or boot software changed since the key was sealed")
         case "tpmNotSealed": return tr("the key the finger opens is not sealed to the TPM yet (tpm=require)")
+        case "accountPasswordRefused": return tr("the account password was not accepted")
         default: return reason
         }
     }
@@ -499,6 +508,12 @@ public enum Messages {
         tr("This program speaks version %1$s of the fingerseal protocol, and the service another. Update fingerseal.", version)
     }
     public static var readerBusyWaiting: String { tr("The fingerprint reader is busy with another request. Waiting for it.") }
+    public static var readerNeededElsewhere: String {
+        tr("The fingerprint reader was needed for someone signing in at this computer, so this scan stopped. Nothing was counted.")
+    }
+    public static var readerNotFromRemote: String {
+        tr("The fingerprint reader is not used from a remote session. Use your PIN, or ask at the computer itself.")
+    }
     public static var answerTimedOut: String { tr("No answer came in time.") }
     public static var badAnswer: String { tr("The answer could not be read.") }
     public static func needsWholeNumber(_ option: String) -> String { tr("The option %1$s needs a whole number.", option) }
@@ -511,6 +526,10 @@ public enum Messages {
 
     // The account password (checked by the service with PAM, service fingerseal-verify).
     public static var accountPasswordRefused: String { tr("The account password was not accepted. Nothing was changed.") }
+    public static func accountPasswordWait(_ seconds: Int64) -> String {
+        trn("Too many wrong account passwords. Wait %1$s second, then try again.",
+            "Too many wrong account passwords. Wait %1$s seconds, then try again.", Int(clamping: seconds), seconds)
+    }
     public static var accountPasswordNeeded: String { tr("This needs your account password (the one you sign in to this computer with).") }
     public static var resetWithAccountPassword: String { tr("To delete the vault without the PIN, give your account password.") }
     public static var passwordEmptyInput: String { tr("No password was given.") }

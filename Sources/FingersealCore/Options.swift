@@ -27,6 +27,9 @@ public struct Options: Equatable, Sendable {
     /// in the login session means no prompt, and a success records one for `ttl` seconds.
     public var stepUp: String? = nil
     public var stepUpTTL = 300
+    /// `stepup_max_ttl=`: the longest a confirmation asked for by anyone but root lasts (the
+    /// CLI's --ttl, a command's run, a PAM host the user runs): the site's ceiling.
+    public var stepUpMaxTTL = 900
     /// PAM services a person always answers, or never does (a mail or VPN server using
     /// common-auth): the broker's interactivity guess is overridden for them.
     public var interactiveServices: [String] = []
@@ -85,7 +88,7 @@ public struct Options: Equatable, Sendable {
     public init() {}
 
     /// Options only the configuration file sets: module arguments naming them are ignored.
-    public static let fileOnly: Set<String> = ["fixed", "tpm", "tpm_tcti", "tpm_pcrs"]
+    public static let fileOnly: Set<String> = ["fixed", "tpm", "tpm_tcti", "tpm_pcrs", "stepup_max_ttl"]
 
     /// The TPM settings in force.
     public var tpmPolicy: TPMPolicy { TPMPolicy(mode: tpm, tcti: tpmTCTI, pcrs: tpmPCRs) }
@@ -179,6 +182,7 @@ public struct Options: Equatable, Sendable {
         case "idp_timeout": idpTimeout = try integer(1...120)
         case "stepup": stepUp = try text(StepUp.isValidContext, tr("it needs a context name (letters, digits, . - _)"))
         case "ttl": stepUpTTL = try integer(1...StepUp.maxTTL)
+        case "stepup_max_ttl": stepUpMaxTTL = try integer(1...StepUp.maxTTL)
         case "reader":
             guard let value, let choice = ReaderBackendChoice(rawValue: value) else {
                 throw FingersealError(.badConfiguration, Messages.badOption(name, tr("use auto, fprintd or libfprint")))

@@ -28,6 +28,9 @@ public enum SealedFile {
         }
     }
 
+    /// The most a sealed file adds to its plaintext: the magic line, the header line and the tag.
+    public static let overhead = magic.count + maxHeader + 1 + AEAD.tagLength
+
     /// What the header says; not trusted until `open` succeeds.
     public struct Parsed {
         public let context: String
@@ -35,12 +38,16 @@ public enum SealedFile {
         public let vaultID: String
         let associatedData: [UInt8]
         let nonce: [UInt8]
-        let ciphertext: ArraySlice<UInt8>
+        /// Where the ciphertext starts in the file (it runs to the end).
+        let ciphertextOffset: Int
     }
 
-    public static func seal(_ plaintext: SecureBytes, context: String, vault: UnlockedVault) throws -> [UInt8] {
+    /// Seals `buffer`'s plaintext for `context` in place: afterwards the buffer holds the
+    /// ciphertext, and the returned header goes before it. The buffer needs `AEAD.tagLength`
+    /// bytes of spare capacity; a large plaintext is never held twice.
+    public static func seal(inPlace buffer: SecureBytes, context: String, vault: UnlockedVault) throws -> [UInt8] {
         guard StepUp.isValidContext(context) else { throw FingersealError(.usage, Messages.badContext) }
-        guard plaintext.count <= maxPlaintext else { throw FingersealError(.usage, Messages.tooLargeToSeal(maxPlaintext)) }
+        guard buffer.count <= maxPlaintext else { throw FingersealError(.usage, Messages.tooLargeToSeal(maxPlaintext)) }
         let key = try contextKey(context, vault)
         // The nonce goes in the header, which is the associated data: seal with a nonce
         // chosen first, so the header is complete before encrypting.
@@ -49,14 +56,13 @@ public enum SealedFile {
                             vaultID: vault.vaultID, nonce: Encoding.base64(nonce))
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let headerLine = Array(try encoder.encode(header)) + [0x0a]
-        let aad = magic + headerLine
-        let sealed = try AEAD.seal(plaintext, key: key, aad: aad, nonce: nonce)
-        return aad + sealed.ciphertext
+        let aad = magic + Array(try encoder.encode(header)) + [0x0a]
+        try AEAD.sealInPlace(buffer, key: key, aad: aad, nonce: nonce)
+        return aad
     }
 
     /// Parses the layout strictly; throws for anything that is not a sealed file.
-    public static func parse(_ bytes: [UInt8]) throws -> Parsed {
+    public static func parse(_ bytes: UnsafeRawBufferPointer) throws -> Parsed {
         let notSealed = FingersealError(.usage, Messages.notSealedFile)
         guard bytes.count > magic.count, bytes.starts(with: magic) else { throw notSealed }
         let rest = bytes[magic.count...]
@@ -67,10 +73,14 @@ public enum SealedFile {
               header.fileID.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }),
               (1...64).contains(header.vaultID.utf8.count),
               let nonce = Data(base64Encoded: header.nonce), nonce.count == AEAD.nonceLength else { throw notSealed }
-        let ciphertext = bytes[(newline + 1)...]
-        guard ciphertext.count >= AEAD.tagLength, ciphertext.count - AEAD.tagLength <= maxPlaintext else { throw notSealed }
+        let ciphertext = bytes.count - (newline + 1)
+        guard ciphertext >= AEAD.tagLength, ciphertext - AEAD.tagLength <= maxPlaintext else { throw notSealed }
         return Parsed(context: header.context, fileID: header.fileID, vaultID: header.vaultID,
-                      associatedData: Array(bytes[...newline]), nonce: Array(nonce), ciphertext: ciphertext)
+                      associatedData: Array(bytes[...newline]), nonce: Array(nonce), ciphertextOffset: newline + 1)
+    }
+
+    public static func parse(_ bytes: [UInt8]) throws -> Parsed {
+        try bytes.withUnsafeBytes { try parse($0) }
     }
 
     /// Whether `vault` sealed it (checked before asking anyone for a finger).
@@ -78,13 +88,14 @@ public enum SealedFile {
         parsed.vaultID == vault.vaultID
     }
 
-    /// Decrypts into secure memory; throws when the file is from another vault or was altered.
-    public static func open(_ parsed: Parsed, vault: UnlockedVault) throws -> SecureBytes {
+    /// Decrypts the sealed file in `buffer` in place; returns where the plaintext is in it.
+    /// Throws when the file is from another vault or was altered.
+    public static func open(_ parsed: Parsed, inPlace buffer: SecureBytes, vault: UnlockedVault) throws -> Range<Int> {
         guard parsed.vaultID == vault.vaultID else { throw FingersealError(.vaultUnusable, Messages.sealedByAnotherVault) }
         let key = try contextKey(parsed.context, vault)
         do {
-            return try AEAD.open(AEAD.Sealed(nonce: parsed.nonce, ciphertext: Array(parsed.ciphertext)), key: key,
-                                 aad: parsed.associatedData)
+            return try AEAD.openInPlace(buffer, from: parsed.ciphertextOffset, key: key, aad: parsed.associatedData,
+                                        nonce: parsed.nonce)
         } catch {
             throw FingersealError(.vaultUnusable, Messages.sealedTampered)
         }

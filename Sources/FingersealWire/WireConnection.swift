@@ -21,8 +21,20 @@ public final class WireConnection: @unchecked Sendable {
     public init(owning fd: Int32) { self.fd = fd }
 
     deinit {
+        finishReading()
         Wire.wipe(&buffer)
         close(fd)
+    }
+
+    /// Before the close: stop the peer from sending more, then read away what it already sent.
+    /// A Unix socket closed with unread packets makes the peer's next read fail with
+    /// ECONNRESET, even where our last message (a refusal, a result) waits for it to read.
+    private func finishReading() {
+        shutdown(fd, Int32(SHUT_RD))
+        for _ in 0..<4096 {
+            let count = buffer.withUnsafeMutableBytes { Glibc.recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if count <= 0 && errno != EINTR { break }
+        }
     }
 
     /// Connects to the broker at `path` within `timeout` seconds.

@@ -39,21 +39,21 @@ public final class EventQueue<Event: Sendable>: Sendable {
 
     /// The oldest event, waiting at most `timeout` seconds; every wait is bounded.
     public func next(timeout: Double) -> Event? {
-        if case let .event(event) = next(timeout: timeout, orReadable: nil) { return event }
+        if case let .event(event) = next(timeout: timeout, orReadable: []) { return event }
         return nil
     }
 
-    /// The oldest event, or `.other` as soon as `other` is readable, or `.timedOut`.
-    public func next(timeout: Double, orReadable other: Int32?) -> Wake {
+    /// The oldest event, or `.other` as soon as one of `others` is readable, or `.timedOut`.
+    public func next(timeout: Double, orReadable others: [Int32]) -> Wake {
         let deadline = monotonicNow() + timeout
         while true {
             if let event = pop() { return .event(event) }
             let remaining = deadline - monotonicNow()
             if remaining <= 0 { return .timedOut }
             var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
-            if let other { fds.append(pollfd(fd: other, events: Int16(POLLIN), revents: 0)) }
+            for other in others { fds.append(pollfd(fd: other, events: Int16(POLLIN), revents: 0)) }
             _ = poll(&fds, nfds_t(fds.count), Int32(min(remaining * 1000, Double(Int32.max)).rounded(.up)))
-            if fds.count > 1 && fds[1].revents != 0 { return .other }
+            if fds.dropFirst().contains(where: { $0.revents != 0 }) { return .other }
             var counter: UInt64 = 0
             _ = read(fd, &counter, 8)
         }

@@ -48,13 +48,13 @@ public final class ReaderOperation: @unchecked Sendable {
     public static let cancelGrace = 2.0
 
     /// Waits for the result, handing every other event to `onEvent`. After `timeout` seconds
-    /// the operation is cancelled and the result is `.failed(.timedOut)`; when `cancelFD`
+    /// the operation is cancelled and the result is `.failed(.timedOut)`; when one of `cancelFDs`
     /// becomes readable (a signalfd, a terminal) it is cancelled with `.failed(.cancelled)`.
-    public func wait(timeout: Double, cancelFD: Int32? = nil,
+    public func wait(timeout: Double, cancelFDs: [Int32] = [],
                      onEvent: (ReaderEvent) -> Void = { _ in }) -> OperationResult {
         let deadline = monotonicNow() + timeout
         while true {
-            switch events.next(timeout: deadline - monotonicNow(), orReadable: cancelFD) {
+            switch events.next(timeout: deadline - monotonicNow(), orReadable: cancelFDs) {
             case let .event(.finished(result)): return result
             case let .event(event): onEvent(event)
             case .other:

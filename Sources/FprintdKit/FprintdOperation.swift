@@ -69,15 +69,15 @@ public final class FprintdOperation: @unchecked Sendable {
     }
 
     /// Waits for the result, handing every other event to `onEvent`. After `timeout` seconds
-    /// the operation is stopped and the result is `.failed(.timedOut)`; when `cancelFD`
+    /// the operation is stopped and the result is `.failed(.timedOut)`; when one of `cancelFDs`
     /// becomes readable (a signalfd, a terminal) or `cancel()` is called, it is stopped with
     /// `.failed(.cancelled)`.
-    public func wait(timeout: Double, cancelFD: Int32? = nil,
+    public func wait(timeout: Double, cancelFDs: [Int32] = [],
                      onEvent: (ReaderEvent) -> Void = { _ in }) -> OperationResult {
         if let result { return result }
         let bus = device.bus
         let deadline = monotonicSeconds() + timeout
-        let watched = [cancelEvent] + (cancelFD.map { [$0] } ?? [])
+        let watched = [cancelEvent] + cancelFDs
         while true {
             guard bus.dispatchPending() else {
                 return finish(.failed(.other(domain: "dbus", code: ECONNRESET, message: "the system bus connection broke")))

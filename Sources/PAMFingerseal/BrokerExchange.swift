@@ -43,6 +43,11 @@ struct BrokerExchange {
         do {
             try connection.send(packet, until: monotonicSeconds() + options.messageWait)
         } catch {
+            // A broker that refuses at once (busy) may have answered before reading.
+            if let reply = leftResult(connection) {
+                show(reply)
+                return .reply(reply)
+            }
             return failed(error, cancelled: false)
         }
         return converse(connection)

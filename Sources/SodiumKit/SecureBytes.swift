@@ -1,11 +1,12 @@
 import CSodium
+import Glibc
 
 /// Secret bytes in `sodium_malloc` memory: guard pages, mlock'ed (kept out of swap),
 /// wiped and freed in deinit. Never convert one to a String.
 public final class SecureBytes {
     private let pointer: UnsafeMutableRawPointer
     /// Number of meaningful bytes (may be less than the capacity, e.g. a PIN being typed).
-    public private(set) var count: Int
+    public internal(set) var count: Int
     public let capacity: Int
 
     public init(capacity: Int) throws {
@@ -51,6 +52,30 @@ public final class SecureBytes {
 
     public func withUnsafeMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
         try body(UnsafeMutableRawBufferPointer(start: pointer, count: count))
+    }
+
+    /// A copy with room for `newCapacity` bytes (never less than `count`), for a buffer that
+    /// grows as data arrives; this one is wiped when it is released.
+    public func grown(toCapacity newCapacity: Int) throws -> SecureBytes {
+        let larger = try SecureBytes(capacity: max(newCapacity, count))
+        if count > 0 { memcpy(larger.pointer, pointer, count) }
+        larger.count = count
+        return larger
+    }
+
+    /// Appends `bytes` if they all fit; returns false (and appends nothing) when they do not.
+    @discardableResult
+    public func append(contentsOf bytes: UnsafeRawBufferPointer) -> Bool {
+        guard bytes.count <= capacity - count else { return false }
+        if let base = bytes.baseAddress, bytes.count > 0 { memcpy(pointer + count, base, bytes.count) }
+        count += bytes.count
+        return true
+    }
+
+    /// The bytes in `range` (within `count`), lent to `body`.
+    public func withUnsafeBytes<R>(in range: Range<Int>, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        let clamped = range.clamped(to: 0..<count)
+        return try body(UnsafeRawBufferPointer(start: pointer + clamped.lowerBound, count: clamped.count))
     }
 
     /// Appends one byte if there is room; returns false when full.

@@ -15,3 +15,72 @@ public final class ThreadLock: @unchecked Sendable {
         return try body()
     }
 }
+
+/// A mutex with a condition to wait on (CLOCK_MONOTONIC deadlines): for threads of one
+/// process that wait their turn for something another thread gives back.
+public final class ThreadCondition: @unchecked Sendable {
+    private var mutex = pthread_mutex_t()
+    private var changed = pthread_cond_t()
+
+    public init() {
+        pthread_mutex_init(&mutex, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(&changed, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(&changed)
+        pthread_mutex_destroy(&mutex)
+    }
+
+    public func locked<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return try body()
+    }
+
+    /// Inside `locked`: waits until signalled or until `deadline` (`monotonicSeconds()`);
+    /// the lock is held again on return.
+    public func wait(until deadline: Double) {
+        var until = timespec()
+        until.tv_sec = Int(deadline)
+        until.tv_nsec = Int((deadline - Double(Int(deadline))) * 1e9)
+        pthread_cond_timedwait(&changed, &mutex, &until)
+    }
+
+    /// Inside `locked`: wakes every waiter.
+    public func broadcast() { pthread_cond_broadcast(&changed) }
+}
+
+/// At most `count` at once of something costly (Argon2id's memory): the rest wait their
+/// turn, in no particular order, at most as long as they say.
+public final class WorkSlots: @unchecked Sendable {
+    public struct Busy: Error {}
+    private let condition = ThreadCondition()
+    private let count: Int
+    private var running = 0
+
+    public init(count: Int) { self.count = max(count, 1) }
+
+    /// Runs `body` in a slot; throws `Busy` when none came free within `waitLimit` seconds.
+    public func run<T>(waitLimit: Double, _ body: () throws -> T) throws -> T {
+        let deadline = monotonicSeconds() + waitLimit
+        try condition.locked {
+            while running >= count {
+                if monotonicSeconds() >= deadline { throw Busy() }
+                condition.wait(until: deadline)
+            }
+            running += 1
+        }
+        defer {
+            condition.locked {
+                running -= 1
+                condition.broadcast()
+            }
+        }
+        return try body()
+    }
+}

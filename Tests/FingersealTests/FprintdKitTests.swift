@@ -26,9 +26,9 @@ struct FprintdKitTests {
 
     /// Waits for `operation`, collecting its events.
     func outcome(_ operation: FprintdOperation, timeout: Double = 10,
-                 cancelFD: Int32? = nil) -> (OperationResult, [ReaderEvent]) {
+                 cancelFDs: [Int32] = []) -> (OperationResult, [ReaderEvent]) {
         var events: [ReaderEvent] = []
-        let result = operation.wait(timeout: timeout, cancelFD: cancelFD) { events.append($0) }
+        let result = operation.wait(timeout: timeout, cancelFDs: cancelFDs) { events.append($0) }
         return (result, events)
     }
 
@@ -115,7 +115,7 @@ struct FprintdKitTests {
         let operation = try rig.device.verify()
         _ = write(fds[1], "x", 1)
         let started = VirtualSensor.now()
-        let (result, _) = outcome(operation, cancelFD: fds[0])
+        let (result, _) = outcome(operation, cancelFDs: [fds[0]])
         guard case .failed(.cancelled) = result else { Issue.record("expected cancelled, got \(result)"); return }
         #expect(VirtualSensor.now() - started < 3)
         // The device is usable afterwards: verify again, release, claim again.

@@ -226,8 +226,10 @@ import SystemKit
     }
 
     /// sudo changes PAM_USER to the target (root) before the session opens, su the other way:
-    /// the session opened for another user gets nothing, and the grant authentication made
-    /// stays with the user who authenticated, in this session.
+    /// the session opened for another user gets nothing. The host here runs in the test
+    /// runner's session, which is root's, not alice's: her confirmation is not kept there
+    /// either (a grant counts only in a session of its own account; StepUpAttackTests has the
+    /// grant kept in her own session).
     @Test(.enabled(if: getuid() == 0)) func aSessionOpenedForAnotherUserGetsNothing() throws {
         try #require(TestUsers.ensure(TestUsers.alice) && TestUsers.ensure(TestUsers.bob))
         for target in ["root", TestUsers.bob] {
@@ -250,14 +252,13 @@ import SystemKit
             let check = { (user: String?) throws -> Int32 in
                 try stack.rig.cli(["step-up", "contacts", "--check"], as: user, inTestSession: true).status
             }
-            #expect(try check(TestUsers.alice) == 0, "alice's grant is held in this session")
+            #expect(try check(TestUsers.alice) != 0, "no grant for alice in root's session")
             #expect(client.setItem(.user, target) == PAM_SUCCESS)
             // Nothing to hand on to the target's session: no opinion.
             #expect(client.openSession() == PAM_CRED_INSUFFICIENT, "\(target)")
             #expect(try check(target == "root" ? nil : target) != 0, "\(target) got no grant")
-            #expect(try check(TestUsers.alice) == 0, "alice's grant is unchanged")
             #expect(client.closeSession() == PAM_CRED_INSUFFICIENT, "\(target) had nothing to drop")
-            #expect(try check(TestUsers.alice) == 0, "the target's close leaves alice's grant")
+            #expect(try check(TestUsers.alice) != 0, "still none for alice")
         }
     }
 }

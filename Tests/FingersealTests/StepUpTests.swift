@@ -2,32 +2,49 @@ import FoundationEssentials
 import Glibc
 import Testing
 @testable import FingersealCore
+import SodiumKit
 import SystemKit
 import CPAM
 import PAMKit
 
 /// Step-up grants in the core, with an injectable clock and session.
 @Suite struct SealedFileTests {
+    /// What the broker does: seal a plaintext in place, then open the file (header and
+    /// ciphertext, as received) in place again.
+    static func seal(_ text: String, context: String, vault: UnlockedVault) throws -> [UInt8] {
+        let buffer = try SecureBytes(capacity: text.utf8.count + AEAD.tagLength)
+        Array(text.utf8).withUnsafeBytes { _ = buffer.append(contentsOf: $0) }
+        let header = try SealedFile.seal(inPlace: buffer, context: context, vault: vault)
+        return header + buffer.copyBytes()
+    }
+
+    static func open(_ file: [UInt8], vault: UnlockedVault) throws -> [UInt8] {
+        let buffer = try SecureBytes(copying: file)
+        let parsed = try buffer.withUnsafeBytes { try SealedFile.parse($0) }
+        let plaintext = try SealedFile.open(parsed, inPlace: buffer, vault: vault)
+        return buffer.withUnsafeBytes(in: plaintext) { Array($0) }
+    }
+
     @Test func sealAndOpenRoundTripAndRefuseAlterations() throws {
         let v = try TestVault()
         let vault = try v.create()
-        let sealed = try SealedFile.seal(secret("salary: 4200"), context: "payroll", vault: vault)
+        let sealed = try SealedFileTests.seal("salary: 4200", context: "payroll", vault: vault)
         let parsed = try SealedFile.parse(sealed)
         #expect(parsed.context == "payroll" && parsed.fileID.count == 32)
-        #expect(try SealedFile.open(parsed, vault: vault).copyBytes() == Array("salary: 4200".utf8))
+        #expect(try SealedFileTests.open(sealed, vault: vault) == Array("salary: 4200".utf8))
         // Another context in the header, a flipped ciphertext byte: refused.
         let text = String(decoding: sealed.prefix(200), as: UTF8.self)
         let relabelled = Array(text.replacing("\"context\":\"payroll\"", with: "\"context\":\"payrolx\"").utf8) + sealed.dropFirst(200)
-        expectOutcome(.vaultUnusable) { _ = try SealedFile.open(try SealedFile.parse(relabelled), vault: vault) }
+        expectOutcome(.vaultUnusable) { _ = try SealedFileTests.open(relabelled, vault: vault) }
         var flipped = sealed
         flipped[flipped.count - 1] ^= 0x01
-        expectOutcome(.vaultUnusable) { _ = try SealedFile.open(try SealedFile.parse(flipped), vault: vault) }
+        expectOutcome(.vaultUnusable) { _ = try SealedFileTests.open(flipped, vault: vault) }
         // Another vault.
         let other = try TestVault()
-        expectOutcome(.vaultUnusable) { _ = try SealedFile.open(parsed, vault: try other.create()) }
+        expectOutcome(.vaultUnusable) { _ = try SealedFileTests.open(sealed, vault: try other.create()) }
         // Not a sealed file at all.
         for bad in [[], Array("hello".utf8), Array(sealed.prefix(40)), Array(sealed.prefix(sealed.count - 30))] {
-            #expect(throws: (any Error).self) { _ = try SealedFile.open(try SealedFile.parse(bad), vault: vault) }
+            #expect(throws: (any Error).self) { _ = try SealedFileTests.open(bad, vault: vault) }
         }
     }
 }

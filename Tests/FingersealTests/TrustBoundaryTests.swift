@@ -302,7 +302,9 @@ import SystemKit
         let refused = try asAlice(["pin", "set", "--password-fd", "3", "--pin-fd", "3"], ["not her password", "1357"])
         #expect(refused.status == 1 && refused.stderr.contains("not accepted"), "\(refused.all)")
         #expect(access(vault, F_OK) != 0, "no vault was created")
-        #expect(access(rig.broker.vaultDirectory(uid: aliceUID), F_OK) != 0, "nothing was created in the store")
+        // The store keeps only the count of wrong account passwords (issue 19 §10).
+        let kept = (try? Child.run("/bin/ls", ["-A", rig.broker.vaultDirectory(uid: aliceUID)]).stdout) ?? ""
+        #expect(kept.split(separator: "\n").sorted() == ["lock", "lockout"], "nothing else was created in the store: \(kept)")
         let created = try asAlice(["pin", "set", "--password-fd", "3", "--pin-fd", "3"], [TrustBoundaryTests.alicePassword, "1357"])
         #expect(created.status == 0, "\(created.all)")
         var info = stat()

@@ -43,7 +43,7 @@ enum ReaderCommands {
     /// The backend the options come to now, and the readers it sees: fprintd's devices where
     /// it owns the reader (nothing here opens one then), else libfprint's.
     static func connected(_ call: Call) throws -> (backend: ReaderBackendChoice, devices: [DeviceReport]) {
-        try call.state.reader.whileHeld(call.options) { backend, bus throws -> (ReaderBackendChoice, [DeviceReport]) in
+        try call.state.reader.whileHeld(call) { backend, bus, _ throws -> (ReaderBackendChoice, [DeviceReport]) in
             if backend == .fprintd && bus == nil { throw FingersealError(.unavailable, Messages.fprintdUnavailable) }
             do throws(FprintError) {
                 if backend == .fprintd, let bus {
@@ -75,9 +75,14 @@ enum ReaderCommands {
         }
         let store = call.store
         let scan = try call.scanSettings()
-        // The reader first: nobody should type a PIN only to hear there is no reader.
-        let finger = try call.state.reader.withReader(call, deviceID: call.value("--device")) { reader -> Finger in
-            let vault = try Unlocking.withPIN(call, store: store)
+        // Nobody should type a PIN only to hear there is no reader: asked of a free reader
+        // without waiting for one in use. The PIN comes before the reader's turn, so a person
+        // thinking about their PIN holds nobody else's scan up.
+        if call.state.reader.readerPresent(call, deviceID: call.value("--device")) == false {
+            throw FingersealError(.noReader, Messages.noReader)
+        }
+        let vault = try Unlocking.withPIN(call, store: store)
+        let finger = try call.state.reader.withReader(call, deviceID: call.value("--device")) { reader, turn -> Finger in
             let enrolled: [String]
             if case let .fprintd(device, user, storage) = reader {
                 enrolled = try FprintdEnrolledSet.read(device, user: user, storage: storage).fingers
@@ -91,7 +96,7 @@ enum ReaderCommands {
             }
             do {
                 try Fingerprint.enroll(vault: vault, reader: reader, finger: finger, settings: scan,
-                                       prompter: call.conversation, cancelFD: call.conversation.cancelFD)
+                                       prompter: call.conversation, cancelFDs: [call.conversation.cancelFD, turn.stopFD])
             } catch let error as FingersealError {
                 throw clientCancel(call, error)
             }
@@ -122,7 +127,7 @@ enum ReaderCommands {
         let fingers = all ? nil : call.arguments
         // fprintd holds the fingers: only those fingerseal enrolled there are deleted.
         if try call.state.reader.fprintdSet(call) != nil {
-            let forgotten = try call.state.reader.withReader(call) { reader -> [String] in
+            let forgotten = try call.state.reader.withReader(call) { reader, _ -> [String] in
                 guard case let .fprintd(device, user, storage) = reader else { throw FingersealError(.unavailable, Messages.fprintdUnavailable) }
                 return try Fingerprint.forgetAtFprintd(vault: vault, fingers: fingers, device: device, user: user, storage: storage)
             }
@@ -134,7 +139,7 @@ enum ReaderCommands {
         // a chip is reported.
         let attempt: Result<[String], any Error>?
         do {
-            attempt = try call.state.reader.withReader(call) { reader in
+            attempt = try call.state.reader.withReader(call) { reader, _ in
                 guard case let .libfprint(device) = reader else { throw FingersealError(.unavailable, Messages.readerBusy) }
                 return Result { try Fingerprint.forget(vault: vault, fingers: fingers, openReader: { device }, prompter: call.conversation) }
             }
@@ -159,13 +164,13 @@ enum ReaderCommands {
     static func verify(_ call: Call) throws -> Reply {
         let store = call.store
         let scan = try call.scanSettings(maxTries: 1)
-        let ledger = LockoutLedger(store: store, options: call.options)
+        let ledger = call.ledger(store)
         let json = call.has("--json")
-        let result = try call.state.reader.withReader(call, deviceID: call.value("--device")) { reader in
+        let result = try call.state.reader.withReader(call, deviceID: call.value("--device")) { reader, turn in
             Result { () throws -> Fingerprint.Match in
                 do {
                     return try Fingerprint.verify(store: store, ledger: ledger, reader: reader, settings: scan,
-                                                  prompter: call.conversation, cancelFD: call.conversation.cancelFD)
+                                                  prompter: call.conversation, cancelFDs: [call.conversation.cancelFD, turn.stopFD])
                 } catch let error as FingersealError {
                     throw clientCancel(call, error)
                 }
@@ -196,13 +201,13 @@ enum ReaderCommands {
     static func capture(_ call: Call) throws -> Reply {
         let path = call.value("--out") ?? "the file"
         let scan = try call.scanSettings()
-        let image = try call.state.reader.withReader(call, deviceID: call.value("--device")) { backend -> FingerprintImage in
+        let image = try call.state.reader.withReader(call, deviceID: call.value("--device")) { backend, turn -> FingerprintImage in
             guard case let .libfprint(reader) = backend else { throw FingersealError(.unavailable, Messages.needsDirectReader) }
             guard reader.info.features.contains(.capture) else { throw FingersealError(.unavailable, Messages.captureNotSupported) }
             call.conversation.info(Messages.placeFinger(swipe: reader.info.scanType == .swipe, cancelHint: scan.cancelHint))
             let operation: ReaderOperation
             do throws(FprintError) { operation = try reader.capture() } catch { throw Fingerprint.translate(error) }
-            let result = operation.wait(timeout: scan.timeout, cancelFD: call.conversation.cancelFD) { event in
+            let result = operation.wait(timeout: scan.timeout, cancelFDs: [call.conversation.cancelFD, turn.stopFD]) { event in
                 call.conversation.readerEvent(event)
                 if case let .hint(hint) = event { call.conversation.info(Fingerprint.describe(hint)) }
             }
@@ -255,8 +260,8 @@ enum ReaderCommands {
             }
             return message == nil
         }
-        func finish(_ operation: ReaderOperation, timeout: Double) throws -> OperationResult {
-            let result = operation.wait(timeout: timeout, cancelFD: prompter.cancelFD) { event in
+        func finish(_ operation: ReaderOperation, timeout: Double, _ turn: ReaderGate.Turn) throws -> OperationResult {
+            let result = operation.wait(timeout: timeout, cancelFDs: [prompter.cancelFD, turn.stopFD]) { event in
                 prompter.readerEvent(event)
                 switch event {
                 case let .enrollProgress(done, total): prompter.info(Messages.enrollProgress(done, total, swipe: false))
@@ -268,7 +273,7 @@ enum ReaderCommands {
             return result
         }
 
-        let ok = try call.state.reader.whileHeld(call.options) { backend, _ -> Bool in
+        let ok = try call.state.reader.whileHeld(call) { backend, _, turn -> Bool in
             // The self-test drives the device itself: never while fprintd owns it.
             guard backend == .libfprint else { throw FingersealError(.unavailable, Messages.needsDirectReader) }
             var opened: Reader? = nil
@@ -286,7 +291,7 @@ enum ReaderCommands {
                 ok = step("enroll") {
                     prompter.info(Messages.placeFinger(swipe: reader.info.scanType == .swipe, cancelHint: scan.cancelHint))
                     let operation = try reader.enrollBare()
-                    guard case let .enrolled(print) = try finish(operation, timeout: scan.timeout * Double(reader.enrollStages + 1)) else {
+                    guard case let .enrolled(print) = try finish(operation, timeout: scan.timeout * Double(reader.enrollStages + 1), turn) else {
                         throw FingersealError(.unavailable, Messages.enrollGaveNoPrint)
                     }
                     enrolled = print
@@ -294,7 +299,7 @@ enum ReaderCommands {
                 ok = ok && step("verify") {
                     guard let print = enrolled else { return }
                     prompter.info(Messages.placeFinger(swipe: reader.info.scanType == .swipe, cancelHint: scan.cancelHint))
-                    guard case .verified(matched: true) = try finish(try reader.verify(print), timeout: scan.timeout) else {
+                    guard case .verified(matched: true) = try finish(try reader.verify(print), timeout: scan.timeout, turn) else {
                         throw FingersealError(.noMatch, Messages.noMatch)
                     }
                 }

@@ -5,26 +5,28 @@ import SodiumKit
 /// uid and login session (`call.session`): another session, another user or a broker
 /// restart asks again.
 enum StepUpCommands {
-    /// The longest a confirmation held for a command's connection waits for it to end.
-    static let commandLimit = 24.0 * 3600
-
+    /// `--ttl` (default `StepUp.defaultTTL`): at most the site's ceiling for anyone other
+    /// than root (asking for more is a mistake that names the ceiling; the default simply
+    /// shrinks to it).
     static func ttlSeconds(_ call: Call) throws -> Int {
-        let seconds = try call.integer("--ttl") ?? StepUp.defaultTTL
-        guard (1...StepUp.maxTTL).contains(seconds) else {
+        guard let asked = try call.integer("--ttl") else { return call.stepUpSeconds(StepUp.defaultTTL) }
+        guard (1...StepUp.maxTTL).contains(asked) else {
             throw FingersealError(.usage, Messages.optionSecondsRange("--ttl", 1, StepUp.maxTTL))
         }
-        return seconds
+        guard call.stepUpSeconds(asked) == asked else { throw FingersealError(.usage, Messages.stepUpCeiling(call.options.stepUpMaxTTL)) }
+        return asked
     }
 
     /// A confirmation for `context`: the grant held in this session, or a finger (the PIN as
-    /// fallback; only the PIN with `fresh`), which records a new grant (held by `holder`'s
-    /// connection when given). Returns the vault it opened and, when it asked, how. `device`
-    /// is the vault already opened through its device slot, when the caller has it.
+    /// fallback; only the PIN with `fresh`), which records a new grant lasting `ttl` seconds
+    /// (held by `holder`'s connection as well, when given). Returns the vault it opened and,
+    /// when it asked, how. `device` is the vault already opened through its device slot, when
+    /// the caller has it. Nothing is held or recorded in a session of another account.
     static func confirm(_ call: Call, _ context: String, fresh: Bool, ttl: Int, holder: UInt64? = nil,
                         device: UnlockedVault? = nil) throws -> (vault: UnlockedVault, asked: String?) {
         let store = call.store
         let sessions = call.state.sessions
-        if !fresh, sessions.grant(call.session, context, now: SystemClock().now()) != nil {
+        if !fresh, let key = call.grantSession, sessions.grant(key, context, now: SystemClock().now()) != nil {
             // Opening through the device slot asks nothing.
             if let vault = device ?? (try? Vault.unlockWithDevice(store)) { return (vault, nil) }
         }
@@ -39,8 +41,11 @@ enum StepUpCommands {
             throw error
         }
         trail.record(.stepUp(context: context, result: .success), vault: unlocked.vault)
-        let expiry = SystemClock().now() + Int64(min(max(ttl, 1), StepUp.maxTTL))
-        sessions.setGrant(call.session, context, Grant(method: unlocked.method.rawValue, expiresAt: expiry, holder: holder))
+        if let key = call.grantSession {
+            let now = SystemClock().now()
+            sessions.setGrant(key, context, Grant(method: unlocked.method.rawValue, madeAt: now,
+                                                  expiresAt: now + Int64(min(max(ttl, 1), StepUp.maxTTL)), holder: holder))
+        }
         return (unlocked.vault, unlocked.method == .pin ? "your PIN" : "your finger")
     }
 
@@ -67,13 +72,13 @@ enum StepUpCommands {
         }
         let sessions = call.state.sessions
         if call.has("--end") {
-            let ended = sessions.endGrant(call.session, context)
+            let ended = call.grantSession.map { sessions.endGrant($0, context) } ?? false
             call.conversation.output(ended ? Messages.grantEnded(context) : Messages.noGrant(context))
             return Reply(.success)
         }
         if call.has("--check") {
             _ = try Vault.unlockWithDevice(call.store)
-            guard sessions.grant(call.session, context, now: SystemClock().now()) != nil else {
+            guard let key = call.grantSession, sessions.grant(key, context, now: SystemClock().now()) != nil else {
                 throw FingersealError(.noMatch, Messages.noGrant(context))
             }
             call.conversation.output(Messages.grantHeld(context))
@@ -85,13 +90,14 @@ enum StepUpCommands {
             call.conversation.output(asked.map { Messages.steppedUp(context, $0, ttl: ttl) } ?? Messages.grantHeld(context))
             return Reply(.success)
         }
+        // For as long as the command runs, but never past the ceiling (root: a day).
+        let longest = call.stepUpSeconds(StepUp.maxTTL)
         let holder = sessions.newHolder()
-        let (_, asked) = try confirm(call, context, fresh: call.has("--fresh"), ttl: StepUp.maxTTL, holder: holder)
-        if asked != nil {
-            let key = call.session
+        let (_, asked) = try confirm(call, context, fresh: call.has("--fresh"), ttl: longest, holder: holder)
+        if asked != nil, let key = call.grantSession {
             let conversation = call.conversation
             call.after.hold {
-                conversation.waitForHangUp(limit: StepUpCommands.commandLimit)
+                conversation.waitForHangUp(limit: Double(longest))
                 _ = sessions.endGrant(key, context, holder: holder)
             }
         }
@@ -101,17 +107,22 @@ enum StepUpCommands {
     // MARK: seal / reveal
 
     /// Seals what the client streams after the request (at most `SealedFile.maxPlaintext`)
-    /// and sends the sealed file back as data. Sealing reveals nothing: no confirmation.
+    /// and sends the sealed file back as data. Sealing reveals nothing: no confirmation. The
+    /// vault is opened first: nothing is received for a user who has none.
     static func seal(_ call: Call) throws -> Reply {
         guard let context = call.value("--context") else {
             throw FingersealError(.usage, Messages.sealNeedsContext)
         }
         guard StepUp.isValidContext(context) else { throw FingersealError(.usage, Messages.badContext) }
         guard call.arguments.count <= 1 else { throw FingersealError(.usage, Messages.sealOneFile) }
-        let plaintext = try call.conversation.receiveData(limit: SealedFile.maxPlaintext)
         // Sealing reveals nothing, so the vault is opened without asking.
-        let sealed = try SealedFile.seal(plaintext, context: context, vault: try Vault.unlockWithDevice(call.store))
-        sealed.withUnsafeBytes { call.conversation.data($0) }
+        let vault = try Vault.unlockWithDevice(call.store)
+        let payload = try call.conversation.receiveData(limit: SealedFile.maxPlaintext, spare: AEAD.tagLength,
+                                                        budget: call.state.payloads, uid: call.caller.uid,
+                                                        tooLarge: Messages.tooLargeToSeal(SealedFile.maxPlaintext))
+        let header = try SealedFile.seal(inPlace: payload.bytes, context: context, vault: vault)
+        header.withUnsafeBytes { call.conversation.data($0, last: false) }
+        payload.bytes.withUnsafeBytes { call.conversation.data($0) }
         return Reply(.success)
     }
 
@@ -121,24 +132,28 @@ enum StepUpCommands {
     static func reveal(_ call: Call) throws -> Reply {
         // The client names the file (or not) and streams its bytes.
         guard call.arguments.count <= 1 else { throw FingersealError(.usage, Messages.revealNeedsFile) }
-        let received: SecureBytes
+        // Nothing is received for a user who has no vault.
+        let store = call.store
+        guard try Vault.status(store) != nil else { throw FingersealError(.noVault, Messages.noVault) }
+        let payload: PayloadBuffer
         do {
-            received = try call.conversation.receiveData(limit: SealedFile.maxPlaintext + 4096)
+            payload = try call.conversation.receiveData(limit: SealedFile.maxPlaintext + SealedFile.overhead,
+                                                        budget: call.state.payloads, uid: call.caller.uid,
+                                                        tooLarge: Messages.notSealedFile)
         } catch let error as FingersealError where error.outcome == .usage {
             throw FingersealError(.usage, Messages.notSealedFile)
         }
-        let parsed = try SealedFile.parse(received.copyBytes())
+        let parsed = try payload.bytes.withUnsafeBytes { try SealedFile.parse($0) }
         // Another vault's file is refused before anyone is asked for a finger.
-        let store = call.store
         let device = try? Vault.unlockWithDevice(store)
         if let device, !SealedFile.belongs(parsed, to: device) {
             throw FingersealError(.vaultUnusable, Messages.sealedByAnotherVault)
         }
         let (vault, _) = try confirm(call, parsed.context, fresh: false, ttl: try ttlSeconds(call), device: device)
-        let plaintext = try SealedFile.open(parsed, vault: vault)
+        let plaintext = try SealedFile.open(parsed, inPlace: payload.bytes, vault: vault)
         AuditTrail(store: vault.store).record(.reveal(context: parsed.context, fileID: parsed.fileID), vault: vault)
         if !call.has("--no-notice") { call.conversation.info(Messages.personalDataFollows) }
-        plaintext.withUnsafeBytes { call.conversation.data($0) }
+        payload.bytes.withUnsafeBytes(in: plaintext) { call.conversation.data($0) }
         return Reply(.success)
     }
 }
