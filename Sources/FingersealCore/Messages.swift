@@ -442,6 +442,7 @@ public enum Messages {
         default: return tr("The device key was sealed to this computer's TPM.")
         }
     }
+    public static var auditPINLeftTPMLockout: String { tr("The PIN was sealed to this computer's TPM again, outside the TPM's lockout that every account shares: wrong PINs for this vault no longer count towards it.") }
     public static func auditVaultReplaced(_ previous: String) -> String {
         tr("The vault %1$s was sealed to a TPM this computer no longer has; after the account password, this new vault replaced it.", previous)
     }
