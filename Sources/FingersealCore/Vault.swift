@@ -11,6 +11,9 @@ public struct VaultStatus: Equatable, Sendable {
         public let state: SlotState
         /// PCRs a sealed device key is bound to.
         public var pcrs: [Int] = []
+        /// A PIN slot sealed inside the TPM's dictionary-attack lockout (before issue 19): its
+        /// next correct PIN seals it outside.
+        public var insideTPMLockout = false
 
         public var usable: Bool { state == .usable }
     }
@@ -59,7 +62,7 @@ public enum Vault {
             let slots = document.keyslots.map { slot -> VaultStatus.Slot in
                 VaultStatus.Slot(kind: slot.kind, protection: slot.protection,
                                  state: checkingSlots ? state(of: slot, directory, store.tpm) : .usable,
-                                 pcrs: slot.tpm?.pcrs ?? [])
+                                 pcrs: slot.tpm?.pcrs ?? [], insideTPMLockout: slot.tpm?.isDictionaryProtected ?? false)
             }
             return VaultStatus(directory: store.location.directory, createdAt: document.createdAt, keyslots: slots,
                                fingers: document.fingers, fprintd: document.fprintd, identity: document.identity,

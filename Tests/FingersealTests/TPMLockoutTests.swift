@@ -111,6 +111,8 @@ extension InProcessTPM {
             old.dictionaryProtected = true
             _ = try Vault.create(VaultStore(location: store.location, tpm: TPMPolicy(mode: .auto, tcti: swtpm.tcti)), pin: old)
             VaultTPM.close()
+            let doctor = try rig.cli(["doctor"], as: Self.alice.name, environment: ["HOME": "/nonexistent"])
+            #expect(doctor.stdout.contains(Messages.doctorPINInsideTPMLockout), "\(doctor.all)")
             for _ in 1...2 { #expect(try Self.enterPIN(rig, as: Self.alice.name, "0000").status == 1) }
             #expect(try tpm.dictionaryAttackState().lockedOut, "the old slot counted")
             let refused = try Self.enterPIN(rig, as: Self.alice.name, Self.alice.pin)
@@ -121,6 +123,8 @@ extension InProcessTPM {
             try Self.expectUnlocks(rig, Self.alice.name, Self.alice.pin)
             let audit = try rig.cli(["audit", "--json"], as: Self.alice.name, environment: ["HOME": "/nonexistent"])
             #expect(audit.stdout.contains("\"event\":\"pin-left-tpm-lockout\""), "\(audit.all)")
+            let healed = try rig.cli(["doctor"], as: Self.alice.name, environment: ["HOME": "/nonexistent"])
+            #expect(healed.stdout.contains("OK: " + Messages.doctorSealedToTPM), "\(healed.all)")
             for _ in 1...3 { #expect(try Self.enterPIN(rig, as: Self.alice.name, "0000").status == 1) }
             #expect(try tpm.dictionaryAttackState().failures == 0, "no longer counted by the TPM")
         }
