@@ -88,6 +88,7 @@ static inline void fs_tpm_session_symmetric(TPMT_SYM_DEF *out) {
 
 /* Values whose macros carry casts, which Swift does not import. */
 static const uint32_t fs_tpm_rc_lockout = TPM2_RC_LOCKOUT;
+static const uint32_t fs_tpma_object_noda = TPMA_OBJECT_NODA;
 static const uint32_t fs_tpm_rc_auth_fail = TPM2_RC_AUTH_FAIL;
 static const uint32_t fs_tpm_rc_bad_auth = TPM2_RC_BAD_AUTH;
 static const uint32_t fs_tpm_rc_policy_fail = TPM2_RC_POLICY_FAIL;

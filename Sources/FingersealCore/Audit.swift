@@ -39,6 +39,9 @@ public enum AuditEvent: Equatable, Sendable {
     /// These keyslots ("pin", "device") were sealed to the TPM: a vault made before one was
     /// usable, upgraded when the PIN was entered (or resealed to new `tpm_pcrs`).
     case sealedToTPM(slots: [String])
+    /// The PIN slot, sealed inside the TPM's dictionary-attack lockout (as fingerseal did
+    /// before), was sealed again outside it when the PIN was entered.
+    case pinLeftTPMLockout
     /// A vault sealed to a TPM this computer no longer has was replaced by a new one (the
     /// account password and a new PIN); `previous` is the old vault's id.
     case vaultReplacedAfterTPMChange(previous: String)
@@ -305,6 +308,8 @@ extension AuditEvent {
         case let .sealedToTPM(slots):
             entry.event = "sealed-to-tpm"
             entry.reason = AuditText.clean(slots.joined(separator: ","))
+        case .pinLeftTPMLockout:
+            entry.event = "pin-left-tpm-lockout"
         case let .vaultReplacedAfterTPMChange(previous):
             entry.event = "vault-replaced"
             entry.reason = "tpmChanged"
@@ -329,6 +334,7 @@ extension AuditEntry {
         case "pin-reset": return Messages.auditPINReset
         case "fprintd-set-confirmed": return Messages.auditFprintdSetConfirmed(Int(reason ?? "") ?? 0)
         case "sealed-to-tpm": return Messages.auditSealedToTPM(slots: (reason ?? "").split(separator: ",").map(String.init))
+        case "pin-left-tpm-lockout": return Messages.auditPINLeftTPMLockout
         case "vault-replaced": return Messages.auditVaultReplaced(file ?? "?")
         case AuditEntry.rotated: return Messages.auditRotated(AuditFiles.older)
         default: return Messages.auditUnknownEvent(event)

@@ -14,7 +14,8 @@ public struct FingersealError: Error, Equatable, CustomStringConvertible, Sendab
     public enum Cause: String, Sendable {
         /// The TPM a keyslot was sealed to is gone: cleared, replaced, or the disk moved.
         case tpmChanged
-        /// The TPM's dictionary-attack lockout refuses the PIN for now.
+        /// The TPM's dictionary-attack lockout refuses the PIN for now (a PIN slot sealed
+        /// inside that lockout, not yet sealed again outside it).
         case tpmLockedOut
         /// The device keyslot's PCRs have other values now (firmware or boot chain changed).
         case tpmPCRsChanged

@@ -97,12 +97,20 @@ public enum PINRules {
 /// With the TPM, the Argon2id result is split by the KDF into two independent subkeys: one
 /// goes into the wrapping key, the other is the sealed object's authValue. The TPM (and
 /// anyone watching its bus, which the salted session hides anyway) never sees anything of the
-/// first. Guessing the PIN then needs this TPM, which counts wrong authValues towards its
-/// dictionary-attack lockout; the disk alone gives nothing to test a guess against.
+/// first. Guessing the PIN then needs this TPM; the disk alone gives nothing to test a guess
+/// against.
+///
+/// The object is outside the TPM's dictionary-attack lockout: that lockout is one counter
+/// for the whole machine, so one account's wrong PINs would lock every account out (and
+/// every other program's protected objects). Wrong PINs are limited per account by
+/// `LockoutLedger`, counted before the TPM is asked.
 public struct PINKeyslot: Keyslot {
     let pin: SecureBytes
     let cost: PINCost?
     var tpm = SlotTPM.none
+    /// Seal inside the dictionary-attack lockout, as fingerseal did before: only tests make
+    /// such a slot now (a vault from then). `Vault.sealToTPMIfDue` reseals one outside it.
+    var dictionaryProtected = false
     /// An existing slot's salt and cost, for a slot that changes only its TPM part: the
     /// Argon2id result just computed for it is used again (`derived`), not paid for twice.
     var keeping: (salt: [UInt8], cost: PINCost)? = nil
@@ -137,7 +145,8 @@ public struct PINKeyslot: Keyslot {
         guard tpm.sealNew else { return (slot, base) }
         let secret = try VaultStore.guarded(.createKey) { try SecureBytes.random(count: AEAD.keyLength) }
         slot.protection = .argon2idTPM2
-        slot.tpm = try VaultTPM.seal(secret, authValue: try authValue(base), pcrs: [], dictionaryProtected: true, tpm.policy)
+        slot.tpm = try VaultTPM.seal(secret, authValue: try authValue(base), pcrs: [], dictionaryProtected: dictionaryProtected,
+                                     tpm.policy)
         return (slot, try wrappingKey(base, secret))
     }
 

@@ -210,8 +210,9 @@ public struct LockoutLedger: Sendable {
     }
 
     /// The try counted by `beginPINAttempt` was never checked (the TPM's lockout refused it
-    /// unseen): it is given back, so a person waiting out the TPM's lockout with the right PIN
-    /// does not walk into fingerseal's own lock.
+    /// unseen, which only happens to a PIN slot sealed inside that lockout, before issue 19):
+    /// it is given back, so a person waiting out the TPM's lockout with the right PIN does not
+    /// walk into fingerseal's own lock.
     public func pinNotChecked() {
         _ = try? modify { state in
             state.pinFailures = max(state.pinFailures - 1, 0)

@@ -451,6 +451,7 @@ public enum Messages {
         default: return tr("The device key was sealed to this computer's TPM.")
         }
     }
+    public static var auditPINLeftTPMLockout: String { tr("The PIN was sealed to this computer's TPM again, outside the TPM's lockout that every account shares: wrong PINs for this vault no longer count towards it.") }
     public static func auditVaultReplaced(_ previous: String) -> String {
         tr("The vault %1$s was sealed to a TPM this computer no longer has; after the account password, this new vault replaced it.", previous)
     }
@@ -743,6 +744,7 @@ public enum Messages {
         tr("The system clock says %1$s, which is earlier than the last renewal of your sign-in at %2$s.", now, refreshed)
     }
     public static var doctorSealedToTPM: String { tr("Your PIN and your device key are sealed to this computer's TPM.") }
+    public static var doctorPINInsideTPMLockout: String { tr("Your PIN is sealed inside the TPM's lockout, which every account on this computer shares: until you enter it once, your wrong PINs count towards that lockout, and while it lasts your PIN is refused.") }
     public static var doctorNotSealedYet: String { tr("Your vault is not sealed to this computer's TPM yet; it will be the next time you enter your PIN.") }
     public static var doctorFixSealNow: String { tr("Enter your PIN once, for example with: fingerseal step-up --fresh tpm") }
     public static var doctorNoTPM: String { tr("No usable TPM was found, so your device key is protected by file permissions only: a stolen disk gives it away.") }

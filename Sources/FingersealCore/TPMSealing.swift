@@ -69,6 +69,16 @@ struct TPMSealedRecord: Codable, Equatable {
     var associatedFields: [String] {
         ["tpm2", parent, publicArea, privateArea, (pcrs ?? []).map(String.init).joined(separator: ",")]
     }
+
+    /// Whether its object counts wrong authValues towards the TPM's dictionary-attack lockout
+    /// (a PIN slot sealed before fingerseal kept its PINs out of it). Read from the object's
+    /// own public area rather than a field of the record: the record's associated data stays
+    /// as it was, and the answer is what the TPM enforces. False when it does not unmarshal
+    /// (the unseal that opened the slot already said whether it is usable).
+    var isDictionaryProtected: Bool {
+        guard let bytes = try? Encoding.bytes(base64: publicArea, file: VaultFiles.vault) else { return false }
+        return (try? SealedObject(publicArea: bytes, privateArea: []).isDictionaryProtected()) ?? false
+    }
 }
 
 /// A vault operation's use of the TPM: every object it loads is flushed before the call

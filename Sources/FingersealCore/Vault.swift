@@ -11,6 +11,9 @@ public struct VaultStatus: Equatable, Sendable {
         public let state: SlotState
         /// PCRs a sealed device key is bound to.
         public var pcrs: [Int] = []
+        /// A PIN slot sealed inside the TPM's dictionary-attack lockout (before issue 19): its
+        /// next correct PIN seals it outside.
+        public var insideTPMLockout = false
 
         public var usable: Bool { state == .usable }
     }
@@ -59,7 +62,7 @@ public enum Vault {
             let slots = document.keyslots.map { slot -> VaultStatus.Slot in
                 VaultStatus.Slot(kind: slot.kind, protection: slot.protection,
                                  state: checkingSlots ? state(of: slot, directory, store.tpm) : .usable,
-                                 pcrs: slot.tpm?.pcrs ?? [])
+                                 pcrs: slot.tpm?.pcrs ?? [], insideTPMLockout: slot.tpm?.isDictionaryProtected ?? false)
             }
             return VaultStatus(directory: store.location.directory, createdAt: document.createdAt, keyslots: slots,
                                fingers: document.fingers, fprintd: document.fprintd, identity: document.identity,
@@ -119,7 +122,9 @@ public enum Vault {
     /// Unlocks with the PIN, counting the try before checking it (lockout and delays apply;
     /// a try the TPM's lockout refused unchecked is not counted). Then, where the TPM is to
     /// be used and a slot is not sealed to it yet (a vault from before there was one, or
-    /// `tpm_pcrs` changed), seals it: `sealedToTPM` on the result says which slots were.
+    /// `tpm_pcrs` changed), seals it: `sealedToTPM` on the result says which slots were. A
+    /// PIN slot sealed inside the TPM's dictionary-attack lockout is sealed again outside it
+    /// (`pinLeftTPMLockout`).
     public static func unlock(_ store: VaultStore, pin: PINKeyslot, ledger: LockoutLedger) throws -> UnlockedVault {
         guard let status = try status(store) else { throw FingersealError(.noVault, Messages.noVault) }
         // tpm=require: a PIN slot not yet sealed opens only when it can be sealed right after.
@@ -140,7 +145,7 @@ public enum Vault {
         }
         try ledger.pinSucceeded()
         do {
-            vault.sealedToTPM = try sealToTPMIfDue(vault, pin: pin)
+            (vault.sealedToTPM, vault.pinLeftTPMLockout) = try sealToTPMIfDue(vault, pin: pin)
         } catch let error as FingersealError where store.tpm.mode != .require {
             // The old slots still open the vault; the next PIN tries again.
             Syslog.log(.warning, "fingerseal: user \(store.location.account.name): the vault was not sealed to the TPM: \(error)")
@@ -148,38 +153,50 @@ public enum Vault {
         if !vault.sealedToTPM.isEmpty {
             AuditTrail(store: store).record(.sealedToTPM(slots: vault.sealedToTPM.map(\.rawValue)), vault: vault)
         }
+        if vault.pinLeftTPMLockout { AuditTrail(store: store).record(.pinLeftTPMLockout, vault: vault) }
         return vault
     }
 
     /// Seals the slots of a vault just opened with `pin` that the policy wants sealed and are
-    /// not (or whose PCR binding no longer matches `tpm_pcrs` or the PCRs' values), in one
+    /// not (or whose PCR binding no longer matches `tpm_pcrs` or the PCRs' values), and seals
+    /// a PIN slot made inside the TPM's dictionary-attack lockout again outside it, in one
     /// vault write: the old slots open the vault until the new ones, each sealed, unsealed
-    /// and compared, are renamed into place. Returns the slots sealed anew.
-    static func sealToTPMIfDue(_ vault: UnlockedVault, pin: PINKeyslot) throws -> [KeyslotKind] {
+    /// and compared, are renamed into place. Returns the slots sealed anew, and whether the
+    /// PIN slot left the lockout.
+    static func sealToTPMIfDue(_ vault: UnlockedVault, pin: PINKeyslot) throws -> (sealed: [KeyslotKind], pinLeftLockout: Bool) {
         let policy = vault.store.tpm
-        guard policy.mode != .off else { return [] }
         let (pinSlot, deviceSlot) = try vault.withDocument(exclusive: false) { document, _ in
             (document.keyslot(.pin), document.keyslot(.device))
         }
-        let pinDue = pinSlot != nil && pinSlot?.tpm == nil
-        let deviceDue: Bool
-        if let sealed = deviceSlot?.tpm {
-            let pcrs = sealed.pcrs ?? []
-            deviceDue = pcrs != policy.pcrs || (!pcrs.isEmpty
-                && (try? VaultTPM.unseal(sealed, authValue: nil, slot: .device, policy)) == nil
-                && VaultTPM.check(sealed, slot: .device, policy) == nil)
-        } else {
-            deviceDue = true
-        }
-        guard pinDue || deviceDue, try VaultTPM.sealsNewSlot(policy, replacing: nil) else { return [] }
-        let tpm = SlotTPM(policy: policy, sealNew: true)
-        try vault.update { editor in
-            if pinDue, let pinSlot = editor.document.keyslot(.pin) {
-                editor.document.setKeyslot(try pin.with(tpm, keepingSaltOf: pinSlot).wrap(vault.masterKey, vaultID: vault.vaultID))
+        // Whatever tpm= says: the slot is sealed already and stays sealed, only outside the
+        // lockout every account shares. The PIN just opened it, so the TPM is not locked out.
+        let pinLeavesLockout = pinSlot?.tpm?.isDictionaryProtected == true
+        var pinDue = false
+        var deviceDue = false
+        if policy.mode != .off {
+            pinDue = pinSlot != nil && pinSlot?.tpm == nil
+            if let sealed = deviceSlot?.tpm {
+                let pcrs = sealed.pcrs ?? []
+                deviceDue = pcrs != policy.pcrs || (!pcrs.isEmpty
+                    && (try? VaultTPM.unseal(sealed, authValue: nil, slot: .device, policy)) == nil
+                    && VaultTPM.check(sealed, slot: .device, policy) == nil)
+            } else {
+                deviceDue = true
             }
-            if deviceDue { try editor.renewDeviceSlot(tpm) }
+            if pinDue || deviceDue, try !VaultTPM.sealsNewSlot(policy, replacing: nil) { (pinDue, deviceDue) = (false, false) }
         }
-        return (pinDue ? [.pin] : []) + (deviceDue ? [.device] : [])
+        guard pinDue || deviceDue || pinLeavesLockout else { return ([], false) }
+        let tpm = SlotTPM(policy: policy, sealNew: true)
+        let pinSealed = try vault.update { editor -> Bool in
+            if deviceDue { try editor.renewDeviceSlot(tpm) }
+            // Only the slot this PIN opened: a PIN changed meanwhile keeps its own slot.
+            guard pinDue || pinLeavesLockout, let current = editor.document.keyslot(.pin), current == pinSlot else { return false }
+            var sealing = try pin.with(tpm, keepingSaltOf: current)
+            sealing.dictionaryProtected = false
+            editor.document.setKeyslot(try sealing.wrap(vault.masterKey, vaultID: vault.vaultID))
+            return true
+        }
+        return ((pinDue && pinSealed ? [.pin] : []) + (deviceDue ? [.device] : []), pinLeavesLockout && pinSealed)
     }
 
     /// Unlocks through the device slot (after a fingerprint match). With `tpm=require`, a
@@ -281,6 +298,9 @@ public final class UnlockedVault {
     /// The slots this unlock sealed to the TPM (a PIN unlock of a vault from before there was
     /// a TPM, or with new `tpm_pcrs`).
     public internal(set) var sealedToTPM: [KeyslotKind] = []
+    /// Whether this unlock sealed the PIN slot again outside the TPM's dictionary-attack
+    /// lockout (a slot made when fingerseal still sealed PINs inside it).
+    public internal(set) var pinLeftTPMLockout = false
 
     init(store: VaultStore, vaultID: String, masterKey: SecureBytes, unlockedBy: KeyslotKind) {
         self.store = store

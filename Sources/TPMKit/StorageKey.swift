@@ -33,6 +33,14 @@ public struct SealedObject: Equatable, Sendable {
         self.publicArea = publicArea
         self.privateArea = privateArea
     }
+
+    /// Whether a wrong authValue for this object counts towards the TPM's dictionary-attack
+    /// lockout (TPMA_OBJECT_NODA clear), read from its public area. The TPM's name for the
+    /// object covers that area, so the attribute cannot differ from what the TPM enforces.
+    public func isDictionaryProtected() throws(TPMError) -> Bool {
+        let area = try Marshalling.publicArea(publicArea)
+        return area.publicArea.objectAttributes & fs_tpma_object_noda == 0
+    }
 }
 
 extension TPMContext {
@@ -189,8 +197,9 @@ public struct StorageKey {
 
     /// Seals `secret` in a new object under this key. It opens with `authValue` (empty: no
     /// secret needed), or, with `pcrs`, only while those PCRs keep their present values.
-    /// `dictionaryProtected`: a wrong authValue counts towards the TPM's lockout (set it when
-    /// the authValue comes from something a person types). The secret and the authValue
+    /// `dictionaryProtected`: a wrong authValue counts towards the TPM's dictionary-attack
+    /// lockout. That is one counter for the whole machine, shared by every account and program
+    /// with such objects: whoever exhausts it locks them all out. The secret and the authValue
     /// travel to the TPM encrypted (the session's parameter encryption).
     public func seal(_ secret: UnsafeRawBufferPointer, authValue: UnsafeRawBufferPointer, pcrs: PCRSelection,
                      dictionaryProtected: Bool) throws(TPMError) -> SealedObject {
@@ -226,7 +235,8 @@ public struct StorageKey {
     ///
     /// Errors to tell apart (`TPMError`): `isForeignObject` (made under another key: the TPM
     /// was cleared or this is another machine), `isAuthFailure` (a wrong authValue, counted by
-    /// the TPM), `isLockout`, `isPolicyFailure` (the PCRs changed).
+    /// the TPM when the object is dictionary-protected), `isLockout` (only such objects),
+    /// `isPolicyFailure` (the PCRs changed).
     public func unseal<T>(_ object: SealedObject, authValue: UnsafeRawBufferPointer, pcrs: PCRSelection,
                           _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T {
         var inPublic = try Marshalling.publicArea(object.publicArea)

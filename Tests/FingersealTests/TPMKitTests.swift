@@ -123,6 +123,54 @@ extension InProcessTPM {
             #expect(left.objects.isEmpty && left.sessions.isEmpty, "\(left)")
         }
 
+        /// fingerseal's PIN objects since issue 19: outside the lockout. A wrong authValue is
+        /// refused (TPM_RC_BAD_AUTH) but not counted, and while the lockout lasts (another
+        /// program's wrong tries, libtpms's defaults: 3 tries, 1000 s) such an object still
+        /// opens, and a new storage key and new objects are made, sealed and unsealed.
+        @Test func anObjectOutsideTheLockoutIsNotCountedAndOpensWhileItLasts() throws {
+            let swtpm = try SwtpmProcess()
+            let tpm = try TPMContext(tcti: swtpm.tcti)
+            let defaults = try tpm.dictionaryAttackState()
+            #expect(defaults == DictionaryAttackState(failures: 0, maxTries: 3, recoveryInterval: 1000, lockoutRecovery: 1000),
+                    "\(defaults)")
+            let outside = try seal(tpm, auth: Array("right".utf8), protected: false)
+            let inside = try seal(tpm, auth: Array("right".utf8))
+            #expect(try outside.isDictionaryProtected() == false)
+            #expect(try inside.isDictionaryProtected() == true)
+            for _ in 1...5 {
+                #expect { try unseal(tpm, outside, auth: Array("wrong".utf8)) } throws: { ($0 as? TPMError)?.isAuthFailure == true }
+            }
+            #expect(try tpm.dictionaryAttackState().failures == 0, "not counted")
+            for _ in 1...3 {
+                #expect { try unseal(tpm, inside, auth: Array("wrong".utf8)) } throws: { ($0 as? TPMError)?.isAuthFailure == true }
+            }
+            #expect(try tpm.dictionaryAttackState().lockedOut)
+            #expect { try unseal(tpm, inside, auth: Array("right".utf8)) } throws: { ($0 as? TPMError)?.isLockout == true }
+            #expect(try unseal(tpm, outside, auth: Array("right".utf8)) == Self.secret)
+            // What a new PIN needs: a new storage key (its template is outside the lockout, its
+            // hierarchy's authorization too), an object sealed, then unsealed to compare.
+            let fresh = try TPMContext(tcti: swtpm.tcti)
+            let made = try seal(fresh, auth: Array("new".utf8), protected: false)
+            #expect(try unseal(fresh, made, auth: Array("new".utf8)) == Self.secret)
+            #expect(try tpm.dictionaryAttackState().lockedOut, "still locked out")
+        }
+
+        /// The README's claim about a thief with the whole computer: where the lockout
+        /// hierarchy's authorization is empty (most Linux machines), whoever holds the TPM ends
+        /// the lockout with TPM2_DictionaryAttackLockReset, so it never rate-limited them.
+        @Test func anEmptyLockoutAuthorizationEndsTheLockoutAtWill() throws {
+            let swtpm = try SwtpmProcess()
+            let tpm = try TPMContext(tcti: swtpm.tcti)
+            let inside = try seal(tpm, auth: Array("right".utf8))
+            for _ in 1...3 {
+                #expect { try unseal(tpm, inside, auth: Array("wrong".utf8)) } throws: { ($0 as? TPMError)?.isAuthFailure == true }
+            }
+            #expect(try tpm.dictionaryAttackState().lockedOut)
+            try tpm.resetLockoutForTests()
+            #expect(try tpm.dictionaryAttackState().failures == 0)
+            #expect(try unseal(tpm, inside, auth: Array("right".utf8)) == Self.secret)
+        }
+
         @Test func aPCRPolicyOpensOnlyWithThoseValues() throws {
             let swtpm = try SwtpmProcess()
             let tpm = try TPMContext(tcti: swtpm.tcti)
@@ -177,6 +225,14 @@ extension TPMContext {
         var system: OpaquePointer?
         guard Esys_GetSysContext(esys, &system) == TSS2_RC_SUCCESS, let system else { throw TPMError.invalidArgument("no SAPI") }
         for handle in objects + sessions { _ = Tss2_Sys_FlushContext(system, handle) }
+    }
+
+    /// TPM2_DictionaryAttackLockReset with the lockout hierarchy's authorization empty, as it
+    /// is unless someone set one: the failure counter goes to zero.
+    func resetLockoutForTests() throws {
+        let rc = Esys_DictionaryAttackLockReset(esys, ESYS_TR(ESYS_TR_RH_LOCKOUT), ESYS_TR(ESYS_TR_PASSWORD),
+                                                ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE))
+        guard rc == TSS2_RC_SUCCESS else { throw TPMError.failed(rc) }
     }
 
     /// Creates the storage key and never flushes it (what a killed process leaves behind).

@@ -51,14 +51,81 @@ extension InProcessTPM {
             #expect(try Vault.unlockWithDevice(v.store).prints().count == 1)
         }
 
-        @Test func aWrongPINHitsTheTPMCounterAndItsLockoutIsSaidWithItsInterval() throws {
+        /// The PIN slot's sealed object as the vault keeps it.
+        static func pinObject(_ store: VaultStore) throws -> TPMSealedRecord {
+            let document = try #require(try store.withDirectory(exclusive: false) { try store.readDocument($0) } ?? nil)
+            return try #require(document.keyslot(.pin)?.tpm)
+        }
+
+        /// A vault as fingerseal made them before issue 19: its PIN slot inside the TPM's
+        /// dictionary-attack lockout.
+        @discardableResult
+        static func createOld(_ v: TestVault) throws -> UnlockedVault {
+            var pin = PINKeyslot(pin: secret(Self.pin), cost: .fastForTests)
+            pin.dictionaryProtected = true
+            let vault = try Vault.create(v.store, pin: pin)
+            #expect(try Self.pinObject(v.store).isDictionaryProtected)
+            return vault
+        }
+
+        /// Puts the TPM into its lockout the way any other program can: wrong authValues for
+        /// an object of its own inside the lockout (libtpms's defaults: 3, recovered after 1000 s).
+        static func lockOut(_ swtpm: SwtpmProcess) throws {
+            let tpm = try TPMContext(tcti: swtpm.tcti)
+            let object = try tpm.withStorageKey { key in
+                try [UInt8](repeating: 7, count: 16).withUnsafeBytes { secret in
+                    try Array("theirs".utf8).withUnsafeBytes { try key.seal(secret, authValue: $0, pcrs: .none, dictionaryProtected: true) }
+                }
+            }
+            for _ in 0..<10 where try !tpm.dictionaryAttackState().lockedOut {
+                _ = try? tpm.withStorageKey { key in
+                    try Array("guess".utf8).withUnsafeBytes { try key.unseal(object, authValue: $0, pcrs: .none) { _ in } }
+                }
+            }
+            try #require(try tpm.dictionaryAttackState().lockedOut)
+        }
+
+        /// Premise changed by issue 19 (was "a wrong PIN hits the TPM counter"): a new PIN slot
+        /// is outside the TPM's lockout. A wrong PIN is counted by fingerseal only; while the
+        /// lockout lasts (another program's doing) the right PIN opens, and a PIN change and a
+        /// new vault work.
+        @Test func aWrongPINIsCountedByFingersealOnlyAndThePINOpensWhileTheTPMsLockoutLasts() throws {
+            let swtpm = try SwtpmProcess()
+            let tpm = try TPMContext(tcti: swtpm.tcti)
+            let v = try TestVault(tpm: Self.policy(swtpm))
+            try v.create(pin: Self.pin)
+            #expect(try Self.pinObject(v.store).isDictionaryProtected == false)
+            let ledger = LockoutLedger(store: v.store, policy: LockoutPolicy(), clock: FixedClock(time: 1_000_000))
+            for tries in 1...3 {
+                #expect { try Self.unlock(v.store, "0000", ledger: ledger) } throws: {
+                    ($0 as? FingersealError)?.outcome == .wrongPIN
+                }
+                #expect(try ledger.current().pinFailures == tries, "fingerseal counted the wrong PIN")
+            }
+            #expect(try tpm.dictionaryAttackState().failures == 0, "the TPM did not")
+            try Self.lockOut(swtpm)
+            let later = LockoutLedger(store: v.store, policy: LockoutPolicy(), clock: FixedClock(time: 2_000_000))
+            let vault = try Self.unlock(v.store, Self.pin, ledger: later)
+            #expect(vault.sealedToTPM.isEmpty && !vault.pinLeftTPMLockout)
+            #expect(try later.current().pinFailures == 0)
+            try vault.update { try $0.changePIN(PINKeyslot(pin: secret("9753"), cost: .fastForTests)) }
+            #expect(throws: Never.self) { try Self.unlock(v.store, "9753", ledger: later) }
+            let other = try TestVault(tpm: Self.policy(swtpm))
+            #expect(throws: Never.self) { try other.create(pin: "1357") }
+            #expect(throws: Never.self) { try Self.unlock(other.store, "1357") }
+            #expect(try tpm.dictionaryAttackState().lockedOut, "all of it while the lockout lasted")
+        }
+
+        /// An old PIN slot (inside the lockout) still counts towards it, and while the lockout
+        /// lasts its right PIN is refused unchecked, said with the TPM's interval, not counted.
+        @Test func anOldPINSlotHitsTheTPMCounterAndItsLockoutIsSaidWithItsInterval() throws {
             let swtpm = try SwtpmProcess()
             let tpm = try TPMContext(tcti: swtpm.tcti)
             // Two failures lock it, and a failure is forgotten after 10 minutes: nothing
             // recovers while the test runs.
             try tpm.setDictionaryAttackParameters(maxTries: 2, recoveryInterval: 600, lockoutRecovery: 600)
             let v = try TestVault(tpm: Self.policy(swtpm))
-            try v.create(pin: Self.pin)
+            try Self.createOld(v)
             let ledger = LockoutLedger(store: v.store, policy: LockoutPolicy(), clock: FixedClock(time: 1_000_000))
             for tries in 1...2 {
                 #expect { try Self.unlock(v.store, "0000", ledger: ledger) } throws: {
@@ -77,8 +144,47 @@ extension InProcessTPM {
                 #expect(error.message.contains("10 minutes"), "\(error.message)")
             }
             #expect(try ledger.current().pinFailures == 2)
+            #expect(try Self.pinObject(v.store).isDictionaryProtected, "nothing was resealed")
             // The finger's slot stays outside the lockout.
             #expect(throws: Never.self) { try Vault.unlockWithDevice(v.store) }
+        }
+
+        /// The next correct PIN seals an old PIN slot again outside the lockout: same salt and
+        /// cost, the device slot untouched, recorded in the audit trail, once; afterwards the PIN
+        /// opens and a wrong one is no longer counted by the TPM.
+        @Test func anOldPINSlotIsSealedOutsideTheLockoutByTheNextCorrectPIN() throws {
+            let swtpm = try SwtpmProcess()
+            let tpm = try TPMContext(tcti: swtpm.tcti)
+            let v = try TestVault(tpm: Self.policy(swtpm))
+            try Self.createOld(v).update { try $0.setSecret("refresh-token", secret("rt-1")) }
+            let before = try #require(try v.store.withDirectory(exclusive: false) { try v.store.readDocument($0) } ?? nil)
+            #expect { try Self.unlock(v.store, "0000") } throws: { ($0 as? FingersealError)?.outcome == .wrongPIN }
+            #expect(try tpm.dictionaryAttackState().failures == 1, "the old slot counts")
+            let vault = try Self.unlock(v.store, Self.pin)
+            #expect(vault.pinLeftTPMLockout && vault.sealedToTPM.isEmpty)
+            let after = try #require(try v.store.withDirectory(exclusive: false) { try v.store.readDocument($0) } ?? nil)
+            let (old, new) = (try #require(before.keyslot(.pin)), try #require(after.keyslot(.pin)))
+            #expect(new.tpm?.isDictionaryProtected == false && new.protection == .argon2idTPM2)
+            #expect(new.salt == old.salt && new.opsLimit == old.opsLimit && new.memLimit == old.memLimit)
+            #expect(new.tpm?.publicArea != old.tpm?.publicArea)
+            #expect(after.keyslot(.device) == before.keyslot(.device), "the device slot is untouched")
+            let trail = AuditTrail(store: v.store, sink: .none)
+            #expect(try trail.list().records.map(\.event).filter { $0 == "pin-left-tpm-lockout" }.count == 1)
+            #expect(try trail.list().records.contains { $0.sentence == Messages.auditPINLeftTPMLockout })
+            #expect(try trail.verify(vault).intact)
+            // Afterwards: the PIN opens (once resealed, never again), the finger too, and a wrong
+            // PIN is refused without the TPM counting it.
+            let again = try Self.unlock(v.store, Self.pin)
+            #expect(!again.pinLeftTPMLockout)
+            #expect(try again.secret("refresh-token")?.copyBytes() == Array("rt-1".utf8))
+            #expect(try Vault.unlockWithDevice(v.store).secret("refresh-token")?.copyBytes() == Array("rt-1".utf8))
+            #expect { try Self.unlock(v.store, "0000") } throws: { ($0 as? FingersealError)?.outcome == .wrongPIN }
+            #expect(try tpm.dictionaryAttackState().failures == 1, "not counted any more")
+            // tpm=off: an old slot is resealed all the same (it stays sealed, only outside).
+            let w = try TestVault(tpm: Self.policy(swtpm))
+            try Self.createOld(w)
+            #expect(try Self.unlock(Self.store(w, TPMPolicy(mode: .off, tcti: swtpm.tcti)), Self.pin).pinLeftTPMLockout)
+            #expect(try Self.pinObject(w.store).isDictionaryProtected == false)
         }
 
         @Test func anotherTPMRefusesTheFingerAndThePINAndTheVaultIsReplacedOnlyByAReset() throws {

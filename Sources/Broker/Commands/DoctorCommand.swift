@@ -74,6 +74,9 @@ enum DoctorCommand {
             return Finding(check, .problem, Messages.doctorTPMUnreachable, fix: Messages.doctorFixTPMUnreachable)
         }
         if states.contains(.pcrsChanged) { return Finding(check, .warning, Messages.tpmPCRsChanged, fix: Messages.doctorFixSealNow) }
+        if status.keyslots.contains(where: \.insideTPMLockout) {
+            return Finding(check, .warning, Messages.doctorPINInsideTPMLockout, fix: Messages.doctorFixSealNow)
+        }
         if status.keyslots.allSatisfy(\.protection.sealedToTPM) { return Finding(check, .ok, Messages.doctorSealedToTPM) }
         let policy = call.options.tpmPolicy
         switch (policy.mode, policy.usable) {
