@@ -63,7 +63,8 @@ enum AccountPassword {
         }
         let pam: PAMClient
         do {
-            pam = try PAMClient.start(service: service, user: call.account.name, converse: converse)
+            pam = try PAMClient.start(service: service, user: call.account.name,
+                                      configDirectory: call.state.settings.pamServiceDirectory, converse: converse)
         } catch {
             throw FingersealError(.systemError, Messages.systemFailure(.checkAccountPassword), detail: "pam_start: \(error)")
         }

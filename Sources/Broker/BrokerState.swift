@@ -15,6 +15,9 @@ final class BrokerState: @unchecked Sendable {
     let bookkeeping = Bookkeeping()
     /// The secure memory `seal` and `reveal` payloads may hold, per user and in all.
     let payloads = PayloadBudget()
+    /// Argon2id computations at once (64 MiB each): as many as there are cores to run them on
+    /// here, and no more whatever the number of PIN checks asked for.
+    let pinChecks = WorkSlots(count: 2)
     /// The identity providers' signing keys, shared by every request (fetched again for an
     /// unknown key id, at most once a minute).
     let jwks = JWKSCache()
@@ -28,6 +31,30 @@ final class BrokerState: @unchecked Sendable {
         guard chmod(settings.stateDirectory, 0o700) == 0 else {
             throw BrokerStartError("cannot set the mode of \(settings.stateDirectory)")
         }
+        BrokerState.warnIfLockedMemoryIsShort()
+    }
+
+    /// libsodium locks its memory where it can and says nothing where it cannot: past
+    /// RLIMIT_MEMLOCK, payloads and keys could go to swap. Said once, at start (the unit sets
+    /// LimitMEMLOCK=256M; root outside it is not limited).
+    static func warnIfLockedMemoryIsShort() {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(__RLIMIT_MEMLOCK.rawValue), &limit) == 0 else { return }
+        let needed = rlim_t(PayloadBudget.total + (8 << 20))
+        if limit.rlim_cur != rlim_t.max && limit.rlim_cur < needed && !hasIPCLock() {
+            Syslog.log(.warning, "fingersealed: locked memory is limited to \(limit.rlim_cur >> 20) MiB (needed: \(needed >> 20) MiB): "
+                       + "secrets beyond it may be swapped out. Raise LimitMEMLOCK= in fingerseal.service.")
+        }
+    }
+
+    /// CAP_IPC_LOCK in the effective set (root outside the unit's bounding set): mlock is not limited then.
+    private static func hasIPCLock() -> Bool {
+        guard let status = Caller.readSmall("/proc/self/status", keepLines: true, limit: 16384) else { return false }
+        for line in status.split(separator: "\n") where line.hasPrefix("CapEff:") {
+            let mask = UInt64(line.dropFirst("CapEff:".count).filter { !$0.isWhitespace }, radix: 16) ?? 0
+            return mask & (1 << 14) != 0 // CAP_IPC_LOCK
+        }
+        return false
     }
 
     func store(for account: UserAccount, tpm: TPMPolicy) -> VaultStore {
@@ -232,7 +259,7 @@ final class ReaderGate: @unchecked Sendable {
 
     /// A scan that ended because its turn was taken away says so (the person can try again,
     /// or use the PIN or password); nothing of it was counted.
-    private static func preemption(_ error: FingersealError, _ turn: Turn) -> FingersealError {
+    static func preemption(_ error: FingersealError, _ turn: Turn) -> FingersealError {
         guard turn.preempted, [.cancelled, .unavailable, .timedOut].contains(error.outcome) else { return error }
         return FingersealError(.unavailable, Messages.readerNeededElsewhere, detail: "the reader's turn was taken away")
     }

@@ -1,5 +1,6 @@
 import FingersealCore
 import Glibc
+import SodiumKit
 import SystemKit
 
 /// One request in the broker: who asks (from the kernel), for which user and session,
@@ -44,6 +45,11 @@ struct Call {
             asking = nil
         }
         return asking == account.uid ? nil : asking
+    }
+
+    /// A PIN to check or set, its Argon2id run in one of the broker's few slots.
+    func pinKeyslot(_ pin: SecureBytes) -> PINKeyslot {
+        PINKeyslot(pin: pin, workSlots: state.pinChecks)
     }
 
     /// The lockout counters this request's tries count against (`applicant`'s own, when

@@ -17,6 +17,10 @@ public struct BrokerSettings: Sendable {
     /// The language of a request that names none (a PAM environment without LANG): the
     /// system's default, /etc/default/locale (`BrokerSettings.systemLanguage`).
     public var defaultLanguage: String? = nil
+    /// Where the broker's own PAM service (`fingerseal-verify`) is read from (`--pam-dir`);
+    /// nil: the system's /etc/pam.d. The broker's command line only, for tests and
+    /// containers: no caller names it.
+    public var pamServiceDirectory: String? = nil
 
     public init(stateDirectory: String, idleExit: Double? = nil) {
         self.stateDirectory = stateDirectory

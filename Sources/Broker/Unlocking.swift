@@ -127,7 +127,7 @@ extension Unlocking {
         guard try Vault.status(store) != nil else { throw FingersealError(.noVault, Messages.noVault) }
         let pin = try askPIN(call, prompt: prompt)
         do {
-            return try Vault.unlock(store, pin: PINKeyslot(pin: pin), ledger: call.ledger(store))
+            return try Vault.unlock(store, pin: call.pinKeyslot(pin), ledger: call.ledger(store))
         } catch let error as FingersealError {
             // The CLI shows a command's error itself; a PAM host shows only what is sent.
             if call.request.pam != nil { call.conversation.error(error.message) }
@@ -309,7 +309,7 @@ extension Unlocking {
                     return .fallback(FingersealError(.cancelled, Messages.cancelled))
                 }
                 do {
-                    let vault = try Vault.unlock(store, pin: PINKeyslot(pin: pin), ledger: ledger)
+                    let vault = try Vault.unlock(store, pin: call.pinKeyslot(pin), ledger: ledger)
                     if let won = matched(job.stop()) { return won }
                     return .unlocked(Unlocked(vault: vault, method: .pin, finger: nil))
                 } catch let error as FingersealError where error.outcome == .wrongPIN {

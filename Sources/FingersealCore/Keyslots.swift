@@ -115,13 +115,29 @@ public struct PINKeyslot: Keyslot {
     /// Argon2id result just computed for it is used again (`derived`), not paid for twice.
     var keeping: (salt: [UInt8], cost: PINCost)? = nil
     private let derived = DerivedPINKeys()
+    /// Where Argon2id runs (each takes its memory cost, 64 MiB): the broker's few slots, so
+    /// no number of PIN checks at once can take more; nil runs it at once (tools, tests).
+    let workSlots: WorkSlots?
     var kind: KeyslotKind { .pin }
+    /// The longest a PIN check waits for a slot.
+    static let slotWait = 30.0
 
     /// `cost` applies to new slots only (existing slots carry their own); nil tunes it to
     /// this machine when a slot is made.
-    public init(pin: SecureBytes, cost: PINCost? = nil) {
+    public init(pin: SecureBytes, cost: PINCost? = nil, workSlots: WorkSlots? = nil) {
         self.pin = pin
         self.cost = cost
+        self.workSlots = workSlots
+    }
+
+    /// Runs an Argon2id computation in a slot when there are slots.
+    private func inSlot<T>(_ body: () throws -> T) throws -> T {
+        guard let workSlots else { return try body() }
+        do {
+            return try workSlots.run(waitLimit: PINKeyslot.slotWait, body)
+        } catch is WorkSlots.Busy {
+            throw FingersealError(.unavailable, Messages.pinChecksBusy)
+        }
     }
 
     /// This PIN with its TPM part placed as `tpm` says.
@@ -137,7 +153,7 @@ public struct PINKeyslot: Keyslot {
 
     func makeSlot(binding: String?) throws -> (KeyslotRecord, SecureBytes) {
         let salt = try keeping?.salt ?? Sodium.randomBytes(Argon2id.saltLength)
-        let cost = try keeping?.cost ?? self.cost ?? VaultStore.guarded(.measurePINCost) { try PINCost.tuned() }
+        let cost = try keeping?.cost ?? self.cost ?? inSlot { try VaultStore.guarded(.measurePINCost) { try PINCost.tuned() } }
         var slot = KeyslotRecord(kind: .pin, protection: .argon2id, salt: Encoding.base64(salt),
                                  opsLimit: cost.opsLimit, memLimit: cost.memLimit, binding: nil, keyID: nil,
                                  nonce: "", wrappedKey: "")
@@ -193,10 +209,14 @@ public struct PINKeyslot: Keyslot {
     private func derive(salt: [UInt8], cost: PINCost) throws -> SecureBytes {
         if let known = derived.key(salt: salt, cost: cost) { return known }
         do {
-            let key = try Argon2id.deriveKey(password: pin, salt: salt, opsLimit: cost.opsLimit, memLimit: cost.memLimit,
-                                             length: AEAD.keyLength)
+            let key = try inSlot {
+                try Argon2id.deriveKey(password: pin, salt: salt, opsLimit: cost.opsLimit, memLimit: cost.memLimit,
+                                       length: AEAD.keyLength)
+            }
             derived.remember(key, salt: salt, cost: cost)
             return key
+        } catch let error as FingersealError {
+            throw error
         } catch {
             throw FingersealError(.systemError, Messages.systemFailure(.derivePINKey))
         }

@@ -115,6 +115,7 @@ public enum Messages {
     public static func pinTooShort(_ minimum: Int) -> String { tr("The PIN must have at least %1$s characters.", minimum) }
     public static func pinTooLong(_ maximum: Int) -> String { tr("The PIN must have at most %1$s characters.", maximum) }
     public static var pinEmptyInput: String { tr("No PIN was given.") }
+    public static var pinChecksBusy: String { tr("The service is checking too many PINs at once. Try again in a moment.") }
     public static func pinWait(_ seconds: Int64) -> String {
         trn("Too many wrong PINs. Wait %1$s second, then try again.", "Too many wrong PINs. Wait %1$s seconds, then try again.", Int(clamping: seconds), seconds)
     }

@@ -2,7 +2,7 @@
 // identity-provider request; the PAM module and the CLI ask it over its socket.
 //
 //   fingersealed                               under systemd (fingerseal.socket)
-//   fingersealed --socket PATH --state DIR [--config FILE] [--idle-exit SECONDS]
+//   fingersealed --socket PATH --state DIR [--config FILE] [--idle-exit SECONDS] [--pam-dir DIR]
 //                                              in the foreground (tests, the demo, containers)
 //
 // The configuration: FILE, else /etc/fingerseal/fingerseal.conf, else (only when that does
@@ -36,6 +36,7 @@ while let argument = arguments.first {
     case "--socket": socketPath = value()
     case "--state": settings.stateDirectory = value()
     case "--config": settings.configPath = value()
+    case "--pam-dir": settings.pamServiceDirectory = value()
     case "--idle-exit":
         guard let seconds = Double(value()), seconds > 0 else { fail("--idle-exit needs a number of seconds.") }
         settings.idleExit = seconds
@@ -43,12 +44,13 @@ while let argument = arguments.first {
         print("fingersealed \(Fingerseal.version)")
         exit(0)
     case "--help":
-        print("Usage: fingersealed [--socket PATH --state DIR] [--config FILE] [--idle-exit SECONDS]")
+        print("Usage: fingersealed [--socket PATH --state DIR] [--config FILE] [--idle-exit SECONDS] [--pam-dir DIR]")
         exit(0)
     default: fail("Unknown option \(argument.prefix(64)).")
     }
 }
 guard settings.stateDirectory.hasPrefix("/") else { fail("--state needs an absolute path.") }
+if let directory = settings.pamServiceDirectory, !directory.hasPrefix("/") { fail("--pam-dir needs an absolute path.") }
 // Sentences in each request's language (Request.language), from the catalogs installed beside
 // the broker (PREFIX/share/locale; FINGERSEAL_LOCALEDIR for the tests). The broker's own
 // LANGUAGE would override every thread's locale in gettext, so it goes before any thread starts.

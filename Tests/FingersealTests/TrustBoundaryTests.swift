@@ -289,9 +289,7 @@ import SystemKit
     /// account password, which the broker checks with PAM (its own fingerseal-verify service).
     @Test func aUserNeedsTheAccountPasswordToCreateOrResetAVault() throws {
         try #require(TestUsers.ensure(TestUsers.alice, password: TrustBoundaryTests.alicePassword))
-        let verify = String(decoding: try #require(readFile(Paths.packageRoot + "/pam/fingerseal-verify")), as: UTF8.self)
-        let service = try SystemService(name: "fingerseal-verify", text: verify, replace: false)
-        _ = service
+        // The broker reads pam/fingerseal-verify from its own directory (TestBroker, --pam-dir).
         let rig = try ReaderBroker(driver: "none", reader: false)
         let aliceUID = try #require(TestUsers.uid(TestUsers.alice))
         let vault = rig.broker.vaultDirectory(uid: aliceUID) + "/vault"

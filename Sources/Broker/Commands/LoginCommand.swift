@@ -53,7 +53,7 @@ enum LoginCommand {
         if try Vault.status(store) != nil {
             vault = try Unlocking.withPIN(call, store: store)
         } else {
-            vault = try Vault.create(store, pin: PINKeyslot(pin: try Unlocking.askNewPIN(call)))
+            vault = try Vault.create(store, pin: call.pinKeyslot(try Unlocking.askNewPIN(call)))
         }
         try vault.update {
             try $0.signedIn(refreshToken: refreshToken, provider: client.providerRecord, clientSecret: signIn.secret,

@@ -61,7 +61,9 @@ enum ReaderCommands {
 
     /// A cancel the reader reported: the client's (a cancel message or a hang-up) stays a
     /// cancel; any other is the reader's own failure.
-    static func clientCancel(_ call: Call, _ error: FingersealError) -> FingersealError {
+    /// A scan whose turn was taken away says so instead.
+    static func clientCancel(_ call: Call, _ error: FingersealError, _ turn: ReaderGate.Turn) -> FingersealError {
+        if turn.preempted { return ReaderGate.preemption(error, turn) }
         guard error.outcome == .cancelled, !call.conversation.takeCancel() else { return error }
         return FingersealError(.unavailable, Messages.readerOperationCancelled)
     }
@@ -98,7 +100,7 @@ enum ReaderCommands {
                 try Fingerprint.enroll(vault: vault, reader: reader, finger: finger, settings: scan,
                                        prompter: call.conversation, cancelFDs: [call.conversation.cancelFD, turn.stopFD])
             } catch let error as FingersealError {
-                throw clientCancel(call, error)
+                throw clientCancel(call, error, turn)
             }
             return finger
         }
@@ -172,7 +174,7 @@ enum ReaderCommands {
                     return try Fingerprint.verify(store: store, ledger: ledger, reader: reader, settings: scan,
                                                   prompter: call.conversation, cancelFDs: [call.conversation.cancelFD, turn.stopFD])
                 } catch let error as FingersealError {
-                    throw clientCancel(call, error)
+                    throw clientCancel(call, error, turn)
                 }
             }
         }
@@ -212,7 +214,7 @@ enum ReaderCommands {
                 if case let .hint(hint) = event { call.conversation.info(Fingerprint.describe(hint)) }
             }
             guard case let .captured(image) = result else {
-                if case let .failed(error) = result { throw clientCancel(call, Fingerprint.translate(error)) }
+                if case let .failed(error) = result { throw clientCancel(call, Fingerprint.translate(error), turn) }
                 throw FingersealError(.unavailable, Messages.readerUnexpectedResult)
             }
             return image
@@ -269,7 +271,7 @@ enum ReaderCommands {
                 case .fingerNeeded, .finished: break
                 }
             }
-            if case let .failed(error) = result { throw clientCancel(call, Fingerprint.translate(error)) }
+            if case let .failed(error) = result { throw clientCancel(call, Fingerprint.translate(error), turn) }
             return result
         }
 

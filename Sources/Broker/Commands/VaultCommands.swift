@@ -148,7 +148,7 @@ enum VaultCommands {
         }
         try AccountPassword.requireUnlessRoot(call)
         let pin = try Unlocking.askNewPIN(call)
-        let vault = try Vault.create(store, pin: PINKeyslot(pin: pin))
+        let vault = try Vault.create(store, pin: call.pinKeyslot(pin))
         call.conversation.output(Messages.pinSet)
         // Fingers already enrolled in fprintd (GNOME Settings, KDE) unlock from now on.
         Unlocking.confirmFprintdSet(call, vault)
@@ -158,7 +158,7 @@ enum VaultCommands {
     static func pinChange(_ call: Call) throws -> Reply {
         let vault = try Unlocking.withPIN(call, store: call.store, prompt: Messages.enterOldPIN)
         let new = try Unlocking.askNewPIN(call)
-        try vault.update { try $0.changePIN(PINKeyslot(pin: new)) }
+        try vault.update { try $0.changePIN(call.pinKeyslot(new)) }
         call.conversation.output(Messages.pinChanged)
         return Reply(.success)
     }
@@ -182,7 +182,7 @@ enum VaultCommands {
             throw FingersealError(.vaultUnusable, Messages.pinResetNoDevice, detail: error.description)
         }
         let new = try Unlocking.askNewPIN(call)
-        try vault.update { try $0.changePIN(PINKeyslot(pin: new)) }
+        try vault.update { try $0.changePIN(call.pinKeyslot(new)) }
         try LockoutLedger(store: store, options: call.options).clearAll()
         trail.record(.pinReset, vault: vault)
         call.conversation.output(Messages.pinResetDone)
@@ -195,7 +195,7 @@ enum VaultCommands {
     static func replaceAfterTPMChange(_ call: Call) throws -> Reply {
         let store = call.store
         let new = try Unlocking.askNewPIN(call)
-        let (vault, previous) = try Vault.replace(store, pin: PINKeyslot(pin: new))
+        let (vault, previous) = try Vault.replace(store, pin: call.pinKeyslot(new))
         call.state.sessions.dropUser(call.account.uid)
         AuditTrail(store: store).record(.vaultReplacedAfterTPMChange(previous: previous ?? "?"), vault: vault)
         call.conversation.output(Messages.vaultReplacedAfterTPMChange)

@@ -25,11 +25,18 @@ final class TestBroker {
         state = temp.file("state")
         self.config = temp.file("fingerseal.conf")
         writeFile(self.config, Array(config.utf8), mode: 0o644)
+        // The broker's own PAM service (the account password check) from the tree, in a
+        // directory of this broker's: nothing is installed in /etc/pam.d.
         self.environment = environment
+        _ = mkdir(pamDirectory, 0o755)
+        writeFile(pamDirectory + "/fingerseal-verify", readFile(Paths.packageRoot + "/pam/fingerseal-verify") ?? [], mode: 0o644)
         try start()
     }
 
     deinit { stop() }
+
+    /// Where the broker reads its own PAM service, fingerseal-verify (`--pam-dir`).
+    var pamDirectory: String { temp.file("pam.d") }
 
     /// What the broker wrote on stdout and stderr.
     var log: String { temp.file("broker.log") }
@@ -49,7 +56,8 @@ final class TestBroker {
         guard withUnixAddress(notify, { bind(fd, $0, $1) }) == 0 else { throw TestFailure("bind \(notify) failed") }
         var environment = environmentOverride ?? self.environment
         environment["NOTIFY_SOCKET"] = notify
-        let command = [Paths.buildDirectory + "/fingersealed", "--socket", socketPath, "--state", state, "--config", config]
+        let command = [Paths.buildDirectory + "/fingersealed", "--socket", socketPath, "--state", state, "--config", config,
+                       "--pam-dir", pamDirectory]
         let (path, arguments) = wrap?(command) ?? (command[0], Array(command.dropFirst()))
         // Its output goes to a file: a pipe nobody reads would fill and stop it (libusb logs a
         // line per retry against an emulated device).

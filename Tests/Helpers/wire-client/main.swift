@@ -2,11 +2,20 @@
 // another user, so the tests can try each row of the authorization table and each kind of
 // hostile client with a real process. Not part of the product.
 //
-//   wire-client SOCKET [--as USER] [--answer TEXT]... [--raw HEX] [--hang-up-after-ask]
+//   wire-client SOCKET [--as USER] [--answer TEXT]... [--raw HEX] [--hang-up-after-ask] [--hold-at-ask]
+//               [--data BYTES [--end]] [--trickle SECONDS] [--wait SECONDS] [--exec-after-connect PATH]
 //               COMMAND [pam.user=NAME] [option=NAME=VALUE] [flag=NAME] [value=NAME=VALUE] [arg=TEXT]
 //
 // Prints each broker message as one line ("info: …", "ask: secret pin …", "result: OUTCOME
 // MESSAGE"); exits 0 when a result came, 1 when none did.
+//   --data BYTES        after the request, stream BYTES of payload (the last chunk marked end
+//                       only with --end), then print "sent: BYTES"
+//   --trickle SECONDS   stream the payload one byte at a time, every SECONDS
+//   --hold-at-ask       never answer a question: wait for the broker (or a kill)
+//   --wait SECONDS      how long to wait for the broker's messages (60)
+//   --exec-after-connect PATH  connect, then run PATH (another copy of this program, e.g. a
+//                       setgid one) with the connection as descriptor 3 (--fd 3) and the rest
+//                       of the arguments
 import FingersealWire
 import Glibc
 import SystemKit
@@ -28,9 +37,24 @@ let socketPath = arguments.removeFirst()
 var answers: [String] = []
 var raw: [UInt8]? = nil
 var hangUpAfterAsk = false
+var holdAtAsk = false
+var payload: Int? = nil
+var endPayload = false
+var trickle: Double? = nil
+var waitSeconds = 60.0
+var execAfterConnect: String? = nil
+var inheritedFD: Int32? = nil
+let passedOn = arguments
 while let first = arguments.first, first.hasPrefix("--") {
     arguments.removeFirst()
     switch first {
+    case "--hold-at-ask": holdAtAsk = true
+    case "--data": payload = Int(arguments.removeFirst())
+    case "--end": endPayload = true
+    case "--trickle": trickle = Double(arguments.removeFirst())
+    case "--wait": waitSeconds = Double(arguments.removeFirst()) ?? 60
+    case "--exec-after-connect": execAfterConnect = arguments.removeFirst()
+    case "--fd": inheritedFD = Int32(arguments.removeFirst())
     case "--as":
         let name = arguments.removeFirst()
         guard let entry = getpwnam(name) else { die("no user \(name)") }
@@ -53,8 +77,20 @@ while let first = arguments.first, first.hasPrefix("--") {
 guard let commandName = arguments.first else { die("no command") }
 
 let connection: WireConnection
-do { connection = try WireConnection.connect(path: socketPath, timeout: 5) } catch { die("connect: \(error)") }
-let deadline = monotonicSeconds() + 60
+if let inheritedFD {
+    connection = WireConnection(owning: inheritedFD)
+} else {
+    do { connection = try WireConnection.connect(path: socketPath, timeout: 5) } catch { die("connect: \(error)") }
+}
+if let execAfterConnect {
+    // The connection goes on in another program (which may have other groups than this one had).
+    guard dup2(connection.fd, 3) == 3 else { die("dup2") }
+    let rest = passedOn.filter { $0 != "--exec-after-connect" && $0 != execAfterConnect }
+    let argv = ([execAfterConnect, socketPath, "--fd", "3"] + rest).map { strdup($0) } + [nil]
+    execv(execAfterConnect, argv)
+    die("exec \(execAfterConnect)")
+}
+let deadline = monotonicSeconds() + waitSeconds
 do {
     if let raw {
         try connection.send(raw, until: deadline)
@@ -82,6 +118,25 @@ do {
         }
         try connection.send(ClientMessage.request(request).encoded(), until: deadline)
     }
+    if let payload {
+        // A refused request ends the broker's reading: then the result waits below.
+        let chunk = trickle == nil ? 60 * 1024 : 1
+        var sent = 0
+        do {
+            while sent < payload {
+                let count = min(chunk, payload - sent)
+                let last = sent + count == payload
+                try connection.send(ClientMessage.data([UInt8](repeating: 0x41, count: count), end: last && endPayload).encoded(),
+                                    until: monotonicSeconds() + 10)
+                sent += count
+                if let trickle, !last {
+                    var pause = timespec(tv_sec: Int(trickle), tv_nsec: Int((trickle - Double(Int(trickle))) * 1e9))
+                    nanosleep(&pause, nil)
+                }
+            }
+        } catch {}
+        say("sent: \(sent)")
+    }
     while true {
         guard case let .message(message) = try connection.receive(until: deadline, BrokerMessage.decode) else { continue }
         switch message {
@@ -95,6 +150,7 @@ do {
         case let .ask(ask):
             say("ask: \(ask.kind.rawValue) \(ask.purpose.rawValue) \(ask.prompt)")
             if hangUpAfterAsk { exit(1) }
+            if holdAtAsk { continue }
             let answer = answers.isEmpty ? Answer(.skip) : Answer(ask.kind == .secret ? .secret : .text, Array(answers.removeFirst().utf8))
             try connection.send(ClientMessage.answer(answer).encoded(), until: deadline)
         case let .result(reply):
