@@ -223,19 +223,18 @@ public struct AuditTrail: Sendable {
                 }
             }
         }
-        return write(batch, vault: vault, at: now)
+        return write(batch, vault: vault)
     }
 
     /// Records a count of attempts the limiter held back (the broker's, once the count ended).
     @discardableResult
     public func record(_ tally: AttemptTally) -> Bool {
         var batch = AuditBatch()
-        let now = clock.now()
-        batch.add(tally.entry(time: now, vault: ""), to: .attempts)
-        return write(batch, vault: nil, at: now)
+        batch.add(tally.entry(time: clock.now(), vault: ""), to: .attempts)
+        return write(batch, vault: nil)
     }
 
-    private func write(_ batch: AuditBatch, vault: UnlockedVault?, at now: Int64) -> Bool {
+    private func write(_ batch: AuditBatch, vault: UnlockedVault?) -> Bool {
         guard !batch.isEmpty else { return true }
         var written = AuditBatch.Written()
         var failure: String? = nil
