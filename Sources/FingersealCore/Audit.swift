@@ -218,7 +218,7 @@ public struct AuditTrail: Sendable {
                 // Said once per count: a line per attempt would flood the log instead.
                 if first {
                     sink.log(.notice, "audit: user \(store.location.account.name): more than \(limiter.policy.perWindow) attempts "
-                             + "since \(isoTimestamp(until - limiter.policy.window)); until \(isoTimestamp(until)) they are counted, "
+                             + "since \(isoTimestamp(until &- limiter.policy.window)); until \(isoTimestamp(until)) they are counted, "
                              + "not recorded one by one: " + entry.sentence)
                 }
             }

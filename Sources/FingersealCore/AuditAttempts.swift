@@ -57,10 +57,10 @@ public final class AttemptLimiter: @unchecked Sendable {
 
     /// A clock set back counts as the window's end: nothing is held back for longer than it.
     private func isOpen(_ window: Window, at now: Int64) -> Bool {
-        now >= window.start && now - window.start < policy.window
+        now >= window.start && now &- window.start < policy.window
     }
 
-    private func end(_ window: Window) -> Int64 { window.start + policy.window }
+    private func end(_ window: Window) -> Int64 { window.start &+ policy.window }
 
     /// Whether `entry`, an attempt of `account` at `now`, is written or counted.
     func admit(_ entry: AuditEntry, account: UserAccount, now: Int64) -> Admission {
