@@ -21,6 +21,9 @@ final class BrokerState: @unchecked Sendable {
     /// The identity providers' signing keys, shared by every request (fetched again for an
     /// unknown key id, at most once a minute).
     let jwks = JWKSCache()
+    /// Attempts per account written one by one, the rest counted (the audit trail's flood
+    /// guard; reached through every store made here).
+    let attemptLimiter = AttemptLimiter()
 
     init(settings: BrokerSettings) throws {
         self.settings = settings
@@ -58,7 +61,16 @@ final class BrokerState: @unchecked Sendable {
     }
 
     func store(for account: UserAccount, tpm: TPMPolicy) -> VaultStore {
-        VaultStore(location: .broker(stateDirectory: settings.stateDirectory, account: account), tpm: tpm)
+        VaultStore(location: .broker(stateDirectory: settings.stateDirectory, account: account), tpm: tpm,
+                   attemptLimiter: attemptLimiter)
+    }
+
+    /// Writes counts of attempts the limiter held back (windows that ended, or all of them
+    /// when the broker stops), each to its account's trail.
+    func recordAttemptCounts(_ ended: [AttemptLimiter.Ended]) {
+        guard !ended.isEmpty else { return }
+        let tpm = ((try? systemOptions())?.0 ?? Options()).tpmPolicy
+        for count in ended { AuditTrail(store: store(for: count.account, tpm: tpm)).record(count.tally) }
     }
 
     /// The system configuration, read for each request so an edit applies at once.

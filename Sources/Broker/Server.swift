@@ -89,23 +89,30 @@ public final class Server: @unchecked Sendable {
             if fds.count > 1 && fds[1].revents != 0 {
                 _ = sd_notify(0, "STOPPING=1")
                 state.reader.closeIfIdle(after: 0)
+                // Counted attempts live in memory: written now, or never.
+                state.recordAttemptCounts(state.attemptLimiter.takeAll())
                 VaultTPM.close()
                 return
             }
+            let now = SystemClock().now()
             if monotonicSeconds() - lastSweep >= Server.sweepInterval {
-                state.sessions.sweep(now: SystemClock().now())
+                state.sessions.sweep(now: now)
                 lastSweep = monotonicSeconds()
             }
             if ready <= 0 {
                 state.reader.closeIfIdle(after: ReaderGate.idleLimit)
                 VaultTPM.closeIfIdle()
-                if let idle = state.settings.idleExit, lock.locked({ active == 0 && monotonicSeconds() - lastActivity >= idle }) {
+                state.recordAttemptCounts(state.attemptLimiter.takeEnded(now: now))
+                // Not while an attempt window is open: the next broker would start counting anew.
+                if let idle = state.settings.idleExit, !state.attemptLimiter.holdsOpenWindows(now: now),
+                   lock.locked({ active == 0 && monotonicSeconds() - lastActivity >= idle }) {
                     _ = sd_notify(0, "STOPPING=1\nSTATUS=Idle; exiting until the next request.")
                     VaultTPM.close()
                     return
                 }
                 continue
             }
+            recordEndedAttemptCounts(now: now)
             let fd = accept4(listener.fd, nil, nil, Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
             guard fd >= 0 else { continue }
             let connection = WireConnection(owning: fd)
@@ -144,6 +151,22 @@ public final class Server: @unchecked Sendable {
                 Conversation(connection: connection, wantsEvents: false, graphical: false).finish(Reply(.unavailable, Messages.brokerBusy))
                 done()
             }
+        }
+    }
+
+    /// While requests keep coming (no idle tick), counts of ended attempt windows are
+    /// written on a thread of their own, counted as active so an idle exit waits for it.
+    private func recordEndedAttemptCounts(now: Int64) {
+        let ended = state.attemptLimiter.takeEnded(now: now)
+        guard !ended.isEmpty else { return }
+        lock.locked { active += 1 }
+        let started = startThread { [self] in
+            state.recordAttemptCounts(ended)
+            lock.locked { active -= 1 }
+        }
+        if !started {
+            state.recordAttemptCounts(ended)
+            lock.locked { active -= 1 }
         }
     }
 

@@ -64,7 +64,8 @@ public enum AuditSink: Sendable {
     }
 }
 
-/// The last entry of the audit trail (its number and MAC), kept in the vault document.
+/// The last entry of an audit chain (its number and MAC), kept in the vault document: one
+/// per chain (`auditHead`, `attemptsHead`).
 ///
 /// Why there and not in a file of its own: the document is MAC'd with the vault key already
 /// and is the one file a vault cannot do without. Cutting entries off the end of
@@ -81,9 +82,13 @@ struct AuditHead: Codable, Equatable {
 
 /// One event as `fingerseal audit` lists it.
 public struct AuditRecord: Equatable, Sendable {
+    public let chain: AuditChain
+    /// Its number in its chain.
     public let seq: UInt64
     public let time: Int64
     public let event: String
+    /// An attempt: the newest security event's number when it was written.
+    let after: UInt64?
     /// A plain sentence saying what happened.
     public let sentence: String
     /// The entry as stored: one JSON object.
@@ -126,39 +131,57 @@ public struct AuditProblem: Error, Equatable, Sendable {
     public let message: String
 }
 
-/// The result of `AuditTrail.verify`.
+/// The result of `AuditTrail.verify`, over both chains.
 public struct AuditVerification: Equatable, Sendable {
-    /// Events verified (before the problem, if there is one; rotation entries not counted).
+    /// Events verified in both chains (before the problem, if there is one; rotation entries
+    /// not counted).
     public let events: Int
+    /// The first problem: the security chain's, else the attempts'.
     public let problem: AuditProblem?
-    /// The current file ends in an incomplete line after the last recorded entry: an append
+    /// A current file ends in an incomplete line after the last recorded entry: an append
     /// a crash cut short. It never held a recorded event; the next append removes it.
     public let interruptedAppend: Bool
+    /// The chains whose oldest entries were rotated away; empty when both still hold every
+    /// entry since the vault was made.
+    public var rotatedAway: [AuditRotation] = []
 
     public var intact: Bool { problem == nil }
 }
 
-/// The per-user, tamper-evident audit trail (`audit.jsonl` in the vault directory).
+/// What rotation took from one chain: entries 1 to `through` (numbers as listed; rotation
+/// entries count), and when the oldest entry still kept was written.
+public struct AuditRotation: Equatable, Sendable {
+    public let chain: AuditChain
+    public let through: UInt64
+    public let oldestKept: Int64
+}
+
+/// The per-user, tamper-evident audit trail: two chains in the vault directory (`AuditChain`),
+/// `audit.jsonl` for security events and `attempts.jsonl` for attempts.
 ///
 /// Each entry is one JSON line whose MAC (keyed BLAKE2b, with a key derived from the vault
-/// master key) covers the previous entry's MAC and the entry itself, and the vault document
-/// holds the newest entry's number and MAC (`AuditHead`). Without the vault key no one can
-/// edit, insert, delete, reorder or cut off entries unnoticed. Anyone who can unlock the
-/// vault (the user, or a process running as the user, which can read the device key) can
-/// rewrite it all: the chain proves integrity against others and against damage, not against
-/// the user.
+/// master key, one key per chain) covers the previous entry's MAC and the entry itself, and
+/// the vault document holds each chain's newest entry's number and MAC (`AuditHead`). Without
+/// the vault key no one can edit, insert, delete, reorder or cut off entries unnoticed, nor
+/// move them from one chain to the other. Anyone who can unlock the vault (the user, or a
+/// process running as the user, which can read the device key) can rewrite it all: the chains
+/// prove integrity against others and against damage, not against the user.
 ///
 /// Appends run under the vault's exclusive lock, are fsync'd (and the directory on create),
-/// and update the head in the same vault update. A crash at any instant leaves either the
+/// and update the heads in the same vault update. A crash at any instant leaves either the
 /// old trail, or the new entry not yet in the head (adopted by the next append), or an
 /// incomplete last line after the head (reported by `verify` as an interrupted append and
 /// cut off by the next append); the vault itself is never touched by a failed append.
+///
+/// Attempts pass the store's `AttemptLimiter` when it has one (the broker's): beyond its
+/// allowance they are only counted, in memory, and written as one entry when the count ends.
 public struct AuditTrail: Sendable {
     public let store: VaultStore
     public let clock: any Clock
     public let sink: AuditSink
-    /// Rotate before the current file grows past this (tests use a small one).
+    /// Rotate before a chain's current file grows past this (tests use small ones).
     var fileLimit = AuditFiles.fileLimit
+    var attemptsFileLimit = AuditFiles.attemptsFileLimit
 
     public init(store: VaultStore, clock: any Clock = SystemClock(), sink: AuditSink = .syslog) {
         self.store = store
@@ -167,7 +190,7 @@ public struct AuditTrail: Sendable {
     }
 
     /// Records `event` and logs it. `vault` nil: the vault is opened through its device slot
-    /// (no prompt). Returns whether the event reached the audit file.
+    /// (no prompt). Returns whether the event reached the audit file, or was counted.
     ///
     /// Never throws and never traps: an audit problem must not turn an unlock (or anything
     /// else) into a failure. Errors are logged through the sink and otherwise swallowed.
@@ -176,99 +199,235 @@ public struct AuditTrail: Sendable {
         record([event], vault: vault)
     }
 
-    /// Records several events in one append (one vault update).
+    /// Records several events in one append (one vault update). An attempt the limiter holds
+    /// back is counted instead; when nothing else is due, neither the vault nor a file is
+    /// touched.
     @discardableResult
     public func record(_ events: [AuditEvent], vault: UnlockedVault?) -> Bool {
         guard !events.isEmpty else { return true }
-        let user = store.location.account.name
-        var written: [AuditLine] = []
+        let now = clock.now()
+        var batch = AuditBatch()
+        for event in events {
+            let entry = event.entry(time: now, vault: "")
+            guard event.chain == .attempts, let limiter = store.attemptLimiter else {
+                batch.add(entry, to: event.chain)
+                continue
+            }
+            switch limiter.admit(entry, account: store.location.account, now: now) {
+            case let .record(closing):
+                if let closing { batch.add(closing.entry(time: now, vault: ""), to: .attempts) }
+                batch.add(entry, to: .attempts)
+            case let .counted(first, until):
+                // Said once per count: a line per attempt would flood the log instead.
+                if first {
+                    sink.log(.notice, "audit: user \(store.location.account.name): more than \(limiter.policy.perWindow) attempts "
+                             + "since \(isoTimestamp(until &- limiter.policy.window)); until \(isoTimestamp(until)) they are counted, "
+                             + "not recorded one by one: " + entry.sentence)
+                }
+            }
+        }
+        return write(batch, vault: vault)
+    }
+
+    /// Records a count of attempts the limiter held back (the broker's, once the count ended).
+    @discardableResult
+    public func record(_ tally: AttemptTally) -> Bool {
+        var batch = AuditBatch()
+        batch.add(tally.entry(time: clock.now(), vault: ""), to: .attempts)
+        return write(batch, vault: nil)
+    }
+
+    private func write(_ batch: AuditBatch, vault: UnlockedVault?) -> Bool {
+        guard !batch.isEmpty else { return true }
+        var written = AuditBatch.Written()
         var failure: String? = nil
         do {
-            written = try append(events, vault: vault ?? Vault.unlockWithDevice(store)).filter { !$0.isRotation }
+            written = try append(batch, vault: vault ?? Vault.unlockWithDevice(store))
         } catch let error as FingersealError where error.outcome == .noVault {
-            // No vault: nothing to write to; the log line below is all there is.
+            // No vault: nothing to write to; the log lines below are all there is.
         } catch {
             failure = "\(error)"
         }
-        for (index, event) in events.enumerated() {
-            log(event, seq: index < written.count ? written[index].entry.seq : nil)
+        var complete = true
+        for chain in AuditChain.allCases {
+            let entries = batch[chain]
+            let lines = written[chain].filter { !$0.isRotation }
+            if lines.count != entries.count { complete = false }
+            for (index, entry) in entries.enumerated() {
+                log(entry, chain: chain, seq: index < lines.count ? lines[index].entry.seq : nil)
+            }
         }
-        if let failure { sink.log(.warning, "audit: user \(user): the audit trail could not record the event: \(failure)") }
-        return failure == nil && written.count == events.count
+        if let failure {
+            sink.log(.warning, "audit: user \(store.location.account.name): the audit trail could not record the event: \(failure)")
+        }
+        return failure == nil && complete
     }
 
     /// Logs `event` without recording it in the trail: for what changed nothing in the vault
     /// (a sign-in the identity provider refused leaves the vault byte for byte as it was).
     public func log(_ event: AuditEvent) {
-        log(event, seq: nil)
+        log(event.entry(time: 0, vault: ""), chain: event.chain, seq: nil)
     }
 
-    /// One plain sentence at LOG_AUTHPRIV, with the entry number when it was recorded.
-    private func log(_ event: AuditEvent, seq: UInt64?) {
-        let sentence = event.entry(time: 0, vault: "").sentence
-        sink.log(.notice, "audit: user \(store.location.account.name)" + (seq.map { ", event \($0)" } ?? "") + ": " + sentence)
+    /// One plain sentence at LOG_AUTHPRIV, with the entry's number when it was recorded.
+    private func log(_ entry: AuditEntry, chain: AuditChain, seq: UInt64?) {
+        let number = seq.map { chain == .security ? ", event \($0)" : ", attempt \($0)" } ?? ""
+        sink.log(.notice, "audit: user \(store.location.account.name)" + number + ": " + entry.sentence)
     }
 
-    /// Appends `events` (throwing). Returns the lines written, a rotation entry first if the
-    /// file was rotated.
-    func append(_ events: [AuditEvent], vault: UnlockedVault) throws -> [AuditLine] {
-        let key = try VaultStore.guarded(.openAuditTrail) { try AuditLine.key(vault.masterKey) }
-        let now = clock.now()
-        let entries = events.map { $0.entry(time: now, vault: vault.vaultID) }
-        return try vault.update { editor -> [AuditLine] in
+    /// Appends `batch` to its chains in one vault update (throwing). Returns the lines
+    /// written per chain, a rotation entry first where a file was rotated.
+    func append(_ batch: AuditBatch, vault: UnlockedVault) throws -> AuditBatch.Written {
+        let chains = AuditChain.allCases.filter { !batch[$0].isEmpty }
+        let keys = try VaultStore.guarded(.openAuditTrail) { try chains.map { try AuditLine.key(vault.masterKey, chain: $0) } }
+        return try vault.update { editor -> AuditBatch.Written in
             try VaultStore.guarded(.writeAuditTrail) {
-                var writer = AuditWriter(directory: editor.directory, key: key, vaultID: vault.vaultID,
-                                         head: editor.document.auditHead ?? .none, fileLimit: fileLimit)
-                let lines = try writer.append(entries)
-                editor.document.auditHead = writer.head
-                return lines
+                var written = AuditBatch.Written()
+                for (chain, key) in zip(chains, keys) {
+                    // An attempt says which security event it came after: the merged listing's order.
+                    let after = chain == .attempts ? editor.document.auditHead?.seq ?? 0 : nil
+                    let entries = batch[chain].map { entry -> AuditEntry in
+                        var entry = entry
+                        entry.vault = vault.vaultID
+                        entry.after = after
+                        return entry
+                    }
+                    var writer = AuditWriter(chain: chain, directory: editor.directory, key: key, vaultID: vault.vaultID,
+                                             head: editor.document[keyPath: chain.head] ?? .none,
+                                             fileLimit: chain == .security ? fileLimit : attemptsFileLimit)
+                    written[chain] = try writer.append(entries)
+                    editor.document[keyPath: chain.head] = writer.head
+                }
+                return written
             }
         }
     }
 
-    /// The events as stored, oldest first, without verifying them (no key needed).
+    /// The events of both chains as stored, in the order they were written, without
+    /// verifying them (no key needed).
     public func list() throws -> AuditListing {
         let listing = try store.withDirectory(exclusive: false) { directory -> AuditListing in
             try VaultStore.guarded(.readAuditTrail) {
-                guard let current = try AuditReader.read(directory, AuditFiles.current) else {
-                    return AuditListing(records: [], unreadableLines: 0)
-                }
-                var files = [current]
-                if let first = current.lines.first?.parsed, first.isRotation,
-                   let older = try AuditReader.read(directory, AuditFiles.older) {
-                    files.insert(older, at: 0)
-                }
-                var records: [AuditRecord] = []
+                var chains: [[AuditRecord]] = []
                 var unreadable = 0
-                for file in files {
-                    for line in file.lines {
-                        guard let parsed = line.parsed else { unreadable += 1; continue }
-                        if parsed.isRotation { continue }
-                        records.append(AuditRecord(seq: parsed.entry.seq, time: parsed.entry.time, event: parsed.entry.event,
-                                                   sentence: parsed.entry.sentence,
-                                                   json: String(decoding: parsed.raw, as: UTF8.self)))
-                    }
-                    if !file.tail.isEmpty { unreadable += 1 }
+                for chain in AuditChain.allCases {
+                    let (records, unreadableLines) = try list(chain, directory)
+                    chains.append(records)
+                    unreadable += unreadableLines
                 }
-                return AuditListing(records: records, unreadableLines: unreadable)
+                return AuditListing(records: AuditTrail.merged(security: chains[0], attempts: chains[1]), unreadableLines: unreadable)
             }
         }
         return listing ?? AuditListing(records: [], unreadableLines: 0)
     }
 
-    /// Verifies the whole chain with the vault key, against the head the vault recorded.
+    private func list(_ chain: AuditChain, _ directory: SafeDirectory) throws -> ([AuditRecord], Int) {
+        guard let current = try AuditReader.read(directory, chain.currentFile, chain: chain) else { return ([], 0) }
+        var files = [current]
+        if let first = current.lines.first?.parsed, first.isRotation,
+           let older = try AuditReader.read(directory, chain.olderFile, chain: chain) {
+            files.insert(older, at: 0)
+        }
+        var records: [AuditRecord] = []
+        var unreadable = 0
+        for file in files {
+            for line in file.lines {
+                guard let parsed = line.parsed else { unreadable += 1; continue }
+                if parsed.isRotation { continue }
+                records.append(AuditRecord(chain: chain, seq: parsed.entry.seq, time: parsed.entry.time, event: parsed.entry.event,
+                                           after: parsed.entry.after, sentence: parsed.entry.sentence,
+                                           json: String(decoding: parsed.raw, as: UTF8.self)))
+            }
+            if !file.tail.isEmpty { unreadable += 1 }
+        }
+        return (records, unreadable)
+    }
+
+    /// Both chains in the order they were written: each attempt right after the security
+    /// event it names in `after` (the clock may say the same second for both, or go back).
+    static func merged(security: [AuditRecord], attempts: [AuditRecord]) -> [AuditRecord] {
+        var merged: [AuditRecord] = []
+        merged.reserveCapacity(security.count + attempts.count)
+        var next = attempts.startIndex
+        for event in security {
+            while next < attempts.endIndex, attempts[next].after ?? 0 < event.seq {
+                merged.append(attempts[next])
+                next += 1
+            }
+            merged.append(event)
+        }
+        return merged + attempts[next...]
+    }
+
+    /// Verifies both chains with the vault key, each against the head the vault recorded.
     public func verify(_ vault: UnlockedVault) throws -> AuditVerification {
-        let key = try VaultStore.guarded(.openAuditTrail) { try AuditLine.key(vault.masterKey) }
+        let keys = try VaultStore.guarded(.openAuditTrail) { try AuditChain.allCases.map { try AuditLine.key(vault.masterKey, chain: $0) } }
         return try vault.withDocument(exclusive: false) { document, directory in
             try VaultStore.guarded(.readAuditTrail) {
-                var verifier = AuditVerifier(key: key, vaultID: vault.vaultID)
-                return try verifier.verify(directory, head: document.auditHead ?? .none)
+                var events = 0
+                var problem: AuditProblem? = nil
+                var interrupted = false
+                var rotations: [AuditRotation] = []
+                for (chain, key) in zip(AuditChain.allCases, keys) {
+                    var verifier = AuditVerifier(chain: chain, key: key, vaultID: vault.vaultID)
+                    let verification = try verifier.verify(directory, head: document[keyPath: chain.head] ?? .none)
+                    events += verification.events
+                    problem = problem ?? verification.problem
+                    interrupted = interrupted || verification.interruptedAppend
+                    rotations += verification.rotatedAway
+                }
+                return AuditVerification(events: events, problem: problem, interruptedAppend: interrupted, rotatedAway: rotations)
             }
         }
     }
 }
 
+/// What one append writes, per chain: entries still to be numbered, chained and sealed.
+struct AuditBatch {
+    private(set) var security: [AuditEntry] = []
+    private(set) var attempts: [AuditEntry] = []
+
+    var isEmpty: Bool { security.isEmpty && attempts.isEmpty }
+
+    subscript(chain: AuditChain) -> [AuditEntry] { chain == .security ? security : attempts }
+
+    mutating func add(_ entry: AuditEntry, to chain: AuditChain) {
+        if chain == .security { security.append(entry) } else { attempts.append(entry) }
+    }
+
+    /// The lines an append wrote, per chain.
+    struct Written {
+        var security: [AuditLine] = []
+        var attempts: [AuditLine] = []
+
+        subscript(chain: AuditChain) -> [AuditLine] {
+            get { chain == .security ? security : attempts }
+            set { if chain == .security { security = newValue } else { attempts = newValue } }
+        }
+    }
+}
+
+extension AuditChain {
+    /// Where the vault document keeps the chain's head.
+    var head: WritableKeyPath<VaultDocument, AuditHead?> { self == .security ? \.auditHead : \.attemptsHead }
+}
+
 extension AuditEvent {
+    /// Which chain records it. Attempts are what anyone running as the user can cause without
+    /// a finger, the PIN or the account password, as often as they like: a fallback, a
+    /// failure, a step-up that did not succeed. Everything else needs one of those, or is rare
+    /// by nature (a lock engages once until the next success). Exhaustive on purpose: a new
+    /// event must be placed.
+    public var chain: AuditChain {
+        switch self {
+        case .fallback, .failure: return .attempts
+        case let .stepUp(_, result): return result == .success ? .security : .attempts
+        case .signIn, .unlock, .reveal, .lockout, .logout, .pinReset, .fprintdSetConfirmed, .sealedToTPM, .pinLeftTPMLockout,
+             .vaultReplacedAfterTPMChange:
+            return .security
+        }
+    }
+
     func entry(time: Int64, vault: String) -> AuditEntry {
         var entry = AuditEntry(seq: 0, time: time, vault: vault, event: "", prev: "")
         switch self {
@@ -336,7 +495,14 @@ extension AuditEntry {
         case "sealed-to-tpm": return Messages.auditSealedToTPM(slots: (reason ?? "").split(separator: ",").map(String.init))
         case "pin-left-tpm-lockout": return Messages.auditPINLeftTPMLockout
         case "vault-replaced": return Messages.auditVaultReplaced(file ?? "?")
-        case AuditEntry.rotated: return Messages.auditRotated(AuditFiles.older)
+        case AuditEntry.rotated: return Messages.auditRotated(trail == AuditChain.attempts.entryTag ? AuditFiles.olderAttempts : AuditFiles.older)
+        case AuditEntry.counted:
+            let kinds = counts ?? [], others = other ?? 0
+            let total = kinds.reduce(others) { $0 &+ $1.count }
+            let parts = kinds.map { Messages.auditCountedKind($0.count, $0.example.sentence) }
+                + (others > 0 ? [Messages.auditCountedOther(others)] : [])
+            return ([Messages.auditCounted(total, isoTimestamp(since ?? time), isoTimestamp(until ?? time))] + parts)
+                .joined(separator: " ")
         default: return Messages.auditUnknownEvent(event)
         }
     }
@@ -365,14 +531,15 @@ enum AuditText {
 enum AuditReader {
     /// The parsed file, or nil when it does not exist. Larger than fingerseal ever writes it:
     /// an `UnsafeFileError` (too large).
-    static func read(_ directory: SafeDirectory, _ name: String) throws -> AuditFileContents? {
-        guard let bytes = try directory.read(name, sizeLimit: AuditFiles.fileLimit) else { return nil }
+    static func read(_ directory: SafeDirectory, _ name: String, chain: AuditChain) throws -> AuditFileContents? {
+        guard let bytes = try directory.read(name, sizeLimit: chain.fileLimit) else { return nil }
         return AuditFileContents.parse(bytes)
     }
 }
 
-/// The append, under the vault's exclusive lock (inside `UnlockedVault.update`).
+/// The append to one chain, under the vault's exclusive lock (inside `UnlockedVault.update`).
 struct AuditWriter {
+    let chain: AuditChain
     let directory: SafeDirectory
     let key: SecureBytes
     let vaultID: String
@@ -380,7 +547,7 @@ struct AuditWriter {
     var head: AuditHead
     let fileLimit: Int
 
-    private var currentPath: String { directory.path + "/" + AuditFiles.current }
+    private var currentPath: String { directory.path + "/" + chain.currentFile }
 
     private func own(_ line: AuditLine?) -> AuditLine? {
         guard let line, line.entry.vault == vaultID, line.isAuthentic(key: key) else { return nil }
@@ -413,15 +580,15 @@ struct AuditWriter {
 
     /// The older file's first and last authentic entries, when it exists and is complete.
     private func olderEnds() throws -> (first: AuditLine?, last: AuditLine?) {
-        guard let older = try directory.openTrusted(AuditFiles.older, sizeLimit: Int.max) else { return (nil, nil) }
-        let subject = directory.path + "/" + AuditFiles.older
+        guard let older = try directory.openTrusted(chain.olderFile, sizeLimit: Int.max) else { return (nil, nil) }
+        let subject = directory.path + "/" + chain.olderFile
         let size = Int(try older.status().st_size)
         guard size > 0, try older.readBytes(at: size - 1, count: 1, subject: subject) == [0x0a] else { return (nil, nil) }
         return (try firstLine(in: older, size: size, subject: subject), try line(in: older, endingAt: size, subject: subject))
     }
 
     mutating func append(_ entries: [AuditEntry]) throws -> [AuditLine] {
-        var (file, created) = try directory.openForAppend(AuditFiles.current)
+        var (file, created) = try directory.openForAppend(chain.currentFile)
         var size = Int(try file.status().st_size)
         var separator: [UInt8] = []
         var older: (first: AuditLine?, last: AuditLine?)? = nil
@@ -485,8 +652,8 @@ struct AuditWriter {
         let length = { (lines: [AuditLine]) in lines.reduce(0) { $0 + $1.raw.count + 1 } }
         if size > 0 && size + separator.count + length(lines) > fileLimit {
             let first = try firstLine(in: file, size: size, subject: currentPath)?.entry.seq ?? 0
-            try directory.rename(AuditFiles.current, to: AuditFiles.older)
-            (file, created) = try directory.openForAppend(AuditFiles.current)
+            try directory.rename(chain.currentFile, to: chain.olderFile)
+            (file, created) = try directory.openForAppend(chain.currentFile)
             size = 0
             separator = []
             lines = try seal(entries, rotation: first)
@@ -523,6 +690,7 @@ struct AuditWriter {
         for var entry in pending {
             seq += 1
             entry.seq = seq
+            entry.trail = chain.entryTag
             entry.prev = Encoding.hex(prev)
             let line = try AuditLine.seal(entry, key: key)
             sealed.append(line)
@@ -532,18 +700,29 @@ struct AuditWriter {
     }
 }
 
-/// Walks the chain and names the first problem.
+/// Walks one chain and names the first problem.
 struct AuditVerifier {
+    let chain: AuditChain
     let key: SecureBytes
     let vaultID: String
     private(set) var events = 0
     /// Entry number → MAC, of every authentic entry walked.
     private var seen: [UInt64: [UInt8]] = [:]
     private var last: AuditLine? = nil
+    /// The oldest entry walked (files are walked oldest first), and the oldest event's time.
+    private var oldest: AuditLine? = nil
+    private var oldestEventTime: Int64? = nil
 
-    init(key: SecureBytes, vaultID: String) {
+    init(chain: AuditChain = .security, key: SecureBytes, vaultID: String) {
+        self.chain = chain
         self.key = key
         self.vaultID = vaultID
+    }
+
+    /// Entries before the oldest kept one were rotated away (a chain starts at 1).
+    private var rotatedAway: [AuditRotation] {
+        guard let oldest, oldest.entry.seq > 1 else { return [] }
+        return [AuditRotation(chain: chain, through: oldest.entry.seq - 1, oldestKept: oldestEventTime ?? oldest.entry.time)]
     }
 
     private func problem(_ kind: AuditProblem.Kind, _ file: String, line: Int?, entry: UInt64?, _ message: String) -> AuditProblem {
@@ -553,17 +732,18 @@ struct AuditVerifier {
     mutating func verify(_ directory: SafeDirectory, head: AuditHead) throws -> AuditVerification {
         let headMAC = Hex.bytes(head.mac) ?? []
         func result(_ problem: AuditProblem?, interrupted: Bool = false) -> AuditVerification {
-            AuditVerification(events: events, problem: problem, interruptedAppend: interrupted)
+            AuditVerification(events: events, problem: problem, interruptedAppend: interrupted,
+                              rotatedAway: problem == nil ? rotatedAway : [])
         }
         func read(_ name: String) throws -> Result<AuditFileContents?, AuditProblem> {
             do {
-                return .success(try AuditReader.read(directory, name))
+                return .success(try AuditReader.read(directory, name, chain: chain))
             } catch let error as UnsafeFileError {
                 guard case .tooLarge = error.reason else { throw error }
                 return .failure(problem(.edited, name, line: nil, entry: nil, Messages.auditOversized(name)))
             }
         }
-        let currentName = AuditFiles.current, olderName = AuditFiles.older
+        let currentName = chain.currentFile, olderName = chain.olderFile
 
         // The current file, when it is missing or empty.
         let current: AuditFileContents
@@ -680,7 +860,11 @@ struct AuditVerifier {
                 return problem(.inserted, file, line: line.number, entry: entry.seq, Messages.auditDoesNotFollow(file, line.number))
             }
             seen[entry.seq] = parsed.mac
-            if !parsed.isRotation { events += 1 }
+            if oldest == nil { oldest = parsed }
+            if !parsed.isRotation {
+                events += 1
+                if oldestEventTime == nil { oldestEventTime = entry.time }
+            }
             expected = entry.seq &+ 1
             prev = parsed.mac
             last = parsed

@@ -3,18 +3,50 @@ import SodiumKit
 
 /// The audit trail's files in the vault directory, and their bounds.
 public enum AuditFiles {
-    /// The current file: JSON Lines, appended to.
+    /// The security chain's current file: JSON Lines, appended to.
     public static let current = "audit.jsonl"
     /// The file before it. When `current` would grow past `fileLimit`, it is renamed to this
     /// name (replacing the one before) and a new `current` begins with a rotation entry that
     /// names the older file's first event. So at most two files, at most 2 MiB, are kept, and
     /// the newest 1 MiB or more of history (several thousand events) is always there.
     public static let older = "audit.1.jsonl"
+    /// The attempts' chain (`AuditChain.attempts`), rotated the same way past
+    /// `attemptsFileLimit`.
+    public static let attempts = "attempts.jsonl"
+    public static let olderAttempts = "attempts.1.jsonl"
+    /// Every audit file a vault directory holds: deleted with the vault.
+    public static let all = [current, older, attempts, olderAttempts]
     static let fileLimit = 1 << 20
+    /// Smaller: attempts are many and each says less; a quarter MiB is a thousand or more.
+    static let attemptsFileLimit = 256 << 10
     /// The longest line fingerseal writes or reads; anything longer is not an entry.
     static let maxLine = 2048
     /// The longest text kept in one field (names, reasons); longer text is cut.
     static let maxField = 256
+}
+
+/// The two chains of a vault's audit trail, each with its own files, rotation limit, MAC key
+/// and head in the vault document.
+///
+/// Why two: a trail that anyone running as the user can fill (a cancelled step-up needs no
+/// finger and no PIN) would rotate the events that matter out of a single bounded trail.
+/// Security events need a finger, the PIN or the account password, or are rare by nature
+/// (a lock engages once until the next success), so their chain grows only as fast as people
+/// authenticate; attempts have a chain of their own, and no number of them can push a
+/// security event out.
+public enum AuditChain: String, CaseIterable, Sendable {
+    /// Sign-ins, unlocks, reveals, successful step-ups, lockouts, sign-outs, PIN resets,
+    /// confirmations and TPM changes: `audit.jsonl`.
+    case security
+    /// Fallbacks, failures, step-ups that did not succeed: `attempts.jsonl`.
+    case attempts
+
+    public var currentFile: String { self == .security ? AuditFiles.current : AuditFiles.attempts }
+    public var olderFile: String { self == .security ? AuditFiles.older : AuditFiles.olderAttempts }
+    var fileLimit: Int { self == .security ? AuditFiles.fileLimit : AuditFiles.attemptsFileLimit }
+    /// What an entry's `trail` says: nothing for the security chain (entries written before
+    /// there were two chains say nothing either).
+    var entryTag: String? { self == .security ? nil : rawValue }
 }
 
 /// One entry: `{"event":"unlock","method":"finger",...,"prev":"<hex>","seq":N,"time":T,
@@ -37,10 +69,56 @@ struct AuditEntry: Codable, Equatable {
     var action: String? = nil
     /// A rotation entry: the number of the first entry in the older file.
     var first: UInt64? = nil
+    /// The attempts' chain: "attempts" (`AuditChain.entryTag`); absent in the security chain.
+    var trail: String? = nil
+    /// Attempts: the number of the newest security event when this one was written, which
+    /// places it among them when both chains are listed.
+    var after: UInt64? = nil
+    /// A count of attempts not recorded one by one (`AttemptTally`): the first and last one's
+    /// times, how many of each kind, and how many of kinds beyond those named.
+    var since: Int64? = nil
+    var until: Int64? = nil
+    var counts: [AuditCount]? = nil
+    var other: UInt64? = nil
     /// The MAC of the entry before (all zeros before the first).
     var prev: String
 
     static let rotated = "rotated"
+    static let counted = "attempts-counted"
+}
+
+/// One kind of attempt in a count, and how many: the fields that make its sentence.
+struct AuditCount: Codable, Equatable, Sendable {
+    var event: String
+    var action: String? = nil
+    var reason: String? = nil
+    var context: String? = nil
+    var result: String? = nil
+    var count: UInt64
+
+    init(_ entry: AuditEntry, count: UInt64) {
+        event = entry.event
+        action = entry.action
+        reason = entry.reason
+        context = entry.context
+        result = entry.result
+        self.count = count
+    }
+
+    func isKind(of entry: AuditEntry) -> Bool {
+        event == entry.event && action == entry.action && reason == entry.reason && context == entry.context
+            && result == entry.result
+    }
+
+    /// An entry of this kind, for its sentence.
+    var example: AuditEntry {
+        var entry = AuditEntry(seq: 0, time: 0, vault: "", event: event, prev: "")
+        entry.action = action
+        entry.reason = reason
+        entry.context = context
+        entry.result = result
+        return entry
+    }
 }
 
 /// A line of the audit file: the entry, its MAC, and the bytes the MAC covers.
@@ -67,10 +145,15 @@ struct AuditLine: Equatable {
 
     var isRotation: Bool { entry.event == AuditEntry.rotated }
 
-    /// The audit chain's key: subkey 2 in its own context. (Subkeys in use: id 1 "fsvaultm",
-    /// the vault document's MAC; id 2 "fsaudit1", this chain.)
-    static func key(_ masterKey: SecureBytes) throws -> SecureBytes {
-        try KeyDerivation.subkey(of: masterKey, id: 2, context: "fsaudit1")
+    /// A chain's key: a subkey in a context of its own per chain, so a line (or a file) of one
+    /// chain never verifies in the other. (Subkeys of the master key in use: id 1 "fsvaultm",
+    /// the vault document's MAC; id 2 "fsaudit1", the security chain; id 4, sealed data;
+    /// id 5 "fsattmp1", the attempts' chain.)
+    static func key(_ masterKey: SecureBytes, chain: AuditChain = .security) throws -> SecureBytes {
+        switch chain {
+        case .security: return try KeyDerivation.subkey(of: masterKey, id: 2, context: "fsaudit1")
+        case .attempts: return try KeyDerivation.subkey(of: masterKey, id: 5, context: "fsattmp1")
+        }
     }
 
     static func computeMAC(body: [UInt8], prev: [UInt8], key: SecureBytes) throws -> [UInt8] {

@@ -405,6 +405,18 @@ public enum Messages {
     public static var auditLoggedOut: String { tr("Signed out.") }
     public static var auditPINReset: String { tr("A forgotten PIN was replaced with a new one.") }
     public static func auditRotated(_ file: String) -> String { tr("Older events were moved to %1$s.", file) }
+    /// An entry of attempts counted, not recorded one by one (`AttemptTally`); the kinds follow.
+    public static func auditCounted(_ total: UInt64, _ from: String, _ to: String) -> String {
+        trn("%1$s more attempt, from %2$s to %3$s, was counted and not listed one by one.",
+            "%1$s more attempts, from %2$s to %3$s, were counted and not listed one by one.", Int(clamping: total), total, from, to)
+    }
+    /// One kind in such a count: how often, and the sentence an attempt of that kind has.
+    public static func auditCountedKind(_ count: UInt64, _ sentence: String) -> String {
+        trn("%1$s time: %2$s", "%1$s times: %2$s", Int(clamping: count), count, sentence)
+    }
+    public static func auditCountedOther(_ count: UInt64) -> String {
+        trn("%1$s time: another kind of attempt.", "%1$s times: other kinds of attempt.", Int(clamping: count), count)
+    }
     public static func auditUnknownEvent(_ event: String) -> String { tr("An event this fingerseal does not know: %1$s.", event) }
     /// A reason word (usually an outcome name) as words.
     public static func auditReason(_ reason: String) -> String {
@@ -442,6 +454,16 @@ public enum Messages {
         }
     }
     public static func auditListed(_ seq: UInt64, _ time: String, _ sentence: String) -> String { tr("Event %1$s, %2$s: %3$s", seq, time, sentence) }
+    /// An entry of the attempts' chain, numbered in that chain.
+    public static func auditListedAttempt(_ seq: UInt64, _ time: String, _ sentence: String) -> String {
+        tr("Attempt %1$s, %2$s: %3$s", seq, time, sentence)
+    }
+    /// Attempts the broker has counted in the open window and not written yet.
+    public static func auditAttemptsPending(_ total: UInt64, since: String, until: String) -> String {
+        trn("%1$s more attempt since %2$s is counted and not listed one by one; the count is recorded as one entry when it ends, at %3$s.",
+            "%1$s more attempts since %2$s are counted and not listed one by one; the count is recorded as one entry when it ends, at %3$s.",
+            Int(clamping: total), total, since, until)
+    }
     public static func auditFprintdSetConfirmed(_ fingers: Int) -> String {
         trn("The PIN confirmed the %1$s finger now enrolled in fprintd.", "The PIN confirmed the %1$s fingers now enrolled in fprintd.", fingers, fingers)
     }
@@ -461,6 +483,15 @@ public enum Messages {
         trn("%1$s line of the audit trail cannot be read. Run: fingerseal audit --verify", "%1$s lines of the audit trail cannot be read. Run: fingerseal audit --verify", count, count)
     }
     public static func auditIntact(_ events: Int) -> String { trn("The audit trail is intact: %1$s event.", "The audit trail is intact: %1$s events.", events, events) }
+    /// `audit --verify`: what rotation took from a chain (`through` is the last number gone).
+    public static func auditRotatedAway(attempts: Bool, through: UInt64, oldestKept: String) -> String {
+        switch (attempts, through == 1) {
+        case (false, true): return tr("Event 1 was rotated away; the oldest kept is from %1$s.", oldestKept)
+        case (false, false): return tr("Events 1 to %1$s were rotated away; the oldest kept is from %2$s.", through, oldestKept)
+        case (true, true): return tr("Attempt 1 was rotated away; the oldest attempt kept is from %1$s.", oldestKept)
+        case (true, false): return tr("Attempts 1 to %1$s were rotated away; the oldest attempt kept is from %2$s.", through, oldestKept)
+        }
+    }
     public static var auditInterruptedAppend: String { tr("Its last line is incomplete because an append was interrupted; it held no recorded event, and the next event recorded removes it.") }
     public static func auditTampered(_ problem: String) -> String { tr("The audit trail is not intact: %1$s.", embedded(problem)) }
     public static func auditUnreadable(_ file: String, _ line: Int) -> String { tr("line %1$s of %2$s is not an audit entry (edited or damaged)", line, file) }

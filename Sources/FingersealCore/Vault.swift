@@ -97,7 +97,7 @@ public enum Vault {
         let masterKey = try VaultStore.guarded(.createKey) { try SecureBytes.random(count: masterKeyLength) }
         let replaced = try store.withDirectory(create: true, exclusive: true) { directory -> (VaultDocument, String?) in
             let previous = try? store.readDocument(directory)
-            for name in [AuditFiles.current, AuditFiles.older, VaultFiles.lockout] {
+            for name in AuditFiles.all + [VaultFiles.lockout] {
                 try VaultStore.guarded(.deleteOldVault) { try directory.remove(name) }
             }
             return (try writeNew(store, directory, masterKey: masterKey, pin: pin, tpm: tpm, clock: clock), previous?.vaultID)
@@ -261,7 +261,7 @@ public enum Vault {
         let removed = try store.withDirectory(exclusive: true) { directory -> Bool in
             let names = try VaultStore.guarded(.listVault) { try directory.entries() }
             let ours = names.filter {
-                $0 == VaultFiles.vault || $0 == VaultFiles.lockout || $0 == AuditFiles.current || $0 == AuditFiles.older
+                $0 == VaultFiles.vault || $0 == VaultFiles.lockout || AuditFiles.all.contains($0)
                     || ($0.hasPrefix(VaultFiles.deviceKeyPrefix) && $0.hasSuffix(VaultFiles.deviceKeySuffix))
             }
             // The vault file first: once it is gone, nothing else can be unlocked.
@@ -375,7 +375,7 @@ public final class UnlockedVault {
     }
 
     /// A key for one purpose, derived from the master key (libsodium KDF). Ids in use:
-    /// 1 the vault MAC, 3 step-up grants, 4 sealed data.
+    /// 1 the vault MAC, 2 and 5 the audit chains (`AuditLine.key`), 3 step-up grants, 4 sealed data.
     func subkey(id: UInt64, context: String) throws -> SecureBytes {
         try KeyDerivation.subkey(of: masterKey, id: id, context: context)
     }

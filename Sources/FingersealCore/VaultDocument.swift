@@ -139,6 +139,8 @@ struct VaultDocument: Codable, Equatable {
     var provider: ProviderRecord? = nil
     /// The audit trail's newest entry (see `AuditHead`); nil before the first.
     var auditHead: AuditHead? = nil
+    /// The attempts' chain's newest entry (`AuditChain.attempts`); nil before the first.
+    var attemptsHead: AuditHead? = nil
     /// fprintd's enrolled set the device slot is bound to; nil when fprintd is not used.
     var fprintd: FprintdSet? = nil
     /// Who the identity provider said signed in, when it said (verified ID token or userinfo).

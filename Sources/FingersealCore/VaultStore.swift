@@ -55,11 +55,15 @@ public struct VaultStore: Sendable {
     /// The TPM the keyslots are sealed to, and when new ones are (the broker's `tpm=`
     /// settings; without them, slots already sealed still open, and new ones are not sealed).
     public var tpm: TPMPolicy
+    /// The broker's count of attempts per account (`AttemptLimiter`): beyond its allowance an
+    /// attempt is counted, not written. Nil (tools, tests): every attempt is written.
+    public var attemptLimiter: AttemptLimiter?
 
-    public init(location: VaultLocation, lockTimeout: Double = 5, tpm: TPMPolicy = .off) {
+    public init(location: VaultLocation, lockTimeout: Double = 5, tpm: TPMPolicy = .off, attemptLimiter: AttemptLimiter? = nil) {
         self.location = location
         self.lockTimeout = lockTimeout
         self.tpm = tpm
+        self.attemptLimiter = attemptLimiter
     }
 
     /// Runs `body` as the owner with the directory open and locked. Returns nil when the

@@ -252,13 +252,17 @@ enum Commands {
         name: "audit", summary: N_("List what happened to your vault (sign-ins, unlocks, lockouts, ...), or verify that the list is intact."),
         options: [
             .flag("--json", N_("Print each event as one JSON object per line (JSON Lines, not an array), exactly as stored.")),
-            .flag("--verify", N_("Check every entry with the vault key and say whether the trail is intact.")),
+            .flag("--verify", N_("Check every entry with the vault key and say whether the trail is intact, and what was rotated away.")),
         ],
         discussion: N_("""
-            Each event is listed as one sentence with its time (UTC). --verify opens the vault through its device \
-            key (no prompt) and names the first entry that was edited, deleted, inserted, reordered or cut off; \
-            with --json it prints one JSON object. Exit status: 0 when listed or intact; 9 when the trail was \
-            changed or damaged. The listing itself is not verified.
+            Each event is listed as one sentence with its time (UTC), in the order they happened. Attempts that \
+            need no finger, PIN or password (fallbacks, failures, step-ups that did not succeed) are kept in a \
+            chain of their own and listed as "Attempt N", so no number of them can push an event out; beyond 30 \
+            in 10 minutes they are counted and recorded as one entry. --verify opens the vault through its device \
+            key (no prompt), checks both chains, names the first entry that was edited, deleted, inserted, \
+            reordered or cut off, and says what older entries were rotated away; with --json it prints one JSON \
+            object. Exit status: 0 when listed or intact; 9 when the trail was changed or damaged. The listing \
+            itself is not verified.
             """),
         command: .audit)
 

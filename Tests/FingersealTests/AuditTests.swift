@@ -23,17 +23,22 @@ import SystemKit
         var directory: String { store.location.directory }
         var path: String { directory + "/" + AuditFiles.current }
         var olderPath: String { directory + "/" + AuditFiles.older }
+        func path(_ chain: AuditChain) -> String { directory + "/" + chain.currentFile }
+        func olderPath(_ chain: AuditChain) -> String { directory + "/" + chain.olderFile }
 
-        init(fileLimit: Int? = nil, broker withBroker: Bool = false) throws {
+        init(fileLimit: Int? = nil, attemptsFileLimit: Int? = nil, broker withBroker: Bool = false,
+             clock: any FingersealCore.Clock = FixedClock(time: 1_800_000_000), limiter: AttemptLimiter? = nil) throws {
             temp = try TempDirectory()
             broker = withBroker ? try TestBroker() : nil
             guard let account = try UserAccount.current() else { throw TestFailure("no account") }
             let directory = broker?.vaultDirectory(uid: account.uid) ?? temp.path + "/fingerseal"
-            store = VaultStore(location: VaultLocation(directory: directory, account: account), lockTimeout: 10)
+            store = VaultStore(location: VaultLocation(directory: directory, account: account), lockTimeout: 10,
+                               attemptLimiter: limiter)
             vault = try Vault.create(store, pin: PINKeyslot(pin: secret(AuditTests.pin), cost: .fastForTests),
                                      clock: FixedClock(time: 1_000_000))
-            trail = AuditTrail(store: store, clock: FixedClock(time: 1_800_000_000), sink: .none)
+            trail = AuditTrail(store: store, clock: clock, sink: .none)
             if let fileLimit { trail.fileLimit = fileLimit }
+            if let attemptsFileLimit { trail.attemptsFileLimit = attemptsFileLimit }
         }
 
         func record(_ events: [AuditEvent], sourceLocation: SourceLocation = #_sourceLocation) {
@@ -73,18 +78,30 @@ import SystemKit
         }
     }
 
+    /// Six security events, and six attempts: a chain's worth each for the tampering tests.
     static let sixEvents: [AuditEvent] = [
         .signIn(issuer: "https://idp.example.org/o", flow: "device"),
         .unlock(method: .pin, via: .cli),
         .unlock(method: .finger, via: .pam),
-        .fallback(reason: Outcome.noReader.rawValue),
-        .failure(action: "unlock", reason: Outcome.wrongPIN.rawValue),
+        .stepUp(context: "contacts", result: .success),
+        .reveal(context: "contacts", fileID: "assignment-7.sealed"),
         .logout,
     ]
+    static let sixAttempts: [AuditEvent] = [
+        .fallback(reason: Outcome.noReader.rawValue),
+        .failure(action: "unlock", reason: Outcome.wrongPIN.rawValue),
+        .stepUp(context: "contacts", result: .cancelled),
+        .fallback(reason: Outcome.cancelled.rawValue),
+        .failure(action: "sign-out", reason: Outcome.wrongPIN.rawValue),
+        .stepUp(context: "payroll", result: .timedOut),
+    ]
+    static func six(_ chain: AuditChain) -> [AuditEvent] { chain == .security ? sixEvents : sixAttempts }
 
+    /// Security events and attempts, each to its own chain, listed together in the order they
+    /// happened, each numbered in its chain.
     @Test func recordsListsAndVerifies() throws {
         let t = try Trail(broker: true)
-        let events: [AuditEvent] = AuditTests.sixEvents + [
+        let events: [AuditEvent] = Array(AuditTests.sixEvents.prefix(3)) + Array(AuditTests.sixAttempts.prefix(2)) + [.logout] + [
             .stepUp(context: "contacts", result: .success),
             .reveal(context: "contacts", fileID: "assignment-7.sealed"),
             .lockout(.finger),
@@ -97,7 +114,9 @@ import SystemKit
 
         let listing = try t.trail.list()
         #expect(listing.unreadableLines == 0)
-        #expect(listing.records.map(\.seq) == Array(1...11))
+        #expect(listing.records.map(\.seq) == [1, 2, 3, 1, 2, 4, 5, 6, 7, 8, 3])
+        #expect(listing.records.map(\.chain) == [.security, .security, .security, .attempts, .attempts, .security, .security,
+                                                  .security, .security, .security, .attempts])
         #expect(listing.records.map(\.event) == ["sign-in", "unlock", "unlock", "fallback", "failure", "logout", "step-up",
                                                   "reveal", "lockout", "lockout", "fallback"])
         #expect(listing.records.map(\.sentence) == [
@@ -115,7 +134,9 @@ import SystemKit
         ])
         // Each stored line is one JSON object with the fields, chained and sealed.
         let lines = t.lines()
-        #expect(lines.count == 11)
+        #expect(lines.count == 8)
+        let attempts = t.lines(t.path(.attempts))
+        #expect(attempts.count == 3)
         let first = try JSONDecoder().decode(AuditEntry.self, from: Data(lines[0]))
         #expect(first.event == "sign-in" && first.seq == 1 && first.time == 1_800_000_000)
         #expect(first.issuer == "https://idp.example.org/o" && first.flow == "device")
@@ -126,15 +147,25 @@ import SystemKit
         #expect(second.prev == Encoding.hex(firstMAC))
         #expect(listing.records[0].json == String(decoding: lines[0], as: UTF8.self))
         #expect(String(decoding: lines.last ?? [], as: UTF8.self).hasSuffix(#"}"#))
+        // An attempt says its chain, and after which security event it came.
+        let attempt = try JSONDecoder().decode(AuditEntry.self, from: Data(attempts[0]))
+        #expect(attempt.event == "fallback" && attempt.seq == 1 && attempt.trail == "attempts" && attempt.after == 3)
+        #expect(attempt.prev == String(repeating: "0", count: 64))
 
         // The CLI: one sentence per event with its time, JSON Lines, and the verdict.
         let plain = try t.cli(["audit"])
         #expect(plain.status == 0, "\(plain.all)")
         #expect(plain.stdout.split(separator: "\n").first == "Event 1, 2027-01-15T08:00:00Z: Signed in to https://idp.example.org/o with the device sign-in.")
+        #expect(plain.stdout.split(separator: "\n").dropFirst(3).first
+                == "Attempt 1, 2027-01-15T08:00:00Z: Moved on to the next way to sign in: no fingerprint reader.")
         #expect(!plain.stdout.contains("\u{1b}") && !plain.stdout.contains("\u{202e}"))
         let json = try t.cli(["audit", "--json"])
         #expect(json.status == 0)
-        #expect(json.stdout.split(separator: "\n").map { Array($0.utf8) } == lines)
+        var merged: [[UInt8]] = Array(lines[0..<3])
+        merged += attempts[0..<2]
+        merged += lines[3...]
+        merged += attempts[2...]
+        #expect(json.stdout.split(separator: "\n").map { Array($0.utf8) } == merged)
         let verified = try t.cli(["audit", "--verify"])
         #expect(verified.status == 0, "\(verified.all)")
         #expect(verified.stdout == "The audit trail is intact: 11 events.\n")
@@ -153,13 +184,19 @@ import SystemKit
         #expect(try t.cli(["audit", "--verify"]).stdout == "The audit trail is intact: 0 events.\n")
     }
 
-    /// Every kind of change to the file, made without the vault key.
+    /// Every kind of change to a chain's file, made without the vault key.
     enum Tampering: String, CaseIterable, Sendable {
         case editAField, deleteAMiddleEntry, insertAForgedEntry, duplicateAnEntry, swapTwoEntries, truncateTheTail,
              tearTheLastLine, deleteTheFile, emptyTheFile, bringAnotherVaultsFile, addGarbageLine
 
-        /// What --verify must say: the kind, the line to blame, and words of the message.
-        var expected: (kind: AuditProblem.Kind, line: Int?, message: String) {
+        /// What --verify must say about the chain's file: the kind, the line to blame, and
+        /// words of the message.
+        func expected(_ chain: AuditChain) -> (kind: AuditProblem.Kind, line: Int?, message: String) {
+            let (kind, line, message) = expectedForTheSecurityChain
+            return (kind, line, message.replacing(AuditFiles.current, with: chain.currentFile))
+        }
+
+        private var expectedForTheSecurityChain: (kind: AuditProblem.Kind, line: Int?, message: String) {
             switch self {
             case .editAField: return (.edited, 3, "line 3 of audit.jsonl, event 3, does not match its seal (edited)")
             case .deleteAMiddleEntry: return (.deleted, 3, "event 3 is missing before line 3 of audit.jsonl (deleted)")
@@ -177,20 +214,27 @@ import SystemKit
             }
         }
 
-        func apply(_ t: Trail) throws {
-            var lines = t.lines()
+        /// Line 3 of each chain's six: a field to change, and another to change with it.
+        static func fields(_ chain: AuditChain) -> (from: String, to: String, alsoFrom: String, alsoTo: String) {
+            chain == .security ? (#""method":"finger""#, #""method":"pin""#, #""via":"pam""#, #""via":"cli""#)
+                : (#""result":"cancelled""#, #""result":"success""#, #""context":"contacts""#, #""context":"payroll""#)
+        }
+
+        func apply(_ t: Trail, _ chain: AuditChain) throws {
+            let file = t.path(chain)
+            var lines = t.lines(file)
+            let fields = Tampering.fields(chain)
             switch self {
             case .editAField:
                 let text = String(decoding: lines[2], as: UTF8.self)
-                #expect(text.contains(#""method":"finger""#))
-                lines[2] = Array(text.replacing(#""method":"finger""#, with: #""method":"pin""#).utf8)
+                #expect(text.contains(fields.from))
+                lines[2] = Array(text.replacing(fields.from, with: fields.to).utf8)
             case .deleteAMiddleEntry:
                 lines.remove(at: 2)
             case .insertAForgedEntry:
                 // A plausible entry 3: right number, right previous MAC, a made-up MAC.
                 let text = String(decoding: lines[2], as: UTF8.self)
-                lines.insert(Array(text.replacing(#""method":"finger""#, with: #""method":"pin""#)
-                    .replacing(#""via":"pam""#, with: #""via":"cli""#).utf8), at: 2)
+                lines.insert(Array(text.replacing(fields.from, with: fields.to).replacing(fields.alsoFrom, with: fields.alsoTo).utf8), at: 2)
             case .duplicateAnEntry:
                 lines.insert(lines[1], at: 4)
             case .swapTwoEntries:
@@ -199,32 +243,32 @@ import SystemKit
                 lines.removeLast(2)
             case .tearTheLastLine:
                 lines[5] = Array(lines[5].prefix(lines[5].count / 2))
-                t.write(lines, newlineAtEnd: false)
+                t.write(lines, file: file, newlineAtEnd: false)
                 return
             case .deleteTheFile:
-                #expect(unlink(t.path) == 0)
+                #expect(unlink(file) == 0)
                 return
             case .emptyTheFile:
                 lines = []
             case .bringAnotherVaultsFile:
                 let other = try Trail()
-                other.record(AuditTests.sixEvents)
-                lines = other.lines()
+                other.record(AuditTests.six(chain))
+                lines = other.lines(other.path(chain))
             case .addGarbageLine:
                 lines.insert(Array("not an entry".utf8), at: 3)
             }
-            t.write(lines)
+            t.write(lines, file: file)
         }
     }
 
-    @Test(arguments: Tampering.allCases) func tamperingIsDetected(_ tampering: Tampering) throws {
+    @Test(arguments: Tampering.allCases, AuditChain.allCases) func tamperingIsDetected(_ tampering: Tampering, _ chain: AuditChain) throws {
         let t = try Trail(broker: true)
-        t.record(AuditTests.sixEvents)
+        t.record(AuditTests.six(chain))
         #expect(try t.verify().intact)
-        try tampering.apply(t)
+        try tampering.apply(t, chain)
 
         let verification = try t.verify()
-        let expected = tampering.expected
+        let expected = tampering.expected(chain)
         #expect(verification.problem?.kind == expected.kind, "\(String(describing: verification.problem))")
         #expect(verification.problem?.line == expected.line)
         #expect(verification.problem?.message == expected.message)
@@ -238,7 +282,7 @@ import SystemKit
 
         // The vault is unaffected, recording goes on, and appending never hides the damage.
         try t.stillOpens()
-        t.record([.logout])
+        t.record([chain == .security ? .logout : .fallback(reason: Outcome.noReader.rawValue)])
         #expect(try t.verify().problem != nil)
     }
 
@@ -308,6 +352,10 @@ import SystemKit
         #expect(zip(records, records.dropFirst()).allSatisfy { $1.seq == $0.seq + 1 || $1.seq == $0.seq + 2 })
         let rotation = try #require(t.lines().first.flatMap { AuditLine.parse($0[...]) })
         #expect(rotation.isRotation)
+        // What rotation took is said: the entries before the older file's first.
+        let oldestKept = try #require(t.lines(t.olderPath).first.flatMap { AuditLine.parse($0[...]) }).entry.seq
+        #expect(oldestKept > 1)
+        #expect(verification.rotatedAway == [AuditRotation(chain: .security, through: oldestKept - 1, oldestKept: 1_800_000_000)])
 
         // The older file belongs to the chain: deleting it, or its start, is noticed.
         let older = try #require(readFile(t.olderPath))
@@ -423,10 +471,11 @@ import SystemKit
     }
 
     @Test func resetRemovesTheTrail() throws {
-        let t = try Trail()
-        t.record([.logout])
+        let t = try Trail(fileLimit: 600, attemptsFileLimit: 600)
+        for _ in 0..<6 { t.record([.logout, .fallback(reason: Outcome.noReader.rawValue)]) }
+        for chain in AuditChain.allCases { #expect(access(t.olderPath(chain), F_OK) == 0, "\(chain) rotated") }
         #expect(try Vault.reset(t.store))
-        #expect(access(t.path, F_OK) != 0)
+        for name in AuditFiles.all { #expect(access(t.directory + "/" + name, F_OK) != 0, "\(name) is gone") }
     }
 
     // MARK: events from the real flows

@@ -218,7 +218,9 @@ import SystemKit
         #expect(infos == 1, "\(shown)")
         let after = try rig.rig.lockout()
         #expect(after.fingerFailures == before.fingerFailures && after.pinFailures == before.pinFailures)
-        let audit = String(decoding: readFile(try rig.store.location.directory + "/audit.jsonl") ?? [], as: UTF8.self)
+        let directory = try rig.store.location.directory
+        let audit = String(decoding: (readFile(directory + "/audit.jsonl") ?? []) + (readFile(directory + "/attempts.jsonl") ?? []),
+                           as: UTF8.self)
         #expect(!audit.contains("\"failure\""), "\(audit)")
         for message in shown {
             #expect(!"\(message)".contains("Ctrl-C"), "\(message)")

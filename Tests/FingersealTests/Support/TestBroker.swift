@@ -87,6 +87,17 @@ final class TestBroker {
         self.process = nil
     }
 
+    /// Stops the broker as systemd does (SIGTERM), so it does what it must on the way out, and
+    /// waits for it. Returns its exit status.
+    @discardableResult
+    func terminate() -> Int32? {
+        guard let process else { return nil }
+        process.signal(SIGTERM)
+        let status = process.finish(limit: 10).status
+        self.process = nil
+        return status
+    }
+
     func restart() throws {
         stop()
         try start()

@@ -8,8 +8,9 @@
 //   vault-torture check DIR PIN       prints the counter after verifying token, PIN and device
 //                                     (FINGERSEAL_TEST_TCTI: the TPM sealed slots open with)
 //   vault-torture put DIR NAME        stores stdin's first line as secret NAME (device slot)
-//   vault-torture audit DIR           appends audit events forever (device slot); prints
-//                                     "recorded" after each append the vault has committed
+//   vault-torture audit DIR           appends audit events forever (device slot), one per
+//                                     append, to each chain in turn; prints "recorded" after
+//                                     each append the vault has committed
 //   vault-torture refresh DIR         refreshes the sealed sign-in forever (device slot);
 //                                     prints "refreshed" after each sealed rotation, and
 //                                     exits 3 once the vault says sign-in required
@@ -98,8 +99,12 @@ do {
     case "audit":
         let vault = try Vault.unlockWithDevice(store)
         let trail = AuditTrail(store: store, sink: .none)
+        // Each chain in turn (an unlock, then a fallback): a kill lands in either's append.
+        var next = AuditChain.security
         while true {
-            guard trail.record(.unlock(method: .finger, via: .cli), vault: vault) else { fail("an append failed") }
+            let event: AuditEvent = next == .security ? .unlock(method: .finger, via: .cli) : .fallback(reason: "noReader")
+            next = next == .security ? .attempts : .security
+            guard trail.record(event, vault: vault) else { fail("an append failed") }
             let line = Array("recorded\n".utf8)
             _ = line.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
         }
