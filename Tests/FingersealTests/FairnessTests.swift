@@ -402,6 +402,131 @@ import SystemKit
     }
 }
 
+extension FairnessTests {
+    // MARK: remote callers (12), groups at connect time (14)
+
+    /// (12) From a remote session (logind says REMOTE=1), no command drives the reader: verify
+    /// is refused at once with a sentence, and a step-up takes the PIN instead of a finger. From
+    /// a local session the same verify scans.
+    @Test(.enabled(if: LogindSession.possible)) func aRemoteSessionNeverDrivesTheReader() throws {
+        let setup = try ReaderRig()
+        let pin = Self.pins[Self.alice] ?? ""
+        let remote = try LogindSession(id: "fs19remote\(getpid())", user: Self.alice, remote: true)
+        let started = VirtualSensor.now()
+        let refused = try remote.run(setup.rig, [Paths.cli, "verify", "--timeout", "5"])
+        #expect(refused.status == 8 && refused.stderr.contains(Messages.readerNotFromRemote), "\(refused.all)")
+        #expect(VirtualSensor.now() - started < 2, "refused at once, not after the scan's timeout")
+        let stepUp = try remote.run(setup.rig, [Paths.cli, "step-up", "remote-work", "--pin-fd", "3"], fd3: pin)
+        #expect(stepUp.status == 0 && stepUp.all.contains("your PIN"), "\(stepUp.all)")
+        let local = try LogindSession(id: "fs19local\(getpid())", user: Self.alice, remote: false)
+        let scanning = try local.start(setup.rig, [Paths.cli, "verify", "--timeout", "10"])
+        // Queued on the reader: the verify takes it when it starts.
+        _ = try VirtualSensor.send("SCAN finger-a", to: setup.rig.sensor)
+        let matched = scanning.finish()
+        #expect(matched.status == 0, "a local session scans: \(matched.all)")
+    }
+
+    /// (14) The groups that count for the rig commands are the ones the caller had when it
+    /// connected: a process that connects, then runs a setgid program of `fingerseal-rig` on the
+    /// same connection, lends that group to nothing.
+    @Test func theRigGroupIsTheOneTheCallerHadWhenItConnected() throws {
+        try #require(TestUsers.ensure(Self.alice))
+        #expect(Child.runQuietly("/usr/sbin/groupadd", ["-f", "fingerseal-rig"]) == 0)
+        #expect(Child.runQuietly("/usr/bin/gpasswd", ["-d", Self.alice, "fingerseal-rig"]) >= 0)
+        let group = try #require(getgrnam("fingerseal-rig")?.pointee.gr_gid)
+        let copies = try TempDirectory()
+        #expect(chmod(copies.path, 0o755) == 0)
+        let setgid = copies.file("wire-client")
+        writeFile(setgid, try #require(readFile(Paths.buildDirectory + "/wire-client")), mode: 0o755)
+        #expect(chown(setgid, 0, group) == 0 && chmod(setgid, 0o2755) == 0)
+        let rig = try ReaderBroker(driver: "none", reader: false)
+        let broker = try #require(rig.broker.process?.pid)
+        // The broker looks at the caller only after the program changed: it is stopped meanwhile.
+        kill(broker, SIGSTOP)
+        var resumed = false
+        defer { if !resumed { kill(broker, SIGCONT) } }
+        let alice = try #require(getpwnam(Self.alice)?.pointee)
+        let child = try Child("/usr/bin/setpriv", ["--reuid=\(alice.pw_uid)", "--regid=\(alice.pw_gid)", "--init-groups", "--",
+                                                   Paths.buildDirectory + "/wire-client", rig.broker.socketPath,
+                                                   "--exec-after-connect", setgid, "capture"])
+        let changed = ReaderBroker.waitUntil {
+            guard let status = readFile("/proc/\(child.pid)/status") else { return false }
+            return String(decoding: status, as: UTF8.self).split(separator: "\n").contains { line in
+                line.hasPrefix("Gid:") && line.split(whereSeparator: \.isWhitespace).dropFirst(2).first == Substring(String(group))
+            }
+        }
+        #expect(changed, "the setgid program did not start")
+        kill(broker, SIGCONT)
+        resumed = true
+        let result = child.finish()
+        #expect(result.stdout.contains("result: notPermitted") && result.stdout.contains("fingerseal-rig"), "\(result.all)")
+    }
+}
+
+/// A logind session as logind would leave it for the broker to read, without logind: the
+/// process's cgroup `user.slice/user-UID.slice/session-ID.scope` (what sd_pid_get_session
+/// parses) and `/run/systemd/sessions/ID` (what sd_session_is_remote and sd_session_get_uid
+/// read). Removed when dropped.
+final class LogindSession {
+    static let hierarchies = ["/sys/fs/cgroup/systemd", "/sys/fs/cgroup/unified", "/sys/fs/cgroup"]
+        .filter { access($0 + "/cgroup.procs", W_OK) == 0 }
+    static var possible: Bool { getuid() == 0 && !hierarchies.isEmpty && access("/run/systemd", W_OK) == 0 }
+
+    let id: String
+    let user: String
+    private var made: [String] = []
+    private let sessionFile: String
+    private var madeSessions = false
+
+    init(id: String, user: String, remote: Bool) throws {
+        self.id = id
+        self.user = user
+        guard let entry = getpwnam(user)?.pointee else { throw TestFailure("no user \(user)") }
+        for root in LogindSession.hierarchies {
+            var path = root
+            for part in ["user.slice", "user-\(entry.pw_uid).slice", "session-\(id).scope"] {
+                path += "/" + part
+                if mkdir(path, 0o755) == 0 { made.append(path) }
+            }
+        }
+        if access("/run/systemd/sessions", F_OK) != 0 {
+            guard mkdir("/run/systemd/sessions", 0o755) == 0 else { throw TestFailure("cannot make /run/systemd/sessions") }
+            madeSessions = true
+        }
+        sessionFile = "/run/systemd/sessions/" + id
+        writeFile(sessionFile, Array("""
+            UID=\(entry.pw_uid)
+            USER=\(user)
+            ACTIVE=1
+            STATE=active
+            REMOTE=\(remote ? 1 : 0)
+            TYPE=tty
+            CLASS=user
+
+            """.utf8), mode: 0o644)
+    }
+
+    deinit {
+        unlink(sessionFile)
+        if madeSessions { rmdir("/run/systemd/sessions") }
+        for path in made.reversed() { rmdir(path) }
+    }
+
+    /// Starts `command` as the session's user, inside the session's cgroup.
+    func start(_ rig: ReaderBroker, _ command: [String], fd3: String? = nil) throws -> Child {
+        guard let entry = getpwnam(user)?.pointee else { throw TestFailure("no user \(user)") }
+        let scopes = LogindSession.hierarchies.map { "\($0)/user.slice/user-\(entry.pw_uid).slice/session-\(id).scope" }
+        let enter = scopes.map { "echo $$ > \($0)/cgroup.procs" }.joined(separator: " && ")
+        return try Child("/bin/sh", ["-c", enter + " && exec \"$@\"", "sh", "/usr/bin/setpriv", "--reuid=\(entry.pw_uid)",
+                                     "--regid=\(entry.pw_gid)", "--init-groups", "--"] + command,
+                         environment: rig.environment(["HOME": "/nonexistent"]), fd3: fd3.map { Array(($0 + "\n").utf8) })
+    }
+
+    func run(_ rig: ReaderBroker, _ command: [String], fd3: String? = nil) throws -> Child.Result {
+        try start(rig, command, fd3: fd3).finish()
+    }
+}
+
 extension ReaderBroker {
     /// The lockout record of `user`'s vault.
     func lockout(for user: String) throws -> LockoutState {

@@ -123,7 +123,8 @@ guard let commandName = arguments.first else { die("no command") }
     let connection = connect()
     if let execAfterConnect {
         // The connection goes on in another program (which may have other groups than this one had).
-        guard dup2(connection.fd, 3) == 3 else { die("dup2") }
+        // dup2 onto itself (the connection may be descriptor 3 already) keeps FD_CLOEXEC: cleared here.
+        guard dup2(connection.fd, 3) == 3, fcntl(3, F_SETFD, 0) == 0 else { die("dup2") }
         let rest = passedOn.filter { $0 != "--exec-after-connect" && $0 != execAfterConnect }
         let argv = ([execAfterConnect, socketPath, "--fd", "3"] + rest).map { strdup($0) } + [nil]
         execv(execAfterConnect, argv)
