@@ -35,6 +35,7 @@ import Testing
             ("tpm=require", \Options.tpm, "require"),
             ("tpm_tcti=swtpm:host=127.0.0.1,port=2321", \Options.tpmTCTI, "swtpm:host=127.0.0.1,port=2321"),
             ("tpm_pcrs=7, 14,7", \Options.tpmPCRs, "[7, 14]"),
+            ("stepup_max_ttl=60", \Options.stepUpMaxTTL, "60"),
         ]
         let defaults = Options()
         for (setting, key, expected) in fields {
@@ -71,7 +72,9 @@ import Testing
                       "fixed=fixed",
                       // The TPM.
                       "tpm", "tpm=", "tpm=yes", "tpm_tcti", "tpm_tcti=", "tpm_tcti=nocolon", "tpm_tcti=device:/dev/tpm rm0",
-                      "tpm_pcrs=24", "tpm_pcrs=-1", "tpm_pcrs=7,,8", "tpm_pcrs=seven"])
+                      "tpm_pcrs=24", "tpm_pcrs=-1", "tpm_pcrs=7,,8", "tpm_pcrs=seven",
+                      // Step-up.
+                      "stepup_max_ttl", "stepup_max_ttl=0", "stepup_max_ttl=86401", "ttl=0", "ttl=86401"])
     func outOfRangeOrGarbageIsAnError(setting: String) {
         var options = Options()
         #expect(throws: FingersealError.self) { try options.apply([setting], source: "test") }
@@ -86,6 +89,17 @@ import Testing
         let warnings = try options.applyArguments(["tpm=off", "tpm_tcti=swtpm:port=1", "tpm_pcrs=7", "timeout=9"], source: "module arguments")
         #expect(options.tpmPolicy == TPMPolicy(mode: .require) && options.timeout == 9)
         #expect(warnings == ["tpm", "tpm_tcti", "tpm_pcrs"].map { Messages.fileOnlyOption($0, "module arguments") })
+    }
+
+    /// The ceiling of step-up grants is the site's: no module argument (a root stack's, or a
+    /// lock screen's) raises it.
+    @Test func theStepUpCeilingIsTheConfigurationFilesAlone() throws {
+        var options = Options()
+        #expect(options.stepUpMaxTTL == 900)
+        try options.applyConfigFile("stepup_max_ttl=120\n")
+        let warnings = try options.applyArguments(["stepup_max_ttl=86400", "ttl=600"], source: "module arguments")
+        #expect(options.stepUpMaxTTL == 120 && options.stepUpTTL == 600)
+        #expect(warnings == [Messages.fileOnlyOption("stepup_max_ttl", "module arguments")])
     }
 
     @Test func hugeOptionIsRefused() {
