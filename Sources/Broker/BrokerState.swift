@@ -306,7 +306,7 @@ final class ReaderGate: @unchecked Sendable {
     /// from a remote session (unless `allow_remote`), with `.remoteSession`. `body`'s scans
     /// watch the turn's `stopFD`.
     func withReader<T>(_ call: Call, deviceID: String? = nil, _ body: (FingerReader, Turn) throws -> T) throws -> T {
-        if call.isRemote && !call.options.allowRemote { throw FingersealError(.remoteSession, Messages.readerNotFromRemote) }
+        try refuseRemote(call)
         let (priority, principal) = ReaderGate.rank(call)
         let turn = try acquire(priority, principal, call.conversation)
         defer { release(turn) }
@@ -344,6 +344,12 @@ final class ReaderGate: @unchecked Sendable {
             cached = nil
             throw error
         }
+    }
+
+    /// A remote session (logind's, or a PAM host's remote host) never drives the reader unless
+    /// `allow_remote`: the person is not at it.
+    func refuseRemote(_ call: Call) throws {
+        if call.isRemote && !call.options.allowRemote { throw FingersealError(.remoteSession, Messages.readerNotFromRemote) }
     }
 
     /// Whether a reader is there to scan with, asked before a question that is only worth
@@ -416,7 +422,7 @@ final class ReaderGate: @unchecked Sendable {
     /// Runs `body` in `call`'s turn with the libfprint reader closed (listing devices, the
     /// self-test). Gives the backend the options come to.
     func whileHeld<T>(_ call: Call, _ body: (ReaderBackendChoice, SystemBus?, Turn) throws -> T) throws -> T {
-        if call.isRemote && !call.options.allowRemote { throw FingersealError(.remoteSession, Messages.readerNotFromRemote) }
+        try refuseRemote(call)
         let (priority, principal) = ReaderGate.rank(call)
         let turn = try acquire(priority, principal, nil)
         defer { release(turn) }

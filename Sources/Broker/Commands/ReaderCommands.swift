@@ -80,6 +80,7 @@ enum ReaderCommands {
         // Nobody should type a PIN only to hear there is no reader: asked of a free reader
         // without waiting for one in use. The PIN comes before the reader's turn, so a person
         // thinking about their PIN holds nobody else's scan up.
+        try call.state.reader.refuseRemote(call)
         if call.state.reader.readerPresent(call, deviceID: call.value("--device")) == false {
             throw FingersealError(.noReader, Messages.noReader)
         }
