@@ -66,7 +66,9 @@ let package = Package(
         // fprintd over D-Bus (sd-bus) and logind's lid state; FprintKit only for its value
         // types (Finger, ReaderEvent, FprintError): nothing here calls libfprint.
         .target(name: "FprintdKit", dependencies: ["CSystemd", "FprintKit", "SystemKit", "CLinux"]),
-        .target(name: "CurlKit", dependencies: ["CCurl"]),
+        // SodiumKit: the bodies and headers that carry secrets are built and received in its
+        // secure memory.
+        .target(name: "CurlKit", dependencies: ["CCurl", "SodiumKit"]),
         .target(name: "TPMKit", dependencies: ["CTSS2"]),
         .target(name: "QRKit", dependencies: ["CQRencode"]),
         // OIDC ID tokens and key sets (JWS, JWK) over OpenSSL's libcrypto: signatures only.
