@@ -127,6 +127,11 @@ let package = Package(
         // hostile clients).
         .executableTarget(name: "wire-client", dependencies: ["FingersealWire", "SystemKit"], path: "Tests/Helpers/wire-client"),
 
+        // Test helper: every token request with canary secrets, then a search of its own memory
+        // for ordinary copies of them (issue 19 item 13).
+        .executableTarget(name: "secret-canary", dependencies: ["CurlKit", "FingersealCore", "IdentityClient", "SodiumKit"],
+                          path: "Tests/Helpers/secret-canary"),
+
         // Test helper: many PAM transactions in one (Swift) process, counting what is left behind.
         .executableTarget(name: "pam-cycles", dependencies: ["PAMKit"], path: "Tests/Helpers/pam-cycles"),
 
@@ -149,7 +154,7 @@ let package = Package(
             name: "FingersealTests",
             dependencies: [
                 "FingersealCore", "FingerprintFlows", "IdentityClient", "SystemKit", "SodiumKit", "PAMKit", "CPAM",
-                "FprintKit", "CurlKit", "JOSEKit", "TPMKit", "QRKit", "LoopbackKit", "vault-torture", "pam-cycles", "fingerseal",
+                "FprintKit", "CurlKit", "JOSEKit", "TPMKit", "QRKit", "LoopbackKit", "vault-torture", "pam-cycles", "secret-canary", "fingerseal",
                 "fingersealed", "wire-client", "FingersealWire", "FprintdKit", "Localization", "Broker",
             ],
             exclude: ["Support/pty_session.py", "Support/system-bus.conf"]
