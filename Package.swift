@@ -128,9 +128,13 @@ let package = Package(
         .executableTarget(name: "wire-client", dependencies: ["FingersealWire", "SystemKit"], path: "Tests/Helpers/wire-client"),
 
         // Test helper: every token request with canary secrets, then a search of its own memory
-        // for ordinary copies of them (issue 19 item 13).
-        .executableTarget(name: "secret-canary", dependencies: ["CurlKit", "FingersealCore", "IdentityClient", "SodiumKit"],
-                          path: "Tests/Helpers/secret-canary"),
+        // for ordinary copies of them (issue 19 item 13), over a heap that never reuses a block
+        // (canary-heap: free keeps it), so every copy ever made is still there. -rdynamic: the
+        // replacement free and realloc must be in the executable's dynamic symbols, where
+        // libcurl, libc and the Swift runtime find them.
+        .target(name: "CanaryHeap", path: "Tests/Helpers/canary-heap"),
+        .executableTarget(name: "secret-canary", dependencies: ["CanaryHeap", "CurlKit", "FingersealCore", "IdentityClient", "SodiumKit"],
+                          path: "Tests/Helpers/secret-canary", linkerSettings: [.unsafeFlags(["-Xlinker", "--export-dynamic"])]),
 
         // Test helper: many PAM transactions in one (Swift) process, counting what is left behind.
         .executableTarget(name: "pam-cycles", dependencies: ["PAMKit"], path: "Tests/Helpers/pam-cycles"),

@@ -11,12 +11,17 @@
 // password, code, verifier (sent), device_code (answered, JSON-escaped, then sent with each
 // poll), access_token_answer and refresh_token_answer (answered, JSON-escaped).
 //
+// The heap never reuses a block (CanaryHeap: free keeps it as it is), so every ordinary copy
+// ever made of a canary is still there to find, unless its maker wiped it first; secure
+// memory is unmapped when freed (sodium_free).
+//
 // What libcurl copies is in its own buffers, freed unwiped (README.md): there the secrets
 // sent are percent-encoded and the answers still JSON-escaped, so each canary carries a
 // character both encodings change ("/" or "+") and the raw value cannot be libcurl's.
 // Prints "clean BYTES" and exits 0, or one "found NAME in REGION" line each and exits 1.
 // --leak NAME keeps an ordinary copy of that canary during the search (the search's own
 // check: it must then find it).
+import CanaryHeap
 import CurlKit
 import FingersealCore
 import Glibc
@@ -41,14 +46,7 @@ func hexValue(_ byte: UInt8) -> UInt8? {
 
 /// The input's canaries, still masked.
 func readInput() -> [String: [UInt8]] {
-    var input: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 4096)
-    while true {
-        let count = read(0, &chunk, chunk.count)
-        if count < 0 && errno == EINTR { continue }
-        if count <= 0 { break }
-        input += chunk[..<count]
-    }
+    let input = readAll("-")
     var canaries: [String: [UInt8]] = [:]
     for line in input.split(separator: 0x0a) {
         let parts = line.split(separator: 0x20)
@@ -109,22 +107,19 @@ func exchange(_ base: String, _ canaries: [String: [UInt8]]) {
 
 /// Where `masked` (unmasked) lies in this process's readable memory, by region.
 func search(_ canaries: [String: [UInt8]]) -> (findings: [String], scanned: Int) {
-    guard let maps = fopen("/proc/self/maps", "r") else { fail("no maps") }
     var regions: [(start: UInt64, end: UInt64, name: String)] = []
-    var line = [CChar](repeating: 0, count: 4096)
-    while fgets(&line, Int32(line.count), maps) != nil {
-        let text = String(cString: line).split(separator: " ", omittingEmptySubsequences: true)
+    for line in readAll("/proc/self/maps").split(separator: 0x0a) {
+        let text = String(decoding: line, as: UTF8.self).split(separator: " ", omittingEmptySubsequences: true)
         guard text.count >= 5 else { continue }
         let bounds = text[0].split(separator: "-")
         let permissions = text[1]
-        let name = text.count > 5 ? text[5...].joined(separator: " ").trimmingCharacters() : ""
+        let name = text.count > 5 ? text[5...].joined(separator: " ") : ""
         // Readable, and writable or anonymous: where a process keeps what it makes.
         guard permissions.hasPrefix("r"), permissions.dropFirst().hasPrefix("w") || name.isEmpty || name.hasPrefix("["),
               !["[vvar]", "[vsyscall]", "[vdso]"].contains(name),
               bounds.count == 2, let start = UInt64(bounds[0], radix: 16), let end = UInt64(bounds[1], radix: 16) else { continue }
         regions.append((start, end, name))
     }
-    fclose(maps)
     let memory = open("/proc/self/mem", O_RDONLY)
     guard memory >= 0 else { fail("no /proc/self/mem") }
     defer { close(memory) }
@@ -173,11 +168,18 @@ func contains(_ buffer: [UInt8], _ count: Int, _ masked: [UInt8]) -> Bool {
     }
 }
 
-extension String {
-    func trimmingCharacters() -> String {
-        var text = Substring(self)
-        while let last = text.last, last == "\n" || last == " " { text.removeLast() }
-        return String(text)
+/// A whole file (or stdin, for "-"), bounded only by what it holds.
+func readAll(_ path: String) -> [UInt8] {
+    let fd = path == "-" ? 0 : open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { fail("cannot open \(path)") }
+    defer { if fd != 0 { close(fd) } }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let count = read(fd, &chunk, chunk.count)
+        if count < 0 && errno == EINTR { continue }
+        if count <= 0 { return bytes }
+        bytes += chunk[..<count]
     }
 }
 
@@ -187,6 +189,8 @@ guard arguments.count == 2 || (arguments.count == 4 && arguments[2] == "--leak")
 }
 let canaries = readInput()
 exchange(arguments[1], canaries)
+// Every library's free must have reached the heap that keeps blocks, or the search proves nothing.
+guard canary_heap_releases() > 1000 else { fail("the heap that keeps freed blocks is not in use") }
 let leaked = arguments.count == 4 ? (canaries[arguments[3]] ?? []).map { $0 ^ mask } : []
 let (findings, scanned) = withExtendedLifetime(leaked) { search(canaries) }
 if findings.isEmpty {
