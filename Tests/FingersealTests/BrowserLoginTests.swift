@@ -230,6 +230,37 @@ import Testing
     }
 }
 
+/// The CLI hands xdg-open only a loopback address without a query, whatever a broker sends:
+/// here a scripted one that first sends a full authorization URL, then a start address.
+@Suite struct BrowserOpeningTests {
+    @Test func onlyALoopbackStartAddressReachesXdgOpen() throws {
+        let temp = try TempDirectory()
+        let bin = temp.file("bin")
+        #expect(mkdir(bin, 0o700) == 0)
+        // It says when it ran through a FIFO: the CLI does not wait for it (a session of its own).
+        #expect(mkfifo(bin + "/ran", 0o600) == 0)
+        writeFile(bin + "/xdg-open", Array("#!/bin/sh\nprintf '%s\\n' \"$1\" >> \(bin)/argv\necho ran > \(bin)/ran\n".utf8),
+                  mode: 0o700)
+        let ran = open(bin + "/ran", O_RDONLY | O_NONBLOCK)
+        defer { close(ran) }
+        let broker = try ScriptedBroker([[
+            .send(.browse("https://idp.example.org/authorize?response_type=code&state=s3cr3t&nonce=n0nce")),
+            .send(.browse("http://127.0.0.1:5/callback?code=c0de")),
+            .send(.browse("http://127.0.0.1.evil.example:5/start")),
+            .send(.browse("http://127.0.0.1:5/start")),
+            .send(.result(Reply(.success))),
+        ]])
+        let environment = ["FINGERSEAL_SOCKET": broker.path, "PATH": bin + ":/usr/bin:/bin", "DISPLAY": ":99", "NO_COLOR": "1"]
+        let login = try Child.run(Paths.cli, ["login", "--issuer", "https://idp.example.org", "--client-id", "c", "--flow", "browser"],
+                                  environment: environment)
+        #expect(login.status == 0, "\(login.all)")
+        _ = broker.finish()
+        var entry = pollfd(fd: ran, events: Int16(POLLIN), revents: 0)
+        #expect(poll(&entry, 1, 10_000) == 1, "xdg-open ran")
+        #expect(String(decoding: readFile(bin + "/argv") ?? [], as: UTF8.self) == "http://127.0.0.1:5/start\n")
+    }
+}
+
 /// Issue 19 item 11: only the person signing in may complete their browser sign-in. Real
 /// accounts (fs-alice, fs-bob), real processes, the local IdP.
 @Suite(.serialized, .enabled(if: LocalIdP.available && getuid() == 0)) struct BrowserLoginAccountTests {
