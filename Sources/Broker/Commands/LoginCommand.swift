@@ -285,7 +285,8 @@ enum LoginCommand {
             for stranger in receiver.takeStrangers() {
                 switch stranger {
                 case let .account(uid):
-                    let name = (try? UserAccount.withID(uid))??.name ?? "uid \(uid)"
+                    let account = try? UserAccount.withID(uid)
+                    let name = account?.name ?? "uid \(uid)"
                     call.conversation.info(Messages.browserOtherAccountRefused(name))
                 case .unknown:
                     call.conversation.info(Messages.browserUnknownAccountRefused)
