@@ -66,7 +66,9 @@ let package = Package(
         // fprintd over D-Bus (sd-bus) and logind's lid state; FprintKit only for its value
         // types (Finger, ReaderEvent, FprintError): nothing here calls libfprint.
         .target(name: "FprintdKit", dependencies: ["CSystemd", "FprintKit", "SystemKit", "CLinux"]),
-        .target(name: "CurlKit", dependencies: ["CCurl"]),
+        // SodiumKit: the bodies and headers that carry secrets are built and received in its
+        // secure memory.
+        .target(name: "CurlKit", dependencies: ["CCurl", "SodiumKit"]),
         .target(name: "TPMKit", dependencies: ["CTSS2"]),
         .target(name: "QRKit", dependencies: ["CQRencode"]),
         // OIDC ID tokens and key sets (JWS, JWK) over OpenSSL's libcrypto: signatures only.
@@ -125,6 +127,15 @@ let package = Package(
         // hostile clients).
         .executableTarget(name: "wire-client", dependencies: ["FingersealWire", "SystemKit"], path: "Tests/Helpers/wire-client"),
 
+        // Test helper: every token request with canary secrets, then a search of its own memory
+        // for ordinary copies of them (issue 19 item 13), over a heap that never reuses a block
+        // (canary-heap: free keeps it), so every copy ever made is still there. -rdynamic: the
+        // replacement free and realloc must be in the executable's dynamic symbols, where
+        // libcurl, libc and the Swift runtime find them.
+        .target(name: "CanaryHeap", path: "Tests/Helpers/canary-heap"),
+        .executableTarget(name: "secret-canary", dependencies: ["CanaryHeap", "CurlKit", "FingersealCore", "IdentityClient", "SodiumKit"],
+                          path: "Tests/Helpers/secret-canary", linkerSettings: [.unsafeFlags(["-Xlinker", "--export-dynamic"])]),
+
         // Test helper: many PAM transactions in one (Swift) process, counting what is left behind.
         .executableTarget(name: "pam-cycles", dependencies: ["PAMKit"], path: "Tests/Helpers/pam-cycles"),
 
@@ -147,7 +158,7 @@ let package = Package(
             name: "FingersealTests",
             dependencies: [
                 "FingersealCore", "FingerprintFlows", "IdentityClient", "SystemKit", "SodiumKit", "PAMKit", "CPAM",
-                "FprintKit", "CurlKit", "JOSEKit", "TPMKit", "QRKit", "LoopbackKit", "vault-torture", "pam-cycles", "fingerseal",
+                "FprintKit", "CurlKit", "JOSEKit", "TPMKit", "QRKit", "LoopbackKit", "vault-torture", "pam-cycles", "secret-canary", "fingerseal",
                 "fingersealed", "wire-client", "FingersealWire", "FprintdKit", "Localization", "Broker",
             ],
             exclude: ["Support/pty_session.py", "Support/system-bus.conf"]

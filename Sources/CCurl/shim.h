@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <string.h>
 
 /* libcurl is loaded when the first request is made, not at start-up: linked, it costs every
  * fingerseal and fingerseal-scan process about 9 ms of loading some 40 libraries (TLS,
@@ -67,6 +68,15 @@ static inline struct curl_slist *fs_curl_slist_append(struct curl_slist *l, cons
     return fs_curl_load() ? fs_curl_loaded.slist_append(l, s) : NULL;
 }
 static inline void fs_curl_slist_free_all(struct curl_slist *l) { if (l && fs_curl_load()) fs_curl_loaded.slist_free_all(l); }
+/* Wipes every line of a header list, then frees it: curl_slist_append keeps a strdup'ed copy
+ * of each line (an Authorization header among them), and curl_slist_free_all frees them
+ * without wiping (lib/slist.c). */
+static inline void fs_curl_slist_wipe_free_all(struct curl_slist *l) {
+    for (struct curl_slist *item = l; item; item = item->next) {
+        if (item->data) explicit_bzero(item->data, strlen(item->data));
+    }
+    fs_curl_slist_free_all(l);
+}
 
 /* curl_easy_setopt and curl_easy_getinfo are variadic; these typed shims are
  * the only way Swift reaches them. */

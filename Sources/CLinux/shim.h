@@ -82,3 +82,18 @@ static inline locale_t fs_newlocale(const char *name) {
 }
 static inline locale_t fs_global_locale(void) { return LC_GLOBAL_LOCALE; }
 #endif
+
+#ifndef FINGERSEAL_CLINUX_SOCK_DIAG
+#define FINGERSEAL_CLINUX_SOCK_DIAG
+#include <netinet/in.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <linux/inet_diag.h>
+/* One exact inet_diag question (NETLINK_SOCK_DIAG): the message as the kernel reads it. */
+struct fs_inet_diag_request {
+    struct nlmsghdr header;
+    struct inet_diag_req_v2 request;
+};
+/* INET_DIAG_NOCOOKIE is (~0U), which Swift does not import. */
+static const unsigned int FS_INET_DIAG_NOCOOKIE = ~0U;
+#endif

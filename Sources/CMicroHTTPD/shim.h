@@ -17,6 +17,7 @@ struct fs_mhd_api {
     enum MHD_Result (*add_response_header)(struct MHD_Response *, const char *, const char *);
     enum MHD_Result (*queue_response)(struct MHD_Connection *, unsigned int, struct MHD_Response *);
     int (*get_connection_values)(struct MHD_Connection *, enum MHD_ValueKind, MHD_KeyValueIterator, void *);
+    const union MHD_ConnectionInfo *(*get_connection_info)(struct MHD_Connection *, enum MHD_ConnectionInfoType, ...);
 };
 
 /* Function-local statics: Swift emits a header's inline functions, not its global variables. */
@@ -38,8 +39,10 @@ static inline void fs_mhd_load_once(void) {
     *(void **)&api.add_response_header = dlsym(lib, "MHD_add_response_header");
     *(void **)&api.queue_response = dlsym(lib, "MHD_queue_response");
     *(void **)&api.get_connection_values = dlsym(lib, "MHD_get_connection_values");
+    *(void **)&api.get_connection_info = dlsym(lib, "MHD_get_connection_info");
     if (!api.start_daemon || !api.get_daemon_info || !api.stop_daemon || !api.create_response_from_buffer
-        || !api.destroy_response || !api.add_response_header || !api.queue_response || !api.get_connection_values) return;
+        || !api.destroy_response || !api.add_response_header || !api.queue_response || !api.get_connection_values
+        || !api.get_connection_info) return;
     fs_mhd_state()->api = api;
     fs_mhd_state()->ok = 1;
 }
@@ -51,8 +54,13 @@ static inline int fs_mhd_load(void) {
     return fs_mhd_state()->ok;
 }
 
-/* MHD_start_daemon and MHD_get_daemon_info are variadic; these typed shims are the only way
- * Swift reaches them. */
+/* MHD_start_daemon, MHD_get_daemon_info and MHD_get_connection_info are variadic; these typed
+ * shims are the only way Swift reaches them. */
+
+/* Each connection's memory pool (its read buffer, where the redirect's code arrives) is made
+ * larger than 32 KiB, which makes libmicrohttpd mmap it and munmap it when the connection
+ * closes (memorypool.c), instead of malloc/free: nothing of the request stays in the heap. */
+#define FS_MHD_CONNECTION_MEMORY (64 * 1024)
 
 /* A daemon on exactly `address`, with a completion callback and bounds on connections; NULL
  * when it cannot start (or libmicrohttpd is missing). */
@@ -66,7 +74,15 @@ static inline struct MHD_Daemon *fs_mhd_start(unsigned int flags, const struct s
                                             MHD_OPTION_NOTIFY_COMPLETED, completed, context,
                                             MHD_OPTION_CONNECTION_LIMIT, connectionLimit,
                                             MHD_OPTION_CONNECTION_TIMEOUT, timeoutSeconds,
+                                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)FS_MHD_CONNECTION_MEMORY,
                                             MHD_OPTION_END);
+}
+
+/* A connection's socket, for asking the kernel about both of its ends; -1 when MHD cannot say. */
+static inline int fs_mhd_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info =
+        fs_mhd_state()->api.get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info ? info->connect_fd : -1;
 }
 
 /* The port the daemon listens on; 0 if MHD cannot say. */

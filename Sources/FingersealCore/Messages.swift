@@ -324,6 +324,18 @@ public enum Messages {
     public static var browserPageReceived: String { tr("You can close this window and return to the terminal.") }
     public static var browserPageFailed: String { tr("The sign-in did not complete. You can close this window and return to the terminal.") }
     public static var browserPageIgnored: String { tr("This page does not belong to the sign-in in progress, so it was ignored.") }
+    public static var browserPageOtherAccount: String {
+        tr("This sign-in belongs to another account on this computer, so this browser cannot complete it. Nothing was changed.")
+    }
+    public static var browserPageUnknownAccount: String {
+        tr("Fingerseal could not tell which account on this computer this browser belongs to, so it cannot complete the sign-in. Nothing was changed.")
+    }
+    public static func browserOtherAccountRefused(_ account: String) -> String {
+        tr("Another account on this computer (%1$s) tried to complete this sign-in. It was refused; your sign-in goes on.", account)
+    }
+    public static var browserUnknownAccountRefused: String {
+        tr("A program on this computer whose account could not be told tried to complete this sign-in. It was refused; your sign-in goes on.")
+    }
 
     // Reset
     public static var resetConfirm: String { tr("This deletes the fingerseal vault for this account, with its PIN, enrolled fingers and sign-in. Type yes to continue: ") }
@@ -432,6 +444,7 @@ public enum Messages {
         case "noPrints": return tr("no print for this reader")
         case "notEnrolled": return tr("no finger enrolled")
         case "identityMismatch": return tr("the identity provider named another account")
+        case "redirectFromOtherAccount": return tr("another account on this computer tried to complete the browser sign-in")
         case "fingersChanged": return tr("the fingers enrolled in fprintd changed")
         case "noVault": return tr("not set up")
         case "noPIN": return tr("no PIN")

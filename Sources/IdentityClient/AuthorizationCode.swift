@@ -4,30 +4,40 @@ import FoundationEssentials
 import SodiumKit
 import Localization
 
-/// Proof Key for Code Exchange (RFC 7636), S256 only: the verifier stays on this machine,
-/// the challenge travels in the authorization URL.
-public struct PKCE: Sendable, Equatable {
-    public let verifier: String
+/// Proof Key for Code Exchange (RFC 7636), S256 only: the verifier stays on this machine, in
+/// secure memory (with the code it redeems a sign-in); the challenge travels in the
+/// authorization URL.
+public struct PKCE: Equatable {
+    public let verifier: SecureBytes
     public let challenge: String
 
     /// The challenge for a given verifier (RFC 7636 §4.2); `AuthorizationRequest()` makes
     /// random ones.
-    public init(verifier: String) throws {
+    public init(verifier: SecureBytes) throws {
         self.verifier = verifier
-        challenge = AuthorizationRequest.base64URL(try SHA256.hash(Array(verifier.utf8)))
+        challenge = AuthorizationRequest.base64URL(try SHA256.hash(verifier))
+    }
+
+    /// A fresh verifier: 32 random bytes as base64url (43 characters), made in secure memory.
+    public static func random() throws -> PKCE {
+        try PKCE(verifier: try SecureBytes.random(count: 32).base64(urlSafe: true))
+    }
+
+    public static func == (lhs: PKCE, rhs: PKCE) -> Bool {
+        lhs.challenge == rhs.challenge && lhs.verifier.isEqual(to: rhs.verifier)
     }
 }
 
 /// One authorization code request (RFC 6749 §4.1) with PKCE and an OIDC nonce, for a
 /// loopback redirect (RFC 8252): its random values and the URL that carries them.
-public struct AuthorizationRequest: Sendable, Equatable {
+public struct AuthorizationRequest: Equatable {
     public let state: String
     public let nonce: String
     public let pkce: PKCE
 
     /// Fresh values, each 32 random bytes from libsodium as base64url (43 characters).
     public init() throws {
-        try self.init(state: Self.randomText(), nonce: Self.randomText(), pkce: PKCE(verifier: Self.randomText()))
+        try self.init(state: Self.randomText(), nonce: Self.randomText(), pkce: PKCE.random())
     }
 
     public init(state: String, nonce: String, pkce: PKCE) {
@@ -67,8 +77,9 @@ public struct AuthorizationRequest: Sendable, Equatable {
 
 /// What the browser brought back to the redirect URI (RFC 6749 §4.1.2), once its `state`
 /// has been checked.
-public enum AuthorizationResponse: Equatable, Sendable {
-    case code(String)
+public enum AuthorizationResponse: Equatable {
+    /// The authorization code, in secure memory.
+    case code(SecureBytes)
     /// `access_denied`: the person, or the provider's policy, said no.
     case refused
     /// Another error code, reduced to printable ASCII and capped: anyone can put text in a URL.
@@ -76,13 +87,23 @@ public enum AuthorizationResponse: Equatable, Sendable {
     /// Neither a code nor an error.
     case malformed
 
-    public init(_ parameters: [String: String]) {
+    /// `parameters`: the query without the code; `code`: the `code` parameter.
+    public init(_ parameters: [String: String], code: SecureBytes?) {
         if let error = parameters["error"] {
             self = error == "access_denied" ? .refused : .failed(Self.printable(error))
-        } else if let code = parameters["code"], !code.isEmpty {
+        } else if let code, code.count > 0 {
             self = .code(code)
         } else {
             self = .malformed
+        }
+    }
+
+    public static func == (lhs: AuthorizationResponse, rhs: AuthorizationResponse) -> Bool {
+        switch (lhs, rhs) {
+        case let (.code(left), .code(right)): left.isEqual(to: right)
+        case (.refused, .refused), (.malformed, .malformed): true
+        case let (.failed(left), .failed(right)): left == right
+        default: false
         }
     }
 
@@ -112,8 +133,12 @@ extension OAuthClient {
     }
 
     /// Redeems an authorization code (RFC 6749 §4.1.3) with its PKCE verifier.
-    public func exchangeCode(_ code: String, redirectURI: String, verifier: String) throws(TokenFailure) -> TokenSet {
-        try tokenRequest(.codeExchange, [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI),
-                          ("code_verifier", verifier)])
+    public func exchangeCode(_ code: SecureBytes, redirectURI: String, verifier: SecureBytes) throws(TokenFailure) -> TokenSet {
+        var form = SecureForm()
+        form.add("grant_type", "authorization_code")
+        form.add("code", secret: code)
+        form.add("redirect_uri", redirectURI)
+        form.add("code_verifier", secret: verifier)
+        return try tokenRequest(.codeExchange, form)
     }
 }

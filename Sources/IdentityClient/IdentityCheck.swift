@@ -72,21 +72,25 @@ extension OAuthClient {
             throw .badConfiguration(tr("the provider offers no userinfo endpoint"))
         }
         try Discovery.requireSecure(endpoint)
-        let response: HTTPResponse
+        let response: SecureResponse
         do {
-            response = try http.send(.get(endpoint, headers: [("Accept", "application/json"),
-                                                              ("Authorization", "Bearer " + TokenRequests.text(accessToken))]))
+            // The token as a header line built in secure memory: never a String.
+            let bearer = try SecureRequest.header("Authorization", "Bearer ", accessToken)
+            response = try http.send(SecureRequest(url: endpoint, headers: [("Accept", "application/json")], secretHeaders: [bearer]))
         } catch {
             throw TokenRequests.failure(for: error)
         }
         guard response.status == 200 else {
-            throw TokenRequests.failure(.userInfo, status: response.status, body: response.body, authenticated: false)
+            throw response.body.withUnsafeBytes {
+                TokenRequests.failure(.userInfo, status: response.status, body: $0, authenticated: false)
+            }
         }
-        if let type = response.contentType?.lowercased(), type.hasPrefix("application/jwt") {
+        if let type = response.headers["content-type"]?.lowercased(), type.hasPrefix("application/jwt") {
             throw .identityRejected(tr("signed userinfo answers are not supported"))
         }
         do {
-            return try UserInfo.parse(response.body)
+            // Who signed in, not a credential: read as ordinary memory by JOSEKit.
+            return try UserInfo.parse(response.body.copyBytes())
         } catch let .claim(why) {
             throw .identityRejected(tr("the userinfo answer was refused: %1$s", why))
         } catch {

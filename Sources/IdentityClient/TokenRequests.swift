@@ -6,8 +6,9 @@ import SodiumKit
 import Localization
 
 /// A device authorization (RFC 8628) in progress.
-public struct DeviceAuthorization: Sendable, Equatable {
-    public let deviceCode: String
+public struct DeviceAuthorization {
+    /// What each poll sends: in secure memory, like every credential of a sign-in.
+    public let deviceCode: SecureBytes
     public let userCode: String
     public let verificationURI: String
     public let verificationURIComplete: String?
@@ -17,16 +18,23 @@ public struct DeviceAuthorization: Sendable, Equatable {
 }
 
 /// OAuth 2.0 token endpoint requests for one client, over libcurl (TLS always verified).
-public struct OAuthClient: TokenClient, Sendable {
+///
+/// Every secret (the refresh token, the password, the client secret, the PKCE verifier, the
+/// authorization and device codes, and the tokens that come back) stays in secure memory on
+/// our side: request bodies and the Authorization header are built in `SecureBytes`, libcurl
+/// reads the body in place, and answers are received into `SecureBytes` and read in place
+/// (`JSONMembers`). What libcurl and OpenSSL copy on their side is listed in README.md.
+public struct OAuthClient: TokenClient {
     public let metadata: ProviderMetadata
     public let clientID: String
-    public let clientSecret: String?
+    /// A confidential client's secret (client_secret_basic).
+    public let clientSecret: SecureBytes?
     public let http: HTTPClient
 
     /// Responses larger than this are refused (no token response comes near it).
     public static let maxResponse = 64 * 1024
 
-    public init(metadata: ProviderMetadata, clientID: String, clientSecret: String? = nil, http: HTTPClient) {
+    public init(metadata: ProviderMetadata, clientID: String, clientSecret: SecureBytes? = nil, http: HTTPClient) {
         self.metadata = metadata
         self.clientID = clientID
         self.clientSecret = clientSecret
@@ -37,7 +45,7 @@ public struct OAuthClient: TokenClient, Sendable {
 
     /// The client a sealed sign-in names, with the endpoints validated at sign-in (checked
     /// again here: the vault's MAC covers them, but a vault from an older version may lack them).
-    public init(provider: ProviderRecord, clientSecret: String?, http: HTTPClient) throws(TokenFailure) {
+    public init(provider: ProviderRecord, clientSecret: SecureBytes?, http: HTTPClient) throws(TokenFailure) {
         guard let tokenEndpoint = provider.tokenEndpoint else {
             throw .badConfiguration(tr("the sign-in has no token endpoint; sign in again"))
         }
@@ -59,12 +67,19 @@ public struct OAuthClient: TokenClient, Sendable {
     }
 
     public func refresh(_ refreshToken: SecureBytes) throws(TokenFailure) -> TokenSet {
-        try tokenRequest(.refresh, [("grant_type", "refresh_token"), ("refresh_token", TokenRequests.text(refreshToken))])
+        var form = SecureForm()
+        form.add("grant_type", "refresh_token")
+        form.add("refresh_token", secret: refreshToken)
+        return try tokenRequest(.refresh, form)
     }
 
     public func passwordGrant(username: String, password: SecureBytes, scope: String) throws(TokenFailure) -> TokenSet {
-        try tokenRequest(.passwordGrant, [("grant_type", "password"), ("username", username), ("password", TokenRequests.text(password)),
-                          ("scope", scope)])
+        var form = SecureForm()
+        form.add("grant_type", "password")
+        form.add("username", username)
+        form.add("password", secret: password)
+        form.add("scope", scope)
+        return try tokenRequest(.passwordGrant, form)
     }
 
     public func startDeviceAuthorization(scope: String) throws(TokenFailure) -> DeviceAuthorization {
@@ -72,76 +87,106 @@ public struct OAuthClient: TokenClient, Sendable {
             throw .badConfiguration(tr("the provider offers no device authorization"))
         }
         // post() adds client_id (public client) or the credentials: each parameter once.
-        let body = try post(.deviceAuthorization, endpoint, [("scope", scope)])
-        struct Answer: Decodable {
-            let device_code: String
-            let user_code: String
-            let verification_uri: String?
-            let verification_uri_complete: String?
-            let verification_url: String? // Google's name for it
-            let interval: FlexibleInteger?
-            let expires_in: FlexibleInteger
+        var form = SecureForm()
+        form.add("scope", scope)
+        let body = try post(.deviceAuthorization, endpoint, form)
+        let malformed = TokenFailure.malformed(tr("the device authorization answer is not valid"))
+        let authorization = try JSONMembers.reading(body, malformed: malformed) { answer throws(TokenFailure) -> DeviceAuthorization in
+            let deviceCode: SecureBytes?, userCode: String?, uri: String?, url: String?, complete: String?
+            let expiresIn: Int?, interval: Int?
+            do throws(JSONMembers.Malformed) {
+                deviceCode = try answer.secret("device_code")
+                userCode = try answer.string("user_code")
+                uri = try answer.string("verification_uri")
+                url = try answer.string("verification_url") // Google's name for it
+                complete = try answer.string("verification_uri_complete")
+                expiresIn = try answer.integer("expires_in")
+                interval = try answer.integer("interval")
+            } catch {
+                throw malformed
+            }
+            guard let deviceCode, deviceCode.count > 0, let userCode, let verificationURI = uri ?? url, let expiresIn,
+                  userCode.utf8.count <= 64, userCode.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else { throw malformed }
+            // Bounded, whatever the provider says: poll at 1 to 60 s, for at most an hour.
+            return DeviceAuthorization(deviceCode: deviceCode, userCode: userCode, verificationURI: verificationURI,
+                                       verificationURIComplete: complete, interval: min(max(interval ?? 5, 1), 60),
+                                       expiresIn: min(max(expiresIn, 1), 3600))
         }
-        guard let answer = try? JSONDecoder().decode(Answer.self, from: Data(body)), !answer.device_code.isEmpty,
-              let uri = answer.verification_uri ?? answer.verification_url,
-              answer.user_code.utf8.count <= 64, answer.user_code.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else {
-            throw .malformed(tr("the device authorization answer is not valid"))
-        }
-        try Discovery.requireSecure(uri)
-        if let complete = answer.verification_uri_complete { try Discovery.requireSecure(complete) }
-        // Bounded, whatever the provider says: poll at 1 to 60 s, for at most an hour.
-        return DeviceAuthorization(deviceCode: answer.device_code, userCode: answer.user_code,
-                                   verificationURI: uri, verificationURIComplete: answer.verification_uri_complete,
-                                   interval: min(max(answer.interval?.value ?? 5, 1), 60),
-                                   expiresIn: min(max(answer.expires_in.value, 1), 3600))
+        try Discovery.requireSecure(authorization.verificationURI)
+        if let complete = authorization.verificationURIComplete { try Discovery.requireSecure(complete) }
+        return authorization
     }
 
     /// One poll; throws `.authorizationPending` or `.slowDown` while the user has not acted.
     public func pollDevice(_ authorization: DeviceAuthorization) throws(TokenFailure) -> TokenSet {
-        try tokenRequest(.devicePoll, [("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),
-                          ("device_code", authorization.deviceCode)])
+        var form = SecureForm()
+        form.add("grant_type", "urn:ietf:params:oauth:grant-type:device_code")
+        form.add("device_code", secret: authorization.deviceCode)
+        return try tokenRequest(.devicePoll, form)
     }
 
     /// RFC 7009. Returns false when the provider offers no revocation endpoint.
     @discardableResult
     public func revoke(_ token: SecureBytes, hint: String = "refresh_token") throws(TokenFailure) -> Bool {
         guard let endpoint = metadata.revocationEndpoint else { return false }
-        _ = try post(.revocation, endpoint, [("token", TokenRequests.text(token)), ("token_type_hint", hint)])
+        var form = SecureForm()
+        form.add("token", secret: token)
+        form.add("token_type_hint", hint)
+        _ = try post(.revocation, endpoint, form)
         return true
     }
 
-    func tokenRequest(_ kind: TokenRequests.Kind, _ fields: [(name: String, value: String)]) throws(TokenFailure) -> TokenSet {
-        try TokenRequests.parseTokens(try post(kind, metadata.tokenEndpoint, fields))
+    func tokenRequest(_ kind: TokenRequests.Kind, _ form: SecureForm) throws(TokenFailure) -> TokenSet {
+        try TokenRequests.parseTokens(try post(kind, metadata.tokenEndpoint, form))
     }
 
-    /// POSTs a form, adding the client's authentication (the only place that does: `client_id`
-    /// for a public client, HTTP Basic for a confidential one); returns the body of a success,
-    /// or throws what `TokenRequests.failure` makes of the answer.
-    func post(_ kind: TokenRequests.Kind, _ url: String, _ fields: [(name: String, value: String)]) throws(TokenFailure) -> [UInt8] {
+    /// The request `post` sends: `form` plus the client's authentication (the only place that
+    /// adds it: `client_id` for a public client, HTTP Basic for a confidential one).
+    func request(_ kind: TokenRequests.Kind, _ url: String, _ fields: SecureForm) throws(TokenFailure) -> SecureRequest {
         var form = fields
-        var headers: [(name: String, value: String)] = [("Accept", "application/json")]
-        if let clientSecret {
-            // client_secret_basic (RFC 6749 2.3.1): both parts form-encoded first.
-            let pair = FormEncoding.percentEncode(clientID) + ":" + FormEncoding.percentEncode(clientSecret)
-            headers.append(("Authorization", "Basic " + Data(pair.utf8).base64EncodedString()))
-        }
+        var secretHeaders: [SecureBytes] = []
+        if let clientSecret { secretHeaders.append(try TokenRequests.basicAuthorization(clientID, clientSecret)) }
         // A public client names itself. So does a confidential one asking for a device code:
         // RFC 8628 §3.1 shows client_id there, and oauthlib requires it beside HTTP Basic.
-        if clientSecret == nil || kind == .deviceAuthorization { form.append(("client_id", clientID)) }
-        let response: HTTPResponse
+        if clientSecret == nil || kind == .deviceAuthorization { form.add("client_id", clientID) }
         do {
-            response = try http.send(.postForm(url, fields: form, headers: headers))
+            return try .postForm(url, form: form, headers: [("Accept", "application/json")], secretHeaders: secretHeaders)
+        } catch {
+            throw TokenRequests.failure(for: error)
+        }
+    }
+
+    /// POSTs a form with the client's authentication; returns the body of a success (secure
+    /// memory), or throws what `TokenRequests.failure` makes of the answer.
+    func post(_ kind: TokenRequests.Kind, _ url: String, _ fields: SecureForm) throws(TokenFailure) -> SecureBytes {
+        let request = try request(kind, url, fields)
+        let response: SecureResponse
+        do {
+            response = try http.send(request)
         } catch {
             throw TokenRequests.failure(for: error)
         }
         if response.status == 200 || (kind == .revocation && (200..<300).contains(response.status)) { return response.body }
-        throw TokenRequests.failure(kind, status: response.status, body: response.body, authenticated: clientSecret != nil)
+        throw response.body.withUnsafeBytes {
+            TokenRequests.failure(kind, status: response.status, body: $0, authenticated: clientSecret != nil)
+        }
     }
 }
 
 enum TokenRequests {
-    static func text(_ secret: SecureBytes) -> String {
-        secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+    /// "Authorization: Basic ..." for client_secret_basic (RFC 6749 §2.3.1: both parts
+    /// form-encoded first), built in secure memory.
+    static func basicAuthorization(_ clientID: String, _ secret: SecureBytes) throws(TokenFailure) -> SecureBytes {
+        do {
+            let pair = try SecureBytes(capacity: FormEncoding.encodedLength(clientID.utf8) + 1
+                                           + secret.withUnsafeBytes { FormEncoding.encodedLength($0) })
+            FormEncoding.percentEncode(clientID.utf8, into: pair)
+            pair.append(UInt8(ascii: ":"))
+            _ = secret.withUnsafeBytes { FormEncoding.percentEncode($0, into: pair) }
+            return try SecureRequest.header("Authorization", "Basic ", try pair.base64(urlSafe: false))
+        } catch {
+            throw .badConfiguration(tr("no secure memory for the client's credentials"))
+        }
     }
 
     static func failure(for error: Error) -> TokenFailure {
@@ -163,11 +208,15 @@ enum TokenRequests {
         case userInfo
     }
 
+    static func failure(_ kind: Kind, status: Int, body: [UInt8], authenticated: Bool) -> TokenFailure {
+        body.withUnsafeBytes { failure(kind, status: status, body: $0, authenticated: authenticated) }
+    }
+
     /// What an error answer means: the one table of statuses and OAuth error codes (RFC 6749
     /// §5.2, RFC 8628 §3.5, RFC 7009 §2.2.1) for every request, written for providers that
     /// follow the standards and for those that bend them (an empty body, 401 or 403 where the
     /// RFC says 400, codes of their own). `authenticated`: a confidential client sent its secret.
-    static func failure(_ kind: Kind, status: Int, body: [UInt8], authenticated: Bool) -> TokenFailure {
+    static func failure(_ kind: Kind, status: Int, body: UnsafeRawBufferPointer, authenticated: Bool) -> TokenFailure {
         // Overloaded, rate-limited or timed out at the provider: temporary, whatever was asked
         // (the offline policy treats it as unreachable).
         if status >= 500 || status == 429 || status == 408 { return .unreachable(tr("the provider answered %1$s", status)) }
@@ -210,14 +259,13 @@ enum TokenRequests {
     }
 
     /// The `error` of an error body: JSON (RFC 6749 5.2), or a form-encoded body as some
-    /// providers send. Codes are short printable ASCII; anything else counts as no code.
-    static func errorCode(_ body: [UInt8]) -> String? {
-        struct OAuthErrorBody: Decodable { let error: String }
-        var code = (try? JSONDecoder().decode(OAuthErrorBody.self, from: Data(body)))?.error
+    /// providers send. Codes are short printable ASCII; anything else counts as no code. Read
+    /// in place, like a token answer: only the code becomes a String.
+    static func errorCode(_ body: UnsafeRawBufferPointer) -> String? {
+        var code = (try? JSONMembers(body)).flatMap { try? $0.string("error") }
         if code == nil, body.count <= 4096, body.first != 0x7b {
-            let text = String(decoding: body, as: UTF8.self)
-            for pair in text.split(separator: "&") where pair.hasPrefix("error=") {
-                code = String(pair.dropFirst("error=".count))
+            for pair in body.split(separator: UInt8(ascii: "&")) where pair.starts(with: "error=".utf8) {
+                code = String(decoding: pair.dropFirst("error=".utf8.count), as: UTF8.self)
             }
         }
         guard let code, (1...64).contains(code.utf8.count),
@@ -225,38 +273,42 @@ enum TokenRequests {
         return code
     }
 
-    /// A token response (RFC 6749 5.1), strictly: an access token and a Bearer token type,
-    /// both tokens 1*VSCHAR. Tolerated, because real providers send them: `expires_in` as a
-    /// string of digits, `token_type` in any case, and unknown fields.
     static func parseTokens(_ body: [UInt8]) throws(TokenFailure) -> TokenSet {
-        struct Answer: Decodable {
-            let access_token: String
-            let token_type: String
-            let expires_in: FlexibleInteger?
-            let refresh_token: String?
-            let scope: String?
-            let id_token: String?
-        }
-        guard let answer = try? JSONDecoder().decode(Answer.self, from: Data(body)) else {
-            throw .malformed(tr("the token answer is not valid JSON with an access token"))
-        }
-        guard AccessToken.isValidToken(answer.access_token.utf8), answer.token_type.lowercased() == "bearer" else {
-            throw .malformed(tr("the token answer has no bearer access token"))
-        }
-        if let refresh = answer.refresh_token, !AccessToken.isValidToken(refresh.utf8) {
-            throw .malformed(tr("the refresh token in the answer is not valid"))
-        }
-        if let idToken = answer.id_token, !isCompactJWS(idToken) {
-            throw .malformed(tr("the ID token in the answer is not valid"))
-        }
-        let lifetime = answer.expires_in?.value
-        if let lifetime, lifetime < 0 { throw .malformed(tr("the token answer has a negative lifetime")) }
-        do {
-            let refresh = try answer.refresh_token.map { try SecureBytes(copying: Array($0.utf8)) }
-            return TokenSet(accessToken: try SecureBytes(copying: Array(answer.access_token.utf8)), refreshToken: refresh,
-                            expiresIn: lifetime, scope: answer.scope, idToken: answer.id_token)
-        } catch {
-            throw .malformed(tr("no secure memory for the tokens"))
+        let copy: SecureBytes
+        do { copy = try SecureBytes(copying: body) } catch { throw .malformed(tr("no secure memory for the tokens")) }
+        return try parseTokens(copy)
+    }
+
+    /// A token response (RFC 6749 5.1), strictly, read in place: an access token and a Bearer
+    /// token type, both tokens 1*VSCHAR, decoded straight into secure memory. Tolerated,
+    /// because real providers send them: `expires_in` as a string of digits, `token_type` in
+    /// any case, and unknown fields.
+    static func parseTokens(_ body: SecureBytes) throws(TokenFailure) -> TokenSet {
+        let notJSON = TokenFailure.malformed(tr("the token answer is not valid JSON with an access token"))
+        return try JSONMembers.reading(body, malformed: notJSON) { answer throws(TokenFailure) -> TokenSet in
+            let access: SecureBytes?, refresh: SecureBytes?, tokenType: String?, lifetime: Int?, scope: String?, idToken: String?
+            do throws(JSONMembers.Malformed) {
+                access = try answer.secret("access_token")
+                tokenType = try answer.string("token_type")
+                refresh = try answer.secret("refresh_token")
+                lifetime = try answer.integer("expires_in")
+                scope = try answer.string("scope")
+                idToken = try answer.string("id_token")
+            } catch {
+                throw notJSON
+            }
+            guard let access, let tokenType else { throw notJSON }
+            guard access.withUnsafeBytes({ AccessToken.isValidToken($0) }), tokenType.lowercased() == "bearer" else {
+                throw .malformed(tr("the token answer has no bearer access token"))
+            }
+            if let refresh, !refresh.withUnsafeBytes({ AccessToken.isValidToken($0) }) {
+                throw .malformed(tr("the refresh token in the answer is not valid"))
+            }
+            if let idToken, !isCompactJWS(idToken) {
+                throw .malformed(tr("the ID token in the answer is not valid"))
+            }
+            if let lifetime, lifetime < 0 { throw .malformed(tr("the token answer has a negative lifetime")) }
+            return TokenSet(accessToken: access, refreshToken: refresh, expiresIn: lifetime, scope: scope, idToken: idToken)
         }
     }
 
@@ -273,24 +325,6 @@ enum TokenRequests {
     }
 }
 
-/// A JSON integer, or a string of digits (some providers quote `expires_in` and `interval`).
-struct FlexibleInteger: Decodable {
-    let value: Int
-
-    init(from decoder: Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if let number = try? container.decode(Int.self) {
-            value = number
-        } else {
-            let text = try container.decode(String.self)
-            guard (1...9).contains(text.utf8.count), text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let number = Int(text) else {
-                throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a whole number")
-            }
-            value = number
-        }
-    }
-}
-
 extension HTTPClient {
     /// A client for the identity provider, with the timeouts in `options`.
     public init(options: Options) {
@@ -301,7 +335,7 @@ extension HTTPClient {
 extension OAuthClient {
     /// The client for a sealed sign-in, with the timeouts in `options`.
     public init(provider: ProviderRecord, clientSecret: SecureBytes?, options: Options) throws(TokenFailure) {
-        try self.init(provider: provider, clientSecret: clientSecret.map(TokenRequests.text), http: HTTPClient(options: options))
+        try self.init(provider: provider, clientSecret: clientSecret, http: HTTPClient(options: options))
     }
 
     /// Makes clients for `TokenChain.refresh`.

@@ -11,4 +11,13 @@ public enum SHA256 {
         guard crypto_hash_sha256(&digest, data, UInt64(data.count)) == 0 else { throw SodiumError.derivationFailed }
         return digest
     }
+
+    /// The digest of a secret (a PKCE verifier): the digest itself is what gets published.
+    public static func hash(_ data: SecureBytes) throws -> [UInt8] {
+        try Sodium.ensureReady()
+        var digest = [UInt8](repeating: 0, count: length)
+        let rc = data.withBytePointer { bytes, count in crypto_hash_sha256(&digest, bytes, UInt64(count)) }
+        guard rc == 0 else { throw SodiumError.derivationFailed }
+        return digest
+    }
 }

@@ -63,15 +63,6 @@ public final class SecureBytes {
         return larger
     }
 
-    /// Appends `bytes` if they all fit; returns false (and appends nothing) when they do not.
-    @discardableResult
-    public func append(contentsOf bytes: UnsafeRawBufferPointer) -> Bool {
-        guard bytes.count <= capacity - count else { return false }
-        if let base = bytes.baseAddress, bytes.count > 0 { memcpy(pointer + count, base, bytes.count) }
-        count += bytes.count
-        return true
-    }
-
     /// The bytes in `range` (within `count`), lent to `body`.
     public func withUnsafeBytes<R>(in range: Range<Int>, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         let clamped = range.clamped(to: 0..<count)
@@ -85,6 +76,24 @@ public final class SecureBytes {
         pointer.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
         count += 1
         return true
+    }
+
+    /// Appends `bytes` if they fit; returns false (appending nothing) when they do not.
+    @discardableResult
+    public func append(contentsOf bytes: UnsafeRawBufferPointer) -> Bool {
+        guard bytes.count <= capacity - count else { return false }
+        if let source = bytes.baseAddress, bytes.count > 0 {
+            (pointer + count).copyMemory(from: source, byteCount: bytes.count)
+        }
+        count += bytes.count
+        return true
+    }
+
+    /// Appends the bytes of `text` (for the public parts of a secret value, such as a
+    /// header's name) if they fit.
+    @discardableResult
+    public func append(_ text: StaticString) -> Bool {
+        text.withUTF8Buffer { append(contentsOf: UnsafeRawBufferPointer($0)) }
     }
 
     /// Drops the last byte (backspace), wiping it.
@@ -104,6 +113,22 @@ public final class SecureBytes {
     public func isEqual(to other: SecureBytes) -> Bool {
         guard count == other.count else { return false }
         return sodium_memcmp(pointer, other.pointer, count) == 0
+    }
+
+    /// Base64 (RFC 4648) of the content, in secure memory: the standard alphabet with padding
+    /// (HTTP Basic), or base64url without padding (PKCE, JOSE).
+    public func base64(urlSafe: Bool) throws -> SecureBytes {
+        let variant = urlSafe ? sodium_base64_VARIANT_URLSAFE_NO_PADDING : sodium_base64_VARIANT_ORIGINAL
+        let remainder = count % 3
+        let length = count / 3 * 4 + (remainder == 0 ? 0 : urlSafe ? remainder + 1 : 4)
+        // libsodium writes a NUL after the text: one spare byte of capacity.
+        let encoded = try SecureBytes(capacity: length + 1)
+        guard sodium_bin2base64(encoded.pointer.assumingMemoryBound(to: CChar.self), length + 1,
+                                pointer.assumingMemoryBound(to: UInt8.self), count, variant) != nil else {
+            throw SodiumError.invalidLength(what: "base64", expected: length + 1, actual: 0)
+        }
+        encoded.count = length
+        return encoded
     }
 
     /// The bytes as an ordinary array: only for non-secret values or tests.

@@ -65,6 +65,7 @@ enum Programs {
     /// (Ctrl-C here does not reach the browser), no terminal, none of our descriptors. Never
     /// fails the sign-in: the broker sends the address as a sentence too. Returns its pid.
     static func openInBrowser(_ url: String) -> pid_t? {
+        guard isLoopbackStartAddress(url) else { return nil }
         guard Invocation.environment("DISPLAY") != nil || Invocation.environment("WAYLAND_DISPLAY") != nil else { return nil }
         // Absolute PATH entries only: an empty or relative one would mean the current directory.
         let directories = (Invocation.environment("PATH") ?? "").split(separator: ":").filter { $0.hasPrefix("/") }
@@ -79,6 +80,26 @@ enum Programs {
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addclosefrom_np(&actions, 3)
         return try? spawnProgram(opener, arguments: [opener, url], environment: nil, actions: &actions, newSession: true)
+    }
+
+    /// Whether `url` is a loopback address with no query or fragment (the broker's start
+    /// address, http://127.0.0.1:PORT/start). A command line is readable by every local user
+    /// (/proc/PID/cmdline), so nothing that could carry a sign-in's state, nonce, challenge or
+    /// code goes into xdg-open's, whatever a broker sends.
+    static func isLoopbackStartAddress(_ url: String) -> Bool {
+        let prefix = "http://127.0.0.1:"
+        guard url.hasPrefix(prefix) else { return false }
+        let rest = url.utf8.dropFirst(prefix.utf8.count)
+        guard let slash = rest.firstIndex(of: UInt8(ascii: "/")) else { return false }
+        let port = rest[..<slash], path = rest[slash...]
+        return (1...5).contains(port.count) && port.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+            && path.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                     UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "/"), UInt8(ascii: "-"), UInt8(ascii: "_"): true
+                default: false
+                }
+            }
     }
 
     /// Reaps `pid` if it has ended; true once it is gone. Never waits: one still running when

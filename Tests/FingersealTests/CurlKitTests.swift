@@ -2,6 +2,7 @@ import Testing
 import Glibc
 import Foundation
 import CurlKit
+import SodiumKit
 
 /// What the test server answers (a Python `Handler` class, see `PythonHTTPServer`).
 private let curlHandler = #"""
@@ -42,13 +43,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 remaining -= chunk
         elif self.path == "/redirect":
             self.reply(302, b"", extra=[("Location", "/hello")])
+        elif self.path == "/authorization":
+            self.reply(200, self.headers.get("Authorization", "").encode())
         else:
             self.reply(404, b"not found")
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         self.reply(200, body, content_type="application/octet-stream",
-                   extra=[("X-Request-Content-Type", self.headers.get("Content-Type", ""))])
+                   extra=[("X-Request-Content-Type", self.headers.get("Content-Type", "")),
+                          ("X-Request-Authorization", self.headers.get("Authorization", ""))])
 """#
 
 /// A socket on 127.0.0.1 that listens but never accepts or answers: the kernel completes
@@ -197,5 +201,56 @@ private final class SilentListener {
                 "%20%21%2A%27%28%29%3B%3A%40%26%3D%2B%24%2C%2F%3F%23%5B%5D%25")
         #expect(FormEncoding.percentEncode("é😀") == "%C3%A9%F0%9F%98%80")
         #expect(FormEncoding.encode([("a", "1"), ("b c", "")]) == "a=1&b%20c=")
+    }
+
+    // MARK: requests that carry secrets
+
+    static func secure(_ text: String) throws -> SecureBytes { try SecureBytes(copying: Array(text.utf8)) }
+
+    /// A form with secret values encodes exactly as the plain one, into secure memory of
+    /// exactly its size.
+    @Test func aSecureFormEncodesAsThePlainOne() throws {
+        let fields: [(name: String, value: String)] = [("grant_type", "refresh_token"), ("refresh_token", "a b+c&d=e/é~"),
+                                                       ("empty", ""), ("x y", "z")]
+        var form = SecureForm()
+        for (index, (name, value)) in fields.enumerated() {
+            if index % 2 == 1 { form.add(name, secret: try Self.secure(value)) } else { form.add(name, value) }
+        }
+        let body = try form.encoded()
+        #expect(String(decoding: body.copyBytes(), as: UTF8.self) == FormEncoding.encode(fields))
+        #expect(body.capacity == body.count)
+        #expect(try SecureForm().encoded().count == 0)
+        #expect(form.names == ["grant_type", "refresh_token", "empty", "x y"])
+    }
+
+    /// The body goes out as it was built, the secret header line with it, and the answer
+    /// comes back into secure memory, growing past its first allocation, within the cap.
+    @Test func aSecureRequestArrivesAndItsAnswerIsSecure() throws {
+        let server = try PythonHTTPServer(handler: curlHandler)
+        defer { server.stop() }
+        var form = SecureForm()
+        form.add("device_code", secret: try Self.secure("a b+c&d=e/é~"))
+        let bearer = try SecureRequest.header("Authorization", "Bearer ", try Self.secure("tok/en+1"))
+        let response = try HTTPClient().send(try .postForm(server.url("/echo"), form: form, headers: [("X-A", "1")], secretHeaders: [bearer]))
+        #expect(response.status == 200)
+        #expect(String(decoding: response.body.copyBytes(), as: UTF8.self) == "device_code=a%20b%2Bc%26d%3De%2F%C3%A9~")
+        #expect(response.headers["x-request-authorization"] == "Bearer tok/en+1")
+        #expect(response.headers["x-request-content-type"] == "application/x-www-form-urlencoded")
+
+        let get = try HTTPClient().send(SecureRequest(url: server.url("/authorization"), secretHeaders: [bearer]))
+        #expect(get.status == 200 && get.body.copyBytes() == Array("Bearer tok/en+1".utf8))
+        let big = try HTTPClient().send(SecureRequest(url: server.url("/big/100000")))
+        #expect(big.body.count == 100_000 && big.body.copyBytes().allSatisfy { $0 == UInt8(ascii: "x") })
+        #expect(throws: HTTPError.responseTooLarge(limit: 64 * 1024)) {
+            try HTTPClient(configuration: .init(maxResponseBytes: 64 * 1024)).send(SecureRequest(url: server.url("/stream/100000")))
+        }
+    }
+
+    @Test func aSecretHeaderCannotInjectAnother() throws {
+        for line in ["X-A: a\r\nHost: other", "no colon", ": empty name"] {
+            #expect(throws: HTTPError.invalidRequest("invalid secret header")) {
+                try HTTPClient().send(SecureRequest(url: "http://127.0.0.1:9/", secretHeaders: [try Self.secure(line)]))
+            }
+        }
     }
 }

@@ -58,7 +58,8 @@ final class LocalIdP {
 
     func client(_ id: String = "fingerseal-test", secret: String? = nil, timeout: Double = 10) throws -> OAuthClient {
         let http = HTTPClient(configuration: .init(connectTimeout: 2, timeout: timeout))
-        return OAuthClient(metadata: try Discovery.discover(issuer: issuer, http: http), clientID: id, clientSecret: secret, http: http)
+        return OAuthClient(metadata: try Discovery.discover(issuer: issuer, http: http), clientID: id,
+                           clientSecret: try secret.map { try SecureBytes(copying: Array($0.utf8)) }, http: http)
     }
 
     /// fingerseal-confidential's secret, as the IdP wrote it at start.
@@ -161,7 +162,8 @@ final class LocalIdP {
     @Test func fiftyRotationsTenOfThemInConcurrentPairsNeverReuse() throws {
         let idp = try LocalIdP()
         let (v, vault) = try signedInVault(idp)
-        let client = try idp.client()
+        // Shared by two threads below, which only read it (its secret is secure memory, a class).
+        nonisolated(unsafe) let client = try idp.client()
         var seen: Set<[UInt8]> = []
         for _ in 0..<30 {
             guard case let .refreshed(tokens) = try TokenChain.refresh(vault, client: client, offlineGrace: 0) else {

@@ -11,7 +11,7 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     guard let data, size > 0 else { return 0 }
     let selector = data[0]
     let input = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
-    switch selector % 17 {
+    switch selector % 18 {
     case 0:
         // The envelope of every vault file: whatever it accepts must re-encode to the input.
         for kind in [Container.Kind.vault, .deviceKey, .lockout] {
@@ -72,13 +72,20 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
             }
         }
     case 11:
-        // The browser's redirect: NUL-separated name=value pairs, as the listener hands them over.
+        // The browser's redirect: NUL-separated name=value pairs, as the listener hands them
+        // over (the code apart, in secure memory).
         var parameters: [String: String] = [:]
+        var code: SecureBytes? = nil
         for pair in input.split(separator: 0) {
             let parts = pair.split(separator: 0x3d, maxSplits: 1, omittingEmptySubsequences: false)
-            parameters[String(decoding: parts[0], as: UTF8.self)] = parts.count > 1 ? String(decoding: parts[1], as: UTF8.self) : ""
+            let value = parts.count > 1 ? Array(parts[1]) : []
+            if parts[0].elementsEqual("code".utf8) {
+                code = try? SecureBytes(copying: value)
+            } else {
+                parameters[String(decoding: parts[0], as: UTF8.self)] = String(decoding: value, as: UTF8.self)
+            }
         }
-        _ = AuthorizationResponse(parameters)
+        _ = AuthorizationResponse(parameters, code: code)
     case 12:
         // A sealed file given to `fingerseal reveal` (any file a user may be handed).
         _ = try? SealedFile.parse(input)
@@ -113,6 +120,28 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
         if (try? IDToken.verify(token, keys: fuzzKeys, issuer: "joe", clientID: "c", nonce: nil, now: 1_300_819_000)) != nil {
             trap()
         }
+    case 17:
+        // The strict in-place JSON reader of token and device answers: whatever it accepts,
+        // JSONDecoder must read as an object too, with the same strings, and a secret read
+        // into secure memory must be the same bytes as the string.
+        input.withUnsafeBytes { bytes in
+            guard let members = try? JSONMembers(bytes) else { return }
+            let decoded = try? JSONDecoder().decode([String: FuzzJSON].self, from: Data(input))
+            guard let decoded else { trap() }
+            // Strings compare by canonical equivalence: only ASCII names are compared one to one.
+            guard members.members.keys.allSatisfy({ $0.allSatisfy { $0 < 0x80 } }) else { return }
+            guard decoded.count == members.members.count else { trap() }
+            for (bytes, member) in members.members {
+                let name = String(decoding: bytes, as: UTF8.self)
+                _ = try? members.integer(name)
+                guard member.kind == .string else { continue }
+                guard case let .string(text)? = decoded[name], (try? members.string(name)) == text,
+                      (try? members.secret(name))?.copyBytes() == Array(text.utf8) else { trap() }
+            }
+        }
+        if let body = try? SecureBytes(copying: input) {
+            _ = try? TokenRequests.parseTokens(body)
+        }
     default:
         // A full vault file: envelope, then document.
         if let body = try? Container.decode(.vault, input, file: "fuzz") {
@@ -120,6 +149,18 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
         }
     }
     return 0
+}
+
+/// Any JSON value, for comparing what JSONMembers accepts with what JSONDecoder reads.
+enum FuzzJSON: Decodable {
+    case string(String), other
+
+    init(from decoder: Decoder) throws {
+        // Whatever is not a string is not compared (a number JSONDecoder finds too large is
+        // still JSON).
+        let container = try decoder.singleValueContainer()
+        self = (try? container.decode(String.self)).map { .string($0) } ?? .other
+    }
 }
 
 /// The public keys of RFC 7515 A.2 (RSA), A.3 (P-256) and RFC 8037 A.2 (Ed25519), one per alg.

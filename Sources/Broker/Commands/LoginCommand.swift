@@ -26,15 +26,13 @@ enum LoginCommand {
         // A new vault needs the account password (root: not), asked before anyone signs in
         // at the provider for nothing.
         if try Vault.status(store) == nil { try AccountPassword.requireUnlessRoot(call) }
-        let secret = signIn.secret.map { $0.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
-
         let http = HTTPClient(options: options)
         let client: OAuthClient
         let tokens: TokenSet
         var nonce: String? = nil
         do {
             client = OAuthClient(metadata: try Discovery.discover(issuer: issuer, http: http), clientID: clientID,
-                                 clientSecret: secret, http: http)
+                                 clientSecret: signIn.secret, http: http)
             if flow == "password" {
                 tokens = try passwordFlow(client, scope: scope, call)
             } else if flow == "browser" {
@@ -197,14 +195,20 @@ enum LoginCommand {
 
     // MARK: browser
 
-    static let browserPages: RedirectReceiver.Pages = (received: Messages.browserPageReceived,
-                                                       failed: Messages.browserPageFailed,
-                                                       ignored: Messages.browserPageIgnored)
+    static var browserPages: RedirectReceiver.Pages {
+        RedirectReceiver.Pages(received: Messages.browserPageReceived, failed: Messages.browserPageFailed,
+                               ignored: Messages.browserPageIgnored, otherAccount: Messages.browserPageOtherAccount,
+                               unknownAccount: Messages.browserPageUnknownAccount)
+    }
 
     /// RFC 8252: authorization code with PKCE in a browser, which comes back to a
     /// one-request listener on 127.0.0.1 run by the broker; bounded by --timeout, ended by
-    /// the client's cancel. The client opens the browser (`browse`), as the user.
-    /// Returns the tokens and the nonce the ID token must carry.
+    /// the client's cancel. The listener answers only processes of the caller's uid (the
+    /// person signing in, from the socket): another account's redirect, even with the right
+    /// state, changes nothing. The client opens the browser (`browse`), as the user, with the
+    /// listener's start address, which holds no secret: the authorization URL's state, nonce
+    /// and challenge stay out of every command line. Returns the tokens and the nonce the ID
+    /// token must carry.
     static func browserFlow(_ client: OAuthClient, scope: String, _ call: Call) throws -> (TokenSet, String) {
         let seconds = try call.integer("--timeout") ?? 300
         guard (1...86_400).contains(seconds) else {
@@ -217,7 +221,7 @@ enum LoginCommand {
         let request = try AuthorizationRequest()
         let receiver: RedirectReceiver
         do {
-            receiver = try RedirectReceiver(port: UInt16(port), state: request.state, pages: browserPages)
+            receiver = try RedirectReceiver(port: UInt16(port), state: request.state, owner: call.caller.uid, pages: browserPages)
         } catch let error as SystemError where error.code == EADDRINUSE {
             throw FingersealError(.unavailable, Messages.redirectPortBusy(port))
         } catch {
@@ -226,15 +230,17 @@ enum LoginCommand {
         }
         defer { receiver.stop() }
         let url = try client.authorizationURL(request, scope: scope, redirectURI: receiver.redirectURI)
-        try showAuthorizationURL(url, json: call.has("--json"), call)
-        if !call.has("--no-browser") { call.conversation.browse(url) }
+        try receiver.startRedirecting(to: url)
+        try showAuthorizationURL(url, start: receiver.startURI, json: call.has("--json"), call)
+        if !call.has("--no-browser") { call.conversation.browse(receiver.startURI) }
         call.conversation.info(Messages.waitingForSignIn)
-        let parameters = try waitForRedirect(receiver, call, seconds: seconds)
+        let redirect = try waitForRedirect(receiver, call, seconds: seconds)
         receiver.stop()
 
-        let response = AuthorizationResponse(parameters)
+        let response = AuthorizationResponse(redirect.parameters, code: redirect.code)
         switch response {
         case let .code(code):
+            // The code and the verifier go from secure memory into the request's body.
             do throws(TokenFailure) {
                 return (try client.exchangeCode(code, redirectURI: receiver.redirectURI, verifier: request.pkce.verifier),
                         request.nonce)
@@ -253,7 +259,9 @@ enum LoginCommand {
         }
     }
 
-    static func showAuthorizationURL(_ url: String, json: Bool, _ call: Call) throws {
+    /// The whole address goes to the person's terminal (it is theirs to read); with --json also
+    /// the start address, which a script may hand to a browser without exposing the rest.
+    static func showAuthorizationURL(_ url: String, start: String, json: Bool, _ call: Call) throws {
         guard json else {
             call.conversation.output(Messages.openInBrowser)
             call.conversation.output(url)
@@ -261,17 +269,29 @@ enum LoginCommand {
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        call.conversation.output(String(decoding: try encoder.encode(["authorization_url": url]), as: UTF8.self))
+        call.conversation.output(String(decoding: try encoder.encode(["authorization_url": url, "start_url": start]), as: UTF8.self))
     }
 
-    /// The redirect's parameters once its page has been sent; every wait is bounded.
-    static func waitForRedirect(_ receiver: RedirectReceiver, _ call: Call, seconds: Int) throws -> [String: String] {
+    /// The redirect once its page has been sent; every wait is bounded. Another account
+    /// turned away is told to the person (once per account) and logged: someone on this
+    /// computer tried to slip their sign-in into this one.
+    static func waitForRedirect(_ receiver: RedirectReceiver, _ call: Call, seconds: Int) throws -> RedirectReceiver.Redirect {
         let deadline = monotonicSeconds() + Double(seconds)
         while true {
             let remaining = deadline - monotonicSeconds()
             guard remaining > 0 else { throw FingersealError(.timedOut, Messages.browserTimedOut) }
-            if try pause(call, seconds: min(remaining, 60), until: receiver.readyFD), let parameters = receiver.redirect() {
-                return parameters
+            guard try pause(call, seconds: min(remaining, 60), until: receiver.readyFD) else { continue }
+            if let redirect = receiver.redirect() { return redirect }
+            for stranger in receiver.takeStrangers() {
+                switch stranger {
+                case let .account(uid):
+                    let account = try? UserAccount.withID(uid)
+                    let name = account?.name ?? "uid \(uid)"
+                    call.conversation.info(Messages.browserOtherAccountRefused(name))
+                case .unknown:
+                    call.conversation.info(Messages.browserUnknownAccountRefused)
+                }
+                AuditTrail(store: call.store).log(.failure(action: "sign-in", reason: "redirectFromOtherAccount"))
             }
         }
     }
