@@ -638,8 +638,9 @@ func listeningAddresses(port: UInt16, table: String) -> [String] {
     /// One GET over a socket created as `account` (the tests' own when nil); the status and
     /// the page. The receiver closes the connection after answering.
     func rawGet(port: UInt16, path: String, as account: UserAccount? = nil) throws -> (status: Int, page: String) {
-        let fd = try account.map { try asUser($0) { socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0) } }
-            ?? socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // Close-on-exec: a process another test spawns meanwhile must not keep it open.
+        let kind = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        let fd = try account.map { try asUser($0) { socket(AF_INET, kind, 0) } } ?? socket(AF_INET, kind, 0)
         guard fd >= 0 else { throw TestFailure("socket failed") }
         defer { close(fd) }
         var address = sockaddr_in()
@@ -683,7 +684,10 @@ final class LoopbackPair {
             _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { query(fd, $0, &length) } }
             return address
         }
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // Close-on-exec: a process another test spawns meanwhile would keep the client's socket
+        // open (and owned) after closeClient.
+        let kind = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        let listener = socket(AF_INET, kind, 0)
         var any = sockaddr_in()
         any.sin_family = sa_family_t(AF_INET)
         any.sin_addr = in_addr(s_addr: in_addr_t(0x7f00_0001).bigEndian)
@@ -692,13 +696,13 @@ final class LoopbackPair {
         }
         guard listener >= 0, bound == 0, listen(listener, 1) == 0 else { throw TestFailure("no listener") }
         var target = address(listener, getsockname)
-        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let client = socket(AF_INET, kind, 0)
         let connected = withUnsafePointer(to: &target) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard connected == 0 else { throw TestFailure("connect failed") }
         let accepted = accept(listener, nil, nil)
-        guard accepted >= 0 else { throw TestFailure("accept failed") }
+        guard accepted >= 0, fcntl(accepted, F_SETFD, FD_CLOEXEC) == 0 else { throw TestFailure("accept failed") }
         self.listener = listener
         self.client = client
         self.accepted = accepted

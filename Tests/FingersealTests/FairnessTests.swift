@@ -332,8 +332,10 @@ import SystemKit
         while let line = verify.readLine() { if line.contains("your finger") { scanning = true; break } }
         #expect(scanning)
         let second = try setup.aliceLogsIn()
-        print("reader: a login's prompt came \(Int(first.prompted * 1000)) ms after it asked beside a waiting enroll, "
-              + "\(Int(second.prompted * 1000)) ms beside a background scan")
+        // (An infinite time, no prompt at all, must not trap in the figure.)
+        func milliseconds(_ seconds: Double) -> String { seconds.isFinite ? "\(Int(seconds * 1000)) ms" : "never" }
+        print("reader: a login's prompt came \(milliseconds(first.prompted)) after it asked beside a waiting enroll, "
+              + "\(milliseconds(second.prompted)) beside a background scan")
         #expect(second.status == PAM_SUCCESS && second.prompted < 1, "\(second)")
         var ended = ""
         while let line = verify.readLine() { if line.hasPrefix("result: ") { ended = line; break } }
