@@ -86,8 +86,8 @@ final class BrokerState: @unchecked Sendable {
 /// in the background (the command line, a host asking for another account); among equals,
 /// the principal served longest ago goes first, then the earliest to ask. A background turn
 /// ends at once when a seat request comes (its scan stops, nothing counted); any turn ends
-/// when another principal of at least its rank has waited `contestedLimit`. So one user's
-/// scans, however many, never keep the reader from another user's login for long.
+/// when another principal of the same rank has waited `contestedLimit`. So one user's scans,
+/// however many, never keep the reader from another user's login for long.
 ///
 /// Two backends (`reader=`): fprintd, which owns the device on desktops (claimed for the
 /// request's user and released at its end, so GNOME, KDE and pam_fprintd get it back at
@@ -118,7 +118,6 @@ final class ReaderGate: @unchecked Sendable {
         let priority: Priority
         let principal: Principal
         let arrivedAt: Double
-        fileprivate(set) var startedAt = 0.0
         private let stop: FileDescriptor
         private let lock = ThreadLock()
         private var taken = false
@@ -157,7 +156,7 @@ final class ReaderGate: @unchecked Sendable {
     private var lastUse = monotonicSeconds()
     /// The longest a request waits for its turn.
     static let waitLimit = 30.0
-    /// A turn ends when another principal of at least its rank has waited this long.
+    /// A turn ends when another principal of the same rank has waited this long.
     static let contestedLimit = 20.0
     /// An idle reader is closed after this long, leaving the device to others.
     static let idleLimit = 30.0
@@ -219,10 +218,7 @@ final class ReaderGate: @unchecked Sendable {
     }
 
     /// Under the lock.
-    private func grant(_ turn: Turn) {
-        turn.startedAt = monotonicSeconds()
-        holder = turn
-    }
+    private func grant(_ turn: Turn) { holder = turn }
 
     /// The waiting turn that goes next: the highest rank, then the principal served longest
     /// ago (or never), then the earliest. Under the lock.
@@ -237,8 +233,7 @@ final class ReaderGate: @unchecked Sendable {
 
     /// Takes the reader away from its holder when a seat request waits behind a background
     /// turn (even the same user's), or another principal of the same rank has waited
-    /// `contestedLimit`. Returns
-    /// when to look again (nil: nothing due later). Under the lock.
+    /// `contestedLimit`. Returns when to look again (nil: nothing due later). Under the lock.
     private func preemptIfDue(_ now: Double) -> Double? {
         guard let holder, !holder.preempted else { return nil }
         var soonest: Double? = nil

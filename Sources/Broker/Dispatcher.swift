@@ -28,8 +28,10 @@ struct Call {
     /// Another account on whose behalf a root host asks for this one (M running su for B):
     /// the host's real uid (a setuid program), else its login uid, else PAM_RUSER. Nil when it
     /// is the account's owner asking, or a host of the system at the seat (a login screen,
-    /// login on a console): their tries are the owner's.
-    var applicant: UInt32? {
+    /// login on a console): their tries are the owner's. Decided once, when the call is made.
+    let applicant: UInt32?
+
+    static func applicant(_ caller: Caller, _ request: Request, _ account: UserAccount) -> UInt32? {
         let asking: UInt32?
         if !caller.isRoot {
             asking = caller.uid
@@ -286,7 +288,7 @@ enum Dispatcher {
                 }
             }
             let call = Call(caller: caller, request: request, conversation: conversation, state: state, account: account,
-                            options: options, after: work)
+                            options: options, after: work, applicant: Call.applicant(caller, request, account))
             reply = try handler(request.command)(call)
         } catch let error as FingersealError {
             reply = Reply(error.outcome, error.message)
