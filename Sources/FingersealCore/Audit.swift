@@ -163,9 +163,9 @@ public struct AuditRotation: Equatable, Sendable {
 /// master key, one key per chain) covers the previous entry's MAC and the entry itself, and
 /// the vault document holds each chain's newest entry's number and MAC (`AuditHead`). Without
 /// the vault key no one can edit, insert, delete, reorder or cut off entries unnoticed, nor
-/// move them from one chain to the other. Anyone who can unlock the vault (the user, or a
-/// process running as the user, which can read the device key) can rewrite it all: the chains
-/// prove integrity against others and against damage, not against the user.
+/// move them from one chain to the other. The store is the broker's: neither the user nor a
+/// program running as the user reads the key; only root, who can open the vault through its
+/// device slot, could rewrite it all.
 ///
 /// Appends run under the vault's exclusive lock, are fsync'd (and the directory on create),
 /// and update the heads in the same vault update. A crash at any instant leaves either the
