@@ -28,8 +28,13 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     case 2:
         // The lockout record, and the policy applied to whatever it accepts.
         if let state = try? LockoutState.decode(input) {
-            _ = LockoutPolicy.pinWait(state, now: 1_800_000_000)
-            _ = LockoutPolicy.pinDelay(afterFailures: state.pinFailures)
+            // The owner's counters and every other account's.
+            for applicant in [nil] + (state.others ?? [:]).keys.compactMap({ UInt32($0) }) {
+                let counters = state.counters(for: applicant)
+                _ = LockoutPolicy.pinWait(counters, now: 1_800_000_000)
+                _ = LockoutPolicy.pinDelay(afterFailures: counters.pinFailures)
+            }
+            _ = LockoutPolicy.pinDelay(afterFailures: state.passwordFailures ?? 0)
         }
     case 3:
         // /etc/fingerseal/fingerseal.conf (or the older /etc/security/fingerseal.conf)
