@@ -45,8 +45,9 @@ final class SecureBody: BodySink {
         if bytes.append(contentsOf: chunk) { return true }
         // The transfer's cap was checked first, so `limit` always has room.
         let needed = bytes.count + chunk.count
-        guard needed <= limit, let larger = try? SecureBody.allocate(min(limit, max(bytes.capacity * 2, needed))) else { return false }
-        _ = bytes.withUnsafeBytes { larger.append(contentsOf: $0) }
+        guard needed <= limit, let larger = try? bytes.grown(toCapacity: min(limit, max(bytes.capacity * 2, needed))) else {
+            return false
+        }
         bytes = larger
         return bytes.append(contentsOf: chunk)
     }

@@ -33,11 +33,9 @@ enum LocalFiles {
                 }
                 if buffer.count + count > buffer.capacity {
                     // Grow into new secure memory; the old buffer is wiped when released.
-                    let larger = try SecureBytes(capacity: min(max(buffer.capacity * 2, buffer.count + count), limit))
-                    buffer.withUnsafeBytes { for byte in $0 { larger.append(byte) } }
-                    buffer = larger
+                    buffer = try buffer.grown(toCapacity: min(max(buffer.capacity * 2, buffer.count + count), limit))
                 }
-                for byte in chunk[..<count] { buffer.append(byte) }
+                _ = chunk.withUnsafeBytes { buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
             }
         } catch let error as CLIError {
             throw error
