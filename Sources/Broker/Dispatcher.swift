@@ -127,46 +127,29 @@ final class AfterReply: @unchecked Sendable {
 /// user's earlier requests have written theirs, so it never reads a store that an answered
 /// request is still updating.
 final class Bookkeeping: @unchecked Sendable {
-    private var mutex = pthread_mutex_t()
-    private var changed = pthread_cond_t()
+    private let condition = ThreadCondition()
     private var counts: [UInt32: Int] = [:]
     /// Bookkeeping is a few file writes; a request waits at most this long for it.
     static let settleLimit = 5.0
 
-    init() {
-        pthread_mutex_init(&mutex, nil)
-        pthread_cond_init(&changed, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(&changed)
-        pthread_mutex_destroy(&mutex)
-    }
-
     func begin(_ uid: UInt32) {
-        pthread_mutex_lock(&mutex)
-        counts[uid, default: 0] += 1
-        pthread_mutex_unlock(&mutex)
+        condition.locked { counts[uid, default: 0] += 1 }
     }
 
     func end(_ uid: UInt32) {
-        pthread_mutex_lock(&mutex)
-        counts[uid, default: 1] -= 1
-        if counts[uid] == 0 { counts[uid] = nil }
-        pthread_cond_broadcast(&changed)
-        pthread_mutex_unlock(&mutex)
+        condition.locked {
+            counts[uid, default: 1] -= 1
+            if counts[uid] == 0 { counts[uid] = nil }
+            condition.broadcast()
+        }
     }
 
     /// Waits until `uid` has no bookkeeping pending, at most `settleLimit`.
     func settle(_ uid: UInt32) {
-        var deadline = timespec()
-        clock_gettime(CLOCK_REALTIME, &deadline)
-        deadline.tv_sec += Int(Bookkeeping.settleLimit)
-        pthread_mutex_lock(&mutex)
-        while counts[uid] != nil {
-            if pthread_cond_timedwait(&changed, &mutex, &deadline) == ETIMEDOUT { break }
+        let deadline = monotonicSeconds() + Bookkeeping.settleLimit
+        condition.locked {
+            while counts[uid] != nil && monotonicSeconds() < deadline { condition.wait(until: deadline) }
         }
-        pthread_mutex_unlock(&mutex)
     }
 }
 

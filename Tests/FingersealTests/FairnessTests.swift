@@ -208,15 +208,7 @@ import SystemKit
             }
         }
         // Every large payload was sent, or refused (the broker stopped reading it).
-        var held = 0
-        for child in large {
-            while let line = child.readLine() {
-                if line.hasPrefix("sent: ") {
-                    if line == "sent: \(60 << 20)" { held += 1 }
-                    break
-                }
-            }
-        }
+        let held = large.filter { $0.nextLine { $0.hasPrefix("sent: ") } == "sent: \(60 << 20)" }.count
         let peak = Self.peakMiB(rig.broker)
         let (genuine, seconds) = try Self.login(services, "fingerseal-genuine", String(cString: getpwuid(0).pointee.pw_name),
                                                 answers: [TrustBoundaryTests.pin])
@@ -320,25 +312,20 @@ import SystemKit
         // Bob's enroll, left at its PIN question.
         let enroll = try Child(client, [setup.rig.broker.socketPath, "--as", Self.bob, "--hold-at-ask", "--wait", "60", "enroll"])
         defer { enroll.signal(SIGKILL) }
-        var asked = false
-        while let line = enroll.readLine() { if line.hasPrefix("ask: ") { asked = true; break } }
-        #expect(asked)
+        #expect(enroll.nextLine { $0.hasPrefix("ask: ") } != nil)
         let first = try setup.aliceLogsIn()
         #expect(first.status == PAM_SUCCESS && first.prompted < 1, "\(first)")
         // Bob's verify, waiting for a finger for up to 600 s.
         let verify = try Child(client, [setup.rig.broker.socketPath, "--as", Self.bob, "--wait", "60", "verify", "value=--timeout=600"])
         defer { verify.signal(SIGKILL) }
-        var scanning = false
-        while let line = verify.readLine() { if line.contains("your finger") { scanning = true; break } }
-        #expect(scanning)
+        #expect(verify.nextLine { $0.contains("your finger") } != nil)
         let second = try setup.aliceLogsIn()
         // (An infinite time, no prompt at all, must not trap in the figure.)
         func milliseconds(_ seconds: Double) -> String { seconds.isFinite ? "\(Int(seconds * 1000)) ms" : "never" }
         print("reader: a login's prompt came \(milliseconds(first.prompted)) after it asked beside a waiting enroll, "
               + "\(milliseconds(second.prompted)) beside a background scan")
         #expect(second.status == PAM_SUCCESS && second.prompted < 1, "\(second)")
-        var ended = ""
-        while let line = verify.readLine() { if line.hasPrefix("result: ") { ended = line; break } }
+        let ended = verify.nextLine { $0.hasPrefix("result: ") } ?? ""
         #expect(ended.contains("unavailable") && ended.contains(Messages.readerNeededElsewhere), "\(ended)")
         #expect(try setup.rig.lockout(for: Self.bob).fingerFailures == 0, "the stopped scan counted nothing")
     }
@@ -526,6 +513,14 @@ final class LogindSession {
 
     func run(_ rig: ReaderBroker, _ command: [String], fd3: String? = nil) throws -> Child.Result {
         try start(rig, command, fd3: fd3).finish()
+    }
+}
+
+extension Child {
+    /// The first line of standard output from now on that `matches`; nil at its end.
+    func nextLine(where matches: (String) -> Bool) -> String? {
+        while let line = readLine() { if matches(line) { return line } }
+        return nil
     }
 }
 
