@@ -8,6 +8,8 @@ import SystemKit
 struct Call {
     let caller: Caller
     let request: Request
+    /// Through what the person is reached, and so what may be asked (`Channel`).
+    let channel: Channel
     let conversation: Conversation
     let state: BrokerState
     /// The user acted on.
@@ -31,17 +33,17 @@ struct Call {
     /// login on a console): their tries are the owner's. Decided once, when the call is made.
     let applicant: UInt32?
 
-    static func applicant(_ caller: Caller, _ request: Request, _ account: UserAccount) -> UInt32? {
+    static func applicant(_ caller: Caller, _ channel: Channel, _ account: UserAccount) -> UInt32? {
         let asking: UInt32?
         if !caller.isRoot {
             asking = caller.uid
-        } else if request.pam == nil {
+        } else if !channel.isPAMHost {
             asking = nil // root's own command line (--user NAME)
         } else if caller.realUID != 0 {
             asking = caller.realUID
         } else if let loginUID = caller.loginUID {
             asking = loginUID
-        } else if let ruser = request.pam?.ruser, !ruser.isEmpty, ruser.utf8.count <= 256 {
+        } else if let ruser = channel.pam?.ruser, !ruser.isEmpty, ruser.utf8.count <= 256 {
             asking = (try? UserAccount.named(ruser))??.uid
         } else {
             asking = nil
@@ -63,8 +65,7 @@ struct Call {
     /// The caller is not at this computer (logind says the session is remote, or a PAM host
     /// names a remote host): the reader is not used for it unless `allow_remote`.
     var isRemote: Bool {
-        AuthenticationRequest(user: nil, service: "", remoteHost: request.pam?.rhost, sshSession: caller.remote,
-                              options: options).isRemote
+        LoginOrigin.isRemote(remoteHost: channel.pam?.rhost, sshSession: caller.remote)
     }
 
     /// How long a confirmation this request makes lasts, and the oldest one it accepts: what
@@ -257,6 +258,7 @@ enum Dispatcher {
     static func handle(_ request: Request, from caller: Caller, conversation: Conversation, state: BrokerState) {
         let reply: Reply
         var after: AfterReply? = nil
+        let channel = Channel(request)
         do {
             let account = try Authorization.account(for: request, caller: caller)
             state.bookkeeping.settle(account.uid)
@@ -266,18 +268,18 @@ enum Dispatcher {
             // The CLI has always shown what in the configuration it did not understand; a PAM
             // host shows nothing of it, so it goes to the log (a mistyped module argument).
             for warning in warnings {
-                if request.pam == nil { conversation.info(warning) } else {
-                    Syslog.log(.warning, "fingersealed: \(request.command.rawValue) service=\(request.pam?.service ?? "?"): \(warning)")
+                if !channel.isPAMHost { conversation.info(warning) } else {
+                    Syslog.log(.warning, "fingersealed: \(request.command.rawValue) service=\(channel.pam?.service ?? "?"): \(warning)")
                 }
             }
-            let call = Call(caller: caller, request: request, conversation: conversation, state: state, account: account,
-                            options: options, after: work, applicant: Call.applicant(caller, request, account))
+            let call = Call(caller: caller, request: request, channel: channel, conversation: conversation, state: state,
+                            account: account, options: options, after: work, applicant: Call.applicant(caller, channel, account))
             reply = try handler(request.command)(call)
         } catch let error as FingersealError {
             reply = Reply(error.outcome, error.message)
             // A bad setting in a PAM stack shows nowhere else (the host says only PAM_SERVICE_ERR).
             if error.outcome == .notPermitted || error.outcome == .systemError
-                || (error.outcome == .badConfiguration && request.pam != nil) {
+                || (error.outcome == .badConfiguration && channel.isPAMHost) {
                 Syslog.log(.warning, "fingersealed: \(request.command.rawValue) from \(caller): \(error.description)")
             }
         } catch {

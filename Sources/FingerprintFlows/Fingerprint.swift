@@ -131,12 +131,14 @@ public enum Fingerprint {
     /// matches are counted in the lockout ledger (persisted); cancel and timeout are not.
     ///
     /// `afterMatch`: where the success-side bookkeeping (resetting the failure count) goes;
-    /// the broker runs it after answering. Without one it runs before returning.
-    public static func verify(store: VaultStore, ledger: LockoutLedger, reader: FingerReader, settings: ScanSettings,
+    /// the broker runs it after answering. Without one it runs before returning. The prints
+    /// and the counters come from the request's `session` (read once).
+    public static func verify(session: VaultSession, ledger: LockoutLedger, reader: FingerReader, settings: ScanSettings,
                               prompter: ScanPrompter, cancelFDs: [Int32],
                               afterMatch: ((@escaping () -> Void) -> Void)? = nil) throws -> Match {
-        if try ledger.counters().fingerLocked { throw FingersealError(.lockedOut, Messages.fingerLocked) }
-        let vault = try Vault.unlockWithDevice(store)
+        guard let status = try session.status() else { throw FingersealError(.noVault, Messages.noVault) }
+        if status.lockout.counters(for: ledger.applicant).fingerLocked { throw FingersealError(.lockedOut, Messages.fingerLocked) }
+        let vault = try session.unlockWithDevice()
         let plan = try MatchPlan(reader, vault: vault)
 
         let deadline = monotonicSeconds() + settings.timeout

@@ -33,8 +33,8 @@ public struct AccessToken {
     }
 }
 
-/// How the token step after a successful finger or PIN went, which `Authentication` turns
-/// into an outcome.
+/// How the token step after a successful finger or PIN went, as `unlock --json` names it
+/// (`TokenRefresh.verdict` judges it).
 public enum TokenStep: String, Codable, Sendable {
     /// A fresh access token; the rotated refresh token is sealed.
     case refreshed
@@ -48,30 +48,4 @@ public enum TokenStep: String, Codable, Sendable {
     case unreachable
     /// A refusal or an answer that is not a token. The token is kept.
     case failed
-
-    /// What a successful unlock becomes after this token step (design §2, step 9): a token
-    /// problem denies when `requireToken` is set, else it falls back to the next module.
-    public func applied(to unlock: AuthenticationResult, requireToken: Bool, prompter: Prompter) -> AuthenticationResult {
-        guard unlock.outcome == .success else { return unlock }
-        switch self {
-        case .refreshed:
-            return unlock.replacing(.success, unlock.detail + "; token refreshed")
-        case .offline:
-            return unlock.replacing(.success, unlock.detail + "; identity provider unreachable, within the offline grace")
-        case .notSignedIn:
-            if requireToken {
-                prompter.error(Messages.notSignedIn)
-                return unlock.replacing(.signInRequired, unlock.detail + "; require_token and not signed in")
-            }
-            return unlock
-        case .signInRequired:
-            prompter.error(Messages.signInRequired)
-            return unlock.replacing(requireToken ? .signInRequired : .unavailable, unlock.detail + "; sign-in required")
-        case .unreachable, .failed:
-            prompter.error(self == .unreachable ? Messages.idpUnreachable : Messages.idpRefused)
-            return unlock.replacing(requireToken ? .tokenUnavailable : .unavailable,
-                                    unlock.detail + (self == .unreachable ? "; identity provider unreachable beyond the offline grace"
-                                                                              : "; identity provider gave no token"))
-        }
-    }
 }

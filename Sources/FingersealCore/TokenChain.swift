@@ -27,50 +27,9 @@ public enum TokenChain {
     /// refresh token is in the update.
     public typealias IdentityCheck = (TokenSet, ProviderRecord, SignedInIdentity?) throws(TokenFailure) -> IdentityAfterRefresh
 
-    public enum Result {
-        /// A fresh access token; the rotated refresh token is already sealed and fsync'd.
-        case refreshed(TokenSet)
-        /// The IdP could not be reached, and the last refresh is within the offline grace.
-        case offline(since: Int64)
-        /// No sign-in in this vault.
-        case notSignedIn
-        /// The IdP ended the chain (now or earlier): `fingerseal login` is needed.
-        case signInRequired
-        /// The refresh named another account: the chain is ended here; `fingerseal login`.
-        case otherAccount
-        /// Unreachable beyond the offline grace. The refresh token is kept.
-        case unreachable(String)
-        /// A refusal, or an answer that is not a token. The refresh token is kept.
-        case failed(String)
-
-        public var step: TokenStep {
-            switch self {
-            case .refreshed: return .refreshed
-            case .offline: return .offline
-            case .notSignedIn: return .notSignedIn
-            case .signInRequired, .otherAccount: return .signInRequired
-            case .unreachable: return .unreachable
-            case .failed: return .failed
-            }
-        }
-
-        /// The fresh tokens, nil when offline within the grace; throws for the rest.
-        public func checked() throws -> TokenSet? {
-            switch self {
-            case let .refreshed(tokens): return tokens
-            case .offline: return nil
-            case .notSignedIn: throw FingersealError(.signInRequired, Messages.notSignedIn)
-            case .signInRequired: throw FingersealError(.signInRequired, Messages.signInRequired)
-            case .otherAccount: throw FingersealError(.signInRequired, Messages.identityChanged)
-            case let .unreachable(why): throw FingersealError(.unavailable, Messages.idpUnreachable, detail: why)
-            case let .failed(why): throw FingersealError(.unavailable, Messages.idpRefused, detail: why)
-            }
-        }
-    }
-
     /// Refreshes with the client the vault's sign-in names.
     public static func refresh(_ vault: UnlockedVault, offlineGrace: Int, clock: any Clock = SystemClock(),
-                               makeClient: ClientFactory, identity: IdentityCheck? = nil) throws -> Result {
+                               makeClient: ClientFactory, identity: IdentityCheck? = nil) throws -> TokenRefresh {
         try refresh(vault, offlineGrace: offlineGrace, clock: clock, identity: identity) { editor throws(TokenFailure) in
             guard let provider = editor.provider else { throw .badConfiguration(tr("the vault names no identity provider")) }
             let secret: SecureBytes?
@@ -84,7 +43,7 @@ public enum TokenChain {
 
     /// Refreshes with a given client.
     public static func refresh(_ vault: UnlockedVault, client: any TokenClient, offlineGrace: Int,
-                               clock: any Clock = SystemClock(), identity: IdentityCheck? = nil) throws -> Result {
+                               clock: any Clock = SystemClock(), identity: IdentityCheck? = nil) throws -> TokenRefresh {
         try refresh(vault, offlineGrace: offlineGrace, clock: clock, identity: identity) { _ throws(TokenFailure) in client }
     }
 
@@ -97,8 +56,8 @@ public enum TokenChain {
     /// rotate and protects against reuse answers `invalid_grant`, which ends the chain
     /// cleanly (sign-in required) instead of failing silently.
     private static func refresh(_ vault: UnlockedVault, offlineGrace: Int, clock: any Clock, identity: IdentityCheck?,
-                                client: (VaultEditor) throws(TokenFailure) -> any TokenClient) throws -> Result {
-        try vault.update { editor -> Result in
+                                client: (VaultEditor) throws(TokenFailure) -> any TokenClient) throws -> TokenRefresh {
+        try vault.update { editor -> TokenRefresh in
             if editor.signIn == .required { return .signInRequired }
             guard editor.signIn == .active, let refreshToken = try editor.secret(refreshTokenRecord) else { return .notSignedIn }
             let tokens: TokenSet
@@ -139,5 +98,67 @@ public enum TokenChain {
             return .refreshed(tokens)
         }
         // update() has sealed and fsync'd the rotated token before the caller sees it.
+    }
+}
+
+/// How a refresh of the sealed sign-in went.
+public enum TokenRefresh {
+    /// A fresh access token; the rotated refresh token is already sealed and fsync'd.
+    case refreshed(TokenSet)
+    /// The IdP could not be reached, and the last refresh is within the offline grace.
+    case offline(since: Int64)
+    /// No sign-in in this vault.
+    case notSignedIn
+    /// The IdP ended the chain (now or earlier): `fingerseal login` is needed.
+    case signInRequired
+    /// The refresh named another account: the chain is ended here; `fingerseal login`.
+    case otherAccount
+    /// Unreachable beyond the offline grace. The refresh token is kept.
+    case unreachable(String)
+    /// A refusal, or an answer that is not a token. The refresh token is kept.
+    case failed(String)
+
+    /// The one table of what a refresh means for the unlock before it (every channel, every
+    /// purpose): the outcome, the sentence for the person (empty: nothing to say), and what
+    /// the log adds. `required`: a token or nothing (`require_token`, the CLI's `unlock` and
+    /// `token`); otherwise a token problem lets a PAM stack go on to the password.
+    public func verdict(required: Bool) -> (outcome: Outcome, sentence: String, detail: String) {
+        switch self {
+        case .refreshed:
+            return (.success, "", "token refreshed")
+        case .offline:
+            return (.success, "", "identity provider unreachable, within the offline grace")
+        case .notSignedIn:
+            return required ? (.signInRequired, Messages.notSignedIn, "not signed in") : (.success, "", "")
+        case .signInRequired:
+            return (required ? .signInRequired : .unavailable, Messages.signInRequired, "sign-in required")
+        case .otherAccount:
+            return (required ? .signInRequired : .unavailable, Messages.identityChanged, "the refresh named another account")
+        case let .unreachable(why):
+            return (required ? .tokenUnavailable : .unavailable, Messages.idpUnreachable,
+                    "identity provider unreachable beyond the offline grace: \(why)")
+        case let .failed(why):
+            return (required ? .tokenUnavailable : .unavailable, Messages.idpRefused, "identity provider gave no token: \(why)")
+        }
+    }
+
+    public var step: TokenStep {
+        switch self {
+        case .refreshed: return .refreshed
+        case .offline: return .offline
+        case .notSignedIn: return .notSignedIn
+        case .signInRequired, .otherAccount: return .signInRequired
+        case .unreachable: return .unreachable
+        case .failed: return .failed
+        }
+    }
+
+    /// The fresh tokens, nil when offline within the grace; for the rest, the verdict of a
+    /// request that needs the token, thrown.
+    public func tokens() throws -> TokenSet? {
+        if case let .refreshed(tokens) = self { return tokens }
+        let verdict = verdict(required: true)
+        guard verdict.outcome == .success else { throw FingersealError(verdict.outcome, verdict.sentence, detail: verdict.detail) }
+        return nil
     }
 }

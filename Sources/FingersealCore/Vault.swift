@@ -56,8 +56,15 @@ public enum Vault {
     /// `checkingSlots`: also try each device slot's key (what `status` reports); a flow
     /// that is about to open the vault anyway learns that from opening it.
     public static func status(_ store: VaultStore, checkingSlots: Bool = false) throws -> VaultStatus? {
+        try status(store, checkingSlots: checkingSlots, keeping: nil)
+    }
+
+    /// The status, keeping the snapshot it was read from for a request's later steps.
+    static func status(_ store: VaultStore, checkingSlots: Bool, keeping kept: ((VaultSnapshot) -> Void)?) throws -> VaultStatus? {
         let result = try store.withDirectory(exclusive: false) { directory -> VaultStatus? in
-            guard let document = try store.readDocument(directory) else { return nil }
+            guard let snapshot = try store.readSnapshot(directory) else { return nil }
+            kept?(snapshot)
+            let document = snapshot.document
             let lockout = try LockoutLedger(store: store, policy: LockoutPolicy()).read(directory)
             let slots = document.keyslots.map { slot -> VaultStatus.Slot in
                 VaultStatus.Slot(kind: slot.kind, protection: slot.protection,
@@ -127,6 +134,11 @@ public enum Vault {
     /// (`pinLeftTPMLockout`).
     public static func unlock(_ store: VaultStore, pin: PINKeyslot, ledger: LockoutLedger) throws -> UnlockedVault {
         guard let status = try status(store) else { throw FingersealError(.noVault, Messages.noVault) }
+        return try unlock(store, status: status, read: nil, pin: pin, ledger: ledger)
+    }
+
+    static func unlock(_ store: VaultStore, status: VaultStatus, read: VaultSnapshot?, pin: PINKeyslot,
+                       ledger: LockoutLedger) throws -> UnlockedVault {
         // tpm=require: a PIN slot not yet sealed opens only when it can be sealed right after.
         if store.tpm.mode == .require, status.keyslots.contains(where: { $0.kind == .pin && !$0.protection.sealedToTPM }),
            let why = VaultTPM.unusable(store.tpm) {
@@ -135,7 +147,7 @@ public enum Vault {
         try ledger.beginPINAttempt()
         let vault: UnlockedVault
         do {
-            vault = try unlock(store, slot: .pin) { _ in try pin.with(SlotTPM(policy: store.tpm, sealNew: false)) }
+            vault = try unlock(store, slot: .pin, read: read) { _ in try pin.with(SlotTPM(policy: store.tpm, sealNew: false)) }
         } catch let error as FingersealError where error.outcome == .wrongPIN {
             ledger.pinRejected()
             throw error
@@ -202,7 +214,11 @@ public enum Vault {
     /// Unlocks through the device slot (after a fingerprint match). With `tpm=require`, a
     /// device slot not sealed to the TPM is refused (the PIN seals it).
     public static func unlockWithDevice(_ store: VaultStore) throws -> UnlockedVault {
-        try unlock(store, slot: .device) { DeviceKeyslot(directory: $0, tpm: SlotTPM(policy: store.tpm, sealNew: false)) }
+        try unlockWithDevice(store, read: nil)
+    }
+
+    static func unlockWithDevice(_ store: VaultStore, read: VaultSnapshot?) throws -> UnlockedVault {
+        try unlock(store, slot: .device, read: read) { DeviceKeyslot(directory: $0, tpm: SlotTPM(policy: store.tpm, sealNew: false)) }
     }
 
     /// What `status` says of a slot: whether its key can be had now (a device slot is opened;
@@ -230,10 +246,13 @@ public enum Vault {
         }
     }
 
-    private static func unlock(_ store: VaultStore, slot kind: KeyslotKind,
+    /// `read`: what this request read of the vault already, used when the file is still it.
+    private static func unlock(_ store: VaultStore, slot kind: KeyslotKind, read: VaultSnapshot?,
                                _ keyslot: (SafeDirectory) throws -> any Keyslot) throws -> UnlockedVault {
         let opened = try store.withDirectory(exclusive: false) { directory -> UnlockedVault in
-            guard let document = try store.readDocument(directory) else { throw FingersealError(.noVault, Messages.noVault) }
+            let current = try read.flatMap { try $0.isCurrent(directory) ? $0 : nil }
+            guard let snapshot = try current ?? store.readSnapshot(directory) else { throw FingersealError(.noVault, Messages.noVault) }
+            let document = snapshot.document
             guard let slot = document.keyslot(kind) else {
                 throw FingersealError(kind == .pin ? .noPIN : .vaultUnusable,
                                       kind == .pin ? Messages.noVault : Messages.noDeviceSlot)
@@ -249,8 +268,11 @@ public enum Vault {
                 throw kind == .pin ? FingersealError(.wrongPIN, Messages.wrongPIN)
                                    : FingersealError(.vaultUnusable, Messages.noDeviceSlot, detail: "device key does not open the vault")
             }
-            try UnlockedVault.verify(document, masterKey: masterKey)
-            return UnlockedVault(store: store, vaultID: document.vaultID, masterKey: masterKey, unlockedBy: kind)
+            if snapshot.verifiedVaultID != document.vaultID {
+                try UnlockedVault.verify(document, masterKey: masterKey)
+                snapshot.verifiedVaultID = document.vaultID
+            }
+            return UnlockedVault(store: store, vaultID: document.vaultID, masterKey: masterKey, unlockedBy: kind, read: snapshot)
         }
         guard let opened else { throw FingersealError(.noVault, Messages.noVault) }
         return opened
@@ -287,8 +309,9 @@ public enum Vault {
     }
 }
 
-/// A vault whose master key is in memory. Reads and writes re-read the file under the lock,
-/// so several processes can each hold one and no update is lost.
+/// A vault whose master key is in memory. Reads and writes look at the file under the lock,
+/// so several processes can each hold one and no update is lost; what is still the file
+/// this vault read last (`VaultSnapshot`) is not read or MAC-checked again.
 public final class UnlockedVault {
     public let store: VaultStore
     let vaultID: String
@@ -302,11 +325,15 @@ public final class UnlockedVault {
     /// lockout (a slot made when fingerseal still sealed PINs inside it).
     public internal(set) var pinLeftTPMLockout = false
 
-    init(store: VaultStore, vaultID: String, masterKey: SecureBytes, unlockedBy: KeyslotKind) {
+    /// The file as last read or written by this vault, its MAC checked.
+    private var read: VaultSnapshot?
+
+    init(store: VaultStore, vaultID: String, masterKey: SecureBytes, unlockedBy: KeyslotKind, read: VaultSnapshot? = nil) {
         self.store = store
         self.vaultID = vaultID
         self.masterKey = masterKey
         self.unlockedBy = unlockedBy
+        self.read = read
     }
 
     /// The enrolled prints (finger name and serialized template), in enrollment order.
@@ -342,7 +369,9 @@ public final class UnlockedVault {
             let result = try change(&editor)
             if editor.document != document {
                 editor.document.generation &+= 1
-                try store.writeDocument(try UnlockedVault.sign(editor.document, masterKey: masterKey), directory)
+                let written = try store.writeDocument(try UnlockedVault.sign(editor.document, masterKey: masterKey), directory)
+                written.verifiedVaultID = vaultID
+                read = written
             }
             return result
         }
@@ -350,9 +379,15 @@ public final class UnlockedVault {
 
     func withDocument<T>(exclusive: Bool, _ body: (VaultDocument, SafeDirectory) throws -> T) throws -> T {
         let result = try store.withDirectory(exclusive: exclusive) { directory -> T in
-            guard let document = try store.readDocument(directory) else { throw FingersealError(.noVault, Messages.noVault) }
+            if let read, read.verifiedVaultID == vaultID, try read.isCurrent(directory) {
+                return try body(read.document, directory)
+            }
+            guard let snapshot = try store.readSnapshot(directory) else { throw FingersealError(.noVault, Messages.noVault) }
+            let document = snapshot.document
             guard document.vaultID == vaultID else { throw FingersealError(.vaultUnusable, Messages.vaultReplaced) }
             try UnlockedVault.verify(document, masterKey: masterKey)
+            snapshot.verifiedVaultID = vaultID
+            read = snapshot
             return try body(document, directory)
         }
         guard let result else { throw FingersealError(.noVault, Messages.noVault) }

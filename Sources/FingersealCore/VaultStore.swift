@@ -118,20 +118,55 @@ public struct VaultStore: Sendable {
     }
 
     func readDocument(_ directory: SafeDirectory) throws -> VaultDocument? {
-        guard let bytes = try VaultStore.guarded(.readVault, {
-            try directory.read(VaultFiles.vault, sizeLimit: VaultFiles.vaultLimit)
-        }) else { return nil }
-        return try VaultDocument.decode(try Container.decode(.vault, bytes, file: VaultFiles.vault), file: VaultFiles.vault)
+        try readSnapshot(directory)?.document
     }
 
-    func writeDocument(_ document: VaultDocument, _ directory: SafeDirectory) throws {
+    /// Reads the vault file, keeping it open so that later steps of the request can tell it
+    /// is still the file they read (`VaultSnapshot.isCurrent`) instead of reading it again.
+    func readSnapshot(_ directory: SafeDirectory) throws -> VaultSnapshot? {
+        let read = try VaultStore.guarded(.readVault) {
+            try directory.readKeepingOpen(VaultFiles.vault, sizeLimit: VaultFiles.vaultLimit)
+        }
+        guard let (file, bytes, identity) = read else { return nil }
+        let document = try VaultDocument.decode(try Container.decode(.vault, bytes, file: VaultFiles.vault), file: VaultFiles.vault)
+        return VaultSnapshot(document: document, file: file, identity: identity)
+    }
+
+    @discardableResult
+    func writeDocument(_ document: VaultDocument, _ directory: SafeDirectory) throws -> VaultSnapshot {
         let bytes = try Container.encode(.vault, body: try VaultDocument.encode(document))
-        try VaultStore.guarded(.saveVault) { try directory.replace(VaultFiles.vault, with: bytes) }
+        let written = try VaultStore.guarded(.saveVault) { () -> VaultSnapshot in
+            let file = try directory.replace(VaultFiles.vault, with: bytes)
+            return VaultSnapshot(document: document, file: file, identity: FileIdentity(try file.status()))
+        }
         // Device key files the new document no longer names are garbage now.
         let live = Set(document.keyslots.compactMap { $0.keyID.map(VaultFiles.deviceKey) })
         for name in try VaultStore.guarded(.listVault, { try directory.entries() })
         where name.hasPrefix(VaultFiles.deviceKeyPrefix) && name.hasSuffix(VaultFiles.deviceKeySuffix) && !live.contains(name) {
             try VaultStore.guarded(.removeOldDeviceKey) { try directory.remove(name) }
         }
+        return written
+    }
+}
+
+/// The vault file as a request read it: the document, and the file itself held open (its
+/// inode cannot be reused meanwhile), so the same identity under the lock means the same
+/// bytes and nothing is read or MAC-checked twice.
+final class VaultSnapshot {
+    let document: VaultDocument
+    private let file: FileDescriptor
+    private let identity: FileIdentity
+    /// The MAC was checked with the master key of this vault ID.
+    var verifiedVaultID: String? = nil
+
+    init(document: VaultDocument, file: FileDescriptor, identity: FileIdentity) {
+        self.document = document
+        self.file = file
+        self.identity = identity
+    }
+
+    /// Whether the vault file in `directory` is still the one read (call under the lock).
+    func isCurrent(_ directory: SafeDirectory) throws -> Bool {
+        try VaultStore.guarded(.readVault) { try directory.identity(of: VaultFiles.vault) == identity }
     }
 }

@@ -95,9 +95,16 @@ public final class SafeDirectory {
 
     /// Reads a whole trusted file, or nil if it does not exist.
     public func read(_ name: String, sizeLimit: Int) throws -> [UInt8]? {
+        try readKeepingOpen(name, sizeLimit: sizeLimit)?.bytes
+    }
+
+    /// Reads a whole trusted file and keeps it open: while it is, `identity(of:)` telling the
+    /// same identity means the name still holds these bytes. Nil if it does not exist.
+    public func readKeepingOpen(_ name: String, sizeLimit: Int) throws -> (file: FileDescriptor, bytes: [UInt8], identity: FileIdentity)? {
         guard let file = try openTrusted(name, sizeLimit: sizeLimit) else { return nil }
+        let identity = FileIdentity(try file.status())
         do {
-            return try file.readAll(limit: sizeLimit, subject: full(name))
+            return (file, try file.readAll(limit: sizeLimit, subject: full(name)), identity)
         } catch let error as SystemError where error.code == EFBIG {
             throw UnsafeFileError(path: full(name), reason: .tooLarge(size: sizeLimit + 1, limit: sizeLimit))
         }
@@ -110,9 +117,19 @@ public final class SafeDirectory {
         throw SystemError("stat", full(name), code: errno)
     }
 
+    /// Which file `name` is now (not following a symlink), or nil when there is none.
+    public func identity(of name: String) throws -> FileIdentity? {
+        var info = stat()
+        if fstatat(fd.rawValue, name, &info, AT_SYMLINK_NOFOLLOW) == 0 { return FileIdentity(info) }
+        if errno == ENOENT { return nil }
+        throw SystemError("stat", full(name), code: errno)
+    }
+
     /// Replaces `name` atomically: temp file in this directory, write, fsync, rename, fsync
     /// the directory. A crash at any instant leaves the old or the new file, never a torn one.
-    public func replace(_ name: String, with bytes: [UInt8], mode: mode_t = 0o600) throws {
+    /// Returns the new file, still open (what a reader pins, see `FileIdentity`).
+    @discardableResult
+    public func replace(_ name: String, with bytes: [UInt8], mode: mode_t = 0o600) throws -> FileDescriptor {
         let temp = ".\(name).tmp-\(String(UInt64.random(in: 0...UInt64.max), radix: 16))"
         let raw = try syscall("create", full(temp)) {
             openat(fd.rawValue, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
@@ -128,6 +145,7 @@ public final class SafeDirectory {
             throw error
         }
         try fd.sync()
+        return file
     }
 
     /// Opens `name` for appending (`O_APPEND`, never following a symlink), creating it with
@@ -269,4 +287,24 @@ func includes(_ text: String, _ part: String) -> Bool {
     let haystack = Array(text.utf8), needle = Array(part.utf8)
     guard needle.count <= haystack.count else { return needle.isEmpty }
     return (0...(haystack.count - needle.count)).contains { start in haystack[start..<(start + needle.count)].elementsEqual(needle) }
+}
+
+/// Which file a name stood for when it was read: device, inode, size and change times. A
+/// reader that keeps the file open (so its inode cannot be reused) knows the name still holds
+/// the bytes it read while the identity is the same: every writer here replaces the file
+/// (a new inode) rather than writing into it.
+public struct FileIdentity: Equatable, Sendable {
+    let device: UInt64
+    let inode: UInt64
+    let size: Int64
+    let modified: Int64
+    let changed: Int64
+
+    public init(_ info: stat) {
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        size = Int64(info.st_size)
+        modified = Int64(info.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_mtim.tv_nsec)
+        changed = Int64(info.st_ctim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_ctim.tv_nsec)
+    }
 }

@@ -177,7 +177,7 @@ final class LocalIdP {
             let pair = VaultPair([try Vault.unlockWithDevice(v.store), try Vault.unlockWithDevice(v.store)])
             let failures = Failures()
             DispatchQueue.concurrentPerform(iterations: 2) { index in
-                do { _ = try TokenChain.refresh(pair.vaults[index], client: client, offlineGrace: 0).checked() } catch { failures.add("\(error)") }
+                do { _ = try TokenChain.refresh(pair.vaults[index], client: client, offlineGrace: 0).tokens() } catch { failures.add("\(error)") }
             }
             #expect(failures.all.isEmpty, "\(failures.all)")
         }
@@ -188,11 +188,11 @@ final class LocalIdP {
         let idp = try LocalIdP()
         let (v, vault) = try signedInVault(idp)
         try idp.hook("/test/revoke-user-tokens", [("username", "alice")])
-        expectOutcome(.signInRequired) { _ = try TokenChain.refresh(vault, client: try idp.client(), offlineGrace: 0).checked() }
+        expectOutcome(.signInRequired) { _ = try TokenChain.refresh(vault, client: try idp.client(), offlineGrace: 0).tokens() }
         #expect(try Vault.status(v.store)?.signIn == .required)
         // Without asking the IdP again.
         try idp.hook("/test/mode", [("mode", "down-5xx")])
-        expectOutcome(.signInRequired) { _ = try TokenChain.refresh(vault, client: try idp.client(), offlineGrace: 0).checked() }
+        expectOutcome(.signInRequired) { _ = try TokenChain.refresh(vault, client: try idp.client(), offlineGrace: 0).tokens() }
     }
 
     @Test func offlineGraceAllowsThenDenies() throws {
@@ -204,9 +204,9 @@ final class LocalIdP {
         let inside = try TokenChain.refresh(vault, client: try idp.client(), offlineGrace: grace,
                                             clock: FixedClock(time: 1_000_000 + 3600))
         guard case .offline(since: 1_000_000) = inside else { throw TestFailure("expected offline, got \(inside)") }
-        expectOutcome(.unavailable) {
+        expectOutcome(.tokenUnavailable) {
             _ = try TokenChain.refresh(vault, client: try idp.client(), offlineGrace: grace,
-                                       clock: FixedClock(time: 1_000_000 + Int64(grace) + 1)).checked()
+                                       clock: FixedClock(time: 1_000_000 + Int64(grace) + 1)).tokens()
         }
         #expect(readFile(v.directory + "/vault") == before, "the refresh token is kept as it was")
         // The IdP back: the chain goes on.
@@ -223,7 +223,7 @@ final class LocalIdP {
         let (v, vault) = try signedInVault(idp)
         let before = try #require(readFile(v.directory + "/vault"))
         try idp.hook("/test/mode", [("mode", mode)])
-        expectOutcome(.unavailable) { _ = try TokenChain.refresh(vault, client: try idp.client(), offlineGrace: 0).checked() }
+        expectOutcome(.tokenUnavailable) { _ = try TokenChain.refresh(vault, client: try idp.client(), offlineGrace: 0).tokens() }
         #expect(readFile(v.directory + "/vault") == before)
         try idp.hook("/test/mode", [("mode", "normal")])
         guard case .refreshed = try TokenChain.refresh(vault, client: try idp.client(), offlineGrace: 0) else {
@@ -244,7 +244,7 @@ final class LocalIdP {
         } else {
             try idp.hook("/test/mode", [("mode", how)])
         }
-        expectOutcome(.signInRequired) { _ = try TokenChain.refresh(vault, client: try idp.client(), offlineGrace: 0).checked() }
+        expectOutcome(.signInRequired) { _ = try TokenChain.refresh(vault, client: try idp.client(), offlineGrace: 0).tokens() }
         #expect(try Vault.status(v.store)?.signIn == .required)
     }
 
@@ -276,7 +276,7 @@ final class LocalIdP {
         let client = try idp.client(timeout: 2)
         try idp.hook("/test/mode", [("mode", "slow"), ("seconds", "20")])
         let start = VirtualSensor.now()
-        expectOutcome(.unavailable) { _ = try TokenChain.refresh(vault, client: client, offlineGrace: 0).checked() }
+        expectOutcome(.tokenUnavailable) { _ = try TokenChain.refresh(vault, client: client, offlineGrace: 0).tokens() }
         let elapsed = VirtualSensor.now() - start
         #expect(elapsed >= 1.9 && elapsed < 3.5, "\(elapsed) s")
     }

@@ -74,7 +74,7 @@ import SodiumKit
         #expect(text(try created.secret(TokenChain.refreshTokenRecord)) == "rt-next", "the rotated token is kept")
         let other = try TokenChain.refresh(created, client: Rotating(), offlineGrace: 60) { _, _, _ throws(TokenFailure) in .otherAccount }
         #expect(other.step == .signInRequired)
-        #expect(throws: FingersealError.self) { _ = try other.checked() }
+        #expect(throws: FingersealError.self) { _ = try other.tokens() }
         #expect(try Vault.status(vault.store)?.signIn == .required)
         #expect(try created.secret(TokenChain.refreshTokenRecord) == nil)
     }

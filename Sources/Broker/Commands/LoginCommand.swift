@@ -49,9 +49,9 @@ enum LoginCommand {
         // Seal it: into the existing vault (its PIN), or a new one (a new PIN).
         let vault: UnlockedVault
         if try Vault.status(store) != nil {
-            vault = try Unlocking.withPIN(call, store: store)
+            vault = try PINEntry.unlock(call, store: store)
         } else {
-            vault = try Vault.create(store, pin: call.pinKeyslot(try Unlocking.askNewPIN(call)))
+            vault = try Vault.create(store, pin: call.pinKeyslot(try PINEntry.askNew(call)))
         }
         try vault.update {
             try $0.signedIn(refreshToken: refreshToken, provider: client.providerRecord, clientSecret: signIn.secret,

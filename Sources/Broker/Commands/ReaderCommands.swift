@@ -84,7 +84,7 @@ enum ReaderCommands {
         if call.state.reader.readerPresent(call, deviceID: call.value("--device")) == false {
             throw FingersealError(.noReader, Messages.noReader)
         }
-        let vault = try Unlocking.withPIN(call, store: store)
+        let vault = try PINEntry.unlock(call, store: store)
         let finger = try call.state.reader.withReader(call, deviceID: call.value("--device")) { reader, turn -> Finger in
             let enrolled: [String]
             if case let .fprintd(device, user, storage) = reader {
@@ -126,7 +126,7 @@ enum ReaderCommands {
         guard all != (call.arguments.count == 1), call.arguments.count <= 1 else {
             throw FingersealError(.usage, Messages.forgetOneOrAll)
         }
-        let vault = try Unlocking.withPIN(call, store: call.store)
+        let vault = try PINEntry.unlock(call, store: call.store)
         let fingers = all ? nil : call.arguments
         // fprintd holds the fingers: only those fingerseal enrolled there are deleted.
         if try call.state.reader.fprintdSet(call) != nil {
@@ -172,7 +172,7 @@ enum ReaderCommands {
         let result = try call.state.reader.withReader(call, deviceID: call.value("--device")) { reader, turn in
             Result { () throws -> Fingerprint.Match in
                 do {
-                    return try Fingerprint.verify(store: store, ledger: ledger, reader: reader, settings: scan,
+                    return try Fingerprint.verify(session: VaultSession(store), ledger: ledger, reader: reader, settings: scan,
                                                   prompter: call.conversation, cancelFDs: [call.conversation.cancelFD, turn.stopFD])
                 } catch let error as FingersealError {
                     throw clientCancel(call, error, turn)

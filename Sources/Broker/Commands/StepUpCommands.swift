@@ -17,36 +17,18 @@ enum StepUpCommands {
         return asked
     }
 
-    /// A confirmation for `context`: the grant held in this session, or a finger (the PIN as
-    /// fallback; only the PIN with `fresh`), which records a new grant lasting `ttl` seconds
-    /// (held by `holder`'s connection as well, when given). Returns the vault it opened and,
-    /// when it asked, how. `device` is the vault already opened through its device slot, when
-    /// the caller has it. Nothing is held or recorded in a session of another account.
+    /// A confirmation for `context` through the one unlock flow: the grant held in this
+    /// session, or a finger (the PIN as fallback; only the PIN with `fresh`), which records a
+    /// new grant lasting `ttl` seconds (held by `holder`'s connection as well, when given).
+    /// Returns the vault it opened and, when it asked, how.
     static func confirm(_ call: Call, _ context: String, fresh: Bool, ttl: Int, holder: UInt64? = nil,
-                        device: UnlockedVault? = nil) throws -> (vault: UnlockedVault, asked: String?) {
-        let store = call.store
-        let sessions = call.state.sessions
-        if !fresh, let key = call.grantSession, sessions.grant(key, context, now: SystemClock().now()) != nil {
-            // Opening through the device slot asks nothing.
-            if let vault = device ?? (try? Vault.unlockWithDevice(store)) { return (vault, nil) }
-        }
-        call.conversation.info(Messages.stepUpPrompt(context))
-        let trail = AuditTrail(store: store)
-        let unlocked: Unlocked
-        do {
-            unlocked = fresh ? Unlocked(vault: try Unlocking.withPIN(call, store: store), method: .pin, finger: nil)
-                             : try Unlocking.fingerOrPIN(call, store: store)
-        } catch let error as FingersealError {
-            if error.outcome != .usage { trail.record(.stepUp(context: context, result: error.outcome), vault: nil) }
-            throw error
-        }
-        trail.record(.stepUp(context: context, result: .success), vault: unlocked.vault)
-        if let key = call.grantSession {
-            let now = SystemClock().now()
-            sessions.setGrant(key, context, Grant(method: unlocked.method.rawValue, madeAt: now,
-                                                  expiresAt: now + Int64(min(max(ttl, 1), StepUp.maxTTL)), holder: holder))
-        }
-        return (unlocked.vault, unlocked.method == .pin ? "your PIN" : "your finger")
+                        session: VaultSession? = nil) throws -> (vault: UnlockedVault, asked: String?) {
+        let wanted = UnlockRequest.Confirmation(context: context, fresh: fresh, acceptsWithin: nil, lasts: ttl, holder: holder)
+        let result = UnlockFlow.run(call, try UnlockRequest.forCommandLine(call, .confirmation, confirmation: wanted),
+                                    session: session)
+        if let error = result.error { throw error }
+        guard let vault = result.vault else { throw FingersealError(.systemError, Messages.systemFailure(.finishRequest)) }
+        return (vault, result.askedWith)
     }
 
     // MARK: step-up
@@ -133,8 +115,8 @@ enum StepUpCommands {
         // The client names the file (or not) and streams its bytes.
         guard call.arguments.count <= 1 else { throw FingersealError(.usage, Messages.revealNeedsFile) }
         // Nothing is received for a user who has no vault.
-        let store = call.store
-        guard try Vault.status(store) != nil else { throw FingersealError(.noVault, Messages.noVault) }
+        let session = VaultSession(call.store)
+        guard try session.status() != nil else { throw FingersealError(.noVault, Messages.noVault) }
         let payload: PayloadBuffer
         do {
             payload = try call.conversation.receiveData(limit: SealedFile.maxPlaintext + SealedFile.overhead,
@@ -145,11 +127,10 @@ enum StepUpCommands {
         }
         let parsed = try payload.bytes.withUnsafeBytes { try SealedFile.parse($0) }
         // Another vault's file is refused before anyone is asked for a finger.
-        let device = try? Vault.unlockWithDevice(store)
-        if let device, !SealedFile.belongs(parsed, to: device) {
+        if let device = try? session.unlockWithDevice(), !SealedFile.belongs(parsed, to: device) {
             throw FingersealError(.vaultUnusable, Messages.sealedByAnotherVault)
         }
-        let (vault, _) = try confirm(call, parsed.context, fresh: false, ttl: try ttlSeconds(call), device: device)
+        let (vault, _) = try confirm(call, parsed.context, fresh: false, ttl: try ttlSeconds(call), session: session)
         let plaintext = try SealedFile.open(parsed, inPlace: payload.bytes, vault: vault)
         AuditTrail(store: vault.store).record(.reveal(context: parsed.context, fileID: parsed.fileID), vault: vault)
         if !call.has("--no-notice") { call.conversation.info(Messages.personalDataFollows) }

@@ -24,7 +24,7 @@ extension Call {
         }
         guard (1...600).contains(seconds) else { throw FingersealError(.usage, Messages.optionSecondsRange("--timeout", 1, 600)) }
         return ScanSettings(timeout: Double(seconds), maxTries: maxTries ?? options.maxTries,
-                            cancelHint: request.pam == nil ? .pressCtrlC : conversation.cancelHint)
+                            cancelHint: channel.cancelHint(conversation))
     }
 
     /// The positional arguments the client sent.

@@ -28,6 +28,16 @@ enum TokenCommands {
         Reply(.success, token: token.token.withUnsafeBytes { Array($0) }, expiresAt: token.expiresAt)
     }
 
+    /// The one unlock flow for a token; its failure is the command's error.
+    static func unlockAndRefresh(_ call: Call) throws -> (unlocked: Unlocked, step: TokenStep, token: AccessToken?, cached: Bool) {
+        let result = UnlockFlow.run(call, try UnlockRequest.forCommandLine(call, .accessToken))
+        if let error = result.error { throw error }
+        guard let unlocked = result.unlocked, let refresh = result.refresh else {
+            throw FingersealError(.systemError, Messages.systemFailure(.finishRequest))
+        }
+        return (unlocked, refresh.step, result.token, result.cachedToken)
+    }
+
     // MARK: unlock
 
     /// `--exec COMMAND` is the client's: it sends the flag, runs COMMAND itself with the
@@ -40,7 +50,7 @@ enum TokenCommands {
         if exec && (call.has("--print-token") || call.has("--json")) {
             throw FingersealError(.usage, Messages.execAlone)
         }
-        let (unlocked, step, held, cached) = try Unlocking.unlockAndRefresh(call)
+        let (unlocked, step, held, cached) = try unlockAndRefresh(call)
         let report = UnlockReport(result: "unlocked", method: unlocked.method.rawValue, finger: unlocked.finger,
                                   token: step.rawValue, expiresAt: held?.expiresAt)
         let wantsToken = exec || call.has("--print-token")
@@ -80,7 +90,7 @@ enum TokenCommands {
         if let held = call.state.sessions.token(call.session), held.isValid(at: now, margin: Int64(margin)) {
             token = held
         } else {
-            token = try Unlocking.unlockAndRefresh(call).token
+            token = try unlockAndRefresh(call).token
         }
         guard let token else { throw FingersealError(.unavailable, Messages.offlineNoToken) }
         if call.has("--json") {
@@ -99,7 +109,7 @@ enum TokenCommands {
             throw FingersealError(.signInRequired, Messages.notSignedIn)
         }
         // A sensitive operation: the PIN, not a finger.
-        let vault = try recordingFailure("sign-out", AuditTrail(store: store)) { try Unlocking.withPIN(call, store: store) }
+        let vault = try recordingFailure("sign-out", AuditTrail(store: store)) { try PINEntry.unlock(call, store: store) }
         var revoked = false
         var warning: String? = nil
         if status.signIn == .active, let refreshToken = try vault.secret(TokenChain.refreshTokenRecord) {

@@ -147,17 +147,17 @@ enum VaultCommands {
             throw FingersealError(.usage, Messages.vaultExists)
         }
         try AccountPassword.requireUnlessRoot(call)
-        let pin = try Unlocking.askNewPIN(call)
+        let pin = try PINEntry.askNew(call)
         let vault = try Vault.create(store, pin: call.pinKeyslot(pin))
         call.conversation.output(Messages.pinSet)
         // Fingers already enrolled in fprintd (GNOME Settings, KDE) unlock from now on.
-        Unlocking.confirmFprintdSet(call, vault)
+        FingerOrPIN.confirmFprintdSet(call, vault)
         return Reply(.success)
     }
 
     static func pinChange(_ call: Call) throws -> Reply {
-        let vault = try Unlocking.withPIN(call, store: call.store, prompt: Messages.enterOldPIN)
-        let new = try Unlocking.askNewPIN(call)
+        let vault = try PINEntry.unlock(call, store: call.store, prompt: Messages.enterOldPIN)
+        let new = try PINEntry.askNew(call)
         try vault.update { try $0.changePIN(call.pinKeyslot(new)) }
         call.conversation.output(Messages.pinChanged)
         return Reply(.success)
@@ -181,7 +181,7 @@ enum VaultCommands {
         } catch let error as FingersealError where error.outcome == .vaultUnusable {
             throw FingersealError(.vaultUnusable, Messages.pinResetNoDevice, detail: error.description)
         }
-        let new = try Unlocking.askNewPIN(call)
+        let new = try PINEntry.askNew(call)
         try vault.update { try $0.changePIN(call.pinKeyslot(new)) }
         try LockoutLedger(store: store, options: call.options).clearAll()
         trail.record(.pinReset, vault: vault)
@@ -194,12 +194,12 @@ enum VaultCommands {
     /// set up again). Recorded in the new vault's audit trail.
     static func replaceAfterTPMChange(_ call: Call) throws -> Reply {
         let store = call.store
-        let new = try Unlocking.askNewPIN(call)
+        let new = try PINEntry.askNew(call)
         let (vault, previous) = try Vault.replace(store, pin: call.pinKeyslot(new))
         call.state.sessions.dropUser(call.account.uid)
         AuditTrail(store: store).record(.vaultReplacedAfterTPMChange(previous: previous ?? "?"), vault: vault)
         call.conversation.output(Messages.vaultReplacedAfterTPMChange)
-        Unlocking.confirmFprintdSet(call, vault)
+        FingerOrPIN.confirmFprintdSet(call, vault)
         return Reply(.success)
     }
 
@@ -231,7 +231,7 @@ enum VaultCommands {
         if !damaged {
             // A sensitive operation: the PIN itself, never a finger or a held confirmation.
             do {
-                _ = try Unlocking.withPIN(call, store: store)
+                _ = try PINEntry.unlock(call, store: store)
             } catch let error as FingersealError
                 where [.wrongPIN, .lockedOut].contains(error.outcome) || error.message == Messages.pinEmptyInput {
                 guard !call.caller.isRoot else {

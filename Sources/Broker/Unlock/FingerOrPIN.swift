@@ -1,0 +1,283 @@
+import CLinux
+import FingerprintFlows
+import FingersealCore
+import FprintKit
+import Glibc
+import SodiumKit
+import SystemKit
+
+/// How an unlock went: the vault, and which way it was opened.
+struct Unlocked {
+    let vault: UnlockedVault
+    let method: UnlockMethod
+    let finger: String?
+}
+
+/// The unlock itself, for every flow: a finger through the broker's reader, or the PIN, as
+/// the request allows, within the request's vault session.
+enum FingerOrPIN {
+    /// What the finger's turn came to: an unlock, or why the next way in is needed.
+    enum FingerTurn {
+        case unlocked(Unlocked)
+        case fallback(FingersealError)
+    }
+
+    /// A finger, or the PIN. With `pinWhileScanning` (or a combined prompt) the PIN may be
+    /// typed while the reader waits (the first to succeed wins and stops the other; Enter
+    /// alone goes straight to the PIN); otherwise the scan comes first and the PIN after it
+    /// fails. Without a reader, an enrolled finger, or with the finger locked, the PIN is
+    /// asked at once. A cancel ends it. A fallback to the PIN is audited here; the flow
+    /// records the unlock or its failure. Without the PIN, what stopped the finger is thrown.
+    /// A PIN unlock also confirms fprintd's enrolled set where it changed.
+    static func open(_ call: Call, _ request: UnlockRequest, session: VaultSession, status: VaultStatus) throws -> Unlocked {
+        let unlocked = try fingerThenPIN(call, request, session: session, status: status)
+        if unlocked.method == .pin { confirmFprintdSet(call, unlocked.vault) }
+        return unlocked
+    }
+
+    private static func fingerThenPIN(_ call: Call, _ request: UnlockRequest, session: VaultSession,
+                                      status: VaultStatus) throws -> Unlocked {
+        let use = request.pin
+        func pinInstead(after failure: FingersealError?) throws -> Unlocked {
+            guard use != .never, status.pinSet else {
+                throw failure ?? FingersealError(.notEnrolled, Messages.notEnrolled)
+            }
+            if let failure { session.record(.fallback(reason: failure.auditReason)) }
+            return Unlocked(vault: try PINEntry.unlock(call, session: session), method: .pin, finger: nil)
+        }
+        if use == .only { return try pinInstead(after: nil) }
+        if status.fingers.isEmpty && status.fprintd?.fingers.isEmpty ?? true {
+            // Nothing to scan: the PIN, or (PAM without it) on to the password, silently.
+            if use == .fallback { return try pinInstead(after: nil) }
+            throw FingersealError(.notEnrolled, Messages.notEnrolled)
+        }
+        if status.lockout.counters(for: call.applicant).fingerLocked {
+            call.conversation.error(Messages.fingerLocked)
+            return try pinInstead(after: FingersealError(.lockedOut, Messages.fingerLocked))
+        }
+        let ledger = call.ledger(session.store)
+        var settings = request.scan
+        let turn: FingerTurn
+        if (request.pinWhileScanning || request.combinedPrompt) && use == .fallback {
+            settings.cancelHint = request.combinedPrompt ? .fingerOrPINForPAM : .fingerOrPIN
+            turn = try fingerWhilePIN(call, request, session: session, ledger: ledger, settings: settings)
+        } else {
+            turn = try fingerFirst(call, request, session: session, ledger: ledger, settings: settings)
+        }
+        switch turn {
+        case let .unlocked(unlocked): return unlocked
+        // In a PAM conversation Enter alone means the password, not the PIN asked again.
+        case let .fallback(failure) where failure.outcome == .cancelled && call.channel.emptyAnswerMeansPassword: throw failure
+        case let .fallback(failure): return try pinInstead(after: failure)
+        }
+    }
+
+    /// A vault just opened with the PIN: where fprintd holds the fingers and their set
+    /// changed, the PIN confirms the new set (said once). Never fails the unlock.
+    static func confirmFprintdSet(_ call: Call, _ vault: UnlockedVault, announce: Bool = true) {
+        do {
+            guard let current = try call.state.reader.fprintdSet(call) else { return }
+            let bound = try vault.fprintdSet()
+            guard Fingerprint.fprintdSetChanged(current, bound: bound) else { return }
+            try vault.update {
+                try $0.bindFprintd(FprintdSet(fingers: current.fingers, digest: current.digest,
+                                              enrolledHere: bound?.enrolledHere ?? []))
+            }
+            AuditTrail(store: vault.store).record(.fprintdSetConfirmed(fingers: current.fingers.count), vault: vault)
+            if announce && !current.fingers.isEmpty {
+                call.conversation.info(bound == nil ? Messages.fingersBound : Messages.fingersConfirmed)
+            }
+        } catch {
+            Syslog.log(.notice, "fingersealed: fprintd's enrolled set for user=\(call.account.name) not confirmed: \(error)")
+        }
+    }
+
+    /// One verification through the broker's reader (its turn, the device the request names),
+    /// nothing audited. A cancel the reader reports counts as `.cancelled` only when it was
+    /// the client's (a `cancel` message or a hang-up); otherwise it is `.unavailable`.
+    static func verify(_ call: Call, _ request: UnlockRequest, session: VaultSession, ledger: LockoutLedger,
+                       settings: ScanSettings) throws -> Fingerprint.Match {
+        do {
+            return try call.state.reader.withReader(call, deviceID: request.deviceID) { reader, turn in
+                try Fingerprint.verify(session: session, ledger: ledger, reader: reader, settings: settings,
+                                       prompter: call.conversation, cancelFDs: [call.conversation.cancelFD, turn.stopFD],
+                                       afterMatch: { call.after.add($0) })
+            }
+        } catch let error as FingersealError where error.outcome == .cancelled {
+            if call.conversation.takeCancel() { throw error }
+            throw FingersealError(.unavailable, error.message, detail: "the reader cancelled the scan")
+        }
+    }
+
+    /// The scan alone; what comes next is the caller's, unless the client cancelled.
+    static func fingerFirst(_ call: Call, _ request: UnlockRequest, session: VaultSession, ledger: LockoutLedger,
+                            settings: ScanSettings) throws -> FingerTurn {
+        do {
+            let match = try verify(call, request, session: session, ledger: ledger, settings: settings)
+            return .unlocked(Unlocked(vault: match.vault, method: .finger, finger: match.finger))
+        } catch let error as FingersealError {
+            if error.outcome == .cancelled { throw error }
+            if [.noMatch, .triesExhausted].contains(error.outcome) {
+                session.note(.failure(action: "fingerprint scan", reason: error.outcome.rawValue))
+            }
+            // What the person must hear; a PAM host goes on quietly when there is no reader.
+            // The TPM's states are said everywhere: nothing else explains them.
+            if [.noMatch, .triesExhausted, .lockedOut, .timedOut, .fingersChanged].contains(error.outcome) || error.cause != nil {
+                call.conversation.error(error.message)
+            } else if call.channel.explainsQuietFallbacks {
+                call.conversation.info(error.message)
+            }
+            return .fallback(error)
+        }
+    }
+
+    /// The scan on a thread of its own while the client takes a PIN: both in the reader's
+    /// turn, and the scan always stopped and waited for before the turn ends.
+    static func fingerWhilePIN(_ call: Call, _ request: UnlockRequest, session: VaultSession, ledger: LockoutLedger,
+                               settings: ScanSettings) throws -> FingerTurn {
+        let raced: Result<FingerTurn, any Error>
+        do {
+            raced = try call.state.reader.withReader(call, deviceID: request.deviceID) { reader, turn in
+                Result { try race(call, request, reader: reader, turn: turn, session: session, ledger: ledger, settings: settings) }
+            }
+        } catch let error as FingersealError where [.noReader, .unavailable, .remoteSession].contains(error.outcome) {
+            // No reader, or another request kept it: the PIN at once.
+            call.conversation.info(error.message)
+            return .fallback(error)
+        }
+        return try raced.get()
+    }
+
+    private static func race(_ call: Call, _ request: UnlockRequest, reader: FingerReader, turn: ReaderGate.Turn,
+                             session: VaultSession, ledger: LockoutLedger, settings: ScanSettings) throws -> FingerTurn {
+        let conversation = call.conversation
+        let job = try BackgroundScan()
+        let scanReader = UncheckedReader(reader)
+        let scanSession = UncheckedSession(session)
+        let stopFD = turn.stopFD
+        let started = job.start { cancelFD in
+            try Fingerprint.verify(session: scanSession.session, ledger: ledger, reader: scanReader.reader, settings: settings,
+                                   prompter: conversation, cancelFDs: [cancelFD, stopFD])
+        }
+        guard started else { throw FingersealError(.systemError, Messages.systemFailure(.startScan)) }
+        func matched(_ result: Result<Fingerprint.Match, any Error>?) -> FingerTurn? {
+            guard case let .success(match)? = result else { return nil }
+            return .unlocked(Unlocked(vault: match.vault, method: .finger, finger: match.finger))
+        }
+        while true {
+            let answer: Conversation.AnswerOrWake
+            do {
+                answer = try conversation.ask(Ask(.secret, .pin, request.combinedPrompt ? Messages.fingerOrPINPrompt : "",
+                                                  whileScanning: true), wakingOn: [job.done.rawValue])
+            } catch {
+                // A cancel (or a client gone, or no answer in time): stop the scan first.
+                _ = job.stop()
+                throw error
+            }
+            switch answer {
+            case .woken:
+                // The scan ended: a match wins; otherwise the PIN is the fallback.
+                let result = job.wait()
+                if let won = matched(result) { return won }
+                guard case let .failure(error as FingersealError)? = result else {
+                    return .fallback(FingersealError(.systemError, Messages.systemFailure(.scan)))
+                }
+                if turn.preempted {
+                    // The reader went to a sign-in at this computer: the PIN is still asked.
+                    conversation.info(Messages.readerNeededElsewhere)
+                    return .fallback(FingersealError(.unavailable, Messages.readerNeededElsewhere))
+                }
+                if error.outcome == .cancelled { throw error }
+                conversation.info(error.message)
+                return .fallback(error)
+            case .skipped:
+                if let won = matched(job.stop()) { return won }
+                return .fallback(FingersealError(.cancelled, Messages.cancelled))
+            case let .secret(pin):
+                if pin.count == 0 {
+                    if let won = matched(job.stop()) { return won }
+                    return .fallback(FingersealError(.cancelled, Messages.cancelled))
+                }
+                // The scan thread may still read the session: the PIN opens the vault on its own.
+                do {
+                    let vault = try Vault.unlock(session.store, pin: call.pinKeyslot(pin), ledger: ledger)
+                    if let won = matched(job.stop()) { return won }
+                    session.opened(vault)
+                    return .unlocked(Unlocked(vault: vault, method: .pin, finger: nil))
+                } catch let error as FingersealError where error.outcome == .wrongPIN {
+                    // The reader keeps waiting; the PIN may be typed again.
+                    conversation.error(error.message)
+                } catch {
+                    _ = job.stop()
+                    // A PAM host shows only what is sent: the TPM's states need saying.
+                    if call.channel.showsOnlyTheConversation, let error = error as? FingersealError, error.cause != nil {
+                        conversation.error(error.message)
+                    }
+                    throw error
+                }
+            case .text:
+                _ = job.stop()
+                throw FingersealError(.usage, Messages.badAnswer)
+            }
+        }
+    }
+}
+
+/// A fingerprint scan on a thread of its own, so the client can send a PIN meanwhile. The
+/// result is written before `done` is signalled and read only after it is seen (the eventfd
+/// write and read order the two threads).
+final class BackgroundScan: @unchecked Sendable {
+    let done: FileDescriptor
+    private let cancel: FileDescriptor
+    private var result: Result<Fingerprint.Match, any Error>? = nil
+    private var finished = false
+
+    init() throws {
+        do {
+            done = FileDescriptor(owning: try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC)) })
+            cancel = FileDescriptor(owning: try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC)) })
+        } catch {
+            throw FingersealError(.systemError, Messages.systemFailure(.startScan), detail: "\(error)")
+        }
+    }
+
+    /// Starts `scan` on a new thread; false when no thread could be started.
+    func start(_ scan: @escaping @Sendable (_ cancelFD: Int32) throws -> Fingerprint.Match) -> Bool {
+        startThread {
+            do { self.result = .success(try scan(self.cancel.rawValue)) } catch { self.result = .failure(error) }
+            var one: UInt64 = 1
+            _ = write(self.done.rawValue, &one, 8)
+        }
+    }
+
+    /// Asks the scan to stop and waits for it (the reader confirms a cancel within moments;
+    /// FprintKit bounds it). Returns the scan's result, which may still be a match.
+    func stop() -> Result<Fingerprint.Match, any Error>? {
+        var one: UInt64 = 1
+        _ = write(cancel.rawValue, &one, 8)
+        return wait()
+    }
+
+    /// Waits for the scan to end and returns its result.
+    func wait() -> Result<Fingerprint.Match, any Error>? {
+        if !finished {
+            var value: UInt64 = 0
+            while read(done.rawValue, &value, 8) < 0 && errno == EINTR {}
+            finished = true
+        }
+        return result
+    }
+}
+
+/// The reader, handed to the scan thread, which is its only user until the scan ends.
+struct UncheckedReader: @unchecked Sendable {
+    let reader: FingerReader
+    init(_ reader: FingerReader) { self.reader = reader }
+}
+
+/// The request's vault session, handed to the scan thread: the connection's thread touches
+/// it again only after the scan has stopped (`BackgroundScan.stop` waits for it).
+struct UncheckedSession: @unchecked Sendable {
+    let session: VaultSession
+    init(_ session: VaultSession) { self.session = session }
+}

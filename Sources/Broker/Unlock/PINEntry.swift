@@ -1,0 +1,52 @@
+import FingersealCore
+import SodiumKit
+
+/// The PIN, asked through the client: for the unlock's fallback and for every command that
+/// needs the PIN itself (enroll, forget, a PIN change, sign-out).
+enum PINEntry {
+    /// The PIN, asked through the client (its terminal, or its --pin-fd). Nothing typed is a
+    /// mistake, not a wrong PIN; in a PAM conversation it means "the password instead".
+    static func ask(_ call: Call, prompt: String = Messages.enterPIN) throws -> SecureBytes {
+        guard let pin = try call.conversation.askSecret(.pin, prompt) else {
+            if call.channel.emptyAnswerMeansPassword {
+                throw FingersealError(.cancelled, Messages.cancelled, detail: "PIN skipped")
+            }
+            throw FingersealError(.usage, Messages.pinEmptyInput)
+        }
+        return pin
+    }
+
+    /// A new PIN, checked against the rules; asked twice unless the client answers from a
+    /// descriptor (--pin-fd), where a typing mistake cannot happen.
+    static func askNew(_ call: Call) throws -> SecureBytes {
+        guard let pin = try call.conversation.askSecret(.newPIN, Messages.enterNewPIN) else {
+            throw FingersealError(.usage, Messages.pinEmptyInput)
+        }
+        try PINRules.check(pin)
+        if !call.has("--pin-fd") {
+            guard let again = try call.conversation.askSecret(.newPIN, Messages.repeatNewPIN) else {
+                throw FingersealError(.usage, Messages.pinEmptyInput)
+            }
+            guard pin.isEqual(to: again) else { throw FingersealError(.usage, Messages.pinMismatch) }
+        }
+        return pin
+    }
+
+    /// The vault opened with the PIN; lockout rules apply (the try is counted first).
+    static func unlock(_ call: Call, store: VaultStore, prompt: String = Messages.enterPIN) throws -> UnlockedVault {
+        try unlock(call, session: VaultSession(store), prompt: prompt)
+    }
+
+    /// The same, within a request's vault session.
+    static func unlock(_ call: Call, session: VaultSession, prompt: String = Messages.enterPIN) throws -> UnlockedVault {
+        guard try session.status() != nil else { throw FingersealError(.noVault, Messages.noVault) }
+        let pin = try ask(call, prompt: prompt)
+        do {
+            return try session.unlock(pin: call.pinKeyslot(pin), ledger: call.ledger(session.store))
+        } catch let error as FingersealError {
+            // The CLI shows a command's error itself; a PAM host shows only what is sent.
+            if call.channel.showsOnlyTheConversation { call.conversation.error(error.message) }
+            throw error
+        }
+    }
+}

@@ -1,0 +1,278 @@
+import FingerprintFlows
+import FingersealCore
+import SystemKit
+
+/// One unlock, as its edge asked for it. PAM's `auth`, `unlock`, `token`, `step-up` and
+/// `reveal` each build one (what their channel may ask is decided there, once) and render its
+/// result; `UnlockFlow` runs it without looking at how it was asked.
+struct UnlockRequest {
+    /// What the unlock is for.
+    enum Purpose: Equatable {
+        /// A PAM host's authentication (a login, sudo, a lock screen).
+        case authenticate
+        /// The vault opened for a fresh access token (`unlock`, `token`).
+        case accessToken
+        /// A confirmation for a context (`step-up`, `reveal`): nothing is refreshed.
+        case confirmation
+    }
+
+    /// What the unlock does with the sign-in.
+    enum TokenPolicy: Equatable {
+        /// Nothing: a confirmation only.
+        case none
+        /// A refresh when signed in; a token problem lets the stack go on to the password.
+        case whenSignedIn
+        /// A token or nothing (`require_token`, the CLI's `unlock` and `token`): the sign-in is
+        /// checked before the finger is asked for, and a token problem denies.
+        case required
+    }
+
+    /// A step-up confirmation the request accepts, or makes.
+    struct Confirmation {
+        let context: String
+        /// Only a new PIN counts (`--fresh`): no confirmation held is accepted.
+        let fresh: Bool
+        /// The oldest confirmation accepted, in seconds (a stack's `ttl=`); nil, any held.
+        let acceptsWithin: Int?
+        /// How long a confirmation this request makes lasts.
+        let lasts: Int
+        /// The connection that also holds it (`step-up CONTEXT -- COMMAND`).
+        let holder: UInt64?
+    }
+
+    var purpose: Purpose
+    var confirmation: Confirmation?
+    var tokens: TokenPolicy
+    /// When the PIN may open the vault.
+    var pin: PINUse
+    /// The reader named on the command line; nil, the broker's choice.
+    var deviceID: String?
+    var scan: ScanSettings
+    /// The client takes a typed PIN while the reader waits (a terminal).
+    var pinWhileScanning: Bool
+    /// One prompt for a finger or the PIN, in a PAM conversation (`prompt=combined`).
+    var combinedPrompt: Bool
+
+    /// When the PIN may open the vault: never (a PAM stack without `pin`), when the finger
+    /// cannot (the CLI, and PAM with `pin`), or only the PIN (`--pin`, `--pin-fd`, `--fresh`).
+    enum PINUse { case never, fallback, only }
+}
+
+/// How an unlock ended: the outcome and its sentence, what opened the vault, the token.
+struct UnlockResult {
+    var outcome: Outcome
+    /// The sentence for the person when it did not succeed; empty when nothing is to be said.
+    var sentence: String = ""
+    /// The sentence is the token step's, which a PAM host is told in the conversation (what
+    /// the unlock itself had to say was said as it happened).
+    var sentenceIsTheToken = false
+    /// What the log says (never a secret).
+    var detail: String
+    var cause: FingersealError.Cause? = nil
+    /// What opened the vault, when it was opened.
+    var unlocked: Unlocked? = nil
+    /// A confirmation held in this session answered: nothing was asked.
+    var held: Grant? = nil
+    /// The vault the request opened (a held confirmation's through the device slot).
+    var vault: UnlockedVault? = nil
+    var token: AccessToken? = nil
+    /// The token is the session's, kept from an earlier unlock (offline within the grace).
+    var cachedToken = false
+    /// How the refresh went, when there was one.
+    var refresh: TokenRefresh? = nil
+
+    /// The error the unlock stopped at, as it was thrown.
+    private var failure: FingersealError? = nil
+
+    var auditReason: String { cause?.rawValue ?? outcome.rawValue }
+
+    init(_ error: FingersealError) {
+        outcome = error.outcome
+        sentence = error.message
+        detail = error.description
+        cause = error.cause
+        failure = error
+    }
+
+    init(_ unlocked: Unlocked) {
+        outcome = .success
+        detail = unlocked.method == .pin ? "PIN" : "matched \(unlocked.finger ?? "a finger")"
+        self.unlocked = unlocked
+        vault = unlocked.vault
+    }
+
+    init(held: Grant, context: String, vault: UnlockedVault?) {
+        outcome = .success
+        detail = "step-up for \(context) held (\(held.method))"
+        self.held = held
+        self.vault = vault
+    }
+
+    /// The error the request ends with, for the edges that answer by throwing.
+    var error: FingersealError? {
+        outcome == .success ? nil : failure ?? FingersealError(outcome, sentence, cause: cause)
+    }
+
+    /// How it was confirmed, in the sentence that says so; nil when nothing was asked.
+    var askedWith: String? {
+        guard let unlocked else { return nil }
+        return unlocked.method == .pin ? "your PIN" : "your finger"
+    }
+}
+
+/// The unlock (design §3), written once for every channel and purpose: a confirmation held in
+/// this session, else the vault read once, the finger (the PIN as the request allows), the
+/// token step, the audit trail and what the session keeps. Success only ever comes from a
+/// match, a correct PIN, or a confirmation held in a session of the account's own.
+enum UnlockFlow {
+    /// `session`: the request's vault session, when the edge read the vault already.
+    static func run(_ call: Call, _ request: UnlockRequest, session given: VaultSession? = nil) -> UnlockResult {
+        let session = given ?? VaultSession(call.store)
+        if let held = heldConfirmation(call, request, session) { return held }
+        var result: UnlockResult
+        var unlocked: Unlocked? = nil
+        do {
+            let opened = try unlock(call, request, session)
+            unlocked = opened
+            result = UnlockResult(opened)
+            if request.purpose == .accessToken || request.tokens != .none {
+                try refresh(call, request, session, &result)
+            }
+        } catch {
+            let failure = error as? FingersealError
+                ?? FingersealError(.systemError, Messages.systemFailure(.finishRequest), detail: "\(error)")
+            result = UnlockResult(failure)
+            result.unlocked = unlocked
+            result.vault = unlocked?.vault
+        }
+        record(call, request, result, session)
+        keep(call, request, result)
+        return result
+    }
+
+    /// A confirmation made in this session (within the request's own limit) answers at once;
+    /// a held confirmation that needs the vault opens it through the device slot, or asks.
+    private static func heldConfirmation(_ call: Call, _ request: UnlockRequest, _ session: VaultSession) -> UnlockResult? {
+        guard let wanted = request.confirmation, !wanted.fresh, let key = call.grantSession,
+              let held = call.state.sessions.grant(key, wanted.context, now: SystemClock().now(),
+                                                   madeWithin: wanted.acceptsWithin.map(Int64.init)) else { return nil }
+        // A PAM host needs only the answer; the command line's step-up and reveal the vault.
+        guard request.purpose == .confirmation else { return UnlockResult(held: held, context: wanted.context, vault: nil) }
+        guard let vault = try? session.unlockWithDevice() else { return nil }
+        return UnlockResult(held: held, context: wanted.context, vault: vault)
+    }
+
+    /// The vault, read once; the sign-in checked first where only a token will do; then a
+    /// finger or the PIN.
+    private static func unlock(_ call: Call, _ request: UnlockRequest, _ session: VaultSession) throws -> Unlocked {
+        // Damaged, tampered or unsafe files: nothing touched, the password next.
+        guard let status = try session.status() else { throw FingersealError(.noVault, Messages.noVault) }
+        // Say "sign in first" before asking for a finger that could not help.
+        if request.tokens == .required {
+            switch status.signIn {
+            case .none: throw FingersealError(.signInRequired, Messages.notSignedIn)
+            case .required: throw FingersealError(.signInRequired, Messages.signInRequired)
+            case .active: break
+            }
+        }
+        if let wanted = request.confirmation, request.purpose == .confirmation {
+            call.conversation.info(Messages.stepUpPrompt(wanted.context))
+        }
+        let unlocked = try FingerOrPIN.open(call, request, session: session, status: status)
+        session.opened(unlocked.vault)
+        return unlocked
+    }
+
+    /// The token step after an unlock: the refresh the vault's sign-in allows, judged by the
+    /// one table (`TokenRefresh.verdict`). Offline within the grace, `token` and `unlock` use
+    /// the session's token while it is valid.
+    private static func refresh(_ call: Call, _ request: UnlockRequest, _ session: VaultSession,
+                                _ result: inout UnlockResult) throws {
+        guard let unlocked = result.unlocked, let status = try session.status() else { return }
+        let refresh: TokenRefresh
+        switch status.signIn {
+        case .none: refresh = .notSignedIn
+        case .required: refresh = .signInRequired
+        case .active: refresh = try TokenRefreshing.refresh(call, unlocked.vault)
+        }
+        let now = SystemClock().now()
+        let verdict = refresh.verdict(required: request.tokens == .required)
+        result.refresh = refresh
+        result.outcome = verdict.outcome
+        result.sentence = verdict.sentence
+        result.sentenceIsTheToken = !verdict.sentence.isEmpty
+        result.detail += verdict.detail.isEmpty ? "" : "; " + verdict.detail
+        if case let .refreshed(tokens) = refresh {
+            result.token = AccessToken(tokens, issuedAt: now)
+        } else if verdict.outcome == .success, request.purpose == .accessToken,
+                  let held = call.state.sessions.token(call.session), held.isValid(at: now) {
+            result.token = held
+            result.cachedToken = true
+        }
+    }
+
+    /// The audit trail of one unlock (design §3: every unlock, fallback, lockout and failure),
+    /// written with the vault the request opened. Failures are persisted before the answer; a
+    /// success's entries after it (`AfterReply`). What says nothing to the person (no vault,
+    /// not enrolled, remote) records nothing; nor does a confirmation held (nothing asked).
+    private static func record(_ call: Call, _ request: UnlockRequest, _ result: UnlockResult, _ session: VaultSession) {
+        guard result.held == nil else { return }
+        var events: [AuditEvent] = []
+        if let unlocked = result.unlocked {
+            if request.purpose != .confirmation {
+                events.append(.unlock(method: unlocked.method, via: call.channel.audited))
+            }
+            if result.outcome != .success {
+                events.append(.failure(action: "token refresh", reason: result.auditReason))
+            }
+        } else if let failed = failureEvent(request, result) {
+            events.append(failed)
+        }
+        if let wanted = request.confirmation, result.outcome != .usage {
+            events.append(.stepUp(context: wanted.context, result: result.outcome))
+        }
+        if result.outcome == .success {
+            call.after.add { session.record(events) }
+        } else {
+            session.record(events)
+        }
+    }
+
+    /// What a request that never opened the vault records: a PAM host's fallback to the
+    /// password or its failure, the command line's failure.
+    private static func failureEvent(_ request: UnlockRequest, _ result: UnlockResult) -> AuditEvent? {
+        if [.usage, .noVault].contains(result.outcome) { return nil }
+        switch request.purpose {
+        case .confirmation:
+            return nil // the step-up entry says it
+        case .accessToken:
+            return .failure(action: "unlock", reason: result.auditReason)
+        case .authenticate:
+            switch result.outcome.pamReturn {
+            case .authInfoUnavailable:
+                // The stack moves on to the password module.
+                if [.notEnrolled, .remoteSession].contains(result.outcome) { return nil }
+                return .fallback(reason: result.auditReason)
+            case .ignore, .userUnknown, .success:
+                return nil
+            case .authError, .maxTries, .serviceError, .incomplete:
+                return .failure(action: "unlock", reason: result.auditReason)
+            }
+        }
+    }
+
+    /// What the session keeps of a success: the fresh token (for this session, and through a
+    /// ticket for the one a login opens), and a new confirmation, only in a session of the
+    /// account's own.
+    private static func keep(_ call: Call, _ request: UnlockRequest, _ result: UnlockResult) {
+        guard result.outcome == .success, result.held == nil else { return }
+        if let token = result.token, !result.cachedToken { call.state.sessions.setToken(call.session, token) }
+        if let wanted = request.confirmation, let unlocked = result.unlocked, let key = call.grantSession {
+            let now = SystemClock().now()
+            call.state.sessions.setGrant(key, wanted.context,
+                                         Grant(method: unlocked.method.rawValue, madeAt: now,
+                                               expiresAt: now + Int64(min(max(wanted.lasts, 1), StepUp.maxTTL)),
+                                               holder: wanted.holder))
+        }
+    }
+}

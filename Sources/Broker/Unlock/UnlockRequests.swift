@@ -1,0 +1,41 @@
+import FingerprintFlows
+import FingersealCore
+
+/// The two ways an unlock request is built. Each channel's permissions are decided here, once:
+/// a PAM host's request comes from the stack's options alone (never a command-line flag), the
+/// command line's from its flags within the site's limits.
+extension UnlockRequest {
+    /// A PAM host's `auth`: the finger, the PIN with `pin` (never with `prompt=none`, whose
+    /// hosts answer every prompt with the password), a token as `require_token` says, and with
+    /// `stepup=CONTEXT ttl=T` a confirmation made within the stack's own T seconds.
+    static func forPAMHost(_ call: Call) -> UnlockRequest {
+        let options = call.options
+        let ttl = call.stepUpSeconds(options.stepUpTTL)
+        return UnlockRequest(
+            purpose: .authenticate,
+            confirmation: options.stepUp.map { Confirmation(context: $0, fresh: false, acceptsWithin: ttl, lasts: ttl, holder: nil) },
+            tokens: options.requireToken ? .required : .whenSignedIn,
+            pin: options.pin && options.prompt != .none ? .fallback : .never,
+            deviceID: nil,
+            scan: ScanSettings(timeout: Double(options.timeout), maxTries: options.maxTries,
+                               cancelHint: call.channel.cancelHint(call.conversation)),
+            pinWhileScanning: false,
+            combinedPrompt: options.prompt == .combined)
+    }
+
+    /// The command line's `unlock`, `token`, `step-up` and `reveal`: the PIN alone with
+    /// `--pin`, `--pin-fd` or a fresh confirmation, the reader `--device` names, `--timeout`,
+    /// and a PIN typed while the reader waits where the client has a terminal.
+    static func forCommandLine(_ call: Call, _ purpose: Purpose, confirmation: Confirmation? = nil) throws -> UnlockRequest {
+        let pinOnly = call.has("--pin-fd") || call.has("--pin") || confirmation?.fresh == true
+        return UnlockRequest(
+            purpose: purpose,
+            confirmation: confirmation,
+            tokens: purpose == .accessToken ? .required : .none,
+            pin: pinOnly ? .only : .fallback,
+            deviceID: call.value("--device"),
+            scan: try call.scanSettings(),
+            pinWhileScanning: call.request.answersWhileScanning,
+            combinedPrompt: false)
+    }
+}
