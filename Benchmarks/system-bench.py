@@ -427,7 +427,7 @@ class Broker:
         self.log = os.path.join(self.work, "broker.log")
         self.process = None
 
-    def start(self, config="", extra_env=None):
+    def start(self, config="", extra_env=None, wrap=()):
         with open(self.config, "w") as f:
             f.write(config)
         notify_path = os.path.join(self.work, "notify")
@@ -440,7 +440,7 @@ class Broker:
         try:
             with open(self.log, "ab") as log:
                 self.process = self.processes.start(
-                    [os.path.join(self.release, "fingersealed"), "--socket", self.socket, "--state", self.state,
+                    list(wrap) + [os.path.join(self.release, "fingersealed"), "--socket", self.socket, "--state", self.state,
                      "--config", self.config], env=env, stdout=log, stderr=log)
             deadline = now() + 20
             while now() < deadline:
@@ -709,6 +709,49 @@ class Bench:
                       "--idp-user", IDP_USER, "--password-fd", "{0}", "--pin-fd", "{1}"], env, [IDP_PASSWORD, PIN],
                      what="fingerseal login --flow password")
 
+    def vault_reads(self):
+        """How many times one finger success opens the vault file, the lock and the lockout
+        file: a second broker on broker A's store, under strace, answers one PAM login and one
+        `step-up` with the finger, then stops (its after-answer bookkeeping included)."""
+        print("\n== Vault file opens per finger success (strace of the broker; target 1 read; before issue 20: "
+              "4 reads, the lock 5 times, the lockout file 3 times)")
+        try:
+            broker_a = self.ensure_broker()
+            if shutil.which("strace") is None:
+                raise Skip("strace is not installed")
+            for name, run in (("PAM login (pamtester, pam_wrapper)", self.pam_finger_success),
+                              ("fingerseal step-up with the finger", self.cli_finger_success)):
+                traced = Broker(self.processes, self.work, "broker-traced-" + str(len(os.listdir(self.work))), self.release)
+                traced.state = broker_a.state
+                trace = os.path.join(traced.work, "trace")
+                traced.start(wrap=["strace", "-f", "-qq", "-e", "trace=open,openat", "-o", trace])
+                run(traced)
+                self.processes.stop(traced.process)
+                opened = {"vault": 0, "lock": 0, "lockout": 0}
+                with open(trace, errors="replace") as f:
+                    for line in f:
+                        match = re.search(r'open(?:at)?\([^"]*"([^"]*)"', line)
+                        if match and os.path.basename(match.group(1)) in opened and "O_RDONLY" in line:
+                            opened[os.path.basename(match.group(1))] += 1
+                print(f"{name}: vault read {opened['vault']} time(s) {verdict(opened['vault'] <= 1)}, "
+                      f"lock opened {opened['lock']}, lockout file read {opened['lockout']}")
+        except Skip as why:
+            print(f"not run: {why}")
+
+    def pam_finger_success(self, broker):
+        self.service("bench-fingerseal-traced", [f"auth required {self.module} socket={broker.socket}"])
+        base = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+        timed = run_on_pty(["pamtester", "-I", "tty=@TTY@", "bench-fingerseal-traced", self.user, "authenticate"],
+                           pam_wrapper_env(base, self.services), broker.sensor)
+        if timed.status != 0:
+            raise Skip("the traced PAM login did not succeed: " + timed.output.decode(errors="replace")[-300:])
+
+    def cli_finger_success(self, broker):
+        env = dict(broker.cli_env(self.work), FINGERSEAL_SOCKET=broker.socket)
+        timed = run_on_pty([self.cli, "step-up", "bench"], env, broker.sensor)
+        if timed.status != 0:
+            raise Skip("the traced step-up did not succeed: " + timed.output.decode(errors="replace")[-300:])
+
     def unlock_latency(self):
         runs = self.args.unlock_runs
         print(f"\n== Match -> access token in hand: fingerseal unlock --print-token through the broker, against the local "
@@ -820,7 +863,7 @@ def main():
     parser.add_argument("--pam-runs", type=int, default=30)
     parser.add_argument("--runs", type=int, default=200, help="runs of the short commands (module overhead, token)")
     parser.add_argument("--unlock-runs", type=int, default=50)
-    parser.add_argument("--only", choices=["pam", "overhead", "token", "unlock"], action="append")
+    parser.add_argument("--only", choices=["pam", "overhead", "token", "unlock", "reads"], action="append")
     args = parser.parse_args()
 
     def leave(signum, _frame):
@@ -828,12 +871,14 @@ def main():
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, leave)
     bench = Bench(args)
-    parts = args.only or ["pam", "overhead", "unlock", "token"]
+    parts = args.only or ["pam", "overhead", "reads", "unlock", "token"]
     try:
         if "pam" in parts:
             bench.side_by_side()
         if "overhead" in parts:
             bench.module_overhead()
+        if "reads" in parts:
+            bench.vault_reads()
         if "unlock" in parts:
             bench.unlock_latency()
         if "token" in parts:
