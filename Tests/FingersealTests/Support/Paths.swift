@@ -28,6 +28,9 @@ enum Paths {
             let sentence = "The PAM module could not be built (\(build?.stderr ?? "scripts/build-module did not start")); "
                 + "run scripts/build-module to see why, or set FINGERSEAL_MODULE to a built pam_fingerseal.so.\n"
             _ = sentence.utf8CString.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count - 1) }
+            // Never an older module than the code under test: every test that loads it fails,
+            // naming what to do.
+            return path + "-could-not-be-built-run-scripts-build-module"
         }
         return path
     }()
