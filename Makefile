@@ -24,18 +24,24 @@ BASHCOMPDIR ?= /usr/share/bash-completion/completions
 ZSHCOMPDIR ?= /usr/share/zsh/vendor-completions
 SWIFT     ?= swift
 RELEASE   := .build/release
+# The PAM module, in Embedded Swift (scripts/build-module): SwiftPM builds the programs only.
+MODULE    := .build/embedded/pam_fingerseal.so
 # lld: GNU ld warns about a mktemp reference inside the toolchain's static Foundation.
 BUILD_RELEASE := $(SWIFT) build -c release --static-swift-stdlib -Xswiftc -use-ld=lld
 
-.PHONY: all deps build locale check fuzz bench demo completions deb install uninstall clean
+.PHONY: all deps build module locale check fuzz bench demo completions deb install uninstall clean
 
 all: build
 
 deps:
 	@scripts/install-deps
 
-build: deps locale
+build: deps locale module
 	$(BUILD_RELEASE)
+
+# Rebuilt when older than any of its sources (the script knows which they are).
+module:
+	SWIFTC=$(dir $(shell command -v $(SWIFT)))swiftc scripts/build-module --if-stale $(MODULE)
 
 # The message catalogs: po/LANG.po → .build/locale/LANG/LC_MESSAGES/fingerseal.mo.
 LINGUAS := $(basename $(notdir $(wildcard po/*.po)))
@@ -44,7 +50,7 @@ locale: $(foreach l,$(LINGUAS),.build/locale/$(l)/LC_MESSAGES/fingerseal.mo)
 	@mkdir -p $(dir $@)
 	msgfmt --check -o $@ $<
 
-check: deps
+check: deps module
 	$(SWIFT) build --build-tests
 	# The guard runs whatever the tests said: a test that replaced /dev/null fails the run.
 	# The tests make their own sessions, so they run outside the runner's (CI's ssh login).
@@ -82,7 +88,7 @@ deb: deps
 	scripts/build-deb $(DEBDIR)
 
 install: build
-	install -D -m 0644 $(RELEASE)/libpam_fingerseal.so $(DESTDIR)$(PAMDIR)/pam_fingerseal.so
+	install -D -m 0644 $(MODULE) $(DESTDIR)$(PAMDIR)/pam_fingerseal.so
 	install -D -m 0755 $(RELEASE)/fingerseal $(DESTDIR)$(PREFIX)/bin/fingerseal
 	install -D -m 0755 $(RELEASE)/fingersealed $(DESTDIR)$(PREFIX)/libexec/fingerseal/fingersealed
 	install -D -m 0644 systemd/fingerseal.socket $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.socket

@@ -3,26 +3,14 @@
 // Layers (see ../shared/design.md §4): C system libraries → one thin wrapper per library →
 // pure-Swift core → the PAM module and the CLI.
 import PackageDescription
-import Foundation
 
-let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path
 
-// The PAM module must load into any host (sshd, sudo, gdm) without the Swift toolchain:
-// static Swift stdlib, stay loaded (-z nodelete: Swift runtime threads outlive pam_end),
-// no unresolved symbols (-z defs), and export only pam_sm_*.
-// lld, because GNU ld prints a warning for a mktemp reference inside the toolchain's static
-// FoundationEssentials (never called by us); lld supports the same -z and version-script flags.
-let moduleLinkerFlags: [String] = [
-    "-static-stdlib",
-    "-use-ld=lld",
-    "-Xlinker", "-znodelete",
-    "-Xlinker", "-zdefs",
-    "-Xlinker", "--version-script=\(packageRoot)/Sources/PAMFingerseal/exports.map",
-]
+// The PAM module is not built here: scripts/build-module builds it in Embedded Swift (a few
+// KiB that need only libc and libpam, no Swift runtime in the host), from the same sources the
+// targets below build in full Swift (FingersealWire, PAMKit, SystemKit) and Sources/PAMFingerseal.
 
-// What the PAM module links is kept to the Swift standard library: without these, every Swift
-// target imports _StringProcessing (regex) and _Concurrency implicitly, and the module carries
-// them into every host (about 9,000 symbols; load time and resident memory in sshd and sudo).
+// What the CLI links is kept to the Swift standard library: without these, every Swift target
+// imports _StringProcessing (regex) and _Concurrency implicitly (about 9,000 symbols of start-up).
 let leanSwift: [SwiftSetting] = [.unsafeFlags(["-Xfrontend", "-disable-implicit-string-processing-module-import",
                                                "-Xfrontend", "-disable-implicit-concurrency-module-import"])]
 
@@ -33,7 +21,6 @@ func cLibrary(_ name: String, pkgConfig: String, apt: [String]) -> Target {
 let package = Package(
     name: "fingerseal",
     products: [
-        .library(name: "pam_fingerseal", type: .dynamic, targets: ["PAMFingerseal"]),
         .executable(name: "fingerseal", targets: ["fingerseal"]),
         .executable(name: "fingersealed", targets: ["fingersealed"]),
         // For the fuzzing package in Fuzz/, which builds the core with -sanitize=fuzzer.
@@ -62,7 +49,7 @@ let package = Package(
         .target(name: "SystemKit", dependencies: ["CLinux"], swiftSettings: leanSwift),
         .target(name: "SodiumKit", dependencies: ["CSodium"]),
         .target(name: "PAMKit", dependencies: ["CPAM"], swiftSettings: leanSwift),
-        .target(name: "FprintKit", dependencies: ["CFprint", "CLinux"]),
+        .target(name: "FprintKit", dependencies: ["CFprint", "CLinux", "SystemKit"]),
         // fprintd over D-Bus (sd-bus) and logind's lid state; FprintKit only for its value
         // types (Finger, ReaderEvent, FprintError): nothing here calls libfprint.
         .target(name: "FprintdKit", dependencies: ["CSystemd", "FprintKit", "SystemKit", "CLinux"]),
@@ -100,16 +87,6 @@ let package = Package(
         .target(name: "Broker", dependencies: ["FingersealCore", "Localization", "FingerprintFlows", "IdentityClient", "JOSEKit", "FprintKit", "FprintdKit", "CurlKit",
                                                "QRKit", "LoopbackKit", "PAMKit", "SodiumKit", "SystemKit", "CSystemd", "CLinux"]),
         .executableTarget(name: "fingersealed", dependencies: ["Broker", "FingersealWire", "SystemKit"]),
-
-        // The PAM module: a thin client of the broker (entry points, the wire protocol, the PAM
-        // conversation); no Foundation, libfprint or libcurl in the host.
-        .target(
-            name: "PAMFingerseal",
-            dependencies: ["FingersealWire", "PAMKit", "SystemKit"],
-            exclude: ["exports.map"],
-            swiftSettings: [.unsafeFlags(["-static-stdlib"])] + leanSwift,
-            linkerSettings: [.unsafeFlags(moduleLinkerFlags)]
-        ),
 
         // The CLI: a thin client of the broker (design §2). The wire protocol, secure memory for
         // typed secrets and the syscall layer, nothing more: no Foundation, no libfprint, libcurl

@@ -82,10 +82,14 @@ public final class Server: @unchecked Sendable {
     public func run(stopFD: Int32? = nil) {
         _ = sd_notify(0, "READY=1\nSTATUS=Waiting for requests.")
         while true {
-            var fds = [pollfd(fd: listener.fd, events: Int16(POLLIN), revents: 0)]
-            if let stopFD { fds.append(pollfd(fd: stopFD, events: Int16(POLLIN), revents: 0)) }
-            let ready = poll(&fds, nfds_t(fds.count), 1000)
-            if ready < 0 && errno != EINTR { Syslog.log(.warning, "fingersealed: poll failed: \(errno)"); return }
+            var fds = [pollEntry(listener.fd)]
+            if let stopFD { fds.append(pollEntry(stopFD)) }
+            // A second at most: the sweeps and the idle exit below run between connections.
+            let waited = waitReady(&fds, until: monotonicSeconds() + 1)
+            if case let .failed(code) = waited {
+                Syslog.log(.warning, "fingersealed: poll failed: \(code)")
+                return
+            }
             if fds.count > 1 && fds[1].revents != 0 {
                 _ = sd_notify(0, "STOPPING=1")
                 state.reader.closeIfIdle(after: 0)
@@ -99,7 +103,7 @@ public final class Server: @unchecked Sendable {
                 state.sessions.sweep(now: now)
                 lastSweep = monotonicSeconds()
             }
-            if ready <= 0 {
+            if waited == .timedOut {
                 state.reader.closeIfIdle(after: ReaderGate.idleLimit)
                 VaultTPM.closeIfIdle()
                 state.recordAttemptCounts(state.attemptLimiter.takeEnded(now: now))

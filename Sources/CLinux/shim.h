@@ -1,6 +1,16 @@
 #ifndef FINGERSEAL_CLINUX_SHIM_H
 #define FINGERSEAL_CLINUX_SHIM_H
 /* Linux headers that Glibc's Swift module leaves out. */
+/* And the libc the PAM module uses, for its Embedded Swift build, which has no Glibc module:
+ * in full Swift these headers belong to Glibc's module already and add nothing. */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <signal.h>
 #include <sys/fsuid.h>
 #include <sys/vfs.h>
 #include <sys/eventfd.h>

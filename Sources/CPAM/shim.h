@@ -6,6 +6,7 @@
 #include <security/pam_modutil.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 #include <syslog.h>
 
 /* pam_syslog and pam_prompt are variadic; Swift cannot call them. These typed

@@ -74,7 +74,7 @@ extension Options {
         var warnings: [String] = []
         var allowed: [String] = []
         for setting in settings {
-            let name = String(setting.prefix { $0 != "=" })
+            let name = ModuleArgument(setting).name
             if name == "fixed" {
                 warnings.append(Messages.fixedOnlyInFile(source))
             } else if Options.fileOnly.contains(name) {

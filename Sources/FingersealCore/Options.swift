@@ -110,10 +110,9 @@ public struct Options: Equatable, Sendable {
                 throw FingersealError(.badConfiguration, Messages.badOption(String(setting.prefix(32)) + "…", tr("it is too long")),
                                       detail: source)
             }
-            let parts = setting.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = String(parts[0])
-            let value = parts.count > 1 ? String(parts[1]) : nil
-            if try !applyOne(name: name, value: value) {
+            let argument = ModuleArgument(setting)
+            let name = argument.name
+            if try !applyOne(name: name, value: argument.value) {
                 warnings.append(Messages.unknownOption(name.count > 64 ? String(name.prefix(64)) + "…" : name))
             }
         }
@@ -141,16 +140,13 @@ public struct Options: Equatable, Sendable {
 
     /// Returns false for an unknown name.
     private mutating func applyOne(name: String, value: String?) throws -> Bool {
+        let argument = ModuleArgument(name: name, value: value)
         func flag() throws -> Bool {
-            guard let value else { return true }
-            switch value {
-            case "1", "yes", "true", "on": return true
-            case "0", "no", "false", "off": return false
-            default: throw FingersealError(.badConfiguration, Messages.badOption(name, tr("use yes or no")))
-            }
+            guard let flag = argument.flag else { throw FingersealError(.badConfiguration, Messages.badOption(name, tr("use yes or no"))) }
+            return flag
         }
         func integer(_ range: ClosedRange<Int>) throws -> Int {
-            guard let value, let number = Int(value), range.contains(number) else {
+            guard let number = argument.integer(range) else {
                 throw FingersealError(.badConfiguration,
                                       Messages.badOption(name, tr("it needs a whole number from %1$s to %2$s", range.lowerBound, range.upperBound)))
             }
@@ -168,7 +164,7 @@ public struct Options: Equatable, Sendable {
         }
         switch name {
         case "debug": debug = try flag()
-        case "timeout": timeout = try integer(1...300)
+        case "timeout": timeout = try integer(ModuleOptions.timeoutRange)
         case "max_tries": maxTries = try integer(1...20)
         case "max_fails": maxFails = try integer(1...100)
         case "pin": pin = try flag()
@@ -210,8 +206,8 @@ public struct Options: Equatable, Sendable {
             }
             prompt = style
         // The PAM module's own: where the broker's socket is.
-        case "socket": _ = try text({ $0.hasPrefix("/") && !$0.contains("..") }, tr("it needs an absolute path"))
-        case "backstop": _ = try integer(1...3600)
+        case "socket": _ = try text(ModuleOptions.isSocketPath, tr("it needs an absolute path"))
+        case "backstop": _ = try integer(ModuleOptions.backstopRange)
         case "redirect_port": redirectPort = try integer(1024...65535)
         // Fleet configuration (see the fields).
         case "issuer": issuer = try text(ProviderURL.isValidIssuer, tr("it needs an https URL (plain http only on loopback), without ? or #"))

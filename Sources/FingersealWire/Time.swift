@@ -1,4 +1,7 @@
+import CLinux
+#if !hasFeature(Embedded)
 import Glibc
+#endif
 
 /// "2026-11-29T17:10:00Z" for a Unix time, without pulling ICU into anything (here, where the
 /// broker and the CLI both reach it).

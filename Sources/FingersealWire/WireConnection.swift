@@ -1,5 +1,7 @@
 import CLinux
+#if !hasFeature(Embedded)
 import Glibc
+#endif
 import SystemKit
 
 /// Why a connection could not be used.
@@ -32,15 +34,15 @@ public final class WireConnection: @unchecked Sendable {
     private func finishReading() {
         shutdown(fd, Int32(SHUT_RD))
         for _ in 0..<4096 {
-            let count = buffer.withUnsafeMutableBytes { Glibc.recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-            if count <= 0 && errno != EINTR { break }
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if count <= 0 && systemErrno() != EINTR { break }
         }
     }
 
     /// Connects to the broker at `path` within `timeout` seconds.
     public static func connect(path: String, timeout: Double) throws(ConnectionError) -> WireConnection {
         let fd = socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard fd >= 0 else { throw .system("socket", errno) }
+        guard fd >= 0 else { throw .system("socket", systemErrno()) }
         let connection = WireConnection(owning: fd)
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -50,15 +52,18 @@ public final class WireConnection: @unchecked Sendable {
             for (index, byte) in bytes.enumerated() { raw[index] = byte }
         }
         let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connectSocket(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         if rc != 0 {
-            let code = errno
+            let code = systemErrno()
             guard code == EINPROGRESS || code == EAGAIN || code == EINTR else { throw .unreachable(code) }
             // A full backlog: wait (bounded) for the broker to take us.
-            var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-            let ready = poll(&pfd, 1, Int32(max(timeout, 0) * 1000))
-            guard ready > 0 else { throw ready == 0 ? .timedOut : .unreachable(errno) }
+            var fds = [pollEntry(fd, Int16(POLLOUT))]
+            switch waitReady(&fds, until: monotonicSeconds() + timeout) {
+            case .ready: break
+            case .timedOut: throw .timedOut
+            case let .failed(code): throw .unreachable(code)
+            }
             var error: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)
             getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
@@ -71,16 +76,14 @@ public final class WireConnection: @unchecked Sendable {
     public func send(_ packet: [UInt8], until deadline: Double) throws(ConnectionError) {
         guard packet.count <= Wire.maxPacket else { throw .protocolError(.tooLarge) }
         while true {
-            let sent = packet.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let sent = packet.withUnsafeBytes { sendPacket(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if sent == packet.count { return }
-            let code = errno
+            let code = systemErrno()
             if sent >= 0 || code == EPIPE || code == ECONNRESET { throw .closed }
             if code == EINTR { continue }
             guard code == EAGAIN else { throw .system("send", code) }
-            var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-            let remaining = deadline - monotonicSeconds()
-            guard remaining > 0 else { throw .timedOut }
-            _ = poll(&pfd, 1, Int32(min(remaining * 1000, 60_000).rounded(.up)))
+            var fds = [pollEntry(fd, Int16(POLLOUT))]
+            if case .timedOut = waitReady(&fds, until: deadline) { throw .timedOut }
         }
     }
 
@@ -94,20 +97,14 @@ public final class WireConnection: @unchecked Sendable {
 
     /// Waits until `deadline` for a packet (read with `withPacket`), or one of `others`.
     public func wait(until deadline: Double, alsoWatching others: [Int32] = []) -> Received {
-        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
-        for other in others { fds.append(pollfd(fd: other, events: Int16(POLLIN), revents: 0)) }
-        while true {
-            let remaining = deadline - monotonicSeconds()
-            if remaining <= 0 { return .timedOut }
-            let ready = poll(&fds, nfds_t(fds.count), Int32(min(remaining * 1000, 60_000).rounded(.up)))
-            if ready < 0 {
-                if errno == EINTR { continue }
-                return .closed
-            }
-            if ready == 0 { continue }
+        var fds = [pollEntry(fd)]
+        for other in others { fds.append(pollEntry(other)) }
+        switch waitReady(&fds, until: deadline) {
+        case .timedOut: return .timedOut
+        case .failed: return .closed
+        case .ready:
             for entry in fds.dropFirst() where entry.revents != 0 { return .other(entry.fd) }
-            if fds[0].revents & Int16(POLLIN) != 0 { return .packet }
-            if fds[0].revents != 0 { return .closed }
+            return fds[0].revents & Int16(POLLIN) != 0 ? .packet : .closed
         }
     }
 
@@ -116,11 +113,11 @@ public final class WireConnection: @unchecked Sendable {
     public func withPacket<T>(_ body: (UnsafeRawBufferPointer) -> T) throws(ConnectionError) -> T {
         var count = 0
         while true {
-            count = buffer.withUnsafeMutableBytes { Glibc.recv(fd, $0.baseAddress, $0.count, Int32(MSG_TRUNC) | Int32(MSG_DONTWAIT)) }
-            if count >= 0 || errno != EINTR { break }
+            count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_TRUNC) | Int32(MSG_DONTWAIT)) }
+            if count >= 0 || systemErrno() != EINTR { break }
         }
         if count < 0 {
-            let code = errno
+            let code = systemErrno()
             if code == EAGAIN { throw .timedOut }
             throw code == ECONNRESET ? .closed : .system("recv", code)
         }
@@ -155,4 +152,13 @@ public final class WireConnection: @unchecked Sendable {
 
     /// Ends our sending side (the peer sees the end of the conversation).
     public func shutdownWrite() { shutdown(fd, Int32(SHUT_WR)) }
+}
+
+// The C calls whose Swift names the methods above reuse.
+private func sendPacket(_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int, _ flags: Int32) -> Int {
+    send(fd, bytes, count, flags)
+}
+
+private func connectSocket(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
+    connect(fd, address, length)
 }

@@ -1,6 +1,7 @@
 import CLinux
 import Glibc
 import Synchronization
+import SystemKit
 
 /// A queue one thread fills and another drains, with an eventfd that is readable whenever
 /// events may be waiting, so a consumer can poll it together with a signalfd or a terminal.
@@ -45,23 +46,16 @@ public final class EventQueue<Event: Sendable>: Sendable {
 
     /// The oldest event, or `.other` as soon as one of `others` is readable, or `.timedOut`.
     public func next(timeout: Double, orReadable others: [Int32]) -> Wake {
-        let deadline = monotonicNow() + timeout
+        let deadline = monotonicSeconds() + timeout
         while true {
             if let event = pop() { return .event(event) }
-            let remaining = deadline - monotonicNow()
+            let remaining = deadline - monotonicSeconds()
             if remaining <= 0 { return .timedOut }
-            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
-            for other in others { fds.append(pollfd(fd: other, events: Int16(POLLIN), revents: 0)) }
-            _ = poll(&fds, nfds_t(fds.count), Int32(min(remaining * 1000, Double(Int32.max)).rounded(.up)))
+            var fds = [pollEntry(fd)] + others.map { pollEntry($0) }
+            _ = waitReady(&fds, until: deadline)
             if fds.dropFirst().contains(where: { $0.revents != 0 }) { return .other }
             var counter: UInt64 = 0
             _ = read(fd, &counter, 8)
         }
     }
-}
-
-func monotonicNow() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }

@@ -1,5 +1,6 @@
 import CFprint
 import Glibc
+import SystemKit
 
 /// Something a reader operation reports while it runs, and finally its result.
 public enum ReaderEvent: Sendable {
@@ -52,9 +53,9 @@ public final class ReaderOperation: @unchecked Sendable {
     /// becomes readable (a signalfd, a terminal) it is cancelled with `.failed(.cancelled)`.
     public func wait(timeout: Double, cancelFDs: [Int32] = [],
                      onEvent: (ReaderEvent) -> Void = { _ in }) -> OperationResult {
-        let deadline = monotonicNow() + timeout
+        let deadline = monotonicSeconds() + timeout
         while true {
-            switch events.next(timeout: deadline - monotonicNow(), orReadable: cancelFDs) {
+            switch events.next(timeout: deadline - monotonicSeconds(), orReadable: cancelFDs) {
             case let .event(.finished(result)): return result
             case let .event(event): onEvent(event)
             case .other:
@@ -70,9 +71,9 @@ public final class ReaderOperation: @unchecked Sendable {
     /// After `cancel()`: waits (bounded) for libfprint's confirmation and reports `error`
     /// unless the operation had already produced a real result.
     public func finishAfterCancel(as error: FprintError) -> OperationResult {
-        let deadline = monotonicNow() + ReaderOperation.cancelGrace
+        let deadline = monotonicSeconds() + ReaderOperation.cancelGrace
         while true {
-            let remaining = deadline - monotonicNow()
+            let remaining = deadline - monotonicSeconds()
             guard remaining > 0, let event = events.next(timeout: remaining) else { return .failed(error) }
             if case let .finished(result) = event {
                 if case .failed(.cancelled) = result { return .failed(error) }
@@ -172,10 +173,10 @@ public final class Reader: @unchecked Sendable {
         closed = true
         // Confirmed within `timeout`: a close that libfprint confirms only during the cancel
         // grace after it came too late, and is reported so.
-        let started = monotonicNow()
+        let started = monotonicSeconds()
         var confirmed = false
         if let operation = try? start(.close), case .done = operation.wait(timeout: timeout) {
-            confirmed = monotonicNow() - started <= timeout
+            confirmed = monotonicSeconds() - started <= timeout
         }
         release()
         return confirmed

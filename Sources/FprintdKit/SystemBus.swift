@@ -184,15 +184,14 @@ public final class SystemBus: @unchecked Sendable {
     func waitForTraffic(until deadline: Double, others: [Int32]) -> [Int32] {
         let busFD = sd_bus_get_fd(raw)
         let events = sd_bus_get_events(raw)
-        var fds = others.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-        if busFD >= 0 && events >= 0 { fds.append(pollfd(fd: busFD, events: Int16(truncatingIfNeeded: events), revents: 0)) }
-        var remaining = deadline - monotonicSeconds()
+        var fds = others.map { pollEntry($0) }
+        if busFD >= 0 && events >= 0 { fds.append(pollEntry(busFD, Int16(truncatingIfNeeded: events))) }
+        var until = deadline
         var busTimeout: UInt64 = 0
         if sd_bus_get_timeout(raw, &busTimeout) > 0 && busTimeout != UInt64.max {
-            remaining = min(remaining, Double(busTimeout) / 1e6 - monotonicSeconds())
+            until = min(until, Double(busTimeout) / 1e6)
         }
-        let milliseconds = Int32(min(max(remaining, 0) * 1000, Double(Int32.max)).rounded(.up))
-        guard poll(&fds, nfds_t(fds.count), milliseconds) > 0 else { return [] }
+        guard case .ready = waitReady(&fds, until: until) else { return [] }
         return fds.prefix(others.count).filter { $0.revents != 0 }.map(\.fd)
     }
 }

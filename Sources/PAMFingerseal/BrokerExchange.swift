@@ -1,5 +1,8 @@
+import CLinux
 import FingersealWire
+#if !hasFeature(Embedded)
 import Glibc
+#endif
 import PAMKit
 import SystemKit
 
@@ -40,116 +43,78 @@ struct BrokerExchange {
             pam.log(.notice, "no fingerseal broker: \(describe(error))")
             return .unreachable
         }
+        var conversation = Conversation(connection, messageWait: options.messageWait, cancelWait: BrokerExchange.cancelWait)
+        let end: Conversation.End
         do {
             try connection.send(packet, until: monotonicSeconds() + options.messageWait)
+            var client = HostConversation(exchange: self)
+            end = conversation.run(&client)
         } catch {
             // A broker that refuses at once (busy) may have answered before reading.
-            if let reply = leftResult(connection) {
-                show(reply)
-                return .reply(reply)
-            }
-            return failed(error, cancelled: false)
+            end = conversation.leftResult().map { .result($0) } ?? .broken(error, cancelled: false)
         }
-        return converse(connection)
+        switch end {
+        case let .result(reply):
+            show(reply)
+            return .reply(reply)
+        case let .broken(error, cancelled):
+            return failed(error, cancelled: cancelled)
+        case .abandoned:
+            return .failed(.cancelled)
+        }
     }
 
-    /// Relays the broker's messages until its result.
-    private func converse(_ connection: WireConnection) -> Ending {
-        var cancelled = false
-        var deadline = monotonicSeconds() + options.messageWait
-        while true {
-            let message: BrokerMessage?
-            let interrupted: Bool
-            do {
-                (message, interrupted) = try next(connection, until: deadline)
-            } catch {
-                return failed(error, cancelled: cancelled)
-            }
-            if interrupted {
-                // A second Ctrl-C: the person does not want to wait for the broker's answer.
-                if cancelled { return .failed(.cancelled) }
-                debug("Ctrl-C: cancel sent")
-                guard cancel(connection, &cancelled, &deadline) else { return .failed(.cancelled) }
-            }
-            guard let message else { continue }
-            // A conversation the host ended (gdm when the person turned to the password): a
-            // cancel, never a failure; the broker counts nothing and the stack goes on.
-            var ended = false
+    /// The module's side of the conversation: the broker's sentences and questions through the
+    /// PAM conversation, Ctrl-C (SIGINT only: a SIGTERM to the host is not a person's cancel
+    /// and stays the host's) watched while waiting for the broker, and only then: in the
+    /// conversation the host's own handling of the terminal applies.
+    private struct HostConversation: ConversationClient {
+        let exchange: BrokerExchange
+        var watch: InterruptWatch? = nil
+
+        mutating func watchForCancel() -> Int32? {
+            do { watch = try InterruptWatch(signals: [SIGINT]) } catch { watch = nil }
+            return watch?.fd
+        }
+
+        mutating func cancelRequested() -> Bool {
+            let fired = watch?.fired() ?? false
+            watch = nil
+            if fired { exchange.debug("Ctrl-C: cancel sent") }
+            return fired
+        }
+
+        /// A conversation the host ended (gdm when the person turned to the password): a
+        /// cancel, never a failure; the broker counts nothing and the stack goes on.
+        mutating func show(_ message: BrokerMessage) -> Bool {
             switch message {
-            case let .result(reply):
-                show(reply)
-                return .reply(reply)
             case let .info(text):
-                debug("info")
-                ended = !cancelled && !pam.info(text)
+                exchange.debug("info")
+                return exchange.pam.info(text) || exchange.hostEnded()
             case let .error(text):
-                debug("error")
-                ended = !cancelled && !pam.error(text)
-            case let .ask(ask):
-                debug("ask (\(ask.kind.rawValue), \(ask.purpose.rawValue))")
-                // After a cancel nobody is asked anything more: the answer is empty.
-                guard var packet = cancelled ? ClientMessage.answer(Answer(.skip)).encoded() : answer(ask) else {
-                    ended = true
-                    break
-                }
-                defer { Wire.wipe(&packet) }
-                do {
-                    try connection.send(packet, until: monotonicSeconds() + options.messageWait)
-                } catch {
-                    // The broker may have ended meanwhile (prompt=combined: the finger matched
-                    // while the host waited for Enter); its result is still there to read.
-                    if let reply = leftResult(connection) {
-                        show(reply)
-                        return .reply(reply)
-                    }
-                    return failed(error, cancelled: cancelled)
-                }
-            case .event, .output, .browse, .data, .finding:
+                exchange.debug("error")
+                return exchange.pam.error(text) || exchange.hostEnded()
+            default:
                 // For the CLI and rigs; a PAM host has nowhere to put them.
-                debug("ignored a message for other clients")
+                exchange.debug("ignored a message for other clients")
+                return true
             }
-            if ended {
-                debug("the host ended the conversation: cancel sent")
-                guard cancel(connection, &cancelled, &deadline) else { return .failed(.cancelled) }
+        }
+
+        mutating func answer(_ ask: Ask, _ conversation: inout Conversation) -> Conversation.Response {
+            exchange.debug("ask (\(ask.kind.rawValue), \(ask.purpose.rawValue))")
+            guard let packet = exchange.answer(ask) else {
+                _ = exchange.hostEnded()
+                return .cancel
             }
-            // The person may take their time in the conversation; the broker's next message is
-            // due within the bound from now (after a cancel, the cancel's bound stands).
-            if !cancelled { deadline = monotonicSeconds() + options.messageWait }
+            return .packet(packet)
         }
     }
 
-    /// Tells the broker to stop (Ctrl-C, or a conversation the host ended); its result is then
-    /// due within `cancelWait`. False when the broker could not be told.
-    private func cancel(_ connection: WireConnection, _ cancelled: inout Bool, _ deadline: inout Double) -> Bool {
-        cancelled = true
-        do {
-            try connection.send(ClientMessage.cancel.encoded(), until: deadline)
-        } catch {
-            return false
-        }
-        deadline = min(deadline, monotonicSeconds() + BrokerExchange.cancelWait)
-        return true
-    }
-
-    /// A result the broker sent before it hung up, if one is waiting to be read.
-    private func leftResult(_ connection: WireConnection) -> Reply? {
-        while case let .message(message)? = try? connection.receive(until: monotonicSeconds() + 0.2, BrokerMessage.decode) {
-            if case let .result(reply) = message { return reply }
-        }
-        return nil
-    }
-
-    /// The broker's next message, with Ctrl-C watched while waiting for it, and only then: in
-    /// the conversation the host's own handling of the terminal applies. `interrupted`: a Ctrl-C
-    /// came (with or without a message).
-    private func next(_ connection: WireConnection, until deadline: Double)
-        throws(ConnectionError) -> (BrokerMessage?, interrupted: Bool) {
-        // SIGINT only: a SIGTERM to the host is not a person's cancel and stays the host's.
-        let watch = try? InterruptWatch(signals: [SIGINT])
-        let incoming = try connection.receive(until: deadline, alsoWatching: watch.map { [$0.fd] } ?? [], BrokerMessage.decode)
-        let interrupted = watch?.fired() ?? false
-        if case let .message(message) = incoming { return (message, interrupted) }
-        return (nil, interrupted)
+    /// Logs that the host ended its conversation; false, for `show` (the loop then cancels).
+    private func hostEnded() -> Bool {
+        debug("the host ended the conversation: cancel sent")
+        return false
     }
 
     /// The answer packet for `ask`. The person's answer goes from PAM's response buffer into the

@@ -1,5 +1,7 @@
 import CPAM
+#if !hasFeature(Embedded)
 import Glibc
+#endif
 
 /// The PAM handle a module is given. PAM owns it; this only borrows it for one call.
 public struct PAMHandle {
@@ -78,14 +80,14 @@ public struct PAMHandle {
 
     /// Asks for a secret without echo (PAM_PROMPT_ECHO_OFF) and lends the answer to `body`;
     /// PAM's copy is wiped and freed afterwards. nil when the conversation gives no answer.
-    public func withSecretAnswer<T>(_ prompt: String, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T? {
+    public func withSecretAnswer<T, E: Error>(_ prompt: String, _ body: (UnsafeRawBufferPointer) throws(E) -> T) throws(E) -> T? {
         try withAnswer(prompt, echo: false, body)
     }
 
     /// Asks a question, with echo (PAM_PROMPT_ECHO_ON) or without, and lends the answer to
     /// `body` without making a String of it; PAM's copy is wiped and freed afterwards. nil
     /// when the conversation gives no answer (it failed, or the host ended it).
-    public func withAnswer<T>(_ prompt: String, echo: Bool, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T? {
+    public func withAnswer<T, E: Error>(_ prompt: String, echo: Bool, _ body: (UnsafeRawBufferPointer) throws(E) -> T) throws(E) -> T? {
         var response: UnsafeMutablePointer<CChar>? = nil
         let rc = fs_pam_prompt(raw, echo ? PAM_PROMPT_ECHO_ON : PAM_PROMPT_ECHO_OFF, &response, prompt)
         guard let response else { return nil }
@@ -126,7 +128,7 @@ public struct PAMHandle {
     }
 
     /// Lends a secret kept with `setSecretData` to `body`; nil when there is none.
-    public func withSecretData<T>(_ name: String, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T? {
+    public func withSecretData<T, E: Error>(_ name: String, _ body: (UnsafeRawBufferPointer) throws(E) -> T) throws(E) -> T? {
         var data: UnsafeRawPointer? = nil
         guard pam_get_data(raw, name, &data) == PAM_SUCCESS, let data else { return nil }
         let count = data.load(as: Int.self)

@@ -25,10 +25,3 @@ public final class FileLock {
         _ = flock(file.rawValue, LOCK_UN)
     }
 }
-
-/// Seconds on the monotonic clock, for deadlines that wall-clock changes cannot stretch.
-public func monotonicSeconds() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}

@@ -1,5 +1,7 @@
 import CLinux
+#if !hasFeature(Embedded)
 import Glibc
+#endif
 
 /// Turns SIGINT (Ctrl-C) and SIGTERM into a readable descriptor for as long as it lives
 /// (the signalfd pattern pam_fprintd uses), so a wait loop can poll it beside its other
@@ -10,13 +12,13 @@ public final class InterruptWatch {
     private var previous = sigset_t()
     private var watched = sigset_t()
 
-    public init(signals: [Int32] = [SIGINT, SIGTERM]) throws {
+    public init(signals: [Int32] = [SIGINT, SIGTERM]) throws(SystemError) {
         sigemptyset(&watched)
         for signal in signals { sigaddset(&watched, signal) }
         pthread_sigmask(SIG_BLOCK, &watched, &previous)
         let fd = signalfd(-1, &watched, Int32(SFD_CLOEXEC) | Int32(SFD_NONBLOCK))
         guard fd >= 0 else {
-            let code = errno
+            let code = systemErrno()
             pthread_sigmask(SIG_SETMASK, &previous, nil)
             throw SystemError("signalfd", code: code)
         }

@@ -21,8 +21,10 @@ final class Client {
     /// SIGINT and SIGTERM as a descriptor; nil only when no signalfd could be made (the
     /// signals then end the process, and the broker sees the hang-up as a cancel).
     private var interrupt: InterruptWatch?
-    private var cancelledAt: Double? = nil
     private var browsers: [pid_t] = []
+    /// Why no question could be answered (no terminal, an answer too long), once said and the
+    /// request cancelled: how the run ends, whatever the broker's result.
+    private var failure: CLIError? = nil
     private var receivedData = false
     private var writeFailure: String? = nil
 
@@ -75,85 +77,71 @@ final class Client {
         }
     }
 
-    private var watched: [Int32] { interrupt.map { [$0.fd] } ?? [] }
-
     // MARK: the conversation
 
+    /// The shared loop (FingersealWire's `Conversation`) with this client's side of it; the
+    /// ways it can end that are not a result, as the CLI says them.
     private func loop() throws(CLIError) -> Int32 {
-        var pending: BrokerMessage? = nil
-        while true {
-            browsers.removeAll { Programs.reap($0) }
-            let message: BrokerMessage
-            if let next = pending {
-                message = next
-                pending = nil
-            } else {
-                guard let next = try receive() else { continue }
-                message = next
+        var conversation = Conversation(connection, messageWait: Client.messageLimit, cancelWait: Client.cancelLimit)
+        var side = Side(client: self)
+        let end = conversation.run(&side)
+        if let failure { throw failure }
+        switch end {
+        case let .result(reply):
+            return try finish(reply)
+        case let .broken(error, cancelled):
+            switch error {
+            case .timedOut where !cancelled: throw CLIError(.timedOut, Strings.serviceSilent(Int(Client.messageLimit)))
+            case .protocolError: throw CLIError(.systemError, Strings.serviceGarbled)
+            default: throw cancelled ? CLIError(.cancelled, Strings.cancelled) : CLIError(.unavailable, Strings.serviceEnded)
             }
+        case .abandoned:
+            throw CLIError(.cancelled, Strings.cancelled)
+        }
+    }
+
+    /// The CLI's side of the conversation: stderr and stdout, `--events-fd`, the payload's
+    /// target, browsers, and answers from the descriptors the person named or the terminal.
+    /// Ctrl-C and SIGTERM are watched for the whole run (the watch is made before connecting).
+    private struct Side: ConversationClient {
+        let client: Client
+
+        func watchForCancel() -> Int32? {
+            client.browsers.removeAll { Programs.reap($0) }
+            return client.interrupt?.fd
+        }
+
+        func cancelRequested() -> Bool { client.interrupt?.next() != nil }
+
+        func show(_ message: BrokerMessage) -> Bool {
             switch message {
             case let .info(text), let .error(text):
-                output.note(text)
+                client.output.note(text)
             case let .output(text):
-                output.out(text)
+                client.output.out(text)
             case let .event(json):
-                event(json)
+                client.event(json)
             case let .finding(finding):
-                if let sink = invocation.findings { sink.findings.append(finding) } else { output.out(finding.message) }
+                if let sink = client.invocation.findings { sink.findings.append(finding) } else { client.output.out(finding.message) }
             case let .browse(url):
                 // The broker sends the address as a sentence too: nothing is lost without one.
-                if invocation.openBrowser, let pid = Programs.openInBrowser(url) { browsers.append(pid) }
+                if client.invocation.openBrowser, let pid = Programs.openInBrowser(url) { client.browsers.append(pid) }
             case let .data(bytes, _):
-                receivedData = true
-                if writeFailure == nil, let failure = bytes.withUnsafeBytes({ invocation.target.write($0) }) {
-                    writeFailure = failure
-                    sendCancel()
+                client.receivedData = true
+                defer { wipeStorage(bytes) }
+                if client.writeFailure == nil, let failure = bytes.withUnsafeBytes({ client.invocation.target.write($0) }) {
+                    client.writeFailure = failure
+                    return false
                 }
-                wipeStorage(bytes)
-            case let .ask(ask):
-                if cancelledAt == nil { pending = try answer(ask) }
-            case let .result(reply):
-                return try finish(reply)
+            case .ask, .result:
+                break
             }
+            return true
         }
-    }
 
-    /// The next message from the broker, within the message limit (the cancel limit once
-    /// cancelled); nil when a signal came first (and was handled).
-    private func receive() throws(CLIError) -> BrokerMessage? {
-        let deadline = cancelledAt.map { $0 + Client.cancelLimit } ?? monotonicSeconds() + Client.messageLimit
-        let incoming: WireConnection.Incoming<BrokerMessage>
-        do {
-            incoming = try connection.receive(until: deadline, alsoWatching: watched, BrokerMessage.decode)
-        } catch .timedOut {
-            throw cancelledAt != nil ? CLIError(.cancelled, Strings.cancelled)
-                                     : CLIError(.timedOut, Strings.serviceSilent(Int(Client.messageLimit)))
-        } catch .protocolError {
-            throw CLIError(.systemError, Strings.serviceGarbled)
-        } catch {
-            throw cancelledAt != nil ? CLIError(.cancelled, Strings.cancelled) : CLIError(.unavailable, Strings.serviceEnded)
+        func answer(_ ask: Ask, _ conversation: inout Conversation) -> Conversation.Response {
+            client.answer(ask, &conversation)
         }
-        switch incoming {
-        case let .message(message):
-            return message
-        case .other:
-            try interrupted()
-            return nil
-        }
-    }
-
-    /// Ctrl-C or SIGTERM: ask the broker to stop and wait (bounded) for how it ended (a match
-    /// that came first still wins). A second one leaves at once.
-    private func interrupted() throws(CLIError) {
-        guard interrupt?.next() != nil else { return }
-        if cancelledAt != nil { throw CLIError(.cancelled, Strings.cancelled) }
-        sendCancel()
-    }
-
-    private func sendCancel() {
-        guard cancelledAt == nil else { return }
-        cancelledAt = monotonicSeconds()
-        _ = try? connection.send(ClientMessage.cancel.encoded(), until: monotonicSeconds() + 2)
     }
 
     private func event(_ json: String) {
@@ -163,15 +151,14 @@ final class Client {
 
     // MARK: answers
 
-    /// Answers `ask` from where the person pointed us, or the terminal. Returns a message
-    /// that arrived while the person was typing and withdrew the question (a match, a new
-    /// question), for the loop to handle; what was typed is wiped.
-    private func answer(_ ask: Ask) throws(CLIError) -> BrokerMessage? {
+    /// Answers `ask` from where the person pointed us, or the terminal. A message that arrived
+    /// while the person was typing and withdrew the question (a match, a new question) goes
+    /// back to the loop; what was typed is wiped.
+    private func answer(_ ask: Ask, _ conversation: inout Conversation) -> Conversation.Response {
         let descriptor: Int32?
         switch ask.purpose {
         case .clientSecret:
-            if let secret = invocation.clientSecret { send(secret, .secret) } else { send(Answer(.skip)) }
-            return nil
+            return invocation.clientSecret.map { packet($0, .secret) } ?? packet(Answer(.skip))
         case .pin, .newPIN:
             descriptor = invocation.pinFD
         case .accountPassword, .idpPassword:
@@ -180,66 +167,68 @@ final class Client {
             descriptor = nil
         }
         let reader: LineReader
-        if let descriptor {
-            reader = try LineReader(descriptor: descriptor)
-        } else if let terminal = try LineReader(terminal: ask.prompt, echo: ask.kind == .visible || ask.purpose == .confirm) {
-            reader = terminal
-        } else {
-            try abandon(Strings.noTerminal)
+        do throws(CLIError) {
+            if let descriptor {
+                reader = try LineReader(descriptor: descriptor)
+            } else if let terminal = try LineReader(terminal: ask.prompt, echo: ask.kind == .visible || ask.purpose == .confirm) {
+                reader = terminal
+            } else {
+                return abandon(Strings.noTerminal)
+            }
+        } catch {
+            failure = error
+            return .cancel
         }
         let kind: Answer.Kind = ask.kind == .secret ? .secret : .text
         let deadline = monotonicSeconds() + Client.messageLimit
+        var side = Side(client: self)
         while true {
-            switch reader.read(until: deadline, wakingOn: [connection.fd] + watched) {
+            switch reader.read(until: deadline, wakingOn: [connection.fd] + (interrupt.map { [$0.fd] } ?? [])) {
             case let .line(line):
-                send(line, kind)
-                return nil
+                return packet(line, kind)
             case .cancel, .timedOut:
                 // Ctrl-C at the prompt, or nobody typed for the whole limit.
-                sendCancel()
-                return nil
+                return .cancel
             case .tooLong:
-                try abandon(Strings.answerTooLong(LineReader.maxLength))
-            case let .woken(fd) where fd != connection.fd:
-                try interrupted()
-                if cancelledAt != nil { return nil }
+                return abandon(Strings.answerTooLong(LineReader.maxLength))
             case .woken:
-                guard let message = try receive() else { continue }
-                switch message {
-                case let .info(text), let .error(text): reader.interject { output.note(text) }
-                case let .event(json): event(json)
-                default: return message
+                // The broker or a signal: the loop's wait sees which, without waiting.
+                switch conversation.next(&side) {
+                case .none:
+                    if conversation.cancelled { return .packet(ClientMessage.answer(Answer(.skip)).encoded()) }
+                case let .ended(end):
+                    return .ended(end)
+                case let .message(message):
+                    switch message {
+                    case let .info(text), let .error(text): reader.interject { output.note(text) }
+                    case let .event(json): event(json)
+                    default: return .withdrawn(message)
+                    }
                 }
             }
         }
     }
 
-    /// Nobody can answer here (no terminal, an answer too long): say so, cancel, let the
-    /// broker end the request (bounded), and end with a usage error.
-    private func abandon(_ message: String) throws(CLIError) -> Never {
+    /// Nobody can answer here (no terminal, an answer too long): say so and cancel; the loop
+    /// lets the broker end the request (bounded), and the run ends with a usage error.
+    private func abandon(_ message: String) -> Conversation.Response {
         output.error(message)
-        sendCancel()
-        while true {
-            let next: BrokerMessage?
-            do { next = try receive() } catch { break }
-            if case .result? = next { break }
-        }
-        throw CLIError(.usage, "")
+        failure = CLIError(.usage, "")
+        return .cancel
     }
 
     /// A typed or read line: the bytes go from secure memory into the packet, and both
     /// copies on the way are wiped. An empty line is a skip (Enter alone).
-    private func send(_ line: SecureBytes, _ kind: Answer.Kind) {
-        guard line.count > 0 else { return send(Answer(.skip)) }
+    private func packet(_ line: SecureBytes, _ kind: Answer.Kind) -> Conversation.Response {
+        guard line.count > 0 else { return packet(Answer(.skip)) }
         let value = line.copyBytes()
-        send(Answer(kind, value))
-        wipeStorage(value)
+        defer { wipeStorage(value) }
+        return packet(Answer(kind, value))
     }
 
-    private func send(_ answer: Answer) {
-        let packet = ClientMessage.answer(answer).encoded()
-        _ = try? connection.send(packet, until: monotonicSeconds() + Client.sendLimit)
-        wipeStorage(packet)
+    /// The loop sends the packet and wipes it.
+    private func packet(_ answer: Answer) -> Conversation.Response {
+        .packet(ClientMessage.answer(answer).encoded())
     }
 
     // MARK: the result

@@ -53,8 +53,8 @@ enum Programs {
             }
             if done < 0 && errno != EINTR { throw CLIError(.systemError, Strings.cannotWait(command[0])) }
             // SIGCHLD wakes this; the timeout only guards against a lost wake-up.
-            var watched = pollfd(fd: interrupt.fd, events: Int16(POLLIN), revents: 0)
-            _ = poll(&watched, 1, 1000)
+            var watched = [pollEntry(interrupt.fd)]
+            _ = waitReady(&watched, until: monotonicSeconds() + 1)
             while let signal = interrupt.next() {
                 if [SIGTERM, SIGHUP, SIGQUIT].contains(signal) { kill(child, signal) }
             }

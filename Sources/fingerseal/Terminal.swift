@@ -135,17 +135,15 @@ final class LineReader {
 
     /// Reads until the line is complete, `deadline` passes, or one of `others` is readable.
     func read(until deadline: Double, wakingOn others: [Int32]) -> Event {
-        var watched = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
-            + others.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+        var watched = [pollEntry(fd)] + others.map { pollEntry($0) }
         var byte: UInt8 = 0
         defer { byte = 0 }
         while true {
-            let remaining = deadline - monotonicSeconds()
-            if remaining <= 0 { return .timedOut }
-            for index in watched.indices { watched[index].revents = 0 }
-            let ready = poll(&watched, nfds_t(watched.count), Int32(min(remaining * 1000, 60_000).rounded(.up)))
-            if ready < 0 && errno != EINTR { return terminal == nil ? finish() : .cancel }
-            if ready <= 0 { continue }
+            switch waitReady(&watched, until: deadline) {
+            case .timedOut: return .timedOut
+            case .failed: return terminal == nil ? finish() : .cancel
+            case .ready: break
+            }
             if let woken = watched.dropFirst().first(where: { $0.revents != 0 }) { return .woken(woken.fd) }
             if watched[0].revents == 0 { continue }
             let count = Glibc.read(fd, &byte, 1)

@@ -30,8 +30,23 @@ import Testing
         #expect(!result.stdout.contains("swift"), "\(result.stdout)")
         #expect(!result.stdout.contains("/opt/"), "\(result.stdout)")
         #expect(!result.stdout.contains("not found"), "\(result.stdout)")
-        let dynamic = try Child.run("/usr/bin/readelf", ["-d", Paths.module]).stdout
-        #expect(dynamic.contains("NODELETE"))
+    }
+
+    /// No NODELETE: it was there because the Swift runtime's threads and exit handlers outlived
+    /// dlclose. The Embedded module carries no runtime: no thread-local storage, no constructors
+    /// beyond the C runtime's own, no text relocations; a host may unload it like a C module
+    /// (pam-cycles sees it go: ModuleClientTests.cyclesLeaveTheHostAsFound).
+    @Test func unloadsLikeACModule() throws {
+        let dynamic = try Child.run("/usr/bin/readelf", ["-d", "-l", "-S", "-W", Paths.module])
+        #expect(dynamic.status == 0, "\(dynamic.stderr)")
+        #expect(!dynamic.stdout.contains("NODELETE"), "\(dynamic.stdout)")
+        #expect(!dynamic.stdout.contains("TEXTREL"), "\(dynamic.stdout)")
+        #expect(!dynamic.stdout.contains(" TLS "), "\(dynamic.stdout)")
+        #expect(!dynamic.stdout.contains(".tbss") && !dynamic.stdout.contains(".tdata"), "\(dynamic.stdout)")
+        // A few KiB to a few hundred: nothing of the Swift runtime or Foundation in it.
+        var info = stat()
+        #expect(stat(Paths.module, &info) == 0)
+        #expect(info.st_size > 0 && info.st_size <= 1 << 20, "\(info.st_size) bytes")
     }
 
     /// A thin client of the broker (design §2): no Foundation, libfprint, GLib, libcurl or

@@ -167,12 +167,13 @@ enum LoginCommand {
     static func pause(_ call: Call, seconds: Double, until other: Int32? = nil) throws -> Bool {
         let deadline = monotonicSeconds() + seconds
         while true {
-            let remaining = deadline - monotonicSeconds()
-            if remaining <= 0 { return false }
-            var fds = [pollfd(fd: call.conversation.cancelFD, events: Int16(POLLIN), revents: 0)]
-            if let other { fds.append(pollfd(fd: other, events: Int16(POLLIN), revents: 0)) }
-            let ready = poll(&fds, nfds_t(fds.count), Int32((min(remaining, 60) * 1000).rounded(.up)))
-            if ready <= 0 { continue }
+            var fds = [pollEntry(call.conversation.cancelFD)]
+            if let other { fds.append(pollEntry(other)) }
+            switch waitReady(&fds, until: deadline) {
+            case .timedOut: return false
+            case .failed: continue
+            case .ready: break
+            }
             if fds.count > 1 && fds[1].revents != 0 { return true }
             if fds[0].revents != 0 && call.conversation.takeCancel() { throw FingersealError(.cancelled, Messages.cancelled) }
         }

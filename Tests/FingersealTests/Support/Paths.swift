@@ -15,10 +15,25 @@ enum Paths {
 
     static var cli: String { buildDirectory + "/fingerseal" }
     static var torture: String { buildDirectory + "/vault-torture" }
-    static var module: String {
+    /// The PAM module: FINGERSEAL_MODULE, or the Embedded Swift build (scripts/build-module),
+    /// rebuilt once per test run when it is older than its sources (SwiftPM does not build it).
+    static var module: String { builtModule }
+
+    private static let builtModule: String = {
         if let path = getenv("FINGERSEAL_MODULE") { return String(cString: path) }
-        return buildDirectory + "/libpam_fingerseal.so"
-    }
+        let path = packageRoot + "/.build/embedded/pam_fingerseal.so"
+        // Bounded: a compiler that hangs must not hold the suite.
+        let build = try? Child.run("/usr/bin/timeout", ["300", packageRoot + "/scripts/build-module", "--if-stale", path])
+        if build?.status != 0 {
+            let sentence = "The PAM module could not be built (\(build?.stderr ?? "scripts/build-module did not start")); "
+                + "run scripts/build-module to see why, or set FINGERSEAL_MODULE to a built pam_fingerseal.so.\n"
+            _ = sentence.utf8CString.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count - 1) }
+            // Never an older module than the code under test: every test that loads it fails,
+            // naming what to do.
+            return path + "-could-not-be-built-run-scripts-build-module"
+        }
+        return path
+    }()
 
     /// The package root (for fixtures): two levels above Tests/FingersealTests/Support.
     static let packageRoot: String = {

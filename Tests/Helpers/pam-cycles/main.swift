@@ -1,6 +1,7 @@
 // Runs N pam_start_confdir / authenticate / pam_end cycles in one process and prints the
 // thread and descriptor counts after the first cycle and after the last, for the test that
-// checks the module leaves its host as it found it. Not part of the product.
+// checks the module leaves its host as it found it (down to the module itself: unloaded at
+// pam_end, as a C module is). Not part of the product.
 //
 //   pam-cycles SERVICE_DIR SERVICE USER CYCLES [PIN]
 import Glibc
@@ -24,6 +25,19 @@ func signalState() -> String {
     sigaction(SIGINT, nil, &action)
     let blocked = (1..<32).filter { sigismember(&mask, $0) == 1 }
     return "blocked=\(blocked) sigint=\(unsafeBitCast(action.__sigaction_handler.sa_handler, to: Int.self))"
+}
+
+/// Whether a mapped file's path contains `name` (/proc/self/maps).
+func mapped(_ name: String) -> Bool {
+    guard let maps = fopen("/proc/self/maps", "r") else { return true }
+    defer { fclose(maps) }
+    var line: UnsafeMutablePointer<CChar>? = nil
+    var capacity = 0
+    defer { free(line) }
+    while getline(&line, &capacity, maps) > 0 {
+        if let line, String(cString: line).contains(name) { return true }
+    }
+    return false
 }
 
 let arguments = CommandLine.arguments
@@ -52,4 +66,5 @@ print("threads \(first.0) \(count("task"))")
 print("fds \(first.1) \(count("fd"))")
 print("signals \(first.2 == signalState() ? "same" : "changed: \(first.2) -> \(signalState())")")
 print("environment \(first.3 == environment ? "same" : "changed")")
+print("module \(mapped("pam_fingerseal") ? "still mapped" : "unloaded")")
 print("codes \(codes.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ","))")
