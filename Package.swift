@@ -98,7 +98,7 @@ let package = Package(
         // The broker: the socket server, the caller's identity, the authorization table, and
         // every flow (design §2, §5).
         .target(name: "Broker", dependencies: ["FingersealCore", "Localization", "FingerprintFlows", "IdentityClient", "JOSEKit", "FprintKit", "FprintdKit", "CurlKit",
-                                               "QRKit", "LoopbackKit", "PAMKit", "SodiumKit", "SystemKit", "CSystemd", "CLinux"]),
+                                               "QRKit", "LoopbackKit", "PAMKit", "SodiumKit", "SystemKit", "TPMKit", "CSystemd", "CLinux"]),
         .executableTarget(name: "fingersealed", dependencies: ["Broker", "FingersealWire", "SystemKit"]),
 
         // The PAM module: a thin client of the broker (entry points, the wire protocol, the PAM
@@ -142,7 +142,7 @@ let package = Package(
         // Benchmarks (`make bench`): prints figures, asserts nothing.
         .executableTarget(
             name: "fingerseal-bench",
-            dependencies: ["FingersealCore", "SodiumKit", "SystemKit", "TPMKit"],
+            dependencies: ["Broker", "FingersealCore", "SodiumKit", "SystemKit", "TPMKit"],
             path: "Benchmarks/fingerseal-bench"
         ),
 

@@ -4,11 +4,14 @@ import IdentityClient
 import Glibc
 import SystemKit
 
-/// What every request shares: the settings, the store, the session registry and the reader.
+/// What every request shares: the settings, the store, the session registry, and the live
+/// resources the broker owns (the reader, the TPM connection), which the core never holds.
 final class BrokerState: @unchecked Sendable {
     let settings: BrokerSettings
     let sessions = SessionRegistry()
     let reader = ReaderGate()
+    /// The TPM connection kept between vault operations, lent to every store made here.
+    let tpm = HeldTPM()
     let bookkeeping = Bookkeeping()
     /// The secure memory `seal` and `reveal` payloads may hold, per user and in all.
     let payloads = PayloadBudget()
@@ -57,9 +60,12 @@ final class BrokerState: @unchecked Sendable {
         return false
     }
 
-    func store(for account: UserAccount, tpm: TPMPolicy) -> VaultStore {
-        VaultStore(location: .broker(stateDirectory: settings.stateDirectory, account: account), tpm: tpm,
-                   attemptLimiter: attemptLimiter)
+    /// `account`'s store under `policy`, on the TPM connection the broker keeps.
+    func store(for account: UserAccount, tpm policy: TPMPolicy) -> VaultStore {
+        var policy = policy
+        policy.keys = tpm
+        return VaultStore(location: .broker(stateDirectory: settings.stateDirectory, account: account), tpm: policy,
+                          attemptLimiter: attemptLimiter)
     }
 
     /// Writes counts of attempts the limiter held back (windows that ended, or all of them

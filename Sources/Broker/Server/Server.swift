@@ -91,7 +91,7 @@ public final class Server: @unchecked Sendable {
                 state.reader.closeIfIdle(after: 0)
                 // Counted attempts live in memory: written now, or never.
                 state.recordAttemptCounts(state.attemptLimiter.takeAll())
-                VaultTPM.close()
+                state.tpm.closeNow()
                 return
             }
             let now = SystemClock().now()
@@ -101,13 +101,13 @@ public final class Server: @unchecked Sendable {
             }
             if ready <= 0 {
                 state.reader.closeIfIdle(after: ReaderGate.idleLimit)
-                VaultTPM.closeIfIdle()
+                state.tpm.closeIfIdle()
                 state.recordAttemptCounts(state.attemptLimiter.takeEnded(now: now))
                 // Not while an attempt window is open: the next broker would start counting anew.
                 if let idle = state.settings.idleExit, !state.attemptLimiter.holdsOpenWindows(now: now),
                    lock.locked({ active == 0 && monotonicSeconds() - lastActivity >= idle }) {
                     _ = sd_notify(0, "STOPPING=1\nSTATUS=Idle; exiting until the next request.")
-                    VaultTPM.close()
+                    state.tpm.closeNow()
                     return
                 }
                 continue
