@@ -63,9 +63,12 @@ let package = Package(
         .target(name: "SodiumKit", dependencies: ["CSodium"]),
         .target(name: "PAMKit", dependencies: ["CPAM"], swiftSettings: leanSwift),
         .target(name: "FprintKit", dependencies: ["CFprint", "CLinux"]),
-        // fprintd over D-Bus (sd-bus) and logind's lid state; FprintKit only for its value
+        // libsystemd: the system bus (sd-bus, and logind's lid state on it), login sessions
+        // (sd-login) and the service manager (sd-daemon). Typed errors; no C types outside.
+        .target(name: "SystemdKit", dependencies: ["CSystemd", "SystemKit"]),
+        // fprintd over D-Bus (SystemdKit's bus) and the lid's state; FprintKit only for its value
         // types (Finger, ReaderEvent, FprintError): nothing here calls libfprint.
-        .target(name: "FprintdKit", dependencies: ["CSystemd", "FprintKit", "SystemKit", "CLinux"]),
+        .target(name: "FprintdKit", dependencies: ["SystemdKit", "FprintKit", "SystemKit", "CLinux"]),
         // SodiumKit: the bodies and headers that carry secrets are built and received in its
         // secure memory.
         .target(name: "CurlKit", dependencies: ["CCurl", "SodiumKit"]),
@@ -98,7 +101,7 @@ let package = Package(
         // The broker: the socket server, the caller's identity, the authorization table, and
         // every flow (design §2, §5).
         .target(name: "Broker", dependencies: ["FingersealCore", "Localization", "FingerprintFlows", "IdentityClient", "JOSEKit", "FprintKit", "FprintdKit", "CurlKit",
-                                               "QRKit", "LoopbackKit", "PAMKit", "SodiumKit", "SystemKit", "TPMKit", "CSystemd", "CLinux"]),
+                                               "QRKit", "LoopbackKit", "PAMKit", "SodiumKit", "SystemKit", "SystemdKit", "TPMKit", "CLinux"]),
         .executableTarget(name: "fingersealed", dependencies: ["Broker", "FingersealWire", "SystemKit"]),
 
         // The PAM module: a thin client of the broker (entry points, the wire protocol, the PAM
@@ -159,7 +162,7 @@ let package = Package(
             dependencies: [
                 "FingersealCore", "FingerprintFlows", "IdentityClient", "SystemKit", "SodiumKit", "PAMKit", "CPAM",
                 "FprintKit", "CurlKit", "JOSEKit", "TPMKit", "QRKit", "LoopbackKit", "vault-torture", "pam-cycles", "secret-canary", "fingerseal",
-                "fingersealed", "wire-client", "FingersealWire", "FprintdKit", "Localization", "Broker",
+                "fingersealed", "wire-client", "FingersealWire", "FprintdKit", "SystemdKit", "Localization", "Broker",
             ],
             exclude: ["Support/pty_session.py", "Support/system-bus.conf"]
         ),

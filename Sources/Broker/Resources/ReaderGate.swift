@@ -5,6 +5,7 @@ import FprintKit
 import FprintdKit
 import Glibc
 import SystemKit
+import SystemdKit
 
 /// The one fingerprint reader: one operation at a time, in turns.
 ///

@@ -1,9 +1,9 @@
 import CLinux
-import CSystemd
 import FingersealCore
 import Glibc
 import Localization
 import SystemKit
+import SystemdKit
 
 /// How the broker runs.
 public struct BrokerSettings: Sendable {
@@ -80,14 +80,14 @@ public final class Server: @unchecked Sendable {
     /// Serves until idle for `settings.idleExit` seconds (never, when nil), or until `stopFD`
     /// (a signalfd for SIGTERM and SIGINT) is readable.
     public func run(stopFD: Int32? = nil) {
-        _ = sd_notify(0, "READY=1\nSTATUS=Waiting for requests.")
+        ServiceManager.notify("READY=1\nSTATUS=Waiting for requests.")
         while true {
             var fds = [pollfd(fd: listener.fd, events: Int16(POLLIN), revents: 0)]
             if let stopFD { fds.append(pollfd(fd: stopFD, events: Int16(POLLIN), revents: 0)) }
             let ready = poll(&fds, nfds_t(fds.count), 1000)
             if ready < 0 && errno != EINTR { Syslog.log(.warning, "fingersealed: poll failed: \(errno)"); return }
             if fds.count > 1 && fds[1].revents != 0 {
-                _ = sd_notify(0, "STOPPING=1")
+                ServiceManager.notify("STOPPING=1")
                 state.reader.closeIfIdle(after: 0)
                 // Counted attempts live in memory: written now, or never.
                 state.recordAttemptCounts(state.attemptLimiter.takeAll())
@@ -106,7 +106,7 @@ public final class Server: @unchecked Sendable {
                 // Not while an attempt window is open: the next broker would start counting anew.
                 if let idle = state.settings.idleExit, !state.attemptLimiter.holdsOpenWindows(now: now),
                    lock.locked({ active == 0 && monotonicSeconds() - lastActivity >= idle }) {
-                    _ = sd_notify(0, "STOPPING=1\nSTATUS=Idle; exiting until the next request.")
+                    ServiceManager.notify("STOPPING=1\nSTATUS=Idle; exiting until the next request.")
                     state.tpm.closeNow()
                     return
                 }
