@@ -75,7 +75,7 @@ let package = Package(
         .target(name: "TPMKit", dependencies: ["CTSS2"]),
         .target(name: "QRKit", dependencies: ["CQRencode"]),
         // OIDC ID tokens and key sets (JWS, JWK) over OpenSSL's libcrypto: signatures only.
-        .target(name: "JOSEKit", dependencies: ["CCrypto", "Localization"]),
+        .target(name: "JOSEKit", dependencies: ["CCrypto"]),
         // The browser sign-in's loopback redirect receiver (one request, then it stops).
         .target(name: "LoopbackKit", dependencies: ["CMicroHTTPD", "CLinux", "SodiumKit", "SystemKit"]),
 
