@@ -417,7 +417,7 @@ final class ManualClock: FingersealCore.Clock, @unchecked Sendable {
                      idToken: idToken)
         }
         func check(_ tokens: TokenSet, _ metadata: ProviderMetadata, nonce: String? = "n-0S6_WzA2Mj") throws -> IDTokenClaims? {
-            try IdentityCheck.verifiedIdentity(tokens: tokens, metadata: metadata, clientID: client, nonce: nonce,
+            try IdentityVerification.verifiedIdentity(tokens: tokens, metadata: metadata, clientID: client, nonce: nonce,
                                                http: HTTPClient(), cache: cache, now: now)
         }
         #expect(try check(tokens(idToken), metadata)?.nonce == "n-0S6_WzA2Mj")

@@ -7,7 +7,7 @@ import Localization
 
 /// Who signed in, as the provider states it: its ID token, verified against its published
 /// keys, or else its userinfo answer.
-public enum IdentityCheck {
+public enum IdentityVerification {
     /// The ID token's claims when the answer has one and the provider publishes a jwks_uri
     /// (verified: any failure throws `.identityRejected` with a plain reason, never ignored);
     /// else the userinfo answer when the provider has an endpoint; else nil: nothing to check with.
