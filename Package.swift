@@ -50,16 +50,19 @@ let package = Package(
         .target(name: "SodiumKit", dependencies: ["CSodium"]),
         .target(name: "PAMKit", dependencies: ["CPAM"], swiftSettings: leanSwift),
         .target(name: "FprintKit", dependencies: ["CFprint", "CLinux", "SystemKit"]),
-        // fprintd over D-Bus (sd-bus) and logind's lid state; FprintKit only for its value
+        // libsystemd: the system bus (sd-bus, and logind's lid state on it), login sessions
+        // (sd-login) and the service manager (sd-daemon). Typed errors; no C types outside.
+        .target(name: "SystemdKit", dependencies: ["CSystemd", "SystemKit"]),
+        // fprintd over D-Bus (SystemdKit's bus) and the lid's state; FprintKit only for its value
         // types (Finger, ReaderEvent, FprintError): nothing here calls libfprint.
-        .target(name: "FprintdKit", dependencies: ["CSystemd", "FprintKit", "SystemKit", "CLinux"]),
+        .target(name: "FprintdKit", dependencies: ["SystemdKit", "FprintKit", "SystemKit", "CLinux"]),
         // SodiumKit: the bodies and headers that carry secrets are built and received in its
         // secure memory.
         .target(name: "CurlKit", dependencies: ["CCurl", "SodiumKit"]),
         .target(name: "TPMKit", dependencies: ["CTSS2"]),
         .target(name: "QRKit", dependencies: ["CQRencode"]),
         // OIDC ID tokens and key sets (JWS, JWK) over OpenSSL's libcrypto: signatures only.
-        .target(name: "JOSEKit", dependencies: ["CCrypto", "Localization"]),
+        .target(name: "JOSEKit", dependencies: ["CCrypto"]),
         // The browser sign-in's loopback redirect receiver (one request, then it stops).
         .target(name: "LoopbackKit", dependencies: ["CMicroHTTPD", "CLinux", "SodiumKit", "SystemKit"]),
 
@@ -85,7 +88,7 @@ let package = Package(
         // The broker: the socket server, the caller's identity, the authorization table, and
         // every flow (design §2, §5).
         .target(name: "Broker", dependencies: ["FingersealCore", "Localization", "FingerprintFlows", "IdentityClient", "JOSEKit", "FprintKit", "FprintdKit", "CurlKit",
-                                               "QRKit", "LoopbackKit", "PAMKit", "SodiumKit", "SystemKit", "CSystemd", "CLinux"]),
+                                               "QRKit", "LoopbackKit", "PAMKit", "SodiumKit", "SystemKit", "SystemdKit", "TPMKit", "CLinux"]),
         .executableTarget(name: "fingersealed", dependencies: ["Broker", "FingersealWire", "SystemKit"]),
 
         // The CLI: a thin client of the broker (design §2). The wire protocol, secure memory for
@@ -119,7 +122,7 @@ let package = Package(
         // Benchmarks (`make bench`): prints figures, asserts nothing.
         .executableTarget(
             name: "fingerseal-bench",
-            dependencies: ["FingersealCore", "SodiumKit", "SystemKit", "TPMKit"],
+            dependencies: ["Broker", "FingersealCore", "SodiumKit", "SystemKit", "TPMKit"],
             path: "Benchmarks/fingerseal-bench"
         ),
 
@@ -136,7 +139,7 @@ let package = Package(
             dependencies: [
                 "FingersealCore", "FingerprintFlows", "IdentityClient", "SystemKit", "SodiumKit", "PAMKit", "CPAM",
                 "FprintKit", "CurlKit", "JOSEKit", "TPMKit", "QRKit", "LoopbackKit", "vault-torture", "pam-cycles", "secret-canary", "fingerseal",
-                "fingersealed", "wire-client", "FingersealWire", "FprintdKit", "Localization", "Broker",
+                "fingersealed", "wire-client", "FingersealWire", "FprintdKit", "SystemdKit", "Localization", "Broker",
             ],
             exclude: ["Support/pty_session.py", "Support/system-bus.conf"]
         ),

@@ -1,5 +1,6 @@
 // In-process benchmarks (`make bench` runs this, then the process-level ones in scripts/bench).
 // Prints figures with their baselines measured in the same run; asserts nothing.
+import Broker
 import FingersealCore
 import Glibc
 import TPMKit
@@ -81,7 +82,10 @@ func tpmCost(account: UserAccount, root: String, pin: SecureBytes, cost: PINCost
         print("TPM: skipped (no BENCH_TPM_TCTI)")
         return
     }
-    let policy = TPMPolicy(mode: .require, tcti: tcti)
+    // Kept between unlocks, as the broker keeps its connection.
+    let held = HeldTPM()
+    var policy = TPMPolicy(mode: .require, tcti: tcti)
+    policy.keys = held
     let plain = VaultStore(location: VaultLocation(directory: root + "/plain", account: account))
     let sealed = VaultStore(location: VaultLocation(directory: root + "/sealed", account: account), tpm: policy)
     for store in [plain, sealed] {
@@ -102,7 +106,7 @@ func tpmCost(account: UserAccount, root: String, pin: SecureBytes, cost: PINCost
     var (coldWithout, cold) = ([Double](), [Double]())
     for _ in 0..<50 {
         coldWithout += try measure(1) { _ = try Vault.unlockWithDevice(plain).secret("refresh-token") }
-        VaultTPM.close()
+        held.closeNow()
         cold += try measure(1) { _ = try Vault.unlockWithDevice(sealed).secret("refresh-token") }
     }
     report("device unlock with the TPM, the first after idle (also: connect, storage key, salted session)", cold)
@@ -115,7 +119,7 @@ func tpmCost(account: UserAccount, root: String, pin: SecureBytes, cost: PINCost
     report("PIN unlock without the TPM", pinWithout)
     report("PIN unlock with the TPM", pinWith)
     print("TPM cost of a PIN unlock: +\(format(median(pinWith) - median(pinWithout))) ms at p50")
-    VaultTPM.close()
+    held.closeNow()
     // The steps alone, to see where the time goes.
     report("  TPM: open the TCTI and ESAPI context", try measure(50) { _ = try TPMContext(tcti: tcti) })
     let tpm = try TPMContext(tcti: tcti)

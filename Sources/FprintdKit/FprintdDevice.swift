@@ -1,5 +1,6 @@
 import FprintKit
 import SystemKit
+import SystemdKit
 
 public struct FprintdDeviceInfo: Sendable, Equatable {
     /// "/net/reactivated/Fprint/Device/0"
@@ -33,7 +34,9 @@ public final class FprintdDevice: @unchecked Sendable {
     /// skipped.
     public func enrolledFingers(user: String, timeout: Double = 5) throws(FprintError) -> [Finger] {
         do {
-            let names = try bus.call(method("ListEnrolledFingers", [user]), timeout: timeout).readStrings()
+            let names = try overBus { () throws(BusError) in
+                try bus.call(method("ListEnrolledFingers", [user]), timeout: timeout).readStrings()
+            }
             return names.compactMap { Finger(name: $0) }
         } catch .device(.dataNotFound, _, _) {
             return []
@@ -43,7 +46,7 @@ public final class FprintdDevice: @unchecked Sendable {
     /// Claim(user). AlreadyInUse → `.device(.busy, ...)`; PermissionDenied →
     /// `.other(domain: "fprintd", ...)` with fprintd's message.
     public func claim(user: String, timeout: Double = 10) throws(FprintError) {
-        try bus.call(method("Claim", [user]), timeout: timeout)
+        try overBus { () throws(BusError) in try bus.call(method("Claim", [user]), timeout: timeout) }
         claimed = true
     }
 
@@ -70,7 +73,7 @@ public final class FprintdDevice: @unchecked Sendable {
 
     /// DeleteEnrolledFinger(finger); needs a claim (for the user whose print goes).
     public func deleteEnrolledFinger(_ finger: Finger, timeout: Double = 5) throws(FprintError) {
-        try bus.call(method("DeleteEnrolledFinger", [finger.name]), timeout: timeout)
+        try overBus { () throws(BusError) in try bus.call(method("DeleteEnrolledFinger", [finger.name]), timeout: timeout) }
     }
 
     func method(_ member: String, _ arguments: [String] = []) -> BusCall {

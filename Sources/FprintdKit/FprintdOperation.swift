@@ -1,8 +1,8 @@
 import CLinux
-import CSystemd
 import FprintKit
 import Glibc
 import SystemKit
+import SystemdKit
 
 /// A running fprintd verify or enroll, used like FprintKit's `ReaderOperation`: `wait`
 /// reports events and returns the result. fprintd's statuses arrive as signals, which `wait`
@@ -23,7 +23,7 @@ public final class FprintdOperation: @unchecked Sendable {
     private let device: FprintdDevice
     private let kind: Kind
     private let state: SignalState
-    private var slots: [BusSlot] = []
+    private var slots: [BusMatch] = []
     /// Readable once `cancel()` was called (from any thread).
     private let cancelEvent: Int32
     private var result: OperationResult? = nil
@@ -40,12 +40,14 @@ public final class FprintdOperation: @unchecked Sendable {
         _ = bus.dispatchPending()
         do {
             let owner = try bus.fprintdOwner(timeout: 2)
-            let userdata = Unmanaged.passUnretained(state).toOpaque()
-            slots.append(try bus.matchSignal(sender: owner, path: device.info.objectPath, interface: Fprintd.deviceInterface,
-                                             member: kind.signal, handler: SignalState.handler, userdata: userdata))
-            slots.append(try bus.matchSignal(sender: owner, path: device.info.objectPath, interface: BusCall.properties,
-                                             member: "PropertiesChanged", handler: SignalState.handler, userdata: userdata))
-            try bus.call(device.method(kind.start, [finger]), timeout: 5)
+            let (state, path) = (state, device.info.objectPath)
+            try overBus { () throws(BusError) in
+                slots.append(try bus.matchSignal(sender: owner, path: path, interface: Fprintd.deviceInterface,
+                                                 member: kind.signal) { state.receive($0) })
+                slots.append(try bus.matchSignal(sender: owner, path: path, interface: BusCall.properties,
+                                                 member: "PropertiesChanged") { state.receive($0) })
+                try bus.call(device.method(kind.start, [finger]), timeout: 5)
+            }
         } catch {
             // Nothing started, so nothing to stop.
             result = .failed(error)
@@ -56,7 +58,7 @@ public final class FprintdOperation: @unchecked Sendable {
 
     deinit {
         if result == nil { stop() }
-        // The slots go before the state their callbacks point at.
+        // The matches go now: no signal reaches the state after the operation.
         slots = []
         close(cancelEvent)
     }
@@ -126,13 +128,6 @@ final class SignalState {
         events.isEmpty ? nil : events.removeFirst()
     }
 
-    static let handler: sd_bus_message_handler_t = { message, userdata, _ in
-        guard let message, let userdata else { return 0 }
-        let state = Unmanaged<SignalState>.fromOpaque(userdata).takeUnretainedValue()
-        state.receive(BusMessage(borrowing: message))
-        return 0
-    }
-
     func receive(_ message: BusMessage) {
         guard final == nil else { return }
         if message.member == "PropertiesChanged" {
@@ -161,9 +156,9 @@ final class SignalState {
     private func receiveProperties(_ message: BusMessage) {
         guard (try? message.readString()) == Fprintd.deviceInterface else { return }
         var needed: Bool? = nil
-        try? message.readDictionary { (key, value) throws(FprintError) in
+        try? message.readDictionary { (key, value) throws(BusError) in
             if key == "finger-needed" {
-                needed = try value.readVariant("b") { (m) throws(FprintError) in try m.readBool() }
+                needed = try value.readVariant("b") { (m) throws(BusError) in try m.readBool() }
             } else {
                 try value.skip("v")
             }

@@ -1,5 +1,6 @@
 import Glibc
 import SystemKit
+import SystemdKit
 
 /// Whether the laptop's lid is closed (a reader inside the lid cannot be touched then).
 public enum LidState {

@@ -77,7 +77,7 @@ public final class JWKSCache: Sendable {
         do {
             return try JSONWebKeySet(json: response.body)
         } catch {
-            throw .malformed(tr("the provider's key set is not valid: %1$s", IdentityCheck.reason(error)))
+            throw .malformed(tr("the provider's key set is not valid: %1$s", Messages.jose(error)))
         }
     }
 }

@@ -1,5 +1,4 @@
 import FoundationEssentials
-import Localization
 
 /// The identity claims of an ID token (OIDC Core 2) or a userinfo answer (5.3), as checked.
 public struct IDTokenClaims: Sendable, Equatable {
@@ -51,16 +50,16 @@ public enum IDToken {
             throw .badSignature
         }
         // Only now is the payload read at all.
-        let claims = try ClaimSet.parse(compact.payload, what: tr("the token's claims")).identity(requireTimes: true)
-        guard claims.issuer == issuer else { throw .claim(tr("iss is not this provider")) }
-        guard claims.audience.contains(clientID) else { throw .claim(tr("aud does not name this client")) }
-        if claims.audience.count > 1, claims.authorizedParty == nil { throw .claim(tr("aud names several clients and azp is missing")) }
-        if let party = claims.authorizedParty, party != clientID { throw .claim(tr("azp is another client")) }
-        guard claims.expiresAt > now - leeway else { throw .claim(tr("the token expired")) }
-        guard claims.issuedAt <= now + leeway else { throw .claim(tr("the token was issued in the future")) }
+        let claims = try ClaimSet.parse(compact.payload, what: .claims).identity(requireTimes: true)
+        guard claims.issuer == issuer else { throw .claim(.wrongIssuer) }
+        guard claims.audience.contains(clientID) else { throw .claim(.notForThisClient) }
+        if claims.audience.count > 1, claims.authorizedParty == nil { throw .claim(.noAuthorizedParty) }
+        if let party = claims.authorizedParty, party != clientID { throw .claim(.wrongAuthorizedParty) }
+        guard claims.expiresAt > now - leeway else { throw .claim(.expired) }
+        guard claims.issuedAt <= now + leeway else { throw .claim(.issuedInTheFuture) }
         if let nonce {
-            guard let got = claims.nonce else { throw .claim(tr("the nonce is missing")) }
-            guard got == nonce else { throw .claim(tr("the nonce does not match this sign-in")) }
+            guard let got = claims.nonce else { throw .claim(.nonceMissing) }
+            guard got == nonce else { throw .claim(.nonceMismatch) }
         }
         return claims
     }
@@ -85,16 +84,16 @@ public enum IDToken {
 
         init(_ token: String) throws(JOSEError) {
             let bytes = Array(token.utf8)
-            guard bytes.count <= IDToken.maxBytes else { throw .malformed(tr("the token is larger than %1$s bytes", IDToken.maxBytes)) }
+            guard bytes.count <= IDToken.maxBytes else { throw .malformed(.tokenTooLarge(limit: IDToken.maxBytes)) }
             let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-            guard parts.count == 3 else { throw .malformed(tr("the token is not a signed JWT (three dot-separated parts)")) }
+            guard parts.count == 3 else { throw .malformed(.notSignedJWT) }
             guard let headerBytes = Base64URL.decode(parts[0]), let payload = Base64URL.decode(parts[1]),
                   let signature = Base64URL.decode(parts[2]) else {
-                throw .malformed(tr("the token is not valid base64url"))
+                throw .malformed(.notBase64URL)
             }
-            header = try JSONObject.decode(Header.self, headerBytes, what: tr("the token header"))
+            header = try JSONObject.decode(Header.self, headerBytes, what: .header)
             // No extension is understood, so a critical one must be refused (RFC 7515 4.1.11).
-            guard header.crit == nil else { throw .malformed(tr("the token header has critical extensions")) }
+            guard header.crit == nil else { throw .malformed(.criticalExtensions) }
             self.payload = payload
             self.signature = signature
             signingInput = Array(bytes[..<(parts[1].endIndex)])
@@ -116,19 +115,19 @@ struct ClaimSet: Decodable {
     let email_verified: Flag?
     let name: String?
 
-    static func parse(_ bytes: [UInt8], what: String) throws(JOSEError) -> ClaimSet {
+    static func parse(_ bytes: [UInt8], what: JOSEError.Part) throws(JOSEError) -> ClaimSet {
         try JSONObject.decode(ClaimSet.self, bytes, what: what)
     }
 
     /// The claims as `IDTokenClaims`; an ID token must carry iss, aud, exp and iat, and both
     /// kinds a non-empty sub.
     func identity(requireTimes: Bool) throws(JOSEError) -> IDTokenClaims {
-        guard let sub, !sub.isEmpty else { throw .claim(tr("sub is missing")) }
+        guard let sub, !sub.isEmpty else { throw .claim(.missing(.sub)) }
         if requireTimes {
-            guard iss != nil else { throw .claim(tr("iss is missing")) }
-            guard aud != nil else { throw .claim(tr("aud is missing")) }
-            guard exp != nil else { throw .claim(tr("exp is missing")) }
-            guard iat != nil else { throw .claim(tr("iat is missing")) }
+            guard iss != nil else { throw .claim(.missing(.iss)) }
+            guard aud != nil else { throw .claim(.missing(.aud)) }
+            guard exp != nil else { throw .claim(.missing(.exp)) }
+            guard iat != nil else { throw .claim(.missing(.iat)) }
         }
         return IDTokenClaims(issuer: iss ?? "", subject: sub, audience: aud?.values ?? [],
                              expiresAt: exp?.value ?? 0, issuedAt: iat?.value ?? 0, nonce: nonce, authorizedParty: azp,
@@ -197,7 +196,7 @@ public enum UserInfo {
 
     /// issuer "", audience [], times 0 where absent.
     public static func parse(_ body: [UInt8]) throws(JOSEError) -> IDTokenClaims {
-        guard body.count <= maxBytes else { throw .malformed(tr("the userinfo answer is larger than %1$s bytes", maxBytes)) }
-        return try ClaimSet.parse(body, what: tr("the userinfo answer")).identity(requireTimes: false)
+        guard body.count <= maxBytes else { throw .malformed(.userinfoTooLarge(limit: maxBytes)) }
+        return try ClaimSet.parse(body, what: .userinfo).identity(requireTimes: false)
     }
 }

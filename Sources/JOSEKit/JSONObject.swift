@@ -1,18 +1,17 @@
 import FoundationEssentials
-import Localization
 
 /// JSON as JOSE reads it: one object, decoded with FoundationEssentials, and refused when any
 /// object in it repeats a member name. JSONDecoder keeps one of the duplicates silently, and
 /// RFC 7515 4 lets a recipient refuse them: a token whose header says `"alg"` twice must not
 /// mean one thing here and another to the provider's own libraries.
 enum JSONObject {
-    static func decode<T: Decodable>(_ type: T.Type, _ bytes: some Collection<UInt8>, what: String) throws(JOSEError) -> T {
+    static func decode<T: Decodable>(_ type: T.Type, _ bytes: some Collection<UInt8>, what: JOSEError.Part) throws(JOSEError) -> T {
         let data = Data(bytes)
         guard bytes.first(where: { !isWhitespace($0) }) == UInt8(ascii: "{"),
               let value = try? JSONDecoder().decode(T.self, from: data) else {
-            throw .malformed(tr("%1$s is not a valid JSON object", what))
+            throw .malformed(.notJSONObject(what))
         }
-        guard hasUniqueMembers(Array(bytes)) else { throw .malformed(tr("%1$s repeats a member", what)) }
+        guard hasUniqueMembers(Array(bytes)) else { throw .malformed(.repeatedMember(what)) }
         return value
     }
 

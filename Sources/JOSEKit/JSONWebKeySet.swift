@@ -1,5 +1,4 @@
 import FoundationEssentials
-import Localization
 
 /// A provider's signing keys (RFC 7517), as published at its `jwks_uri`: only the keys this
 /// code can use are kept. A key of another type, curve or algorithm, one for encryption
@@ -18,9 +17,9 @@ public struct JSONWebKeySet: Sendable {
     public static let maxKeys = 32
 
     public init(json: [UInt8]) throws(JOSEError) {
-        guard json.count <= Self.maxBytes else { throw .malformed(tr("the key set is larger than %1$s bytes", Self.maxBytes)) }
-        let document = try JSONObject.decode(Document.self, json, what: tr("the key set"))
-        guard document.keys.count <= Self.maxKeys else { throw .malformed(tr("the key set has more than %1$s keys", Self.maxKeys)) }
+        guard json.count <= Self.maxBytes else { throw .malformed(.keySetTooLarge(limit: Self.maxBytes)) }
+        let document = try JSONObject.decode(Document.self, json, what: .keySet)
+        guard document.keys.count <= Self.maxKeys else { throw .malformed(.tooManyKeys(limit: Self.maxKeys)) }
         keys = document.keys.compactMap { $0.member.flatMap(Self.usable) }
     }
 

@@ -1,5 +1,6 @@
 @testable import FprintdKit
 import FprintKit
+import SystemdKit
 import Glibc
 import Testing
 
@@ -57,8 +58,11 @@ struct FprintdKitTests {
         #expect {
             _ = try SystemBus.open(address: "unix:path=/nonexistent/fingerseal-test-bus")
         } throws: { error in
-            guard case let .other(domain, _, message) = error as? FprintError else { return false }
-            return domain == "dbus" && message.contains("/nonexistent/fingerseal-test-bus")
+            // SystemdKit's own error (a D-Bus failure by its type); FprintdKit says it as
+            // FprintError.other(domain: "dbus", …) with the same message.
+            guard case let .failed(_, message)? = error as? BusError else { return false }
+            return message.contains("/nonexistent/fingerseal-test-bus")
+                && FprintError(BusError.failed(code: 2, message: message)) == .other(domain: "dbus", code: 2, message: message)
         }
     }
 

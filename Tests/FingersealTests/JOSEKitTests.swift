@@ -131,9 +131,9 @@ private func claims(iss: String = issuer, aud: String = #""fingerseal-test""#, e
     /// The RFCs' signatures verify: what fails is the payload, read only after the signature
     /// (the JWS examples carry no sub; RFC 8037's payload is not JSON). One flipped bit fails
     /// the signature itself.
-    @Test(arguments: [(rfc7515RSA, rfc7515RSAToken, JOSEError.claim("sub is missing")),
-                      (rfc7515EC, rfc7515ECToken, .claim("sub is missing")),
-                      (rfc8037, rfc8037Token, .malformed("the token's claims is not a valid JSON object"))])
+    @Test(arguments: [(rfc7515RSA, rfc7515RSAToken, JOSEError.claim(.missing(.sub))),
+                      (rfc7515EC, rfc7515ECToken, .claim(.missing(.sub))),
+                      (rfc8037, rfc8037Token, .malformed(.notJSONObject(.claims)))])
     func knownAnswers(jwks: String, token: String, afterSignature: JOSEError) throws {
         let keys = try JSONWebKeySet(json: Array(jwks.utf8))
         #expect(keys.keyIDs == [nil])
@@ -197,36 +197,36 @@ private func claims(iss: String = issuer, aud: String = #""fingerseal-test""#, e
         // Without a kid, a set with one key for the alg answers; here the RSA key is the only one.
         _ = try IDToken.verify(try rsa(claims(), header: #"{"alg":"RS256"}"#), keys: keys, issuer: issuer, clientID: client,
                                nonce: nil, now: now)
-        check(try rsa(claims(iss: issuer + "/")), .claim("iss is not this provider"))
-        check(try rsa(claims(aud: #"["someone-else"]"#)), .claim("aud does not name this client"))
-        check(try rsa(claims(aud: #"["fingerseal-test","other"]"#)), .claim("aud names several clients and azp is missing"))
-        check(try rsa(claims(aud: #"["fingerseal-test","other"]"#, extra: #","azp":"other""#)), .claim("azp is another client"))
+        check(try rsa(claims(iss: issuer + "/")), .claim(.wrongIssuer))
+        check(try rsa(claims(aud: #"["someone-else"]"#)), .claim(.notForThisClient))
+        check(try rsa(claims(aud: #"["fingerseal-test","other"]"#)), .claim(.noAuthorizedParty))
+        check(try rsa(claims(aud: #"["fingerseal-test","other"]"#, extra: #","azp":"other""#)), .claim(.wrongAuthorizedParty))
         _ = try IDToken.verify(try rsa(claims(aud: #"["fingerseal-test","other"]"#, extra: #","azp":"fingerseal-test""#)),
                                keys: keys, issuer: issuer, clientID: client, nonce: nil, now: now)
-        check(try rsa(claims(exp: now - 120)), .claim("the token expired"))
+        check(try rsa(claims(exp: now - 120)), .claim(.expired))
         check(try rsa(#"{"iss":"\#(issuer)","sub":"a","aud":"fingerseal-test","exp":\#(now - 120).9,"iat":1}"#), nonce: nil,
-              .claim("the token expired"))
+              .claim(.expired))
         check(try rsa(#"{"iss":"\#(issuer)","sub":"a","aud":"fingerseal-test","exp":1e300,"iat":1}"#), nonce: nil,
-              .malformed("the token's claims is not a valid JSON object"))
+              .malformed(.notJSONObject(.claims)))
         #expect(try IDToken.verify(try rsa(#"{"iss":"\#(issuer)","sub":"a","aud":"fingerseal-test","exp":\#(now).5,"iat":1.5}"#),
                                    keys: keys, issuer: issuer, clientID: client, nonce: nil, now: now).issuedAt == 1)
         _ = try IDToken.verify(try rsa(claims(exp: now - 119)), keys: keys, issuer: issuer, clientID: client, nonce: nil, now: now)
-        check(try rsa(claims(iat: now + 121)), .claim("the token was issued in the future"))
-        check(try rsa(claims(nonce: "other")), .claim("the nonce does not match this sign-in"))
-        check(try rsa(claims(nonce: nil)), .claim("the nonce is missing"))
+        check(try rsa(claims(iat: now + 121)), .claim(.issuedInTheFuture))
+        check(try rsa(claims(nonce: "other")), .claim(.nonceMismatch))
+        check(try rsa(claims(nonce: nil)), .claim(.nonceMissing))
         _ = try IDToken.verify(try rsa(claims(nonce: nil)), keys: keys, issuer: issuer, clientID: client, nonce: nil, now: now)
-        check(try rsa(#"{"sub":"x","aud":"fingerseal-test","exp":1,"iat":1}"#), .claim("iss is missing"))
-        check(try rsa(claims(), header: #"{"alg":"RS256","kid":"r","alg":"RS256"}"#), .malformed("the token header repeats a member"))
+        check(try rsa(#"{"sub":"x","aud":"fingerseal-test","exp":1,"iat":1}"#), .claim(.missing(.iss)))
+        check(try rsa(claims(), header: #"{"alg":"RS256","kid":"r","alg":"RS256"}"#), .malformed(.repeatedMember(.header)))
         check(try rsa(#"{"iss":"\#(issuer)","sub":"a","sub":"b","aud":"fingerseal-test","exp":\#(now + 9),"iat":\#(now)}"#),
-              .malformed("the token's claims repeats a member"))
-        check(try rsa(claims(), header: #"{"alg":"RS256","kid":"r","crit":["exp"]}"#), .malformed("the token header has critical extensions"))
-        check(good + String(repeating: "A", count: 16 * 1024), .malformed("the token is larger than 16384 bytes"))
-        check("a.b", .malformed("the token is not a signed JWT (three dot-separated parts)"))
-        check("e30.e30.!!", .malformed("the token is not valid base64url"))
-        check("e30=.e30.AA", .malformed("the token is not valid base64url"))
+              .malformed(.repeatedMember(.claims)))
+        check(try rsa(claims(), header: #"{"alg":"RS256","kid":"r","crit":["exp"]}"#), .malformed(.criticalExtensions))
+        check(good + String(repeating: "A", count: 16 * 1024), .malformed(.tokenTooLarge(limit: 16384)))
+        check("a.b", .malformed(.notSignedJWT))
+        check("e30.e30.!!", .malformed(.notBase64URL))
+        check("e30=.e30.AA", .malformed(.notBase64URL))
         // "e31" decodes to "{}" as well, but its last character has a stray low bit.
-        check("e31.e30.AA", .malformed("the token is not valid base64url"))
-        check("W10.e30.AA", .malformed("the token header is not a valid JSON object"))
+        check("e31.e30.AA", .malformed(.notBase64URL))
+        check("W10.e30.AA", .malformed(.notJSONObject(.header)))
     }
 
     @Test func keySetsSkipWhatTheyCannotUse() throws {
@@ -257,12 +257,17 @@ private func claims(iss: String = issuer, aud: String = #""fingerseal-test""#, e
         #expect(keys.keyIDs == ["good", nil])
         #expect(keys.contains(keyID: "good") && keys.contains(keyID: nil) && !keys.contains(keyID: "enc"))
 
-        for (bad, reason) in [("", "the key set is not a valid JSON object"), ("[]", "the key set is not a valid JSON object"),
-                              (#"{"keys":{}}"#, "the key set is not a valid JSON object"),
-                              (#"{"keys":[],"keys":[]}"#, "the key set repeats a member"),
-                              (#"{"keys":[\#(Array(repeating: "{}", count: 33).joined(separator: ","))]}"#, "the key set has more than 32 keys"),
-                              (#"{"keys":[],"pad":"\#(String(repeating: "x", count: 65536))"}"#, "the key set is larger than 65536 bytes")] {
+        let notJSON = JOSEError.Malformation.notJSONObject(.keySet)
+        for (bad, reason, words) in [("", notJSON, "the key set is not a valid JSON object"),
+                                     ("[]", notJSON, "the key set is not a valid JSON object"),
+                                     (#"{"keys":{}}"#, notJSON, "the key set is not a valid JSON object"),
+                                     (#"{"keys":[],"keys":[]}"#, .repeatedMember(.keySet), "the key set repeats a member"),
+                                     (#"{"keys":[\#(Array(repeating: "{}", count: 33).joined(separator: ","))]}"#, .tooManyKeys(limit: 32),
+                                      "the key set has more than 32 keys"),
+                                     (#"{"keys":[],"pad":"\#(String(repeating: "x", count: 65536))"}"#, .keySetTooLarge(limit: 65536),
+                                      "the key set is larger than 65536 bytes")] {
             #expect(throws: JOSEError.malformed(reason)) { _ = try JSONWebKeySet(json: Array(bad.utf8)) }
+            #expect(Messages.jose(reason) == words)
         }
     }
 
@@ -272,11 +277,11 @@ private func claims(iss: String = issuer, aud: String = #""fingerseal-test""#, e
                                         email: "j@example.org", emailVerified: true, name: "Jane Doe"))
         // Names are compared as JSON means them; the same name in another object is no repeat.
         #expect(try UserInfo.parse(Array(#"{"s\u0075b":"x","a":{"sub":1},"b":[{"sub":2},{"sub":3}]}"#.utf8)).subject == "x")
-        for (bad, expected) in [(#"{"name":"x"}"#, JOSEError.claim("sub is missing")), (#"{"sub":""}"#, .claim("sub is missing")),
-                                (#"{"sub":5}"#, .malformed("the userinfo answer is not a valid JSON object")),
-                                (#"{"sub":"a","sub":"b"}"#, .malformed("the userinfo answer repeats a member")),
-                                (#"{"sub":"a","na\u006de":"x","name":"y"}"#, .malformed("the userinfo answer repeats a member")),
-                                ("eyJhbGciOiJSUzI1NiJ9.e30.AA", .malformed("the userinfo answer is not a valid JSON object"))] {
+        for (bad, expected) in [(#"{"name":"x"}"#, JOSEError.claim(.missing(.sub))), (#"{"sub":""}"#, .claim(.missing(.sub))),
+                                (#"{"sub":5}"#, .malformed(.notJSONObject(.userinfo))),
+                                (#"{"sub":"a","sub":"b"}"#, .malformed(.repeatedMember(.userinfo))),
+                                (#"{"sub":"a","na\u006de":"x","name":"y"}"#, .malformed(.repeatedMember(.userinfo))),
+                                ("eyJhbGciOiJSUzI1NiJ9.e30.AA", .malformed(.notJSONObject(.userinfo)))] {
             #expect(throws: expected, "\(bad)") { _ = try UserInfo.parse(Array(bad.utf8)) }
         }
     }
@@ -412,7 +417,7 @@ final class ManualClock: FingersealCore.Clock, @unchecked Sendable {
                      idToken: idToken)
         }
         func check(_ tokens: TokenSet, _ metadata: ProviderMetadata, nonce: String? = "n-0S6_WzA2Mj") throws -> IDTokenClaims? {
-            try IdentityCheck.verifiedIdentity(tokens: tokens, metadata: metadata, clientID: client, nonce: nonce,
+            try IdentityVerification.verifiedIdentity(tokens: tokens, metadata: metadata, clientID: client, nonce: nonce,
                                                http: HTTPClient(), cache: cache, now: now)
         }
         #expect(try check(tokens(idToken), metadata)?.nonce == "n-0S6_WzA2Mj")

@@ -110,7 +110,6 @@ extension InProcessTPM {
             var old = PINKeyslot(pin: secret(Self.alice.pin), cost: .fastForTests)
             old.dictionaryProtected = true
             _ = try Vault.create(VaultStore(location: store.location, tpm: TPMPolicy(mode: .auto, tcti: swtpm.tcti)), pin: old)
-            VaultTPM.close()
             let doctor = try rig.cli(["doctor"], as: Self.alice.name, environment: ["HOME": "/nonexistent"])
             #expect(doctor.stdout.contains(Messages.doctorPINInsideTPMLockout), "\(doctor.all)")
             for _ in 1...2 { #expect(try Self.enterPIN(rig, as: Self.alice.name, "0000").status == 1) }

@@ -1,5 +1,6 @@
 import Glibc
 import Testing
+import Broker
 @testable import FingersealCore
 import SodiumKit
 import SystemKit
@@ -11,8 +12,13 @@ extension InProcessTPM {
     @Suite struct TPMVaultTests {
         static let pin = "2468"
 
+        /// The connection kept between operations, as the broker keeps its own.
+        static let held = HeldTPM()
+
         static func policy(_ swtpm: SwtpmProcess, _ mode: TPMMode = .auto, pcrs: [Int] = []) -> TPMPolicy {
-            TPMPolicy(mode: mode, tcti: swtpm.tcti, pcrs: pcrs)
+            var policy = TPMPolicy(mode: mode, tcti: swtpm.tcti, pcrs: pcrs)
+            policy.keys = held
+            return policy
         }
 
         /// The same vault directory seen with other TPM settings (the broker's configuration).
@@ -227,7 +233,7 @@ extension InProcessTPM {
             // (swtpm has no resource manager: a leak would grow here, and fail early).
             let kept = try TPMContext(tcti: swtpm.tcti).loadedHandles()
             #expect(kept.objects.count == 1 && kept.sessions.count == 1, "\(kept)")
-            VaultTPM.close()
+            Self.held.closeNow()
             let left = try TPMContext(tcti: swtpm.tcti).loadedHandles()
             #expect(left.objects.isEmpty && left.sessions.isEmpty, "\(left)")
         }
@@ -252,7 +258,7 @@ extension InProcessTPM {
             #expect(try other.dictionaryAttackState().failures == 0, "the PIN was not counted as wrong on the stale session")
             let kept = try other.loadedHandles()
             #expect(kept.objects.count == 1 && kept.sessions.count == 1, "\(kept)")
-            VaultTPM.close()
+            Self.held.closeNow()
         }
 
         @Test func requireRefusesWithoutATPM() throws {

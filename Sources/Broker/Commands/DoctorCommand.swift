@@ -78,7 +78,8 @@ enum DoctorCommand {
             return Finding(check, .warning, Messages.doctorPINInsideTPMLockout, fix: Messages.doctorFixSealNow)
         }
         if status.keyslots.allSatisfy(\.protection.sealedToTPM) { return Finding(check, .ok, Messages.doctorSealedToTPM) }
-        let policy = call.options.tpmPolicy
+        // Asked on the broker's kept connection, as its vault operations are.
+        let policy = call.store.tpm
         switch (policy.mode, policy.usable) {
         case (.off, _): return Finding(check, .warning, Messages.doctorTPMOff, fix: Messages.doctorFixTPMOff)
         case (.auto, true): return Finding(check, .warning, Messages.doctorNotSealedYet, fix: Messages.doctorFixSealNow)

@@ -83,7 +83,7 @@ enum LoginCommand {
         }
         let claims: IDTokenClaims?
         do throws(TokenFailure) {
-            claims = try IdentityCheck.verifiedIdentity(tokens: tokens, metadata: client.metadata, clientID: client.clientID,
+            claims = try IdentityVerification.verifiedIdentity(tokens: tokens, metadata: client.metadata, clientID: client.clientID,
                                                         nonce: nonce, http: client.http, cache: call.state.jwks,
                                                         now: SystemClock().now())
         } catch {

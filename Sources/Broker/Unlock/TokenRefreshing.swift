@@ -25,7 +25,7 @@ enum TokenRefreshing {
         let cache = call.state.jwks
         return { tokens, provider, earlier throws(TokenFailure) in
             guard options.userClaim != nil || tokens.idToken != nil else { return .unchanged }
-            guard let claims = try IdentityCheck.verifiedIdentity(tokens: tokens, provider: provider, nonce: nil,
+            guard let claims = try IdentityVerification.verifiedIdentity(tokens: tokens, provider: provider, nonce: nil,
                                                                   http: HTTPClient(options: options),
                                                                   cache: cache, now: SystemClock().now()) else {
                 return .unchanged

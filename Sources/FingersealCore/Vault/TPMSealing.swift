@@ -21,6 +21,10 @@ public struct TPMPolicy: Equatable, Sendable {
     public var tcti: String
     /// PCRs the device keyslot is bound to (`tpm_pcrs=`).
     public var pcrs: [Int]
+    /// Where the operation's storage key comes from: a connection of its own unless the owner
+    /// of the store lends one it keeps (the broker's `HeldTPM`). Not a setting: policies that
+    /// differ only in it are equal.
+    public var keys: any TPMKeySource = FreshTPMKey()
 
     public static let defaultTCTI = TPMContext.defaultTCTI
 
@@ -32,6 +36,10 @@ public struct TPMPolicy: Equatable, Sendable {
 
     /// No TPM for new slots (what a store says unless the broker's configuration says more).
     public static let off = TPMPolicy(mode: .off)
+
+    public static func == (a: TPMPolicy, b: TPMPolicy) -> Bool {
+        a.mode == b.mode && a.tcti == b.tcti && a.pcrs == b.pcrs
+    }
 
     /// Whether the TPM can be opened and its storage key made now (what `auto` goes by).
     public var usable: Bool { VaultTPM.unusable(self) == nil }
@@ -52,6 +60,27 @@ public struct TPMPolicy: Equatable, Sendable {
             found.append(number)
         }
         return Array(Set(found)).sorted()
+    }
+}
+
+/// Lends a vault operation the TPM's storage key (and its salted session) on a connection to
+/// `tcti`. The core keeps no connection of its own: a process that wants one kept between
+/// operations owns it and lends it through this (the broker's `HeldTPM`).
+public protocol TPMKeySource: Sendable {
+    /// Runs `body` with a storage key on a connection to `tcti`; every object `body` loads is
+    /// flushed by it. Throws the TPM's errors as they came (`TPMError`).
+    func withKey<T>(tcti: String, _ body: (HeldStorageKey) throws -> T) throws -> T
+}
+
+/// A connection, storage key and session for one operation, closed after it: what tools,
+/// tests and every store the broker did not make get.
+public struct FreshTPMKey: TPMKeySource {
+    public init() {}
+
+    public func withKey<T>(tcti: String, _ body: (HeldStorageKey) throws -> T) throws -> T {
+        let key = try HeldStorageKey(TPMContext(tcti: tcti))
+        defer { key.close() }
+        return try body(key)
     }
 }
 
@@ -82,7 +111,8 @@ struct TPMSealedRecord: Codable, Equatable {
 }
 
 /// A vault operation's use of the TPM: every object it loads is flushed before the call
-/// returns; the connection, storage key and session are kept for the next (`HeldTPM`).
+/// returns; the connection, storage key and session come from the policy's `keys` (kept for
+/// the next operation when the broker lends its `HeldTPM`).
 public enum VaultTPM {
     /// Why the TPM cannot be used, when it cannot (auto decides with this; require refuses).
     static func unusable(_ policy: TPMPolicy) -> FingersealError? {
@@ -167,8 +197,8 @@ public enum VaultTPM {
         }
     }
 
-    /// Lends `body` the storage key (the one `HeldTPM` keeps, or a new one) and turns the
-    /// TPM's errors into sentences.
+    /// Lends `body` the storage key (from `policy.keys`: the broker's kept one, or a new one)
+    /// and turns the TPM's errors into sentences.
     private static func withStorageKey<T>(_ policy: TPMPolicy, slot: KeyslotKind = .device,
                                           _ body: (StorageKey) throws -> T) throws -> T {
         // A missing device node is the common case without a TPM: said without loading a TCTI.
@@ -176,7 +206,7 @@ public enum VaultTPM {
             throw FingersealError(.unavailable, Messages.tpmUnreachable, detail: "no \(policy.tcti.dropFirst("device:".count))")
         }
         do {
-            return try HeldTPM.shared.withKey(tcti: policy.tcti) { held in
+            return try policy.keys.withKey(tcti: policy.tcti) { held in
                 do {
                     return try body(held.key)
                 } catch let error as TPMError where error.isLockout {
@@ -187,18 +217,6 @@ public enum VaultTPM {
         } catch let error as TPMError {
             throw translate(error, slot: slot, context: nil)
         }
-    }
-
-    /// Closes the TPM connection this process keeps (`HeldTPM`) when it has not been used
-    /// for a while: the broker's idle tick.
-    public static func closeIfIdle() {
-        HeldTPM.shared.closeIfIdle(after: HeldTPM.idleLimit)
-    }
-
-    /// Closes it now, flushing the storage key and its session: when the broker stops, and
-    /// before a test or a tool talks to a TPM that serves one connection at a time (swtpm).
-    public static func close() {
-        HeldTPM.shared.closeIfIdle(after: 0)
     }
 
     private static func translate(_ error: TPMError, slot: KeyslotKind, context: TPMContext?) -> FingersealError {
@@ -227,78 +245,5 @@ public enum VaultTPM {
         do { return try PCRSelection(pcrs) } catch {
             throw FingersealError(.vaultUnusable, Messages.tpmKeyslotDamaged, detail: "PCR numbers out of range")
         }
-    }
-}
-
-/// The TPM connection, storage key and salted session, kept between vault operations of one
-/// process (the broker) like its fingerprint reader: creating the key and exchanging the
-/// session's salt are most of an unseal's cost. One operation at a time uses them (an ESAPI
-/// context is not thread-safe, and a TPM serves one command at a time anyway).
-///
-/// Closed after `idleLimit` without use (the broker's tick), when the broker stops, when
-/// another TCTI is configured, and after any failure that is not the TPM's verdict on what
-/// was asked (a reset TPM, a broken connection, a handle a resource manager dropped): then
-/// the operation runs once more on a new connection. A wrong PIN is never tried twice.
-final class HeldTPM: @unchecked Sendable {
-    static let shared = HeldTPM()
-    /// Like the reader's: a burst of requests (a login: the finger, then the session's
-    /// refresh) shares one connection; an idle TPM holds nothing of ours.
-    static let idleLimit = 30.0
-
-    private let lock = ThreadLock()
-    private var held: (tcti: String, key: HeldStorageKey)?
-    private var lastUse = 0.0
-
-    func withKey<T>(tcti: String, _ body: (HeldStorageKey) throws -> T) throws -> T {
-        try lock.locked {
-            let kept = held.flatMap { $0.tcti == tcti ? $0.key : nil }
-            let reused = kept != nil
-            let key = try kept ?? open(tcti)
-            do {
-                return try finish(body(key))
-            } catch let error as TPMError where !error.isVerdict {
-                close()
-                guard reused else { throw error }
-                do {
-                    return try finish(body(open(tcti)))
-                } catch let error as TPMError where !error.isVerdict {
-                    close()
-                    throw error
-                }
-            }
-        }
-    }
-
-    func closeIfIdle(after seconds: Double) {
-        lock.locked {
-            if held != nil && monotonicSeconds() - lastUse >= seconds { close() }
-        }
-    }
-
-    private func finish<T>(_ result: T) -> T {
-        lastUse = monotonicSeconds()
-        return result
-    }
-
-    private func open(_ tcti: String) throws -> HeldStorageKey {
-        close()
-        let key = try HeldStorageKey(TPMContext(tcti: tcti))
-        held = (tcti, key)
-        return key
-    }
-
-    private func close() {
-        held?.key.close()
-        held = nil
-    }
-}
-
-extension TPMError {
-    /// The TPM's answer about what was asked (a wrong authValue, the lockout, a policy not
-    /// met, an object from another storage key) or our own refusal of a value: the same on
-    /// any connection, so never a reason to drop the held key or to try again.
-    var isVerdict: Bool {
-        if case .invalidArgument = self { return true }
-        return isAuthFailure || isLockout || isPolicyFailure || isForeignObject
     }
 }

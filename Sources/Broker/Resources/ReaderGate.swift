@@ -3,81 +3,9 @@ import FingerprintFlows
 import FingersealCore
 import FprintKit
 import FprintdKit
-import IdentityClient
 import Glibc
 import SystemKit
-
-/// What every request shares: the settings, the store, the session registry and the reader.
-final class BrokerState: @unchecked Sendable {
-    let settings: BrokerSettings
-    let sessions = SessionRegistry()
-    let reader = ReaderGate()
-    let bookkeeping = Bookkeeping()
-    /// The secure memory `seal` and `reveal` payloads may hold, per user and in all.
-    let payloads = PayloadBudget()
-    /// Argon2id computations at once (64 MiB each): as many as there are cores to run them on
-    /// here, and no more whatever the number of PIN checks asked for.
-    let pinChecks = WorkSlots(count: 2)
-    /// The identity providers' signing keys, shared by every request (fetched again for an
-    /// unknown key id, at most once a minute).
-    let jwks = JWKSCache()
-    /// Attempts per account written one by one, the rest counted (the audit trail's flood
-    /// guard; reached through every store made here).
-    let attemptLimiter = AttemptLimiter()
-
-    init(settings: BrokerSettings) throws {
-        self.settings = settings
-        // The store's root: root's, 0700 (systemd's StateDirectory makes it so too).
-        try createDirectories(settings.stateDirectory, mode: 0o700)
-        // Refused when it is a link, not the broker's, or writable by others.
-        _ = try SafeDirectory(path: settings.stateDirectory, owner: geteuid())
-        guard chmod(settings.stateDirectory, 0o700) == 0 else {
-            throw BrokerStartError("cannot set the mode of \(settings.stateDirectory)")
-        }
-        BrokerState.warnIfLockedMemoryIsShort()
-    }
-
-    /// libsodium locks its memory where it can and says nothing where it cannot: past
-    /// RLIMIT_MEMLOCK, payloads and keys could go to swap. Said once, at start (the unit sets
-    /// LimitMEMLOCK=256M; root outside it is not limited).
-    static func warnIfLockedMemoryIsShort() {
-        var limit = rlimit()
-        guard getrlimit(__rlimit_resource_t(__RLIMIT_MEMLOCK.rawValue), &limit) == 0 else { return }
-        let needed = rlim_t(PayloadBudget.total + (8 << 20))
-        if limit.rlim_cur != rlim_t.max && limit.rlim_cur < needed && !hasIPCLock() {
-            Syslog.log(.warning, "fingersealed: locked memory is limited to \(limit.rlim_cur >> 20) MiB (needed: \(needed >> 20) MiB): "
-                       + "secrets beyond it may be swapped out. Raise LimitMEMLOCK= in fingerseal.service.")
-        }
-    }
-
-    /// CAP_IPC_LOCK in the effective set (root outside the unit's bounding set): mlock is not limited then.
-    private static func hasIPCLock() -> Bool {
-        guard let status = Caller.readSmall("/proc/self/status", keepLines: true, limit: 16384) else { return false }
-        for line in status.split(separator: "\n") where line.hasPrefix("CapEff:") {
-            let mask = UInt64(line.dropFirst("CapEff:".count).filter { !$0.isWhitespace }, radix: 16) ?? 0
-            return mask & (1 << 14) != 0 // CAP_IPC_LOCK
-        }
-        return false
-    }
-
-    func store(for account: UserAccount, tpm: TPMPolicy) -> VaultStore {
-        VaultStore(location: .broker(stateDirectory: settings.stateDirectory, account: account), tpm: tpm,
-                   attemptLimiter: attemptLimiter)
-    }
-
-    /// Writes counts of attempts the limiter held back (windows that ended, or all of them
-    /// when the broker stops), each to its account's trail.
-    func recordAttemptCounts(_ ended: [AttemptLimiter.Ended]) {
-        guard !ended.isEmpty else { return }
-        let tpm = ((try? systemOptions())?.0 ?? Options()).tpmPolicy
-        for count in ended { AuditTrail(store: store(for: count.account, tpm: tpm)).record(count.tally) }
-    }
-
-    /// The system configuration, read for each request so an edit applies at once.
-    func systemOptions() throws -> (Options, [String]) {
-        try Options.loadSystem(path: settings.configPath)
-    }
-}
+import SystemdKit
 
 /// The one fingerprint reader: one operation at a time, in turns.
 ///

@@ -1,6 +1,6 @@
-import CSystemd
 import Glibc
 import SystemKit
+import SystemdKit
 
 /// The listening socket: handed over by systemd (fingerseal.socket, LISTEN_FDS) or bound by
 /// the broker itself with `--socket PATH` (tests, the demo, containers).
@@ -12,11 +12,11 @@ public struct Listener {
 
     /// The descriptor systemd passed, if any: exactly one SOCK_SEQPACKET listening socket.
     public static func activated() throws -> Listener? {
-        let count = sd_listen_fds(1)
+        let count = ServiceManager.listenedSockets()
         guard count > 0 else { return nil }
         guard count == 1 else { throw BrokerStartError("expected one socket from systemd, got \(count)") }
-        let fd = SD_LISTEN_FDS_START
-        guard sd_is_socket_unix(fd, Int32(SOCK_SEQPACKET.rawValue), 1, nil, 0) > 0 else {
+        let fd = ServiceManager.firstListenedFD
+        guard ServiceManager.isListeningUnixSocket(fd, type: Int32(SOCK_SEQPACKET.rawValue)) else {
             throw BrokerStartError("the socket from systemd is not a listening SOCK_SEQPACKET unix socket")
         }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import SodiumKit
+import SystemKit
 
 /// The audit trail's files in the vault directory, and their bounds.
 public enum AuditFiles {
@@ -250,5 +251,15 @@ enum Hex {
             index += 2
         }
         return bytes
+    }
+}
+
+/// Reads audit files, bounded.
+enum AuditReader {
+    /// The parsed file, or nil when it does not exist. Larger than fingerseal ever writes it:
+    /// an `UnsafeFileError` (too large).
+    static func read(_ directory: SafeDirectory, _ name: String, chain: AuditChain) throws -> AuditFileContents? {
+        guard let bytes = try directory.read(name, sizeLimit: chain.fileLimit) else { return nil }
+        return AuditFileContents.parse(bytes)
     }
 }

@@ -1,7 +1,7 @@
 import CLinux
-import CSystemd
 import Glibc
 import SystemKit
+import SystemdKit
 
 /// Who is on the other end of a connection, as the kernel says: never the environment or
 /// a field the caller fills in (design §2).
@@ -67,7 +67,7 @@ public struct Caller: Sendable, CustomStringConvertible {
         let loginUID = readSmall("/proc/\(pid)/loginuid").flatMap(UInt32.init).flatMap { $0 == UInt32.max ? nil : $0 }
         let logind = logindSession(pid)
         let session = loginSession(pid, logind: logind, realUID: realUID, loginUID: loginUID)
-        let remote = logind.map { sd_session_is_remote($0) > 0 } ?? false
+        let remote = logind.map(LoginSessions.isRemote) ?? false
         // The process we read about must still be the peer.
         if pidfd >= 0 {
             // Signal 0 only asks whether it lives; EPERM (no CAP_KILL over another user's
@@ -88,8 +88,7 @@ public struct Caller: Sendable, CustomStringConvertible {
             return ("audit-\(id)", loginUID ?? realUID, .audit, true)
         }
         if let logind {
-            var owner = uid_t(realUID)
-            if sd_session_get_uid(logind, &owner) < 0 { owner = uid_t(realUID) }
+            let owner = LoginSessions.owner(of: logind) ?? uid_t(realUID)
             return ("logind-" + logind, owner, .logind(logind), true)
         }
         // A process session: its number is a pid, which a new session can take once the old
@@ -108,14 +107,9 @@ public struct Caller: Sendable, CustomStringConvertible {
     static func logindSession(_ pid: pid_t) -> String? {
         // Without logind (containers, build machines) there is nothing to ask, and asking
         // costs two cgroup files per request.
-        guard logindRuns else { return nil }
-        var name: UnsafeMutablePointer<CChar>? = nil
-        guard sd_pid_get_session(pid, &name) >= 0, let name else { return nil }
-        defer { free(name) }
-        return String(cString: name)
+        guard LoginSessions.available else { return nil }
+        return LoginSessions.session(of: pid)
     }
-
-    static var logindRuns: Bool { access("/run/systemd/sessions", F_OK) == 0 }
 
     /// The supplementary groups the peer had at connect time.
     static func peerGroups(_ fd: Int32) -> [UInt32]? {
@@ -179,10 +173,8 @@ public enum SessionLiveness: Hashable, Sendable {
         switch self {
         case .audit: return true
         case let .logind(id):
-            var state: UnsafeMutablePointer<CChar>? = nil
-            guard sd_session_get_state(id, &state) >= 0, let state else { return false }
-            defer { free(state) }
-            return String(cString: state) != "closing"
+            guard let state = LoginSessions.state(of: id) else { return false }
+            return state != "closing"
         case let .leader(pid, startTime): return processStartTime(pid) == startTime
         }
     }

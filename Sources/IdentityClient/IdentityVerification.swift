@@ -7,7 +7,7 @@ import Localization
 
 /// Who signed in, as the provider states it: its ID token, verified against its published
 /// keys, or else its userinfo answer.
-public enum IdentityCheck {
+public enum IdentityVerification {
     /// The ID token's claims when the answer has one and the provider publishes a jwks_uri
     /// (verified: any failure throws `.identityRejected` with a plain reason, never ignored);
     /// else the userinfo answer when the provider has an endpoint; else nil: nothing to check with.
@@ -48,20 +48,11 @@ public enum IdentityCheck {
         case .unsupportedAlgorithm: "the ID token is signed with an algorithm that is not accepted"
         case .unknownKey: "the ID token is signed with a key the provider does not publish"
         case .badSignature: "the ID token's signature does not verify"
-        case let .claim(why): "the ID token was refused: \(why)"
-        case let .malformed(why): "the ID token is not valid: \(why)"
+        case let .claim(why): "the ID token was refused: \(Messages.jose(why))"
+        case let .malformed(why): "the ID token is not valid: \(Messages.jose(why))"
         }
     }
 
-    /// A JOSE error as a short phrase, for answers that are not ID tokens.
-    static func reason(_ error: JOSEError) -> String {
-        switch error {
-        case let .malformed(why), let .claim(why): why
-        case .unsupportedAlgorithm: tr("an algorithm that is not accepted")
-        case .unknownKey: tr("an unknown key")
-        case .badSignature: tr("a signature that does not verify")
-        }
-    }
 }
 
 extension OAuthClient {
@@ -92,9 +83,9 @@ extension OAuthClient {
             // Who signed in, not a credential: read as ordinary memory by JOSEKit.
             return try UserInfo.parse(response.body.copyBytes())
         } catch let .claim(why) {
-            throw .identityRejected(tr("the userinfo answer was refused: %1$s", why))
+            throw .identityRejected(tr("the userinfo answer was refused: %1$s", Messages.jose(why)))
         } catch {
-            throw .malformed(tr("the userinfo answer is not valid: %1$s", IdentityCheck.reason(error)))
+            throw .malformed(tr("the userinfo answer is not valid: %1$s", Messages.jose(error)))
         }
     }
 }

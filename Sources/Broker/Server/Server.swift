@@ -1,9 +1,9 @@
 import CLinux
-import CSystemd
 import FingersealCore
 import Glibc
 import Localization
 import SystemKit
+import SystemdKit
 
 /// How the broker runs.
 public struct BrokerSettings: Sendable {
@@ -80,7 +80,7 @@ public final class Server: @unchecked Sendable {
     /// Serves until idle for `settings.idleExit` seconds (never, when nil), or until `stopFD`
     /// (a signalfd for SIGTERM and SIGINT) is readable.
     public func run(stopFD: Int32? = nil) {
-        _ = sd_notify(0, "READY=1\nSTATUS=Waiting for requests.")
+        ServiceManager.notify("READY=1\nSTATUS=Waiting for requests.")
         while true {
             var fds = [pollEntry(listener.fd)]
             if let stopFD { fds.append(pollEntry(stopFD)) }
@@ -91,11 +91,11 @@ public final class Server: @unchecked Sendable {
                 return
             }
             if fds.count > 1 && fds[1].revents != 0 {
-                _ = sd_notify(0, "STOPPING=1")
+                ServiceManager.notify("STOPPING=1")
                 state.reader.closeIfIdle(after: 0)
                 // Counted attempts live in memory: written now, or never.
                 state.recordAttemptCounts(state.attemptLimiter.takeAll())
-                VaultTPM.close()
+                state.tpm.closeNow()
                 return
             }
             let now = SystemClock().now()
@@ -105,13 +105,13 @@ public final class Server: @unchecked Sendable {
             }
             if waited == .timedOut {
                 state.reader.closeIfIdle(after: ReaderGate.idleLimit)
-                VaultTPM.closeIfIdle()
+                state.tpm.closeIfIdle()
                 state.recordAttemptCounts(state.attemptLimiter.takeEnded(now: now))
                 // Not while an attempt window is open: the next broker would start counting anew.
                 if let idle = state.settings.idleExit, !state.attemptLimiter.holdsOpenWindows(now: now),
                    lock.locked({ active == 0 && monotonicSeconds() - lastActivity >= idle }) {
-                    _ = sd_notify(0, "STOPPING=1\nSTATUS=Idle; exiting until the next request.")
-                    VaultTPM.close()
+                    ServiceManager.notify("STOPPING=1\nSTATUS=Idle; exiting until the next request.")
+                    state.tpm.closeNow()
                     return
                 }
                 continue

@@ -1,0 +1,270 @@
+import SystemKit
+
+/// How a vault was unlocked (and which lock engaged).
+public enum UnlockMethod: String, Codable, Sendable {
+    case finger, pin
+}
+
+/// Where an unlock came through.
+public enum AuditChannel: String, Codable, Sendable {
+    /// The `fingerseal` command.
+    case cli
+    /// A PAM host (through the broker).
+    case pam
+}
+
+/// What the audit trail records. Never a secret: names, outcomes and reasons only.
+public enum AuditEvent: Equatable, Sendable {
+    /// `fingerseal login` sealed a new sign-in (`flow`: device, password or browser).
+    case signIn(issuer: String, flow: String)
+    case unlock(method: UnlockMethod, via: AuditChannel)
+    /// The fingerprint (or the PIN) could not be used and the next way in was offered: the
+    /// PIN, or the password module; `reason` is short, usually an `Outcome` name.
+    case fallback(reason: String)
+    /// A step-up for a context, and how it ended.
+    case stepUp(context: String, result: Outcome)
+    /// Sensitive data of a context was decrypted (`fileID` names what, never its content).
+    case reveal(context: String, fileID: String)
+    /// Too many failures locked fingerprint unlock, or the PIN.
+    case lockout(UnlockMethod)
+    /// An action (unlock, sign-in, fingerprint scan, token refresh, ...) did not succeed.
+    case failure(action: String, reason: String)
+    case logout
+    /// A forgotten PIN was replaced (`fingerseal pin reset`: the account password, or root).
+    case pinReset
+    /// The PIN confirmed fprintd's enrolled set (`fingers` of them) after it changed.
+    case fprintdSetConfirmed(fingers: Int)
+    /// These keyslots ("pin", "device") were sealed to the TPM: a vault made before one was
+    /// usable, upgraded when the PIN was entered (or resealed to new `tpm_pcrs`).
+    case sealedToTPM(slots: [String])
+    /// The PIN slot, sealed inside the TPM's dictionary-attack lockout (as fingerseal did
+    /// before), was sealed again outside it when the PIN was entered.
+    case pinLeftTPMLockout
+    /// A vault sealed to a TPM this computer no longer has was replaced by a new one (the
+    /// account password and a new PIN); `previous` is the old vault's id.
+    case vaultReplacedAfterTPMChange(previous: String)
+}
+
+/// Where each event's log line goes, besides the audit file.
+public enum AuditSink: Sendable {
+    /// syslog(3) at LOG_AUTHPRIV: the broker.
+    case syslog
+    /// The PAM module passes pam_syslog here.
+    case custom(@Sendable (Syslog.Level, String) -> Void)
+    case none
+
+    func log(_ level: Syslog.Level, _ message: String) {
+        switch self {
+        case .syslog: Syslog.log(level, message)
+        case let .custom(log): log(level, message)
+        case .none: break
+        }
+    }
+}
+
+/// The last entry of an audit chain (its number and MAC), kept in the vault document: one
+/// per chain (`auditHead`, `attemptsHead`).
+///
+/// Why there and not in a file of its own: the document is MAC'd with the vault key already
+/// and is the one file a vault cannot do without. Cutting entries off the end of
+/// `audit.jsonl`, or deleting it, no longer matches the head; deleting the head would mean
+/// deleting the vault. A separate head file could be deleted together with the trail, and
+/// the trail would look as if it never existed. The price is one more atomic vault write per
+/// append (same temp file, fsync, rename, fsync as every vault update).
+struct AuditHead: Codable, Equatable {
+    var seq: UInt64
+    var mac: String
+
+    static let none = AuditHead(seq: 0, mac: Encoding.hex(AuditLine.genesis))
+}
+
+/// One event as `fingerseal audit` lists it.
+public struct AuditRecord: Equatable, Sendable {
+    public let chain: AuditChain
+    /// Its number in its chain.
+    public let seq: UInt64
+    public let time: Int64
+    public let event: String
+    /// An attempt: the newest security event's number when it was written.
+    let after: UInt64?
+    /// A plain sentence saying what happened.
+    public let sentence: String
+    /// The entry as stored: one JSON object.
+    public let json: String
+}
+
+/// The events as stored (read without the vault key, so not verified), and how many lines
+/// could not be read as entries.
+public struct AuditListing: Equatable, Sendable {
+    public let records: [AuditRecord]
+    public let unreadableLines: Int
+}
+
+/// What is wrong with an audit trail: the first problem found, in file order.
+public struct AuditProblem: Error, Equatable, Sendable {
+    public enum Kind: String, Sendable {
+        /// An entry's content changed (or a line is not an entry at all).
+        case edited
+        /// Entries are missing: a gap in the numbers, or a missing file.
+        case deleted
+        /// A line fingerseal did not write there (a forged entry, or a copy of one).
+        case inserted
+        /// Authentic entries in the wrong order.
+        case reordered
+        /// The trail ends before the last entry the vault recorded.
+        case truncated
+        /// The last line is incomplete and held a recorded entry.
+        case tornLastLine = "torn-last-line"
+        /// An entry of another vault.
+        case wrongVault = "wrong-vault"
+    }
+
+    public let kind: Kind
+    public let file: String
+    /// 1-based line number, when one line is to blame.
+    public let line: Int?
+    /// The entry number concerned, when known.
+    public let entry: UInt64?
+    /// The problem as a plain sentence fragment.
+    public let message: String
+}
+
+/// The result of `AuditTrail.verify`, over both chains.
+public struct AuditVerification: Equatable, Sendable {
+    /// Events verified in both chains (before the problem, if there is one; rotation entries
+    /// not counted).
+    public let events: Int
+    /// The first problem: the security chain's, else the attempts'.
+    public let problem: AuditProblem?
+    /// A current file ends in an incomplete line after the last recorded entry: an append
+    /// a crash cut short. It never held a recorded event; the next append removes it.
+    public let interruptedAppend: Bool
+    /// The chains whose oldest entries were rotated away; empty when both still hold every
+    /// entry since the vault was made.
+    public var rotatedAway: [AuditRotation] = []
+
+    public var intact: Bool { problem == nil }
+}
+
+/// What rotation took from one chain: entries 1 to `through` (numbers as listed; rotation
+/// entries count), and when the oldest entry still kept was written.
+public struct AuditRotation: Equatable, Sendable {
+    public let chain: AuditChain
+    public let through: UInt64
+    public let oldestKept: Int64
+}
+
+extension AuditEvent {
+    /// Which chain records it. Attempts are what anyone running as the user can cause without
+    /// a finger, the PIN or the account password, as often as they like: a fallback, a
+    /// failure, a step-up that did not succeed. Everything else needs one of those, or is rare
+    /// by nature (a lock engages once until the next success). Exhaustive on purpose: a new
+    /// event must be placed.
+    public var chain: AuditChain {
+        switch self {
+        case .fallback, .failure: return .attempts
+        case let .stepUp(_, result): return result == .success ? .security : .attempts
+        case .signIn, .unlock, .reveal, .lockout, .logout, .pinReset, .fprintdSetConfirmed, .sealedToTPM, .pinLeftTPMLockout,
+             .vaultReplacedAfterTPMChange:
+            return .security
+        }
+    }
+
+    func entry(time: Int64, vault: String) -> AuditEntry {
+        var entry = AuditEntry(seq: 0, time: time, vault: vault, event: "", prev: "")
+        switch self {
+        case let .signIn(issuer, flow):
+            entry.event = "sign-in"
+            entry.issuer = AuditText.clean(issuer)
+            entry.flow = AuditText.clean(flow)
+        case let .unlock(method, via):
+            entry.event = "unlock"
+            entry.method = method.rawValue
+            entry.via = via.rawValue
+        case let .fallback(reason):
+            entry.event = "fallback"
+            entry.reason = AuditText.clean(reason)
+        case let .stepUp(context, result):
+            entry.event = "step-up"
+            entry.context = AuditText.clean(context)
+            entry.result = result.rawValue
+        case let .reveal(context, fileID):
+            entry.event = "reveal"
+            entry.context = AuditText.clean(context)
+            entry.file = AuditText.clean(fileID)
+        case let .lockout(method):
+            entry.event = "lockout"
+            entry.method = method.rawValue
+        case let .failure(action, reason):
+            entry.event = "failure"
+            entry.action = AuditText.clean(action)
+            entry.reason = AuditText.clean(reason)
+        case .logout:
+            entry.event = "logout"
+        case .pinReset:
+            entry.event = "pin-reset"
+        case let .fprintdSetConfirmed(fingers):
+            entry.event = "fprintd-set-confirmed"
+            entry.reason = String(fingers)
+        case let .sealedToTPM(slots):
+            entry.event = "sealed-to-tpm"
+            entry.reason = AuditText.clean(slots.joined(separator: ","))
+        case .pinLeftTPMLockout:
+            entry.event = "pin-left-tpm-lockout"
+        case let .vaultReplacedAfterTPMChange(previous):
+            entry.event = "vault-replaced"
+            entry.reason = "tpmChanged"
+            entry.file = AuditText.clean(previous)
+        }
+        return entry
+    }
+}
+
+extension AuditEntry {
+    /// What happened, as one plain sentence.
+    var sentence: String {
+        switch event {
+        case "sign-in": return Messages.auditSignedIn(issuer ?? "?", flow ?? "?")
+        case "unlock": return Messages.auditUnlocked(method: method ?? "?", via: via ?? "?")
+        case "fallback": return Messages.auditFallback(Messages.auditReason(reason ?? "?"))
+        case "step-up": return Messages.auditStepUp(context ?? "?", Messages.auditReason(result ?? "?"))
+        case "reveal": return Messages.auditReveal(context ?? "?", file ?? "?")
+        case "lockout": return Messages.auditLockout(method ?? "?")
+        case "failure": return Messages.auditFailure(action ?? "?", Messages.auditReason(reason ?? "?"))
+        case "logout": return Messages.auditLoggedOut
+        case "pin-reset": return Messages.auditPINReset
+        case "fprintd-set-confirmed": return Messages.auditFprintdSetConfirmed(Int(reason ?? "") ?? 0)
+        case "sealed-to-tpm": return Messages.auditSealedToTPM(slots: (reason ?? "").split(separator: ",").map(String.init))
+        case "pin-left-tpm-lockout": return Messages.auditPINLeftTPMLockout
+        case "vault-replaced": return Messages.auditVaultReplaced(file ?? "?")
+        case AuditEntry.rotated: return Messages.auditRotated(trail == AuditChain.attempts.entryTag ? AuditFiles.olderAttempts : AuditFiles.older)
+        case AuditEntry.counted:
+            let kinds = counts ?? [], others = other ?? 0
+            let total = kinds.reduce(others) { $0 &+ $1.count }
+            let parts = kinds.map { Messages.auditCountedKind($0.count, $0.example.sentence) }
+                + (others > 0 ? [Messages.auditCountedOther(others)] : [])
+            return ([Messages.auditCounted(total, isoTimestamp(since ?? time), isoTimestamp(until ?? time))] + parts)
+                .joined(separator: " ")
+        default: return Messages.auditUnknownEvent(event)
+        }
+    }
+}
+
+/// Text that goes into an entry: no control or bidi-override characters (a listing must
+/// read as it is), at most `AuditFiles.maxField` bytes.
+enum AuditText {
+    static func clean(_ text: String) -> String {
+        var out = String.UnicodeScalarView()
+        var bytes = 0
+        for scalar in text.unicodeScalars {
+            let value = scalar.value
+            let control = value < 0x20 || (0x7f...0x9f).contains(value)
+            let bidi = (0x202a...0x202e).contains(value) || (0x2066...0x2069).contains(value)
+            let kept: Unicode.Scalar = control || bidi ? " " : scalar
+            bytes += String(kept).utf8.count
+            if bytes > AuditFiles.maxField { break }
+            out.append(kept)
+        }
+        return String(out)
+    }
+}

@@ -1,0 +1,40 @@
+import CSystemd
+import Glibc
+
+/// logind's sessions, as sd-login reads them (from /run/systemd, no bus): which session a
+/// process is in, and what logind says of it. Every answer is nil (or false) when logind does
+/// not know.
+public enum LoginSessions {
+    /// Whether logind runs here at all: without it (containers, build machines) there is
+    /// nothing to ask, and asking costs two cgroup files.
+    public static var available: Bool { access("/run/systemd/sessions", F_OK) == 0 }
+
+    /// The session `pid` belongs to.
+    public static func session(of pid: pid_t) -> String? {
+        owned { sd_pid_get_session(pid, &$0) }
+    }
+
+    /// Whether the session is remote (ssh, a remote desktop).
+    public static func isRemote(_ session: String) -> Bool {
+        sd_session_is_remote(session) > 0
+    }
+
+    /// Whose session it is.
+    public static func owner(of session: String) -> uid_t? {
+        var owner = uid_t(0)
+        return sd_session_get_uid(session, &owner) < 0 ? nil : owner
+    }
+
+    /// Its state: "online", "active" or "closing"; nil once logind no longer knows it.
+    public static func state(of session: String) -> String? {
+        owned { sd_session_get_state(session, &$0) }
+    }
+
+    /// The string an sd-login call allocates for its caller, copied and freed.
+    private static func owned(_ call: (inout UnsafeMutablePointer<CChar>?) -> Int32) -> String? {
+        var value: UnsafeMutablePointer<CChar>? = nil
+        guard call(&value) >= 0, let value else { return nil }
+        defer { free(value) }
+        return String(cString: value)
+    }
+}
