@@ -74,8 +74,13 @@ let package = Package(
         // (stdlib and Glibc only: the CLI links it and stays lean).
         .target(name: "Localization", dependencies: ["CLinux"], swiftSettings: leanSwift),
 
+        // The sentences of the wire's option errors (`OptionError.message`), one wording for
+        // both ends: the CLI and the broker link it (lean, like the CLI).
+        .target(name: "OptionMessages", dependencies: ["FingersealWire", "Localization"], swiftSettings: leanSwift),
+
         // Pure-Swift core: vault, keyslots, config, lockout.
-        .target(name: "FingersealCore", dependencies: ["FingersealWire", "Localization", "SystemKit", "SodiumKit", "TPMKit"]),
+        .target(name: "FingersealCore", dependencies: ["FingersealWire", "Localization", "OptionMessages", "SystemKit", "SodiumKit",
+                                                       "TPMKit"]),
 
         // Fingerprint flows (verify, enroll, forget) over the core and the reader layer; its
         // own target so that what does not scan never loads libfprint (~5 ms of start-up).
@@ -87,14 +92,15 @@ let package = Package(
 
         // The broker: the socket server, the caller's identity, the authorization table, and
         // every flow (design §2, §5).
-        .target(name: "Broker", dependencies: ["FingersealCore", "Localization", "FingerprintFlows", "IdentityClient", "JOSEKit", "FprintKit", "FprintdKit", "CurlKit",
+        .target(name: "Broker", dependencies: ["FingersealCore", "Localization", "OptionMessages", "FingerprintFlows", "IdentityClient", "JOSEKit", "FprintKit", "FprintdKit", "CurlKit",
                                                "QRKit", "LoopbackKit", "PAMKit", "SodiumKit", "SystemKit", "SystemdKit", "TPMKit", "CLinux"]),
         .executableTarget(name: "fingersealed", dependencies: ["Broker", "FingersealWire", "SystemKit"]),
 
         // The CLI: a thin client of the broker (design §2). The wire protocol, secure memory for
         // typed secrets and the syscall layer, nothing more: no Foundation, no libfprint, libcurl
         // or core, so that `fingerseal --version` starts in milliseconds.
-        .executableTarget(name: "fingerseal", dependencies: ["FingersealWire", "Localization", "SodiumKit", "SystemKit", "CLinux"]),
+        .executableTarget(name: "fingerseal", dependencies: ["FingersealWire", "Localization", "OptionMessages", "SodiumKit", "SystemKit",
+                                                            "CLinux"]),
 
         // Test helper: a process the crash and concurrency tests can SIGKILL and race.
         .executableTarget(
@@ -139,7 +145,7 @@ let package = Package(
             dependencies: [
                 "FingersealCore", "FingerprintFlows", "IdentityClient", "SystemKit", "SodiumKit", "PAMKit", "CPAM",
                 "FprintKit", "CurlKit", "JOSEKit", "TPMKit", "QRKit", "LoopbackKit", "vault-torture", "pam-cycles", "secret-canary", "fingerseal",
-                "fingersealed", "wire-client", "FingersealWire", "FprintdKit", "SystemdKit", "Localization", "Broker",
+                "fingersealed", "wire-client", "FingersealWire", "FprintdKit", "SystemdKit", "Localization", "OptionMessages", "Broker",
             ],
             exclude: ["Support/pty_session.py", "Support/system-bus.conf"]
         ),

@@ -54,9 +54,9 @@ public struct Request: Sendable {
     public var pam: PAMItems?
     /// Module arguments (`name=value`), as the PAM configuration gives them.
     public var moduleOptions: [String] = []
-    /// The CLI's parsed command line: flags set, options with values, positional arguments.
-    public var flags: [String] = []
-    public var values: [String: String] = [:]
+    /// The command's options (`RequestOptions` types and checks them), and the positional
+    /// arguments of the CLI's command line.
+    public var options = OptionValues()
     public var arguments: [String] = []
     /// The client can take a typed answer while the reader waits (a CLI on a terminal).
     public var answersWhileScanning = false
@@ -71,8 +71,6 @@ public struct Request: Sendable {
     public var language: String?
 
     public init(_ command: Command) { self.command = command }
-
-    public func has(_ flag: String) -> Bool { flags.contains(flag) }
 }
 
 /// client → broker: an answer to the last `ask`. `skip` is an empty answer (Enter alone,
@@ -202,10 +200,7 @@ extension ClientMessage {
                 fields.add("pam.xdisplay", pam.xdisplay)
             }
             for option in request.moduleOptions { fields.add("option", option) }
-            for flag in request.flags { fields.add("flag", flag) }
-            if !request.values.isEmpty {
-                for (name, value) in request.values.sorted(by: { $0.key < $1.key }) { fields.add("value", name + "=" + value) }
-            }
+            request.options.encode(into: &fields)
             for argument in request.arguments { fields.add("arg", argument) }
             fields.add("answers-while-scanning", request.answersWhileScanning)
             fields.add("events", request.wantsEvents)
@@ -237,13 +232,7 @@ extension ClientMessage {
                                        ruser: try fields.string("pam.ruser"), xdisplay: try fields.string("pam.xdisplay"))
             }
             request.moduleOptions = try fields.list("option")
-            request.flags = try fields.list("flag")
-            for pair in try fields.list("value") {
-                guard let equals = pair.firstIndex(of: "=") else { throw .badValue("value") }
-                let name = String(pair[..<equals])
-                if request.values[name] != nil { throw .repeatedField("value " + name) }
-                request.values[name] = String(pair[pair.index(after: equals)...])
-            }
+            request.options = try OptionValues.decode(fields)
             request.arguments = try fields.list("arg")
             request.answersWhileScanning = try fields.flag("answers-while-scanning")
             request.wantsEvents = try fields.flag("events")

@@ -1,6 +1,7 @@
 import FingersealWire
 import Glibc
 import Localization
+import OptionMessages
 
 /// A sentence of the command tree (a summary, a discussion, an option's help): marked for the
 /// catalog where it is written, looked up where it is shown. The tree is built once, in no
@@ -21,12 +22,13 @@ struct HelpText: Sendable, Equatable {
 func N_(_ msgid: String) -> HelpText { HelpText(msgid: msgid) }
 
 /// One option a command accepts, what its value must look like, and whether it goes to the
-/// broker or stays here.
+/// broker or stays here. An option the broker gets is the wire's (`Option`): its name, its
+/// value and its range are defined there, once, and checked there (`RequestOptions`).
 struct OptionSpec: Sendable {
     enum Kind: Sendable {
         case flag
         case value(placeholder: String)
-        /// A whole number in `range`, checked here and sent in its canonical spelling.
+        /// A whole number in `range` (the wire's), sent in its canonical spelling.
         case number(placeholder: String, range: ClosedRange<Int>)
         case choice([String])
         /// A file descriptor of the caller's that must be open; never sent (the broker
@@ -37,31 +39,40 @@ struct OptionSpec: Sendable {
         case rest(placeholder: String)
     }
 
-    /// `broker`: sent in the request (a flag in `flags`, a value in `values`). `local`: used
-    /// by the CLI itself and never sent (descriptors, paths the user can read and we stream,
-    /// the socket).
-    enum Route: Sendable { case broker, local }
+    /// `broker`: sent in the request as the wire's option. `local`: used by the CLI itself
+    /// and never sent (descriptors, paths the user can read and we stream, the socket).
+    enum Route: Sendable { case broker(Option), local }
 
     let name: String
     let kind: Kind
     let help: HelpText
-    var route: Route = .broker
+    var route: Route = .local
 
+    /// The wire's flag or choice `option`.
+    static func wire(_ option: Option, _ help: HelpText) -> OptionSpec { wire(option, "", help) }
+    /// The wire's option, as its value says (`placeholder`: how help shows the value).
+    static func wire(_ option: Option, _ placeholder: String, _ help: HelpText) -> OptionSpec {
+        let kind: Kind
+        switch option.value {
+        case .flag: kind = .flag
+        case .text: kind = .value(placeholder: placeholder)
+        case let .number(range): kind = .number(placeholder: placeholder, range: range)
+        case let .choice(choices): kind = .choice(choices)
+        }
+        return OptionSpec(name: option.name, kind: kind, help: help, route: .broker(option))
+    }
+    /// The wire's flag `option`, taking the rest of the command line (kept here).
+    static func rest(_ option: Option, _ placeholder: String, _ help: HelpText) -> OptionSpec {
+        OptionSpec(name: option.name, kind: .rest(placeholder: placeholder), help: help, route: .broker(option))
+    }
+    /// A flag the CLI keeps.
     static func flag(_ name: String, _ help: HelpText) -> OptionSpec { OptionSpec(name: name, kind: .flag, help: help) }
-    static func value(_ name: String, _ placeholder: String, _ help: HelpText) -> OptionSpec {
+    /// An option the CLI keeps.
+    static func local(_ name: String, _ placeholder: String, _ help: HelpText) -> OptionSpec {
         OptionSpec(name: name, kind: .value(placeholder: placeholder), help: help)
     }
-    static func number(_ name: String, _ placeholder: String, _ range: ClosedRange<Int>, _ help: HelpText) -> OptionSpec {
-        OptionSpec(name: name, kind: .number(placeholder: placeholder, range: range), help: help)
-    }
-    static func choice(_ name: String, _ choices: [String], _ help: HelpText) -> OptionSpec {
-        OptionSpec(name: name, kind: .choice(choices), help: help)
-    }
     static func descriptor(_ name: String, _ help: HelpText) -> OptionSpec {
-        OptionSpec(name: name, kind: .descriptor, help: help, route: .local)
-    }
-    static func rest(_ name: String, _ placeholder: String, _ help: HelpText) -> OptionSpec {
-        OptionSpec(name: name, kind: .rest(placeholder: placeholder), help: help)
+        OptionSpec(name: name, kind: .descriptor, help: help)
     }
 
     /// The same option, kept by the CLI.
@@ -69,6 +80,12 @@ struct OptionSpec: Sendable {
         var copy = self
         copy.route = .local
         return copy
+    }
+
+    /// The wire's option, when the broker gets it.
+    var wire: Option? {
+        if case let .broker(option) = route { return option }
+        return nil
     }
 
     var isRest: Bool {
@@ -86,20 +103,32 @@ struct OptionSpec: Sendable {
     }
 }
 
-/// What the parser found on the command line for one command, already checked against the
-/// option specs (numbers in range, descriptors open, choices known).
+/// What the parser found on the command line for one command: the options by their specs
+/// (descriptors checked open; what goes to the broker is checked by the wire, `RequestOptions`),
+/// and the positionals.
 struct ParsedArguments {
     /// In the order given, each once.
     var flags: [String] = []
     var values: [String: String] = [:]
     var positionals: [String] = []
 
-    func has(_ flag: String) -> Bool { flags.contains(flag) }
+    func has(_ option: OptionSpec) -> Bool { flags.contains(option.name) }
 
-    /// A `.number` or `.descriptor` option's value (checked when parsed).
-    func number(_ name: String) -> Int? { values[name].flatMap { Int($0) } }
+    func value(_ option: OptionSpec) -> String? { values[option.name] }
 
-    func descriptor(_ name: String) -> Int32? { number(name).map { Int32($0) } }
+    /// A `.descriptor` option's value (checked when parsed).
+    func descriptor(_ option: OptionSpec) -> Int32? { value(option).flatMap { Int32($0) } }
+
+    /// What goes to the broker, as the wire carries it (still unchecked).
+    func wireValues(_ options: [OptionSpec]) -> OptionValues {
+        var values = OptionValues()
+        for option in options {
+            guard let wire = option.wire else { continue }
+            if has(option) { values.set(field: wire.field, "1") }
+            if let value = value(option) { values.set(field: wire.field, value) }
+        }
+        return values
+    }
 }
 
 /// A node of the command tree (the shape of swift-argument-parser's, written by hand).
@@ -158,12 +187,13 @@ struct CommandSpec: Sendable {
     }
 
     static let help = OptionSpec.flag("--help", N_("Show this help."))
+    static let socket = OptionSpec.local(
+        "--socket", "PATH", N_("Use the fingerseal service at PATH (default: $FINGERSEAL_SOCKET, else /run/fingerseal/socket)."))
 
     /// On every command that runs.
     static let everywhere: [OptionSpec] = [
-        OptionSpec.value("--socket", "PATH",
-                         N_("Use the fingerseal service at PATH (default: $FINGERSEAL_SOCKET, else /run/fingerseal/socket).")).local,
-        .value("--user", "NAME", N_("Act on the account NAME instead of your own (root only).")),
+        socket,
+        .wire(.user, "NAME", N_("Act on the account NAME instead of your own (root only).")),
     ]
 
     /// `--help`, in the language of this run: every sentence from the catalog; command and
@@ -209,17 +239,17 @@ struct CommandSpec: Sendable {
             let parts = argument.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = String(parts[0])
             guard let option = options.first(where: { $0.name == name }) else {
-                throw CLIError(.usage, Strings.unknownOption(String(name.prefix(64))))
+                throw CLIError(.usage, OptionError.unknown(name).message)
             }
             switch option.kind {
             case .rest:
                 guard parts.count == 1 else { throw CLIError(.usage, Strings.takesTheRest(name)) }
-                if !parsed.has(name) { parsed.flags.append(name) }
+                if !parsed.has(option) { parsed.flags.append(name) }
                 parsed.positionals += arguments[index...]
                 break parsing
             case .flag:
-                guard parts.count == 1 else { throw CLIError(.usage, Strings.takesNoValue(name)) }
-                if !parsed.has(name) { parsed.flags.append(name) }
+                guard parts.count == 1 else { throw CLIError(.usage, OptionError.takesNoValue(name).message) }
+                if !parsed.has(option) { parsed.flags.append(name) }
             case .value, .number, .choice, .descriptor:
                 let value: String
                 if parts.count == 2 {
@@ -228,7 +258,7 @@ struct CommandSpec: Sendable {
                     value = arguments[index]
                     index += 1
                 } else {
-                    throw CLIError(.usage, Strings.needsValue(name))
+                    throw CLIError(.usage, OptionError.needsValue(name).message)
                 }
                 parsed.values[name] = try option.checked(value)
             }
@@ -238,16 +268,11 @@ struct CommandSpec: Sendable {
 }
 
 extension OptionSpec {
-    /// `value` as this option takes it (a number in canonical form), or why not.
+    /// `value` as this option takes it, or why not. The wire checks what it defines
+    /// (numbers, choices) when the request is built, the same way the broker does.
     func checked(_ value: String) throws(CLIError) -> String {
         switch kind {
-        case .flag, .rest, .value:
-            return value
-        case let .number(_, range):
-            guard let number = Int(value), range.contains(number) else { throw CLIError(.usage, Strings.needsNumber(name, range)) }
-            return String(number)
-        case let .choice(choices):
-            guard choices.contains(value) else { throw CLIError(.usage, Strings.needsChoice(name, choices)) }
+        case .flag, .rest, .value, .number, .choice:
             return value
         case .descriptor:
             guard let number = Int(value), number >= 0, number <= Int(Int32.max) else {

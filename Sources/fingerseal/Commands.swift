@@ -1,19 +1,25 @@
 import FingersealWire
+import OptionMessages
 
 /// The command tree: names, help, options, and for each command what it asks the broker.
 /// The broker does the work; a command's `shape` only lays out its positionals and what the
 /// CLI handles itself (see Invocation).
 enum Commands {
     // Option groups several commands share.
-    static let json = OptionSpec.flag("--json", N_("Print machine-readable JSON."))
+    static let json = OptionSpec.wire(.json, N_("Print machine-readable JSON."))
     static let pinFD = OptionSpec.descriptor("--pin-fd", N_("Read PINs from file descriptor N, one per line, instead of the terminal."))
     static let passwordFD = OptionSpec.descriptor(
         "--password-fd", N_("Read your account password from descriptor N instead of the terminal."))
-    static let device = OptionSpec.value("--device", "ID", N_("Use the reader with this id (see: fingerseal devices)."))
-    static let timeout = OptionSpec.number("--timeout", "SECONDS", 1...600, N_("Wait at most this long for a finger (default 15)."))
+    static let device = OptionSpec.wire(.device, "ID", N_("Use the reader with this id (see: fingerseal devices)."))
+    static let timeout = OptionSpec.wire(.scanTimeout, "SECONDS", N_("Wait at most this long for a finger (default 15)."))
     static let eventsFD = OptionSpec.descriptor("--events-fd", N_("Also write reader events as JSON lines to file descriptor N."))
     static let scan = [device, timeout, eventsFD]
-    static let ttl = OptionSpec.number("--ttl", "SECONDS", 1...86_400, N_("How long the confirmation lasts (default 300, at most 86400)."))
+    static let ttl = OptionSpec.wire(.ttl, "SECONDS", N_("How long the confirmation lasts (default 300, at most 86400)."))
+    static let clientSecretFile = OptionSpec.local(
+        "--client-secret-file", "FILE", N_("Read a client secret from FILE (confidential clients); the administrator's, if set, wins."))
+    static let noBrowser = OptionSpec.wire(.noBrowser, N_("Browser flow: only print the address; do not start a browser."))
+    static let sealOut = OptionSpec.local("--out", "FILE", N_("Write the sealed file here (created 0600) instead of standard output."))
+    static let captureOut = OptionSpec.wire(.out, "FILE", N_("Where to write the image (required; written 0600, replacing FILE)."))
 
     static let root = CommandSpec(
         name: "fingerseal",
@@ -48,7 +54,7 @@ enum Commands {
 
     static let reset = CommandSpec(
         name: "reset", summary: N_("Delete your vault: PIN, enrolled fingers and sign-in."),
-        options: [.flag("--yes", N_("Do not ask to type yes (the PIN is still needed).")), pinFD],
+        options: [.wire(.yes, N_("Do not ask to type yes (the PIN is still needed).")), pinFD],
         discussion: N_("Needs the PIN. A forgotten PIN: run fingerseal pin reset."),
         command: .reset)
 
@@ -57,22 +63,21 @@ enum Commands {
     static let login = CommandSpec(
         name: "login", summary: N_("Sign in to your identity provider once; fingerseal keeps the sign-in sealed in your vault."),
         options: [
-            .value("--issuer", "URL", N_("The identity provider (its OIDC issuer URL; default: the configuration's issuer).")),
-            .value("--client-id", "ID", N_("The OAuth client id (default: the configuration's client_id).")),
-            OptionSpec.value("--client-secret-file", "FILE",
-                             N_("Read a client secret from FILE (confidential clients); the administrator's, if set, wins.")).local,
-            .value("--scope", "SCOPE", N_("Scopes to ask for (default: the configuration's, else openid offline_access).")),
-            .choice("--flow", ["device", "password", "browser"], N_("How to sign in (default: the configuration's, else device).")),
-            .value("--idp-user", "NAME", N_("Password flow: your user name at the identity provider (default: your login name).")),
+            .wire(.issuer, "URL", N_("The identity provider (its OIDC issuer URL; default: the configuration's issuer).")),
+            .wire(.clientID, "ID", N_("The OAuth client id (default: the configuration's client_id).")),
+            clientSecretFile,
+            .wire(.scope, "SCOPE", N_("Scopes to ask for (default: the configuration's, else openid offline_access).")),
+            .wire(.flow, N_("How to sign in (default: the configuration's, else device).")),
+            .wire(.idpUser, "NAME", N_("Password flow: your user name at the identity provider (default: your login name).")),
             .descriptor("--password-fd", N_("""
                 Read passwords from descriptor N, one per line, instead of the terminal: \
                 the identity provider's (password flow), then your account password (a new vault).
                 """)),
-            .flag("--no-qr", N_("Do not draw the QR code.")),
-            .flag("--no-browser", N_("Browser flow: only print the address; do not start a browser.")),
-            .number("--timeout", "S", 1...86_400, N_("Browser flow: seconds to wait for the browser (default: 300).")),
-            .number("--redirect-port", "N", 1024...65_535,
-                    N_("Browser flow: listen on 127.0.0.1 port N, for providers that match redirect URIs exactly (default: any free port).")),
+            .wire(.noQR, N_("Do not draw the QR code.")),
+            noBrowser,
+            .wire(.browserTimeout, "S", N_("Browser flow: seconds to wait for the browser (default: 300).")),
+            .wire(.redirectPort, "N",
+                  N_("Browser flow: listen on 127.0.0.1 port N, for providers that match redirect URIs exactly (default: any free port).")),
             pinFD, json,
         ],
         discussion: N_("""
@@ -86,9 +91,9 @@ enum Commands {
         name: "unlock", summary: N_("Unlock your sign-in with a finger (or the PIN) and get a fresh access token."),
         arguments: "[--exec COMMAND ...]",
         options: [
-            .flag("--print-token", N_("Write the access token to standard output.")),
-            .rest("--exec", "COMMAND ...", N_("Run COMMAND with the access token on an inherited descriptor (see below).")),
-            .flag("--pin", N_("Use the PIN, not a finger.")),
+            .wire(.printToken, N_("Write the access token to standard output.")),
+            .rest(.exec, "COMMAND ...", N_("Run COMMAND with the access token on an inherited descriptor (see below).")),
+            .wire(.pin, N_("Use the PIN, not a finger.")),
             json, pinFD,
         ] + scan,
         discussion: N_("""
@@ -99,25 +104,24 @@ enum Commands {
             """),
         command: .unlock,
         shape: { parsed, invocation throws(CLIError) in
-            let exec = parsed.has("--exec")
-            if exec && parsed.positionals.isEmpty { throw CLIError(.usage, Strings.execNeedsCommand) }
-            if !exec && !parsed.positionals.isEmpty { throw CLIError(.usage, Strings.unlockTakesNoArguments) }
-            if exec && (parsed.has("--print-token") || parsed.has("--json")) { throw CLIError(.usage, Strings.execAlone) }
-            if exec {
+            // The rest is UnlockOptions.validate's: the command itself stays here.
+            let options = invocation.given.group(UnlockOptions.self)
+            if options.exec && parsed.positionals.isEmpty { throw CLIError(.usage, Strings.execNeedsCommand) }
+            if options.exec {
                 invocation.afterSuccess = .exec(parsed.positionals)
-            } else if parsed.has("--print-token") && !parsed.has("--json") {
+            } else if options.printToken && !options.output.json {
                 invocation.afterSuccess = .printToken
             }
         })
 
     static let token = CommandSpec(
         name: "token", summary: N_("Print the access token of this session while it is valid; otherwise unlock first."),
-        options: [.number("--min-valid", "SECONDS", 0...86_400, N_("Unlock again if the token expires sooner than this (default 60).")),
+        options: [.wire(.minValid, "SECONDS", N_("Unlock again if the token expires sooner than this (default 60).")),
                   json, pinFD] + scan,
         command: .token,
         shape: { parsed, invocation throws(CLIError) in
             // With --json the broker's output carries it.
-            if !parsed.has("--json") { invocation.afterSuccess = .printToken }
+            if !invocation.given.command.output.json { invocation.afterSuccess = .printToken }
         })
 
     static let logout = CommandSpec(
@@ -133,9 +137,9 @@ enum Commands {
         arguments: "CONTEXT [-- COMMAND ...]",
         options: [
             ttl,
-            .flag("--fresh", N_("Ask for the PIN even if a confirmation is held (a finger is not enough).")),
-            .flag("--check", N_("Only say, by the exit status, whether a confirmation is held (0 yes, 1 no).")),
-            .flag("--end", N_("End the confirmation for CONTEXT.")),
+            .wire(.fresh, N_("Ask for the PIN even if a confirmation is held (a finger is not enough).")),
+            .wire(.check, N_("Only say, by the exit status, whether a confirmation is held (0 yes, 1 no).")),
+            .wire(.end, N_("End the confirmation for CONTEXT.")),
             json, pinFD,
         ] + scan,
         discussion: N_("""
@@ -147,17 +151,13 @@ enum Commands {
             """),
         command: .stepUp,
         shape: { parsed, invocation throws(CLIError) in
-            guard let context = parsed.positionals.first else { throw CLIError(.usage, Strings.stepUpNeedsContext) }
+            // StepUpOptions.validate found the context, and no command beside --check or --end.
+            invocation.request.arguments = Array(parsed.positionals.prefix(1))
             let command = Array(parsed.positionals.dropFirst())
-            if parsed.has("--check") || parsed.has("--end") {
-                let modes = ["--check", "--end", "--fresh"].filter { parsed.has($0) }
-                guard modes.count == 1, command.isEmpty else { throw CLIError(.usage, Strings.checkOrEndAlone) }
-            }
-            invocation.request.arguments = [context]
             if !command.isEmpty {
                 // The broker holds the confirmation for as long as this connection, which
                 // stays open exactly as long as COMMAND runs.
-                invocation.request.flags.append("--command")
+                invocation.request.options.set(field: Option.command.field, "1")
                 invocation.afterSuccess = .run(command)
             }
         })
@@ -165,27 +165,24 @@ enum Commands {
     static let seal = CommandSpec(
         name: "seal", summary: N_("Encrypt sensitive data for a context; revealing it needs a confirmation for that context."),
         arguments: "[FILE]",
-        options: [.value("--context", "CONTEXT", N_("The context to seal for. Required.")),
-                  OptionSpec.value("--out", "FILE", N_("Write the sealed file here (created 0600) instead of standard output.")).local],
+        options: [.wire(.context, "CONTEXT", N_("The context to seal for. Required.")), sealOut],
         discussion: N_("Reads FILE, or standard input. Sealing needs no confirmation; revealing does."),
         command: .seal,
         shape: { parsed, invocation throws(CLIError) in
-            guard parsed.values["--context"] != nil else { throw CLIError(.usage, Strings.sealNeedsContext) }
-            guard parsed.positionals.count <= 1 else { throw CLIError(.usage, Strings.sealOneFile) }
+            // SealOptions.validate: --context, at most one file.
             invocation.payload = try LocalFiles.readInput(parsed.positionals.first, limit: LocalFiles.sealLimit)
-            if let out = parsed.values["--out"] { invocation.target = try DataTarget.newFile(out) }
+            if let out = parsed.value(sealOut) { invocation.target = try DataTarget.newFile(out) }
         })
 
     static let reveal = CommandSpec(
         name: "reveal", summary: N_("Decrypt a sealed file to standard output, after a confirmation for its context."),
         arguments: "FILE",
-        options: [.flag("--no-notice", N_("Do not say on standard error that personal data follows.")), ttl, pinFD] + scan,
+        options: [.wire(.noNotice, N_("Do not say on standard error that personal data follows.")), ttl, pinFD] + scan,
         discussion: N_("The plaintext goes only to standard output, never to a file. Cancel or failure reveals nothing."),
         command: .reveal,
         shape: { parsed, invocation throws(CLIError) in
-            guard parsed.positionals.count == 1, let path = parsed.positionals.first else {
-                throw CLIError(.usage, Strings.revealNeedsFile)
-            }
+            // RevealOptions.validate refused more than one; none is this side's to refuse.
+            guard let path = parsed.positionals.first else { throw CLIError(.usage, OptionError.revealNeedsFile.message) }
             invocation.payload = try LocalFiles.readInput(path, limit: LocalFiles.revealLimit)
         })
 
@@ -196,7 +193,7 @@ enum Commands {
 
     static let enroll = CommandSpec(
         name: "enroll", summary: N_("Enroll a finger. Your PIN is needed."),
-        options: [.value("--finger", "NAME", N_("The finger to enroll (default: the first not yet enrolled, right index first).")),
+        options: [.wire(.finger, "NAME", N_("The finger to enroll (default: the first not yet enrolled, right index first).")),
                   device, timeout, pinFD, eventsFD],
         discussion: N_("""
             Finger names: left-thumb, left-index-finger, left-middle-finger, left-ring-finger, left-little-finger, \
@@ -208,15 +205,9 @@ enum Commands {
 
     static let forget = CommandSpec(
         name: "forget", summary: N_("Forget one enrolled finger, or all. Your PIN is needed."),
-        arguments: "FINGER", options: [.flag("--all", N_("Forget every enrolled finger.")), pinFD],
+        arguments: "FINGER", options: [.wire(.all, N_("Forget every enrolled finger.")), pinFD],
         discussion: N_("Prints stored on the reader itself are deleted there too."),
-        command: .forget,
-        shape: { parsed, invocation throws(CLIError) in
-            guard parsed.has("--all") != (parsed.positionals.count == 1), parsed.positionals.count <= 1 else {
-                throw CLIError(.usage, Strings.forgetOneOrAll)
-            }
-            invocation.request.arguments = parsed.positionals
-        })
+        command: .forget)
 
     static let verify = CommandSpec(
         name: "verify", summary: N_("Scan once and say whether it matches an enrolled finger (for test rigs)."),
@@ -226,14 +217,12 @@ enum Commands {
 
     static let capture = CommandSpec(
         name: "capture", summary: N_("Capture one fingerprint image to a PGM file (image readers only)."),
-        options: [OptionSpec.value("--out", "FILE", N_("Where to write the image (required; written 0600, replacing FILE).")).local]
-            + scan,
+        // --out goes to the broker only for its sentence ("Saved … to PATH"); it never opens it.
+        options: [captureOut] + scan,
         command: .capture,
         shape: { parsed, invocation throws(CLIError) in
-            guard let path = parsed.values["--out"], !path.isEmpty else { throw CLIError(.usage, Strings.captureNeedsOut) }
+            guard let path = parsed.value(captureOut), !path.isEmpty else { throw CLIError(.usage, Strings.captureNeedsOut) }
             invocation.target = try DataTarget.replacing(path)
-            // Only for the broker's sentence ("Saved … to PATH"); it never opens it.
-            invocation.request.values["--out"] = path
         })
 
     static let selftest = CommandSpec(
@@ -251,8 +240,8 @@ enum Commands {
     static let audit = CommandSpec(
         name: "audit", summary: N_("List what happened to your vault (sign-ins, unlocks, lockouts, ...), or verify that the list is intact."),
         options: [
-            .flag("--json", N_("Print each event as one JSON object per line (JSON Lines, not an array), exactly as stored.")),
-            .flag("--verify", N_("Check every entry with the vault key and say whether the trail is intact, and what was rotated away.")),
+            .wire(.json, N_("Print each event as one JSON object per line (JSON Lines, not an array), exactly as stored.")),
+            .wire(.verify, N_("Check every entry with the vault key and say whether the trail is intact, and what was rotated away.")),
         ],
         discussion: N_("""
             Each event is listed as one sentence with its time (UTC), in the order they happened. Attempts that \

@@ -28,7 +28,7 @@ enum Doctor {
         findings.append(udev(system))
         findings.append(group(system))
         let report = Report(findings)
-        output.out(parsed.has("--json") ? report.json() : report.text(emphasis: output.emphasis && isatty(STDOUT_FILENO) == 1))
+        output.out(parsed.has(Commands.json) ? report.json() : report.text(emphasis: output.emphasis && isatty(STDOUT_FILENO) == 1))
         return report.problems > 0 ? Outcome.unavailable.exitCode : Outcome.success.exitCode
     }
 

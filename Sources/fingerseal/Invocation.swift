@@ -1,6 +1,7 @@
 import FingersealWire
 import Glibc
 import Localization
+import OptionMessages
 import SodiumKit
 
 /// One run of a command: the request for the broker, and what stays on this side of the
@@ -19,6 +20,8 @@ struct Invocation {
     }
 
     var request: Request
+    /// The request's options, typed and checked as the broker checks them.
+    var given: RequestOptions
     var socketPath: String
     /// Where answers come from instead of the terminal.
     var pinFD: Int32? = nil
@@ -38,29 +41,33 @@ struct Invocation {
 
     static let defaultSocket = "/run/fingerseal/socket"
 
-    /// Sends every option routed to the broker, keeps the rest, then lets the command lay out
-    /// its positionals and local files (last: it may create the output file).
+    /// Types and checks the options routed to the broker (`RequestOptions`, as the broker
+    /// will), keeps the rest, then lets the command lay out its positionals and local files
+    /// (last: it may create the output file).
     init(_ spec: CommandSpec, _ command: Command, _ parsed: ParsedArguments) throws(CLIError) {
         request = Request(command)
         // Presentation only (Request.language); "C" when the environment names none, so the
         // broker answers in English like this side rather than in the system's default.
         request.language = Invocation.languagePreference ?? "C"
-        for option in spec.options where option.route == .broker {
-            if parsed.has(option.name) { request.flags.append(option.name) }
-            if let value = parsed.values[option.name] { request.values[option.name] = value }
-        }
-        socketPath = parsed.values["--socket"] ?? Invocation.environment("FINGERSEAL_SOCKET") ?? Invocation.defaultSocket
-        pinFD = parsed.descriptor("--pin-fd")
-        passwordFD = parsed.descriptor("--password-fd")
-        eventsFD = parsed.descriptor("--events-fd")
+        var values = parsed.wireValues(spec.options)
+        socketPath = parsed.value(CommandSpec.socket) ?? Invocation.environment("FINGERSEAL_SOCKET") ?? Invocation.defaultSocket
+        pinFD = parsed.descriptor(Commands.pinFD)
+        passwordFD = parsed.descriptor(Commands.passwordFD)
+        eventsFD = parsed.descriptor(Commands.eventsFD)
         request.wantsEvents = eventsFD != nil
-        openBrowser = !parsed.has("--no-browser")
-        if let path = parsed.values["--client-secret-file"] { clientSecret = try LocalFiles.readClientSecret(path) }
+        openBrowser = !parsed.has(Commands.noBrowser)
+        if let path = parsed.value(Commands.clientSecretFile) { clientSecret = try LocalFiles.readClientSecret(path) }
         // What the broker must know of the local options, never their values: answers come
         // from a descriptor (a new PIN is asked once, the PIN without a scan first), and a
         // client secret can be given.
-        if pinFD != nil { request.flags.append("--pin-fd") }
-        if clientSecret != nil { request.flags.append("--client-secret") }
+        if pinFD != nil { values.set(field: Option.pinFD.field, "1") }
+        if clientSecret != nil { values.set(field: Option.clientSecret.field, "1") }
+        do throws(OptionError) {
+            given = try RequestOptions(command, decoding: values, arguments: parsed.positionals)
+        } catch {
+            throw CLIError(.usage, error.message)
+        }
+        request.options = given.values
         // The PIN may be typed while the reader waits only where someone can type it.
         request.answersWhileScanning = pinFD == nil && Invocation.hasTerminal()
 

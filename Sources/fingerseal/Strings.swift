@@ -7,24 +7,12 @@ import Localization
 enum Strings {
     static func version(_ version: String) -> String { "fingerseal \(version)" }
 
-    // The command line.
+    // The command line (what the wire's options cannot say: `OptionError.message` words that).
     static func unknownCommand(_ name: String, _ path: String) -> String {
         tr("Unknown command %1$s. Run %2$s --help to see the commands.", name, path)
     }
-    static func unknownOption(_ name: String) -> String { tr("Unknown option %1$s. Run with --help to see the options.", name) }
     static func unexpectedArgument(_ argument: String) -> String { tr("Unexpected argument %1$s. Run with --help for usage.", argument) }
-    static func takesNoValue(_ name: String) -> String { tr("The option %1$s takes no value.", name) }
     static func takesTheRest(_ name: String) -> String { tr("The option %1$s takes the rest of the line.", name) }
-    static func needsValue(_ name: String) -> String { tr("The option %1$s needs a value.", name) }
-    static func needsNumber(_ name: String, _ range: ClosedRange<Int>) -> String {
-        tr("The option %1$s takes a whole number from %2$s to %3$s.", name, range.lowerBound, range.upperBound)
-    }
-    static func needsChoice(_ name: String, _ choices: [String]) -> String {
-        // "device, password or browser": the sentence the command line has always said.
-        let listed = choices.count > 1 ? tr("%1$s or %2$s", choices.dropLast().joined(separator: ", "), choices.last ?? "")
-                                       : choices.joined()
-        return tr("The option %1$s takes %2$s.", name, listed)
-    }
     static func needsDescriptor(_ name: String) -> String { tr("The option %1$s takes the number of an open file descriptor.", name) }
     static func descriptorNotOpen(_ name: String, _ number: Int) -> String {
         tr("The option %1$s names file descriptor %2$s, which is not open. Open it for fingerseal (for example %2$s>FILE) or name another.", name, number)
@@ -32,14 +20,6 @@ enum Strings {
 
     // Command by command.
     static var execNeedsCommand: String { tr("Say which command to run after --exec.") }
-    static var unlockTakesNoArguments: String { tr("The unlock command takes no arguments. To run a command, put it after --exec.") }
-    static var execAlone: String { tr("Use --exec on its own, without --print-token or --json.") }
-    static var stepUpNeedsContext: String { tr("Say which context to confirm, for example: fingerseal step-up payroll") }
-    static var checkOrEndAlone: String { tr("Use --check or --end on their own, with only the context.") }
-    static var sealNeedsContext: String { tr("Say which context to seal for with --context CONTEXT.") }
-    static var sealOneFile: String { tr("Give at most one file to seal.") }
-    static var revealNeedsFile: String { tr("Say which sealed file to reveal.") }
-    static var forgetOneOrAll: String { tr("Name one finger to forget, or use --all.") }
     static var captureNeedsOut: String { tr("Say where to write the image with --out FILE.") }
     static var commandTooLong: String { tr("The command line is too long to send to the fingerseal service.") }
 

@@ -70,6 +70,13 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
             if let message = try? ClientMessage.decode(packet) {
                 let again = message.encoded()
                 guard let second = again.withUnsafeBytes({ try? ClientMessage.decode($0) }), second.encoded() == again else { trap() }
+                // The request's options as the broker types them: what decodes must encode
+                // to options that decode to the same value, and pass the same checks.
+                if case let .request(request) = message,
+                   let options = try? RequestOptions(request.command, decoding: request.options, arguments: request.arguments) {
+                    guard let typed = try? RequestOptions(request.command, decoding: options.values, arguments: request.arguments),
+                          typed == options else { trap() }
+                }
             }
             if let message = try? BrokerMessage.decode(packet) {
                 let again = message.encoded()

@@ -8,9 +8,10 @@ enum AuditCommand {
         let store = call.store
         guard try Vault.status(store) != nil else { throw FingersealError(.noVault, Messages.noVault) }
         let trail = AuditTrail(store: store, sink: .none)
-        if call.has("--verify") { return try verify(trail, call) }
+        let options = call.options(for: AuditOptions.self)
+        if options.verify { return try verify(trail, call, json: options.output.json) }
         let listing = try trail.list()
-        if call.has("--json") {
+        if options.output.json {
             for record in listing.records { call.conversation.output(record.json) }
         } else if listing.records.isEmpty {
             call.conversation.output(Messages.auditNone)
@@ -51,13 +52,13 @@ enum AuditCommand {
         let message: String
     }
 
-    static func verify(_ trail: AuditTrail, _ call: Call) throws -> Reply {
+    static func verify(_ trail: AuditTrail, _ call: Call, json: Bool) throws -> Reply {
         let verification = try trail.verify(try Vault.unlockWithDevice(trail.store))
         let message = verification.problem.map { Messages.auditTampered($0.message) } ?? Messages.auditIntact(verification.events)
         let rotations = verification.rotatedAway.map {
             Messages.auditRotatedAway(attempts: $0.chain == .attempts, through: $0.through, oldestKept: Localization.localTime($0.oldestKept))
         }
-        if call.has("--json") {
+        if json {
             var report = AuditReport(intact: verification.intact, events: verification.events,
                                      interruptedAppend: verification.interruptedAppend, message: message)
             report.problem = verification.problem?.kind.rawValue
@@ -70,7 +71,7 @@ enum AuditCommand {
             try call.printJSON(report)
         }
         if verification.problem != nil { throw FingersealError(.vaultUnusable, message) }
-        if !call.has("--json") {
+        if !json {
             call.conversation.output(message)
             for rotation in rotations { call.conversation.output(rotation) }
             if verification.interruptedAppend { call.conversation.info(Messages.auditInterruptedAppend) }

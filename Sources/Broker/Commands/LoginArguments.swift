@@ -23,28 +23,28 @@ extension LoginCommand {
     ///   used and the caller's is not even asked for.
     static func resolve(_ call: Call) throws -> SignIn {
         let options = call.options
-        let callerSecret = call.has("--client-secret")
-        for (option, argument) in Options.signInArguments where options.fixed.contains(option) {
-            if let given = call.value(argument), !sameSetting(option, given, options.setting(option)) {
-                throw FingersealError(.usage, Messages.fixedArgument(argument, option))
+        let given = call.options(for: LoginOptions.self)
+        let callerSecret = given.clientSecret
+        // The configuration's name of each setting an argument may change (the secret's
+        // file never reaches the broker: only that the caller has one).
+        let arguments: [(option: String, argument: Option, value: String?)] = [
+            ("issuer", .issuer, given.issuer), ("client_id", .clientID, given.clientID), ("scope", .scope, given.scope),
+            ("flow", .flow, given.flow?.rawValue),
+        ]
+        for (option, argument, value) in arguments where options.fixed.contains(option) {
+            if let value, !sameSetting(option, value, options.setting(option)) {
+                throw FingersealError(.usage, Messages.fixedArgument(argument.name, option))
             }
         }
         if callerSecret, let fixed = ["client_secret_file", "client_id", "issuer"].first(where: options.fixed.contains) {
-            throw FingersealError(.usage, Messages.fixedArgument("--client-secret-file", fixed))
+            throw FingersealError(.usage, Messages.fixedArgument(Option.clientSecret.name, fixed))
         }
-        guard let issuer = call.value("--issuer") ?? options.issuer, let clientID = call.value("--client-id") ?? options.clientID,
+        guard let issuer = given.issuer ?? options.issuer, let clientID = given.clientID ?? options.clientID,
               !issuer.isEmpty, !clientID.isEmpty else {
             throw FingersealError(.usage, Messages.signInNotConfigured)
         }
-        let flow: SignInFlow
-        if let name = call.value("--flow") {
-            guard let chosen = SignInFlow(rawValue: name) else {
-                throw FingersealError(.usage, Messages.flowChoices)
-            }
-            flow = chosen
-        } else {
-            flow = options.flow
-        }
+        // The wire's choices are the configuration's flows (LoginOptions.Flow).
+        let flow = given.flow.flatMap { SignInFlow(rawValue: $0.rawValue) } ?? options.flow
         let secret: SecureBytes?
         if let path = options.clientSecretFile, sameSetting("issuer", issuer, options.issuer), clientID == options.clientID {
             secret = try Options.readClientSecret(path)
@@ -52,7 +52,7 @@ extension LoginCommand {
         } else {
             secret = callerSecret ? try askClientSecret(call) : nil
         }
-        return SignIn(issuer: issuer, clientID: clientID, scope: call.value("--scope") ?? options.scope, flow: flow, secret: secret)
+        return SignIn(issuer: issuer, clientID: clientID, scope: given.scope ?? options.scope, flow: flow, secret: secret)
     }
 
     /// Whether an argument repeats the file's value (an issuer with or without its trailing

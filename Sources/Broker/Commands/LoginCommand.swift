@@ -114,7 +114,7 @@ enum LoginCommand {
 
     static func passwordFlow(_ client: OAuthClient, scope: String, _ call: Call) throws -> TokenSet {
         // --idp-user: the name at the identity provider (default: the account acted on).
-        let user = call.value("--idp-user") ?? call.account.name
+        let user = call.options(for: LoginOptions.self).idpUser ?? call.account.name
         guard let password = try call.conversation.askSecret(.idpPassword, Messages.passwordPrompt(user)) else {
             throw FingersealError(.usage, Messages.passwordEmptyInput)
         }
@@ -126,7 +126,7 @@ enum LoginCommand {
     static func deviceFlow(_ client: OAuthClient, scope: String, _ call: Call) throws -> TokenSet {
         var authorization = try client.startDeviceAuthorization(scope: scope)
         let conversation = call.conversation
-        if call.has("--json") {
+        if call.json {
             struct Prompt: Encodable {
                 let verificationUri: String, verificationUriComplete: String?, userCode: String, expiresIn: Int
             }
@@ -139,7 +139,7 @@ enum LoginCommand {
             conversation.output(String(decoding: line, as: UTF8.self))
         } else {
             conversation.output(Messages.openAndEnter(authorization.verificationURI, authorization.userCode))
-            if !call.has("--no-qr"), let target = authorization.verificationURIComplete,
+            if !call.options(for: LoginOptions.self).noQR, let target = authorization.verificationURIComplete,
                let code = try? QRCode(text: target) {
                 conversation.output(Messages.orScanQR)
                 conversation.output(code.renderHalfBlocks())
@@ -211,14 +211,10 @@ enum LoginCommand {
     /// and challenge stay out of every command line. Returns the tokens and the nonce the ID
     /// token must carry.
     static func browserFlow(_ client: OAuthClient, scope: String, _ call: Call) throws -> (TokenSet, String) {
-        let seconds = try call.integer("--timeout") ?? 300
-        guard (1...86_400).contains(seconds) else {
-            throw FingersealError(.usage, Messages.optionSecondsRange("--timeout", 1, 86_400))
-        }
-        let port = try call.integer("--redirect-port") ?? call.options.redirectPort ?? 0
-        guard port == 0 || (1024...65535).contains(port) else {
-            throw FingersealError(.usage, Messages.redirectPortRange)
-        }
+        // Both in range (`LoginOptions`, the configuration's redirect_port).
+        let given = call.options(for: LoginOptions.self)
+        let seconds = given.timeout ?? 300
+        let port = given.redirectPort ?? call.options.redirectPort ?? 0
         let request = try AuthorizationRequest()
         let receiver: RedirectReceiver
         do {
@@ -232,8 +228,8 @@ enum LoginCommand {
         defer { receiver.stop() }
         let url = try client.authorizationURL(request, scope: scope, redirectURI: receiver.redirectURI)
         try receiver.startRedirecting(to: url)
-        try showAuthorizationURL(url, start: receiver.startURI, json: call.has("--json"), call)
-        if !call.has("--no-browser") { call.conversation.browse(receiver.startURI) }
+        try showAuthorizationURL(url, start: receiver.startURI, json: call.json, call)
+        if !given.noBrowser { call.conversation.browse(receiver.startURI) }
         call.conversation.info(Messages.waitingForSignIn)
         let redirect = try waitForRedirect(receiver, call, seconds: seconds)
         receiver.stop()

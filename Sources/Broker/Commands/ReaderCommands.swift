@@ -28,7 +28,7 @@ enum ReaderCommands {
 
     static func devices(_ call: Call) throws -> Reply {
         let reports = try connected(call).devices
-        if call.has("--json") {
+        if call.json {
             try call.printJSON(reports)
             return Reply(.success)
         }
@@ -71,7 +71,7 @@ enum ReaderCommands {
     // MARK: enroll, fingers, forget
 
     static func enroll(_ call: Call) throws -> Reply {
-        let requested = try call.value("--finger").map { name -> Finger in
+        let requested = try call.options(for: EnrollOptions.self).finger.map { name -> Finger in
             guard let finger = Finger(name: name) else { throw FingersealError(.usage, Messages.unknownFinger(String(name.prefix(64)))) }
             return finger
         }
@@ -81,11 +81,11 @@ enum ReaderCommands {
         // without waiting for one in use. The PIN comes before the reader's turn, so a person
         // thinking about their PIN holds nobody else's scan up.
         try call.state.reader.refuseRemote(call)
-        if call.state.reader.readerPresent(call, deviceID: call.value("--device")) == false {
+        if call.state.reader.readerPresent(call, deviceID: call.deviceID) == false {
             throw FingersealError(.noReader, Messages.noReader)
         }
         let vault = try PINEntry.unlock(call, store: store)
-        let finger = try call.state.reader.withReader(call, deviceID: call.value("--device")) { reader, turn -> Finger in
+        let finger = try call.state.reader.withReader(call, deviceID: call.deviceID) { reader, turn -> Finger in
             let enrolled: [String]
             if case let .fprintd(device, user, storage) = reader {
                 enrolled = try FprintdEnrolledSet.read(device, user: user, storage: storage).fingers
@@ -113,7 +113,7 @@ enum ReaderCommands {
         guard let status = try Vault.status(call.store) else { throw FingersealError(.noVault, Messages.noVault) }
         // Where fprintd holds the fingers, they are fprintd's (enrolled here or elsewhere).
         let fingers = try call.state.reader.fprintdSet(call)?.fingers ?? status.fingers
-        if call.has("--json") {
+        if call.json {
             try call.printJSON(["fingers": fingers])
             return Reply(.success)
         }
@@ -122,10 +122,8 @@ enum ReaderCommands {
     }
 
     static func forget(_ call: Call) throws -> Reply {
-        let all = call.has("--all")
-        guard all != (call.arguments.count == 1), call.arguments.count <= 1 else {
-            throw FingersealError(.usage, Messages.forgetOneOrAll)
-        }
+        // One finger or --all: checked when the call was made (`ForgetOptions.validate`).
+        let all = call.options(for: ForgetOptions.self).all
         let vault = try PINEntry.unlock(call, store: call.store)
         let fingers = all ? nil : call.arguments
         // fprintd holds the fingers: only those fingerseal enrolled there are deleted.
@@ -168,8 +166,8 @@ enum ReaderCommands {
         let store = call.store
         let scan = try call.scanSettings(maxTries: 1)
         let ledger = call.ledger(store)
-        let json = call.has("--json")
-        let result = try call.state.reader.withReader(call, deviceID: call.value("--device")) { reader, turn in
+        let json = call.json
+        let result = try call.state.reader.withReader(call, deviceID: call.deviceID) { reader, turn in
             Result { () throws -> Fingerprint.Match in
                 do {
                     return try Fingerprint.verify(session: VaultSession(store), ledger: ledger, reader: reader, settings: scan,
@@ -202,9 +200,9 @@ enum ReaderCommands {
     /// Captures one image; its PGM bytes go back as data, and the client writes them where
     /// its --out says (the broker never opens a file a caller names).
     static func capture(_ call: Call) throws -> Reply {
-        let path = call.value("--out") ?? "the file"
+        let path = call.options(for: CaptureOptions.self).out ?? "the file"
         let scan = try call.scanSettings()
-        let image = try call.state.reader.withReader(call, deviceID: call.value("--device")) { backend, turn -> FingerprintImage in
+        let image = try call.state.reader.withReader(call, deviceID: call.deviceID) { backend, turn -> FingerprintImage in
             guard case let .libfprint(reader) = backend else { throw FingersealError(.unavailable, Messages.needsDirectReader) }
             guard reader.info.features.contains(.capture) else { throw FingersealError(.unavailable, Messages.captureNotSupported) }
             call.conversation.info(Messages.placeFinger(swipe: reader.info.scanType == .swipe, cancelHint: scan.cancelHint))
@@ -246,7 +244,7 @@ enum ReaderCommands {
     static func selftest(_ call: Call) throws -> Reply {
         let scan = try call.scanSettings()
         let prompter = call.conversation
-        let json = call.has("--json")
+        let json = call.json
         var report = SelftestReport()
 
         /// Runs one step, timing it; returns false (and records why) when it fails.
@@ -282,7 +280,7 @@ enum ReaderCommands {
             var opened: Reader? = nil
             var enrolled: Print? = nil
             var ok = step("open") {
-                opened = try Fingerprint.openReader(deviceID: call.value("--device"))
+                opened = try Fingerprint.openReader(deviceID: call.deviceID)
                 report.driver = opened?.info.driver ?? ""
                 guard opened?.info.features.contains(.storage) == true else {
                     throw FingersealError(.unavailable, Messages.selftestNeedsStorage)

@@ -13,16 +13,15 @@ extension Call {
         conversation.output(String(decoding: try encoder.encode(value), as: UTF8.self))
     }
 
-    /// The reader settings for a request: `--timeout` (1 to 600 seconds; not when the
-    /// configuration fixed `timeout`) or the options'.
+    /// The reader settings for a request: `--timeout` (`ScanOptions`: 1 to 600 seconds; not
+    /// when the configuration fixed `timeout`) or the options'.
     /// The prompt's end says how to cancel: the CLI turns Ctrl-C into a cancel; a PAM host's
     /// cancel leads to the password (never said to a graphical host).
     func scanSettings(maxTries: Int? = nil) throws -> ScanSettings {
-        let seconds = try integer("--timeout") ?? options.timeout
+        let seconds = given.command.scan.timeout ?? options.timeout
         if seconds != options.timeout && options.fixed.contains("timeout") {
-            throw FingersealError(.usage, Messages.fixedArgument("--timeout", "timeout"))
+            throw FingersealError(.usage, Messages.fixedArgument(Option.scanTimeout.name, "timeout"))
         }
-        guard (1...600).contains(seconds) else { throw FingersealError(.usage, Messages.optionSecondsRange("--timeout", 1, 600)) }
         return ScanSettings(timeout: Double(seconds), maxTries: maxTries ?? options.maxTries,
                             cancelHint: channel.cancelHint(conversation))
     }

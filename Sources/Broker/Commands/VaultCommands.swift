@@ -77,7 +77,7 @@ enum VaultCommands {
     static func status(_ call: Call) throws -> Reply {
         let store = call.store
         guard let status = try Vault.status(store, checkingSlots: true) else {
-            if call.has("--json") {
+            if call.json {
                 try call.printJSON(StatusReport(vault: false, directory: store.location.directory))
             }
             throw FingersealError(.noVault, Messages.noVault)
@@ -85,7 +85,7 @@ enum VaultCommands {
         // Where fprintd holds the fingers: are they the set the PIN last confirmed?
         let fprintd = try? call.state.reader.fprintdSet(call)
         let changed = fprintd.map { Fingerprint.fprintdSetChanged($0, bound: status.fprintd) && !$0.fingers.isEmpty }
-        if call.has("--json") {
+        if call.json {
             var report = StatusReport(vault: true, directory: status.directory)
             if let fprintd {
                 report.reader = "fprintd"
@@ -222,7 +222,7 @@ enum VaultCommands {
             call.conversation.info(error.message)
             damaged = true
         }
-        if !call.has("--yes") {
+        if !call.options(for: ResetOptions.self).yes {
             let answer = try call.conversation.askText(.confirm, Messages.resetConfirm)
             guard answer == "yes" || answer == Messages.confirmWord else {
                 throw FingersealError(.cancelled, Messages.resetCancelled)

@@ -1,4 +1,5 @@
 import FingersealCore
+import OptionMessages
 import Glibc
 import SodiumKit
 import SystemKit
@@ -15,6 +16,8 @@ struct Call {
     /// The user acted on.
     let account: UserAccount
     let options: Options
+    /// The request's options, typed and checked once, when the call was made.
+    let given: RequestOptions
     /// Work for after the reply has gone out (see `AfterReply`).
     let after: AfterReply
 
@@ -76,14 +79,19 @@ struct Call {
         caller.isRoot ? requested : min(requested, options.stepUpMaxTTL)
     }
 
-    func has(_ flag: String) -> Bool { request.has(flag) }
-    func value(_ name: String) -> String? { request.values[name] }
+    /// This command's options (`StepUpOptions`, `AuditOptions`, …): its defaults when the
+    /// command has another group.
+    func options<G: OptionGroup>(for _: G.Type) -> G { given.group(G.self) }
+    /// The shared groups: `--json`, and the reader `--device`.
+    var json: Bool { given.command.output.json }
+    var deviceID: String? { given.command.scan.device }
 
-    func integer(_ name: String) throws -> Int? {
-        guard let text = request.values[name] else { return nil }
-        guard let number = Int(text), number >= 0 else { throw FingersealError(.usage, Messages.needsWholeNumber(name)) }
-        return number
-    }
+    // By the command line's name (`--ttl`), for the flows not yet reading `options(for:)`.
+    // Every value was checked when the call was made (`RequestOptions`): `integer` no
+    // longer fails.
+    func has(_ flag: String) -> Bool { request.options.value(field: String(flag.dropFirst(2))) == "1" }
+    func value(_ name: String) -> String? { request.options.value(field: String(name.dropFirst(2))) }
+    func integer(_ name: String) throws -> Int? { value(name).flatMap { Int($0) } }
 }
 
 /// Work a flow leaves for after its reply, run on the connection's thread right after
@@ -179,14 +187,14 @@ enum Authorization {
     }
 
     /// The account the request acts on, or why it may not.
-    static func account(for request: Request, caller: Caller) throws -> UserAccount {
+    static func account(for request: Request, named user: String?, caller: Caller) throws -> UserAccount {
         let named: String?
         switch rule(request.command) {
         case .pamHost:
             guard let user = request.pam?.user, !user.isEmpty else { throw FingersealError(.unknownUser, Messages.unknownUser) }
             named = user
         case .ownAccount, .rig:
-            named = request.values["--user"]
+            named = user
             if named != nil && !caller.isRoot { throw FingersealError(.notPermitted, Messages.onlyRootNamesUser) }
             if request.command == .selftest || request.command == .capture {
                 guard caller.isRoot || caller.isInGroup(named: rigGroup) else {
@@ -260,7 +268,13 @@ enum Dispatcher {
         var after: AfterReply? = nil
         let channel = Channel(request)
         do {
-            let account = try Authorization.account(for: request, caller: caller)
+            let given: RequestOptions
+            do throws(OptionError) {
+                given = try RequestOptions(request.command, decoding: request.options, arguments: request.arguments)
+            } catch {
+                throw FingersealError(.usage, error.message)
+            }
+            let account = try Authorization.account(for: request, named: given.user, caller: caller)
             state.bookkeeping.settle(account.uid)
             let work = AfterReply(uid: account.uid, pending: state.bookkeeping)
             after = work
@@ -273,7 +287,8 @@ enum Dispatcher {
                 }
             }
             let call = Call(caller: caller, request: request, channel: channel, conversation: conversation, state: state,
-                            account: account, options: options, after: work, applicant: Call.applicant(caller, channel, account))
+                            account: account, options: options, given: given, after: work,
+                            applicant: Call.applicant(caller, channel, account))
             reply = try handler(request.command)(call)
         } catch let error as FingersealError {
             reply = Reply(error.outcome, error.message)

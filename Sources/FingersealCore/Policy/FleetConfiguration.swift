@@ -47,13 +47,8 @@ public enum ProviderURL {
 }
 
 extension Options {
-    /// The sign-in options a `login` argument can set, by their names in the file.
-    public static let signInArguments: [(option: String, argument: String)] = [
-        ("issuer", "--issuer"), ("client_id", "--client-id"), ("client_secret_file", "--client-secret-file"),
-        ("scope", "--scope"), ("flow", "--flow"),
-    ]
-
-    /// The value of a sign-in option (`signInArguments`) as the file set it, nil when unset.
+    /// The value of a sign-in option (issuer, client_id, client_secret_file, scope, flow: what
+    /// `login`'s arguments may change) as the file set it, nil when unset.
     public func setting(_ option: String) -> String? {
         switch option {
         case "issuer": return issuer

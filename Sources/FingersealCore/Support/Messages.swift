@@ -1,5 +1,6 @@
 import Glibc
 import Localization
+import OptionMessages
 import SystemKit
 
 /// How a scan prompt says to get out of the scan; each pairs with "Place your finger on the
@@ -562,7 +563,6 @@ public enum Messages {
     }
     public static var answerTimedOut: String { tr("No answer came in time.") }
     public static var badAnswer: String { tr("The answer could not be read.") }
-    public static func needsWholeNumber(_ option: String) -> String { tr("The option %1$s needs a whole number.", option) }
     public static var onlyRootNamesUser: String { tr("Only root can act for another user.") }
     public static var notYourAccount: String { tr("You can act only for your own account.") }
     public static func rigOnly(_ group: String) -> String {
@@ -637,29 +637,28 @@ public enum Messages {
     // Command lines the service checks.
     public static var noFingerEnrolled: String { tr("No finger is enrolled.") }
     public static var everyFingerEnrolled: String { tr("Every finger is already enrolled. To enroll one again, first run: fingerseal forget FINGER") }
-    public static var forgetOneOrAll: String { tr("Name one finger to forget, or use --all.") }
     public static func verifyMatch(_ finger: String, _ milliseconds: Double) -> String {
         tr("Match: %1$s, in %2$s milliseconds.", finger, milliseconds)
     }
-    public static var unlockTakesNoArguments: String { tr("The unlock command takes no arguments. To run a command, put it after --exec.") }
-    public static var execAlone: String { tr("Use --exec on its own, without --print-token or --json.") }
+    // The options' own checks are the wire's, worded once (`OptionError.message`): these
+    // name them for the handlers that still check again after the request was decoded.
+    public static var unlockTakesNoArguments: String { OptionError.unlockTakesNoArguments.message }
+    public static var execAlone: String { OptionError.execAlone.message }
     public static func optionAtMostSeconds(_ option: String, _ maximum: Int) -> String {
-        trn("The option %1$s takes at most %2$s second.", "The option %1$s takes at most %2$s seconds.", maximum, option, maximum)
+        OptionError.number(option, 0...maximum).message
     }
     public static func optionSecondsRange(_ option: String, _ minimum: Int, _ maximum: Int) -> String {
-        trn("The option %1$s takes %2$s to %3$s second.", "The option %1$s takes %2$s to %3$s seconds.", maximum, option, minimum, maximum)
+        OptionError.number(option, minimum...maximum).message
     }
-    public static var flowChoices: String { tr("The option --flow takes device, password or browser.") }
-    public static var stepUpNeedsContext: String { tr("Say which context to confirm, for example: fingerseal step-up payroll") }
+    public static var stepUpNeedsContext: String { OptionError.stepUpNeedsContext.message }
     public static func commandAfterDashes(_ context: String) -> String {
         tr("Put the command to run after --, for example: fingerseal step-up %1$s -- COMMAND", context)
     }
-    public static var checkOrEndAlone: String { tr("Use --check or --end on their own, with only the context.") }
-    public static var sealNeedsContext: String { tr("Say which context to seal for with --context CONTEXT.") }
-    public static var sealOneFile: String { tr("Give at most one file to seal.") }
-    public static var revealNeedsFile: String { tr("Say which sealed file to reveal.") }
+    public static var checkOrEndAlone: String { OptionError.checkOrEndAlone.message }
+    public static var sealNeedsContext: String { OptionError.sealNeedsContext.message }
+    public static var sealOneFile: String { OptionError.sealOneFile.message }
+    public static var revealNeedsFile: String { OptionError.revealNeedsFile.message }
     public static var noClientSecret: String { tr("No client secret was given.") }
-    public static var redirectPortRange: String { tr("The option --redirect-port takes a port from 1024 to 65535.") }
     public static var badSecretName: String { tr("Secret names use a-z, 0-9, dot, dash and underscore.") }
 
     // status: one line per fact, each a label and its value (the labels line up in no language,

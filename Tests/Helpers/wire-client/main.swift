@@ -148,10 +148,12 @@ guard let commandName = arguments.first else { die("no command") }
                 case "pam.xdisplay": request.pam?.xdisplay = parts[1]
                 case "pam.service": request.pam?.service = parts[1]
                 case "option": request.moduleOptions.append(parts[1])
-                case "flag": request.flags.append(parts[1])
+                // An option by its command-line name (`flag=--json`, `value=--timeout=600`), sent
+                // unchecked as the wire field the name gives: the broker checks it.
+                case "flag": request.options.set(field: String(parts[1].drop { $0 == "-" }), "1")
                 case "value":
                     let pair = parts[1].split(separator: "=", maxSplits: 1).map(String.init)
-                    request.values[pair[0]] = pair.count > 1 ? pair[1] : ""
+                    request.options.set(field: String(pair[0].drop { $0 == "-" }), pair.count > 1 ? pair[1] : "")
                 case "arg": request.arguments.append(parts[1])
                 default: die("bad item \(item)")
                 }
