@@ -79,7 +79,7 @@ let package = Package(
         .target(name: "OptionMessages", dependencies: ["FingersealWire", "Localization"], swiftSettings: leanSwift),
 
         // Pure-Swift core: vault, keyslots, config, lockout.
-        .target(name: "FingersealCore", dependencies: ["FingersealWire", "Localization", "OptionMessages", "SystemKit", "SodiumKit",
+        .target(name: "FingersealCore", dependencies: ["FingersealWire", "Localization", "SystemKit", "SodiumKit",
                                                        "TPMKit"]),
 
         // Fingerprint flows (verify, enroll, forget) over the core and the reader layer; its

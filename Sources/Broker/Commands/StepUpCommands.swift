@@ -1,18 +1,16 @@
 import FingersealCore
+import OptionMessages
 import SodiumKit
 
 /// step-up, seal, reveal. Confirmations live in the broker's memory, keyed by the caller's
 /// uid and login session (`call.session`): another session, another user or a broker
 /// restart asks again.
 enum StepUpCommands {
-    /// `--ttl` (default `StepUp.defaultTTL`): at most the site's ceiling for anyone other
-    /// than root (asking for more is a mistake that names the ceiling; the default simply
-    /// shrinks to it).
-    static func ttlSeconds(_ call: Call) throws -> Int {
-        guard let asked = try call.integer("--ttl") else { return call.stepUpSeconds(StepUp.defaultTTL) }
-        guard (1...StepUp.maxTTL).contains(asked) else {
-            throw FingersealError(.usage, Messages.optionSecondsRange("--ttl", 1, StepUp.maxTTL))
-        }
+    /// `--ttl` (default `StepUp.defaultTTL`; its range checked when the call was made): at
+    /// most the site's ceiling for anyone other than root (asking for more is a mistake that
+    /// names the ceiling; the default simply shrinks to it).
+    static func ttlSeconds(_ call: Call, asked: Int?) throws -> Int {
+        guard let asked else { return call.stepUpSeconds(StepUp.defaultTTL) }
         guard call.stepUpSeconds(asked) == asked else { throw FingersealError(.usage, Messages.stepUpCeiling(call.options.stepUpMaxTTL)) }
         return asked
     }
@@ -37,28 +35,24 @@ enum StepUpCommands {
     /// itself), a confirmation made here lasts as long as the client's connection: after the
     /// reply, the broker waits for the hang-up and ends it. One that was already held keeps
     /// its own expiry.
+    /// A context, and --check or --end alone: checked when the call was made
+    /// (`StepUpOptions.validate`).
     static func stepUp(_ call: Call) throws -> Reply {
+        let given = call.options(for: StepUpOptions.self)
         guard let context = call.arguments.first else {
-            throw FingersealError(.usage, Messages.stepUpNeedsContext)
+            throw FingersealError(.usage, OptionError.stepUpNeedsContext.message)
         }
         guard StepUp.isValidContext(context) else { throw FingersealError(.usage, Messages.badContext) }
         guard call.arguments.count == 1 else {
             throw FingersealError(.usage, Messages.commandAfterDashes(context))
         }
-        let command = call.has("--command")
-        let modes = ["--check", "--end", "--fresh"].filter { call.has($0) }
-        if call.has("--check") || call.has("--end") {
-            guard modes.count == 1, !command else {
-                throw FingersealError(.usage, Messages.checkOrEndAlone)
-            }
-        }
         let sessions = call.state.sessions
-        if call.has("--end") {
+        if given.end {
             let ended = call.grantSession.map { sessions.endGrant($0, context) } ?? false
             call.conversation.output(ended ? Messages.grantEnded(context) : Messages.noGrant(context))
             return Reply(.success)
         }
-        if call.has("--check") {
+        if given.check {
             _ = try Vault.unlockWithDevice(call.store)
             guard let key = call.grantSession, sessions.grant(key, context, now: SystemClock().now()) != nil else {
                 throw FingersealError(.noMatch, Messages.noGrant(context))
@@ -66,16 +60,16 @@ enum StepUpCommands {
             call.conversation.output(Messages.grantHeld(context))
             return Reply(.success)
         }
-        let ttl = try ttlSeconds(call)
-        if !command {
-            let (_, asked) = try confirm(call, context, fresh: call.has("--fresh"), ttl: ttl)
+        let ttl = try ttlSeconds(call, asked: given.ttl)
+        if !given.command {
+            let (_, asked) = try confirm(call, context, fresh: given.fresh, ttl: ttl)
             call.conversation.output(asked.map { Messages.steppedUp(context, $0, ttl: ttl) } ?? Messages.grantHeld(context))
             return Reply(.success)
         }
         // For as long as the command runs, but never past the ceiling (root: a day).
         let longest = call.stepUpSeconds(StepUp.maxTTL)
         let holder = sessions.newHolder()
-        let (_, asked) = try confirm(call, context, fresh: call.has("--fresh"), ttl: longest, holder: holder)
+        let (_, asked) = try confirm(call, context, fresh: given.fresh, ttl: longest, holder: holder)
         if asked != nil, let key = call.grantSession {
             let conversation = call.conversation
             call.after.hold {
@@ -92,11 +86,11 @@ enum StepUpCommands {
     /// and sends the sealed file back as data. Sealing reveals nothing: no confirmation. The
     /// vault is opened first: nothing is received for a user who has none.
     static func seal(_ call: Call) throws -> Reply {
-        guard let context = call.value("--context") else {
-            throw FingersealError(.usage, Messages.sealNeedsContext)
+        // A context and at most one file: checked when the call was made (`SealOptions.validate`).
+        guard let context = call.options(for: SealOptions.self).context else {
+            throw FingersealError(.usage, OptionError.sealNeedsContext.message)
         }
         guard StepUp.isValidContext(context) else { throw FingersealError(.usage, Messages.badContext) }
-        guard call.arguments.count <= 1 else { throw FingersealError(.usage, Messages.sealOneFile) }
         // Sealing reveals nothing, so the vault is opened without asking.
         let vault = try Vault.unlockWithDevice(call.store)
         let payload = try call.conversation.receiveData(limit: SealedFile.maxPlaintext, spare: AEAD.tagLength,
@@ -112,8 +106,8 @@ enum StepUpCommands {
     /// its context. The plaintext goes back as data only when every check passed: a cancel
     /// or a failure reveals nothing.
     static func reveal(_ call: Call) throws -> Reply {
-        // The client names the file (or not) and streams its bytes.
-        guard call.arguments.count <= 1 else { throw FingersealError(.usage, Messages.revealNeedsFile) }
+        // The client names the file (or not: checked when the call was made) and streams its bytes.
+        let given = call.options(for: RevealOptions.self)
         // Nothing is received for a user who has no vault.
         let session = VaultSession(call.store)
         guard try session.status() != nil else { throw FingersealError(.noVault, Messages.noVault) }
@@ -130,10 +124,10 @@ enum StepUpCommands {
         if let device = try? session.unlockWithDevice(), !SealedFile.belongs(parsed, to: device) {
             throw FingersealError(.vaultUnusable, Messages.sealedByAnotherVault)
         }
-        let (vault, _) = try confirm(call, parsed.context, fresh: false, ttl: try ttlSeconds(call), session: session)
+        let (vault, _) = try confirm(call, parsed.context, fresh: false, ttl: try ttlSeconds(call, asked: given.ttl), session: session)
         let plaintext = try SealedFile.open(parsed, inPlace: payload.bytes, vault: vault)
         AuditTrail(store: vault.store).record(.reveal(context: parsed.context, fileID: parsed.fileID), vault: vault)
-        if !call.has("--no-notice") { call.conversation.info(Messages.personalDataFollows) }
+        if !given.noNotice { call.conversation.info(Messages.personalDataFollows) }
         payload.bytes.withUnsafeBytes(in: plaintext) { call.conversation.data($0) }
         return Reply(.success)
     }

@@ -42,21 +42,17 @@ enum TokenCommands {
 
     /// `--exec COMMAND` is the client's: it sends the flag, runs COMMAND itself with the
     /// token from the reply, and never sends COMMAND.
+    /// What may be combined was checked when the call was made (`UnlockOptions.validate`).
     static func unlock(_ call: Call) throws -> Reply {
-        let exec = call.has("--exec")
-        if !exec && !call.arguments.isEmpty {
-            throw FingersealError(.usage, Messages.unlockTakesNoArguments)
-        }
-        if exec && (call.has("--print-token") || call.has("--json")) {
-            throw FingersealError(.usage, Messages.execAlone)
-        }
+        let given = call.options(for: UnlockOptions.self)
+        let exec = given.exec
         let (unlocked, step, held, cached) = try unlockAndRefresh(call)
         let report = UnlockReport(result: "unlocked", method: unlocked.method.rawValue, finger: unlocked.finger,
                                   token: step.rawValue, expiresAt: held?.expiresAt)
-        let wantsToken = exec || call.has("--print-token")
+        let wantsToken = exec || given.printToken
         guard let token = held else {
             if wantsToken { throw FingersealError(.unavailable, Messages.offlineNoToken) }
-            if call.has("--json") {
+            if call.json {
                 try call.printJSON(report)
                 return Reply(.success)
             }
@@ -65,13 +61,13 @@ enum TokenCommands {
             return Reply(.success)
         }
         if exec { return handing(token) }
-        if call.has("--json") {
+        if call.json {
             var full = report
-            if call.has("--print-token") { full.accessToken = text(token) }
+            if given.printToken { full.accessToken = text(token) }
             try call.printJSON(full)
-            return call.has("--print-token") ? handing(token) : Reply(.success)
+            return given.printToken ? handing(token) : Reply(.success)
         }
-        if call.has("--print-token") { return handing(token) }
+        if given.printToken { return handing(token) }
         let minutes = Int(max(token.expiresAt - SystemClock().now(), 0) / 60)
         call.conversation.output(describe(unlocked) + " "
                                  + (cached ? Messages.cachedTokenReady(minutes) : Messages.tokenReady(minutes)))
@@ -83,8 +79,7 @@ enum TokenCommands {
     /// The session's token while it is valid for `--min-valid` more seconds (default 60);
     /// otherwise an unlock first.
     static func token(_ call: Call) throws -> Reply {
-        let margin = try call.integer("--min-valid") ?? 60
-        guard margin <= 86_400 else { throw FingersealError(.usage, Messages.optionAtMostSeconds("--min-valid", 86_400)) }
+        let margin = call.options(for: TokenOptions.self).minValid ?? 60
         let now = SystemClock().now()
         let token: AccessToken?
         if let held = call.state.sessions.token(call.session), held.isValid(at: now, margin: Int64(margin)) {
@@ -93,7 +88,7 @@ enum TokenCommands {
             token = try unlockAndRefresh(call).token
         }
         guard let token else { throw FingersealError(.unavailable, Messages.offlineNoToken) }
-        if call.has("--json") {
+        if call.json {
             struct TokenReport: Encodable { let accessToken: String; let expiresAt: Int64 }
             try call.printJSON(TokenReport(accessToken: text(token), expiresAt: token.expiresAt))
         }
@@ -126,7 +121,7 @@ enum TokenCommands {
         AuditTrail(store: store).record(.logout, vault: vault)
         // Every session's token came from the sign-in that just ended.
         call.state.sessions.dropTokens(call.account.uid)
-        if call.has("--json") {
+        if call.json {
             struct LogoutReport: Encodable { let result: String; let revoked: Bool; let message: String? }
             try call.printJSON(LogoutReport(result: "signed-out", revoked: revoked, message: warning))
             return Reply(.success)

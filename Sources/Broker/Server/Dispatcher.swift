@@ -86,12 +86,8 @@ struct Call {
     var json: Bool { given.command.output.json }
     var deviceID: String? { given.command.scan.device }
 
-    // By the command line's name (`--ttl`), for the flows not yet reading `options(for:)`.
-    // Every value was checked when the call was made (`RequestOptions`): `integer` no
-    // longer fails.
-    func has(_ flag: String) -> Bool { request.options.value(field: String(flag.dropFirst(2))) == "1" }
-    func value(_ name: String) -> String? { request.options.value(field: String(name.dropFirst(2))) }
-    func integer(_ name: String) throws -> Int? { value(name).flatMap { Int($0) } }
+    /// The client answers from a descriptor (`--pin-fd`): no typing mistake can happen there.
+    var answersFromDescriptor: Bool { given.command.answers.pinFromDescriptor }
 }
 
 /// Work a flow leaves for after its reply, run on the connection's thread right after

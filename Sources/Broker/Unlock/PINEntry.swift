@@ -23,7 +23,7 @@ enum PINEntry {
             throw FingersealError(.usage, Messages.pinEmptyInput)
         }
         try PINRules.check(pin)
-        if !call.has("--pin-fd") {
+        if !call.answersFromDescriptor {
             guard let again = try call.conversation.askSecret(.newPIN, Messages.repeatNewPIN) else {
                 throw FingersealError(.usage, Messages.pinEmptyInput)
             }

@@ -27,13 +27,13 @@ extension UnlockRequest {
     /// `--pin`, `--pin-fd` or a fresh confirmation, the reader `--device` names, `--timeout`,
     /// and a PIN typed while the reader waits where the client has a terminal.
     static func forCommandLine(_ call: Call, _ purpose: Purpose, confirmation: Confirmation? = nil) throws -> UnlockRequest {
-        let pinOnly = call.has("--pin-fd") || call.has("--pin") || confirmation?.fresh == true
+        let pinOnly = call.answersFromDescriptor || call.options(for: UnlockOptions.self).pin || confirmation?.fresh == true
         return UnlockRequest(
             purpose: purpose,
             confirmation: confirmation,
             tokens: purpose == .accessToken ? .required : .none,
             pin: pinOnly ? .only : .fallback,
-            deviceID: call.value("--device"),
+            deviceID: call.deviceID,
             scan: try call.scanSettings(),
             pinWhileScanning: call.request.answersWhileScanning,
             combinedPrompt: false)

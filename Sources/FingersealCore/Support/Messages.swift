@@ -1,6 +1,5 @@
 import Glibc
 import Localization
-import OptionMessages
 import SystemKit
 
 /// How a scan prompt says to get out of the scan; each pairs with "Place your finger on the
@@ -640,24 +639,9 @@ public enum Messages {
     public static func verifyMatch(_ finger: String, _ milliseconds: Double) -> String {
         tr("Match: %1$s, in %2$s milliseconds.", finger, milliseconds)
     }
-    // The options' own checks are the wire's, worded once (`OptionError.message`): these
-    // name them for the handlers that still check again after the request was decoded.
-    public static var unlockTakesNoArguments: String { OptionError.unlockTakesNoArguments.message }
-    public static var execAlone: String { OptionError.execAlone.message }
-    public static func optionAtMostSeconds(_ option: String, _ maximum: Int) -> String {
-        OptionError.number(option, 0...maximum).message
-    }
-    public static func optionSecondsRange(_ option: String, _ minimum: Int, _ maximum: Int) -> String {
-        OptionError.number(option, minimum...maximum).message
-    }
-    public static var stepUpNeedsContext: String { OptionError.stepUpNeedsContext.message }
     public static func commandAfterDashes(_ context: String) -> String {
         tr("Put the command to run after --, for example: fingerseal step-up %1$s -- COMMAND", context)
     }
-    public static var checkOrEndAlone: String { OptionError.checkOrEndAlone.message }
-    public static var sealNeedsContext: String { OptionError.sealNeedsContext.message }
-    public static var sealOneFile: String { OptionError.sealOneFile.message }
-    public static var revealNeedsFile: String { OptionError.revealNeedsFile.message }
     public static var noClientSecret: String { tr("No client secret was given.") }
     public static var badSecretName: String { tr("Secret names use a-z, 0-9, dot, dash and underscore.") }
 
