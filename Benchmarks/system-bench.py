@@ -754,8 +754,11 @@ class Bench:
                 with open(trace, errors="replace") as f:
                     for line in f:
                         match = re.search(r'open(?:at)?\([^"]*"([^"]*)"', line)
-                        if match and os.path.basename(match.group(1)) in opened and "O_RDONLY" in line:
-                            opened[os.path.basename(match.group(1))] += 1
+                        file = os.path.basename(match.group(1)) if match else None
+                        # The vault and the lockout file as read (their writes go to temp
+                        # files); the lock however it is opened.
+                        if file in opened and (file == "lock" or "O_RDONLY" in line):
+                            opened[file] += 1
                 print(f"{name}: vault read {opened['vault']} time(s) {verdict(opened['vault'] <= 1)}, "
                       f"lock opened {opened['lock']}, lockout file read {opened['lockout']}")
         except Skip as why:

@@ -137,7 +137,8 @@ public enum Fingerprint {
                               prompter: ScanPrompter, cancelFDs: [Int32],
                               afterMatch: ((@escaping () -> Void) -> Void)? = nil) throws -> Match {
         guard let status = try session.status() else { throw FingersealError(.noVault, Messages.noVault) }
-        if status.lockout.counters(for: ledger.applicant).fingerLocked { throw FingersealError(.lockedOut, Messages.fingerLocked) }
+        let counters = status.lockout.counters(for: ledger.applicant)
+        if counters.fingerLocked { throw FingersealError(.lockedOut, Messages.fingerLocked) }
         let vault = try session.unlockWithDevice()
         let plan = try MatchPlan(reader, vault: vault)
 
@@ -162,6 +163,11 @@ public enum Fingerprint {
             let matched: String?
             do { matched = try plan.decide(result) } catch .retry { continue } // the hint was shown; not a failed match
             catch { throw translate(error) }
+            // A match resets failures counted before it; with none, the lockout file is not
+            // touched (a failure another request counts meanwhile stays counted: never less).
+            if let matched, counters.fingerFailures == 0 && failures == 0 {
+                return Match(finger: matched, vault: vault, milliseconds: elapsed)
+            }
             if let matched {
                 if let afterMatch {
                     afterMatch { try? ledger.fingerSucceeded() }

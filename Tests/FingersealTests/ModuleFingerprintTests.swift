@@ -90,6 +90,20 @@ import Testing
 
     static var available: Bool { PamtesterTests.available }
 
+    /// One finger success through PAM reads the vault file once (issue 20): the status, the
+    /// prints, the refresh and the audit trail all use that read. Counted with inotify on the
+    /// broker's store; the `status` after it waits for the answer's bookkeeping and reads the
+    /// vault once itself.
+    @Test(.enabled(if: available)) func aFingerSuccessReadsTheVaultOnce() throws {
+        let rig = try Rig()
+        let opens = try FileOpens(watching: try rig.store.location.directory)
+        let matched = try rig.authenticate(answers: [], sensor: ["SCAN finger-a"])
+        #expect(matched.status == 0, "\(matched.all)")
+        #expect(try rig.status().contains("Fingers enrolled"))
+        let counted = opens.take()
+        #expect(counted["vault", default: 0] == 2, "the vault was opened \(counted) (status included)")
+    }
+
     @Test(.enabled(if: available)) func aMatchNeedsNeitherPINNorPassword() throws {
         let rig = try Rig()
         let result = try rig.authenticate(answers: [], sensor: ["SCAN finger-a"])
@@ -287,5 +301,41 @@ import Testing
         let stillLocked = try locked.authenticate(answers: [], sensor: [])
         expect(stillLocked, 7, "locked")
         #expect(stillLocked.all.contains("locked"))
+    }
+}
+
+/// Counts the files opened in one directory, by name, from inotify's IN_OPEN events (whoever
+/// opened them: here the broker).
+final class FileOpens {
+    private let fd: Int32
+
+    init(watching directory: String) throws {
+        fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard fd >= 0, inotify_add_watch(fd, directory, UInt32(IN_OPEN)) >= 0 else {
+            throw TestFailure("inotify on \(directory): errno \(errno)")
+        }
+    }
+
+    deinit { close(fd) }
+
+    /// The opens seen since the last call, by file name.
+    func take() -> [String: Int] {
+        var counts: [String: Int] = [:]
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard count > 0 else { return counts }
+            var offset = 0
+            let header = MemoryLayout<inotify_event>.size
+            while offset + header <= count {
+                let (length, name) = buffer.withUnsafeBytes { raw -> (Int, String) in
+                    let event = raw.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
+                    let bytes = raw[(offset + header)..<(offset + header + Int(event.len))].prefix { $0 != 0 }
+                    return (Int(event.len), String(decoding: bytes, as: UTF8.self))
+                }
+                counts[name, default: 0] += 1
+                offset += header + length
+            }
+        }
     }
 }
