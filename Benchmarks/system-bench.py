@@ -497,6 +497,9 @@ class Bench:
         self.idp_dir = os.path.join(self.work, "idp")
         self.issuer = None
         self.signed_in = None     # "" once signed in, else why not
+        self.fprintd = None       # fprintd on its private bus, once started
+        self.fprintd_broker = None
+        self.installed = []       # service files written into /etc/pam.d, removed at the end
 
     def service(self, name, lines):
         with open(os.path.join(self.services, name), "w") as f:
@@ -557,42 +560,64 @@ class Bench:
             raise Skip(f"pin set through fprintd failed (exit {code}): {said[-1] if said else 'no message'}")
         return broker
 
-    def side_by_side(self):
+    def side_by_side(self, wrapper=True):
+        """pam_permit, pam_fprintd + fprintd and fingerseal, interleaved on one pty each run.
+        `wrapper`: the services through pam_wrapper in the bench's own directory; otherwise
+        installed in /etc/pam.d (removed afterwards) and pamtester as it is."""
         runs = self.args.pam_runs
-        print(f"== PAM side by side on virtual_device: pamtester on a pty (PAM_TTY set), services through pam_wrapper, "
+        where = "services through pam_wrapper" if wrapper else "services in /etc/pam.d, no pam_wrapper"
+        print(f"{'' if wrapper else chr(10)}== PAM side by side on virtual_device: pamtester on a pty (PAM_TTY set), {where}, "
               f"{runs} runs each after 2 unmeasured, interleaved")
         pamtester = ["pamtester", "-I", "tty=@TTY@"]
+        suffix = "" if wrapper else f"-{os.getpid()}"
+
+        def service(name, lines):
+            if wrapper:
+                self.service(name, lines)
+            else:
+                path = os.path.join("/etc/pam.d", name + suffix)
+                with open(path, "w") as f:
+                    f.write("\n".join(lines) + "\n")
+                self.installed.append(path)
+            return name + suffix
+
+        def env_for(base):
+            return pam_wrapper_env(base, self.services) if wrapper else dict(base)
+
+        plain = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
         # The baseline, in the same run: a stack that only says yes (no prompt, no sensor).
         permit = "pam_permit.so only"
-        self.service("bench-side-permit", [f"auth required {module_dir()}/pam_permit.so"])
-        baseline = (permit, pam_wrapper_env({"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}, self.services),
-                    pamtester + ["bench-side-permit", self.user, "authenticate"], None)
+        name = service("bench-side-permit", [f"auth required {module_dir()}/pam_permit.so"])
+        baseline = (permit, env_for(plain), pamtester + [name, self.user, "authenticate"], None)
         contenders = []
+        fprintd = None
         try:
-            fprintd = Fprintd(self.processes, self.work)
-            fprintd.start()
-            fprintd.enroll(self.user)
-            self.service("bench-fprintd", [f"auth required {module_dir()}/pam_fprintd.so"])
-            contenders.append(("pam_fprintd + fprintd", pam_wrapper_env(fprintd.env, self.services),
-                               pamtester + ["bench-fprintd", self.user, "authenticate"], fprintd.sensor))
+            if self.fprintd is None:
+                self.fprintd = Fprintd(self.processes, self.work)
+                self.fprintd.start()
+                self.fprintd.enroll(self.user)
+            fprintd = self.fprintd
+            name = service("bench-fprintd", [f"auth required {module_dir()}/pam_fprintd.so"])
+            contenders.append(("pam_fprintd + fprintd", env_for(fprintd.env),
+                               pamtester + [name, self.user, "authenticate"], fprintd.sensor))
         except Skip as why:
             print(f"pam_fprintd + fprintd: not run: {why}")
         fprintd_broker = None
         if contenders:
             try:
-                fprintd_broker = self.fingerseal_through_fprintd(fprintd)
-                self.service("bench-fingerseal-fprintd", [f"auth required {self.module} socket={fprintd_broker.socket}"])
-                base = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
-                contenders.append(("pam_fingerseal + fingersealed (fprintd backend)", pam_wrapper_env(base, self.services),
-                                   pamtester + ["bench-fingerseal-fprintd", self.user, "authenticate"], fprintd.sensor))
+                if self.fprintd_broker is None:
+                    self.fprintd_broker = self.fingerseal_through_fprintd(fprintd)
+                fprintd_broker = self.fprintd_broker
+                name = service("bench-fingerseal-fprintd", [f"auth required {self.module} socket={fprintd_broker.socket}"])
+                contenders.append(("pam_fingerseal + fingersealed (fprintd backend)", env_for(plain),
+                                   pamtester + [name, self.user, "authenticate"], fprintd.sensor))
             except Skip as why:
                 print(f"pam_fingerseal through fprintd: not run: {why}")
         try:
             self.ensure_broker()
-            self.service("bench-fingerseal-finger", [f"auth required {self.module} socket={self.broker.socket}"])
-            base = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
-            contenders.append(("pam_fingerseal + fingersealed", pam_wrapper_env(base, self.services),
-                               pamtester + ["bench-fingerseal-finger", self.user, "authenticate"], self.broker.sensor))
+            name = service("bench-fingerseal-finger", [f"auth required {self.module} socket={self.broker.socket}"])
+            contenders.append(("pam_fingerseal + fingersealed", env_for(plain),
+                               pamtester + [name, self.user, "authenticate"], self.broker.sensor))
         except Skip as why:
             print(f"pam_fingerseal + fingersealed: not run: {why}")
         if not contenders:
@@ -860,6 +885,11 @@ exec /usr/bin/python3 "$2" time-in-session "$3" "$4" "$1" --version -- "$1" toke
               f"(target <= 5 ms: {verdict(median(token) <= 5)})")
 
     def stop(self):
+        for path in self.installed:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
         self.processes.stop_all()
         if os.path.isdir(self.idp_dir):
             root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
@@ -902,6 +932,7 @@ def main():
     try:
         if "pam" in parts:
             bench.side_by_side()
+            bench.side_by_side(wrapper=False)
         if "overhead" in parts:
             bench.module_overhead()
         if "reads" in parts:

@@ -135,9 +135,7 @@ enum UnlockFlow {
             let opened = try unlock(call, request, session)
             unlocked = opened
             result = UnlockResult(opened)
-            if request.purpose == .accessToken || request.tokens != .none {
-                try refresh(call, request, session, &result)
-            }
+            if request.tokens != .none { try refresh(call, request, session, &result) }
         } catch {
             let failure = error as? FingersealError
                 ?? FingersealError(.systemError, Messages.systemFailure(.finishRequest), detail: "\(error)")
