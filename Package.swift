@@ -140,14 +140,43 @@ let package = Package(
             path: "Benchmarks/verify-latency"
         ),
 
+        // The tests, by layer (swift-argument-parser's Unit / EndToEnd split); what they share
+        // (the local IdP, test users, brokers, PAM and bus rigs) is in TestSupport. The
+        // executables a layer runs are its dependencies, so that they are built first.
+        .target(
+            name: "TestSupport",
+            dependencies: ["FingersealCore", "FingersealWire", "IdentityClient", "CurlKit", "SodiumKit", "SystemKit"],
+            path: "Tests/TestSupport",
+            exclude: ["pty_session.py", "system-bus.conf"]
+        ),
+        // The wire: typed command options and their sentences.
         .testTarget(
-            name: "FingersealTests",
-            dependencies: [
-                "FingersealCore", "FingerprintFlows", "IdentityClient", "SystemKit", "SodiumKit", "PAMKit", "CPAM",
-                "FprintKit", "CurlKit", "JOSEKit", "TPMKit", "QRKit", "LoopbackKit", "vault-torture", "pam-cycles", "secret-canary", "fingerseal",
-                "fingersealed", "wire-client", "FingersealWire", "FprintdKit", "SystemdKit", "Localization", "OptionMessages", "Broker",
-            ],
-            exclude: ["Support/pty_session.py", "Support/system-bus.conf"]
+            name: "WireTests",
+            dependencies: ["TestSupport", "FingersealWire", "OptionMessages", "fingerseal", "fingersealed"]
+        ),
+        // The core and the wrappers in this process: vault, tokens, JOSE, libcurl, libfprint,
+        // the TPM (the TPM suites share one serialized parent, InProcessTPM, so its broker and
+        // lockout suites are here too).
+        .testTarget(
+            name: "CoreTests",
+            dependencies: ["TestSupport", "FingersealCore", "FingerprintFlows", "IdentityClient", "Broker", "SystemKit", "SodiumKit",
+                           "CPAM", "FprintKit", "CurlKit", "JOSEKit", "TPMKit", "CTSS2", "QRKit", "secret-canary", "fingerseal",
+                           "fingersealed"]
+        ),
+        // The flows against a real broker in the foreground: CLI, login, token, step-up, reader, audit.
+        .testTarget(
+            name: "FlowTests",
+            dependencies: ["TestSupport", "FingersealCore", "FingersealWire", "IdentityClient", "Localization", "SystemKit",
+                           "SodiumKit", "PAMKit", "CPAM", "CurlKit", "LoopbackKit", "fingerseal", "fingersealed", "vault-torture",
+                           "wire-client"]
+        ),
+        // The system: the PAM module in real stacks (pamtester, hosts), the trust boundary,
+        // fairness, crashes, fprintd, udev, completions, doctor, the catalogs.
+        .testTarget(
+            name: "SystemTests",
+            dependencies: ["TestSupport", "FingersealCore", "FingersealWire", "IdentityClient", "Broker", "Localization", "SystemKit",
+                           "SystemdKit", "PAMKit", "CPAM", "FprintKit", "FprintdKit", "fingerseal", "fingersealed", "vault-torture",
+                           "pam-cycles", "wire-client"]
         ),
     ]
 )

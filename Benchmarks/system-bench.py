@@ -354,7 +354,7 @@ def peak_rss(commands, env, runs=20):
 
 # The private system bus's configuration, shared with the Swift tests' PrivateSystemBus.
 DBUS_CONFIG = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))),
-                           "Tests", "FingersealTests", "Support", "system-bus.conf")
+                           "Tests", "TestSupport", "system-bus.conf")
 
 
 class Fprintd:

@@ -1,0 +1,206 @@
+import CPAM
+import Testing
+@testable import FingersealCore
+@testable import TestSupport
+
+@Suite struct OptionsTests {
+    /// Each option flipped away from its default, one at a time (pam-u2f tests/cfg.c style):
+    /// the named field changes, and every other field keeps its default.
+    @Test func eachOptionChangesOnlyItself() throws {
+        let fields: [(String, PartialKeyPath<Options>, String)] = [
+            ("debug", \Options.debug, "true"),
+            ("timeout=30", \Options.timeout, "30"),
+            ("max_tries=7", \Options.maxTries, "7"),
+            ("max_fails=9", \Options.maxFails, "9"),
+            ("pin", \Options.pin, "true"),
+            ("allow_remote", \Options.allowRemote, "true"),
+            ("require_token", \Options.requireToken, "true"),
+            ("offline_grace=60", \Options.offlineGrace, "60"),
+            ("interactive_services=vpn,smtp", \Options.interactiveServices, "[\"vpn\", \"smtp\"]"),
+            ("unattended_services=imap", \Options.unattendedServices, "[\"imap\"]"),
+            ("only_group=fingerprint", \Options.onlyGroup, "Optional(\"fingerprint\")"),
+            ("reader=fprintd", \Options.reader, "fprintd"),
+            ("fprintd_storage=/srv/fprint", \Options.fprintdStorage, "/srv/fprint"),
+            ("reader_location=external", \Options.readerLocation, "external"),
+            ("skip_services=gdm-password", \Options.skipServices, "[\"gdm-password\"]"),
+            ("prompt=none", \Options.prompt, "none"),
+            ("user_claim=email_local", \Options.userClaim, "Optional(FingersealCore.UserClaim.emailLocalPart)"),
+            ("user_map=/srv/users.map", \Options.userMap, "/srv/users.map"),
+            ("redirect_port=8765", \Options.redirectPort, "Optional(8765)"),
+            ("issuer=https://idp.example.org/realms/staff", \Options.issuer, "Optional(\"https://idp.example.org/realms/staff\")"),
+            ("client_id=fleet", \Options.clientID, "Optional(\"fleet\")"),
+            ("client_secret_file=/etc/fingerseal/secret", \Options.clientSecretFile, "Optional(\"/etc/fingerseal/secret\")"),
+            ("scope=openid  email", \Options.scope, "openid email"),
+            ("flow=browser", \Options.flow, "browser"),
+            ("fixed=issuer", \Options.fixed, "[\"issuer\"]"),
+            ("tpm=require", \Options.tpm, "require"),
+            ("tpm_tcti=swtpm:host=127.0.0.1,port=2321", \Options.tpmTCTI, "swtpm:host=127.0.0.1,port=2321"),
+            ("tpm_pcrs=7, 14,7", \Options.tpmPCRs, "[7, 14]"),
+            ("stepup_max_ttl=60", \Options.stepUpMaxTTL, "60"),
+        ]
+        let defaults = Options()
+        for (setting, key, expected) in fields {
+            var options = Options()
+            #expect(try options.apply([setting], source: "test").isEmpty)
+            #expect("\(options[keyPath: key])" == expected, "\(setting)")
+            #expect("\(defaults[keyPath: key])" != expected, "\(setting): the default must differ")
+            for (_, other, _) in fields where other != key {
+                #expect("\(options[keyPath: other])" == "\(defaults[keyPath: other])", "\(setting) changed \(other)")
+            }
+        }
+    }
+
+    @Test func defaults() {
+        let options = Options()
+        #expect(options.timeout == 15 && options.maxTries == 3 && options.maxFails == 5)
+        #expect(!options.debug && !options.pin && !options.allowRemote && !options.requireToken)
+        #expect(options.offlineGrace == 7 * 24 * 3600 && options.interactiveServices.isEmpty && options.onlyGroup == nil)
+    }
+
+    @Test(arguments: ["timeout=0", "timeout=301", "timeout=-1", "timeout=", "timeout", "max_tries=0", "max_tries=21",
+                      "max_fails=0", "max_fails=101", "offline_grace=99999999999", "debug=maybe", "only_group=", "only_group=a:b", "timeout=1e3", "timeout= 5", "socket=relative", "socket=/run/../tmp/x", "interactive_services=a b",
+                      "reader=both", "reader=", "fprintd_storage=relative", "fprintd_storage=/var/../etc", "reader_location=lid",
+                      "prompt=", "prompt", "prompt=quiet", "skip_services=",
+                      "user_claim=name", "user_claim=", "user_map=relative",
+                      // Fleet configuration.
+                      "issuer", "issuer=", "issuer=http://idp.example.org", "issuer=ftp://idp.example.org", "issuer=https://",
+                      "issuer=https://idp.example.org/o?x=1", "issuer=https://idp.example.org/#f", "issuer=https://me@idp.example.org",
+                      "issuer=http://127.0.0.1.example.org/o", "issuer=https://idp.example.org/a b", "client_id", "client_id=",
+                      "client_id=a\u{7}b", "client_id=é", "client_id=" + String(repeating: "c", count: 257),
+                      "client_secret_file=", "client_secret_file=relative", "client_secret_file=/etc/../shadow",
+                      "client_secret_file=/etc/fingerseal/", "scope", "scope=", "scope=openid \"email\"", "scope=openid\temail",
+                      "flow", "flow=", "flow=implicit", "fixed", "fixed=", "fixed=frobnicate", "fixed=issuer,,client_id",
+                      "fixed=fixed",
+                      // The TPM.
+                      "tpm", "tpm=", "tpm=yes", "tpm_tcti", "tpm_tcti=", "tpm_tcti=nocolon", "tpm_tcti=device:/dev/tpm rm0",
+                      "tpm_pcrs=24", "tpm_pcrs=-1", "tpm_pcrs=7,,8", "tpm_pcrs=seven",
+                      // Step-up.
+                      "stepup_max_ttl", "stepup_max_ttl=0", "stepup_max_ttl=86401", "ttl=0", "ttl=86401"])
+    func outOfRangeOrGarbageIsAnError(setting: String) {
+        var options = Options()
+        #expect(throws: FingersealError.self) { try options.apply([setting], source: "test") }
+    }
+
+    @Test func theTPMSettingsAreTheConfigurationFilesAlone() throws {
+        var options = Options()
+        #expect(options.tpm == .auto && options.tpmTCTI == "device:/dev/tpmrm0" && options.tpmPCRs.isEmpty)
+        try options.applyConfigFile("tpm=require\ntpm_pcrs=none\n")
+        #expect(options.tpmPolicy == TPMPolicy(mode: .require))
+        // A PAM stack's arguments (even a root host's) never lower or redirect them.
+        let warnings = try options.applyArguments(["tpm=off", "tpm_tcti=swtpm:port=1", "tpm_pcrs=7", "timeout=9"], source: "module arguments")
+        #expect(options.tpmPolicy == TPMPolicy(mode: .require) && options.timeout == 9)
+        #expect(warnings == ["tpm", "tpm_tcti", "tpm_pcrs"].map { Messages.fileOnlyOption($0, "module arguments") })
+    }
+
+    /// The ceiling of step-up grants is the site's: no module argument (a root stack's, or a
+    /// lock screen's) raises it.
+    @Test func theStepUpCeilingIsTheConfigurationFilesAlone() throws {
+        var options = Options()
+        #expect(options.stepUpMaxTTL == 900)
+        try options.applyConfigFile("stepup_max_ttl=120\n")
+        let warnings = try options.applyArguments(["stepup_max_ttl=86400", "ttl=600"], source: "module arguments")
+        #expect(options.stepUpMaxTTL == 120 && options.stepUpTTL == 600)
+        #expect(warnings == [Messages.fileOnlyOption("stepup_max_ttl", "module arguments")])
+    }
+
+    @Test func hugeOptionIsRefused() {
+        var options = Options()
+        #expect(throws: FingersealError.self) {
+            try options.apply(["only_group=" + String(repeating: "a", count: 100 * 1024)], source: "test")
+        }
+    }
+
+    @Test func unknownOptionsAreWarningsNotErrors() throws {
+        var options = Options()
+        let warnings = try options.apply(["nullok", "frobnicate=3", "debug"], source: "test")
+        #expect(warnings.count == 2)
+        #expect(options.debug)
+    }
+
+    @Test func configFileThenArgumentsWin() throws {
+        var options = Options()
+        try options.applyConfigFile("""
+            # fingerseal
+            timeout = 20
+            max_fails=8   # trailing comment
+
+            pin
+            """)
+        #expect(options.timeout == 20 && options.maxFails == 8 && options.pin)
+        try options.apply(["timeout=5", "pin=no"], source: "args")
+        #expect(options.timeout == 5 && !options.pin && options.maxFails == 8)
+    }
+
+    @Test func crlfLineEndings() throws {
+        var options = Options()
+        try options.applyConfigFile("timeout=25\r\nmax_fails=7\r\npin\r\n")
+        #expect(options.timeout == 25 && options.maxFails == 7 && options.pin)
+    }
+
+    @Test func fleetValuesThatAreFine() throws {
+        var options = Options()
+        try options.applyConfigFile("""
+            issuer = http://127.0.0.1:8080/o
+            client_id = fingerseal fleet
+            fixed = issuer, client_id
+            fixed = require_token,timeout   # fixed lines add up
+            """)
+        #expect(options.issuer == "http://127.0.0.1:8080/o" && options.clientID == "fingerseal fleet")
+        #expect(options.fixed == ["issuer", "client_id", "require_token", "timeout"])
+        for issuer in ["http://[::1]:9/o", "http://localhost/o", "https://idp.example.org", "https://idp.example.org:8443/o/"] {
+            #expect(throws: Never.self) { try options.apply(["issuer=" + issuer], source: "test") }
+        }
+    }
+
+    /// Module arguments over the file: a fixed option keeps the file's value, `fixed=` is the
+    /// file's alone (it cannot fix, nor un-fix), and everything else still wins.
+    @Test func argumentsCannotChangeWhatTheFileFixed() throws {
+        var options = Options()
+        try options.applyConfigFile("require_token\ntimeout=20\nfixed=require_token")
+        let warnings = try options.applyArguments(["require_token=no", "fixed=timeout", "timeout=5", "frobnicate"], source: "module arguments")
+        #expect(options.requireToken, "fixed: the file's value stays")
+        #expect(options.timeout == 5, "not fixed: the argument wins")
+        #expect(options.fixed == ["require_token"])
+        #expect(warnings.count == 3, "\(warnings)")
+        #expect(warnings.contains("The option require_token in module arguments was ignored: the administrator fixed it in the configuration file."))
+        #expect(warnings.contains("The option fixed in module arguments was ignored: only the configuration file can fix options."))
+    }
+
+    @Test func missingConfigFileMeansDefaults() throws {
+        let (options, warnings) = try Options.loadSystem(path: "/nonexistent-dir/fingerseal.conf")
+        #expect(options == Options() && warnings.isEmpty)
+    }
+}
+
+@Suite struct OutcomeTests {
+    @Test func pamCodesMatchLibpam() {
+        #expect(PAMReturn.success.rawValue == PAM_SUCCESS)
+        #expect(PAMReturn.serviceError.rawValue == PAM_SERVICE_ERR)
+        #expect(PAMReturn.authError.rawValue == PAM_AUTH_ERR)
+        #expect(PAMReturn.authInfoUnavailable.rawValue == PAM_AUTHINFO_UNAVAIL)
+        #expect(PAMReturn.userUnknown.rawValue == PAM_USER_UNKNOWN)
+        #expect(PAMReturn.maxTries.rawValue == PAM_MAXTRIES)
+        #expect(PAMReturn.incomplete.rawValue == PAM_INCOMPLETE)
+        #expect(PAMReturn.ignore.rawValue == PAM_IGNORE)
+    }
+
+    @Test func onlySuccessSucceeds() {
+        for outcome in Outcome.allCases where outcome != .success {
+            #expect(outcome.pamReturn != .success, "\(outcome)")
+            #expect(outcome.pamReturn != .ignore || outcome == .notApplicable, "\(outcome)")
+            #expect(outcome.exitCode != 0, "\(outcome)")
+        }
+        #expect(Outcome.success.pamReturn == .success && Outcome.success.exitCode == 0)
+    }
+
+    @Test func designTable() {
+        #expect(Outcome.triesExhausted.pamReturn == .maxTries)
+        for outcome in [Outcome.noReader, .noPrints, .timedOut, .cancelled, .remoteSession, .notEnrolled, .noVault] {
+            #expect(outcome.pamReturn == .authInfoUnavailable)
+        }
+        #expect(Outcome.unknownUser.pamReturn == .userUnknown)
+        #expect(Outcome.badConfiguration.pamReturn == .serviceError)
+        for outcome in [Outcome.lockedOut, .signInRequired, .wrongPIN, .noMatch] { #expect(outcome.pamReturn == .authError) }
+        #expect(Outcome.conversationAgain.pamReturn == .incomplete)
+    }
+}

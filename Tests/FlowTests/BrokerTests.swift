@@ -1,0 +1,204 @@
+import FingersealWire
+import Glibc
+import Testing
+@testable import TestSupport
+
+/// The broker as a server: readiness, hostile clients, and the authorization table of
+/// design §2 tried with real processes running as real users.
+@Suite(.serialized) struct BrokerTests {
+    /// A raw SOCK_SEQPACKET connection to `path` that sends whatever it is given.
+    static func rawConnection(_ path: String) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0, withUnixAddress(path, { connect(fd, $0, $1) }) == 0 else { throw TestFailure("connect \(path) failed") }
+        return fd
+    }
+
+    /// Reads one packet within `timeout`; nil when the broker closed the connection or said nothing.
+    static func readPacket(_ fd: Int32, timeout: Int32 = 10_000) -> [UInt8]? {
+        var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&pfd, 1, timeout) > 0 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: Wire.maxPacket + 1)
+        let count = recv(fd, &buffer, buffer.count, 0)
+        return count > 0 ? Array(buffer[..<count]) : nil
+    }
+
+    @Test func hostileClientsDoNotStopOthers() throws {
+        let broker = try TestBroker()
+        var hostile: [Int32] = []
+        defer { hostile.forEach { close($0) } }
+        // Garbage, a truncated field, an oversized packet, a silent client, one that leaves mid-request.
+        let packets: [[UInt8]] = [
+            Array("GET / HTTP/1.0\r\n\r\n".utf8),
+            [0x46, 0x53, Wire.version, 1, 7, 0x63, 0x6f, 0x6d, 0x6d, 0x61, 0x6e, 0x64, 0xff, 0xff, 0, 0],
+            [UInt8](repeating: 0x41, count: Wire.maxPacket + 100),
+        ]
+        for packet in packets {
+            let fd = try Self.rawConnection(broker.socketPath)
+            hostile.append(fd)
+            _ = packet.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        }
+        hostile.append(try Self.rawConnection(broker.socketPath)) // says nothing
+        let leaving = try Self.rawConnection(broker.socketPath)
+        var request = Request(.pamAuthenticate)
+        request.pam = PAMItems(user: "root", service: "test", tty: "/dev/pts/9")
+        _ = ClientMessage.request(request).encoded().withUnsafeBytes { send(leaving, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        close(leaving)
+
+        // Everyone else is still served, at once.
+        let started = VirtualSensor.now()
+        let served = try broker.wire(["pam.account", "pam.user=root"])
+        #expect(served.stdout.contains("result: notApplicable"), "\(served.all)")
+        #expect(VirtualSensor.now() - started < 3)
+        // The garbage senders were dropped without an answer that could be mistaken for one.
+        for fd in hostile.prefix(3) {
+            if let packet = Self.readPacket(fd, timeout: 3000) {
+                let message = try? packet.withUnsafeBytes { try BrokerMessage.decode($0) }
+                if case let .result(reply)? = message { #expect(reply.outcome != .success) }
+            }
+        }
+        #expect(broker.process != nil)
+        #expect(kill(broker.process?.pid ?? 0, 0) == 0, "the broker is still running")
+    }
+
+    @Test func anotherProtocolVersionIsToldSo() throws {
+        let broker = try TestBroker()
+        let fd = try Self.rawConnection(broker.socketPath)
+        defer { close(fd) }
+        var packet = ClientMessage.request(Request(.status)).encoded()
+        packet[2] = Wire.version + 1
+        _ = packet.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        let answer = try #require(Self.readPacket(fd))
+        guard case let .result(reply) = try answer.withUnsafeBytes({ try BrokerMessage.decode($0) }) else {
+            Issue.record("no result")
+            return
+        }
+        #expect(reply.outcome == .usage)
+        #expect(reply.message.contains("version"))
+    }
+
+    @Test func theBrokerIsAbsentTheClientIsToldAtOnce() throws {
+        let temp = try TempDirectory()
+        let started = VirtualSensor.now()
+        #expect(throws: ConnectionError.self) { try WireConnection.connect(path: temp.file("none"), timeout: 2) }
+        #expect(VirtualSensor.now() - started < 0.1)
+    }
+
+    // MARK: the authorization table
+
+    @Test(.enabled(if: getuid() == 0)) func aUserActsOnlyForThemselves() throws {
+        try #require(TestUsers.ensure(TestUsers.alice) && TestUsers.ensure(TestUsers.bob))
+        let broker = try TestBroker()
+        // A PAM host running as the user (a lock screen): for that user only.
+        let own = try broker.wire(["pam.account", "pam.user=\(TestUsers.alice)"], as: TestUsers.alice)
+        #expect(own.stdout.contains("result: notApplicable"), "\(own.all)")
+        let other = try broker.wire(["pam.authenticate", "pam.user=\(TestUsers.bob)"], as: TestUsers.alice)
+        #expect(other.stdout.contains("result: notPermitted"), "\(other.all)")
+        let rootAccount = try broker.wire(["pam.open-session", "pam.user=root"], as: TestUsers.alice)
+        #expect(rootAccount.stdout.contains("result: notPermitted"), "\(rootAccount.all)")
+        // The CLI's commands: a user cannot name another account.
+        let named = try broker.wire(["status", "value=--user=\(TestUsers.bob)"], as: TestUsers.alice)
+        #expect(named.stdout.contains("result: notPermitted"), "\(named.all)")
+        // Root (a PAM host, an administrator) may act for anyone.
+        let host = try broker.wire(["pam.account", "pam.user=\(TestUsers.bob)"])
+        #expect(host.stdout.contains("result: notApplicable"), "\(host.all)")
+        let admin = try broker.wire(["status", "value=--user=\(TestUsers.bob)"])
+        #expect(!admin.stdout.contains("notPermitted"), "\(admin.all)")
+    }
+
+    @Test(.enabled(if: getuid() == 0)) func rigCommandsNeedRootOrTheRigGroup() throws {
+        try #require(TestUsers.ensure(TestUsers.alice) && TestUsers.ensure(TestUsers.bob))
+        #expect(Child.runQuietly("/usr/sbin/groupadd", ["-f", "fingerseal-rig"]) == 0)
+        #expect(Child.runQuietly("/usr/sbin/usermod", ["-a", "-G", "fingerseal-rig", TestUsers.bob]) == 0)
+        #expect(Child.runQuietly("/usr/bin/gpasswd", ["-d", TestUsers.alice, "fingerseal-rig"]) >= 0)
+        let broker = try TestBroker()
+        for command in ["capture", "selftest"] {
+            let outsider = try broker.wire([command], as: TestUsers.alice)
+            #expect(outsider.stdout.contains("result: notPermitted"), "\(command): \(outsider.all)")
+            #expect(outsider.stdout.contains("fingerseal-rig"))
+            let member = try broker.wire([command], as: TestUsers.bob)
+            #expect(member.stdout.contains("result: ") && !member.stdout.contains("notPermitted"), "\(command): \(member.all)")
+        }
+    }
+
+    @Test func theStoreIsRootsAndNotInAnyHome() throws {
+        let broker = try TestBroker()
+        var info = stat()
+        #expect(stat(broker.state, &info) == 0)
+        #expect(info.st_uid == geteuid())
+        #expect(info.st_mode & 0o777 == 0o700)
+    }
+}
+
+/// What the broker says to whom: graphical hosts are never told to press Ctrl-C, and a
+/// request no person can answer gets neither a scan nor a PIN question.
+@Suite(.serialized) struct BrokerPromptTests {
+    static let pin = "4826"
+
+    /// A broker with the virtual reader and root's vault with one finger.
+    static func enrolledHome() throws -> CLIHome {
+        let home = try CLIHome(reader: true)
+        #expect(try home.run(["pin", "set", "--pin-fd", "3"], fd3: pin + "\n").status == 0)
+        try home.enroll("finger-a", pin: pin)
+        return home
+    }
+
+    static func authenticate(_ home: CLIHome, _ items: [String]) throws -> Child.Result {
+        try home.broker.wire(["pam.authenticate", "pam.user=root"] + items + ["option=timeout=1", "option=pin"])
+    }
+
+    @Test func graphicalHostsAreNotToldToPressCtrlC() throws {
+        let home = try Self.enrolledHome()
+        let terminal = try Self.authenticate(home, [])
+        #expect(terminal.stdout.contains("info: Swipe your finger across the reader, or press Ctrl-C to use your password."),
+                "\(terminal.all)")
+        for items in [["pam.xdisplay=:0"], ["pam.tty=/dev/tty1", "pam.service=gdm-fingerprint"], ["pam.tty=:1"]] {
+            let graphical = try Self.authenticate(home, items)
+            #expect(graphical.stdout.contains("info: Swipe your finger across the reader, or use your password."),
+                    "\(items): \(graphical.all)")
+            #expect(!graphical.stdout.contains("Ctrl-C"), "\(items): \(graphical.all)")
+        }
+    }
+
+    @Test func nobodyToAnswerMeansNoScanAndNoPIN() throws {
+        let home = try Self.enrolledHome()
+        // No tty, no display, and the caller (a process session of its own) is in no login session.
+        let unattended = try Self.authenticate(home, ["pam.tty=", "pam.service=smtp"])
+        #expect(unattended.stdout.contains("result: unavailable"), "\(unattended.all)")
+        #expect(!unattended.stdout.contains("info:") && !unattended.stdout.contains("ask:"), "\(unattended.all)")
+        // The administrator can name a service either way.
+        let config = "interactive_services=vpn\nunattended_services=sshd-batch\n"
+        writeFile(home.broker.config, Array(config.utf8), mode: 0o644)
+        let named = try Self.authenticate(home, ["pam.tty=", "pam.service=vpn"])
+        #expect(named.stdout.contains("info: Swipe your finger"), "\(named.all)")
+        let never = try Self.authenticate(home, ["pam.service=sshd-batch"])
+        #expect(never.stdout.contains("result: unavailable") && !never.stdout.contains("info:"), "\(never.all)")
+    }
+}
+
+/// The reader serves one request at a time; the next one waits, and is told why.
+@Suite struct BrokerReaderTurnTests {
+    @Test func aSecondRequestWaitsForTheReaderAndIsToldWhy() throws {
+        let home = try BrokerPromptTests.enrolledHome()
+        let sensor = try #require(home.sensor)
+        let wire = Paths.buildDirectory + "/wire-client"
+        let first = try Child(wire, [home.broker.socketPath, "pam.authenticate", "pam.user=root", "option=timeout=20"])
+        // The first request holds the reader once it prompts.
+        while let line = first.readLine(), !line.hasPrefix("info: Swipe") {}
+        let second = try Child(wire, [home.broker.socketPath, "pam.authenticate", "pam.user=root", "option=timeout=20"])
+        // The second is told that it waits before it may prompt.
+        var told = false
+        while let line = second.readLine() {
+            if line == "info: The fingerprint reader is busy with another request. Waiting for it." { told = true; break }
+            if line.hasPrefix("info: Swipe") || line.hasPrefix("result:") { break }
+        }
+        #expect(told)
+        try VirtualSensor.send("SCAN finger-a", to: sensor)
+        let firstResult = first.finish(limit: 30)
+        #expect(firstResult.stdout.contains("result: success"), "\(firstResult.all)")
+        // Now the second has the reader: it prompts, and a finger answers it too.
+        while let line = second.readLine(), !line.hasPrefix("info: Swipe") {}
+        try VirtualSensor.send("SCAN finger-a", to: sensor)
+        let secondResult = second.finish(limit: 30)
+        #expect(secondResult.stdout.contains("result: success"), "\(secondResult.all)")
+    }
+}

@@ -1,0 +1,17 @@
+import Foundation
+import Testing
+@testable import TestSupport
+
+/// The suite's own preconditions, so that a runner that breaks them gets one clear failure
+/// instead of many puzzling ones.
+@Suite struct RunnerTests {
+    /// The session tests make the sessions they test. Inside the runner's own login session
+    /// (an ssh login, a desktop terminal) every child would be a guest in it, and the broker
+    /// rightly refuses the test users' grants there. `make check` runs the suite through
+    /// `scripts/outside-login-session`; run `swift test` through it too.
+    @Test func theSuiteRunsOutsideAnyLoginSession() throws {
+        let session = try String(contentsOfFile: "/proc/self/sessionid", encoding: .utf8)
+        #expect(session == "4294967295",
+                "the tests run in audit session \(session); run them through scripts/outside-login-session")
+    }
+}
