@@ -65,6 +65,51 @@ static inline void fs_wipe(void *bytes, size_t count) {
 static inline int fs_pidfd_send_signal(int pidfd, int sig) {
     return (int)syscall(424 /* SYS_pidfd_send_signal */, pidfd, sig, (void *)0, 0);
 }
+/* PIDFD_GET_INFO (Linux 6.13): a process's credentials read through its pidfd, so from that
+ * very process, without a /proc file to open and parse. The first published layout (64
+ * bytes), which every kernel that has the call accepts; Debian 12's headers lack it. */
+#include <stdint.h>
+#include <sys/ioctl.h>
+struct fs_pidfd_info {
+    uint64_t mask;
+    uint64_t cgroupid;
+    uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+    int32_t exit_code;
+};
+/* The real uid of the process `pidfd` refers to; -1 with errno set (ENOTTY, EINVAL: a kernel
+ * without the call; ESRCH: the process is gone). */
+static inline int fs_pidfd_real_uid(int pidfd, unsigned int *uid) {
+    struct fs_pidfd_info info;
+    memset(&info, 0, sizeof info);
+    if (ioctl(pidfd, _IOWR(0xFF, 11, struct fs_pidfd_info), &info) != 0) return -1;
+    /* PIDFD_INFO_CREDS: the kernel says the credentials are filled in. */
+    if ((info.mask & 2) == 0) { errno = ENOTTY; return -1; }
+    *uid = info.ruid;
+    return 0;
+}
+/* A parked thread gives the kernel back the pages of its stack below its current frame, as
+ * glibc does for a thread that ends (they read as zeros when touched again): nothing of the
+ * deeper frames of the work it did stays in memory while it waits for more. The 16 KiB
+ * nearest the frame stay (this call's own frames; glibc keeps PTHREAD_STACK_MIN too). */
+#include <pthread.h>
+#include <sys/mman.h>
+extern int pthread_getattr_np(pthread_t thread, pthread_attr_t *attributes);
+static inline void fs_release_stack_below(void) {
+    pthread_attr_t attributes;
+    void *base = 0;
+    size_t size = 0;
+    if (pthread_getattr_np(pthread_self(), &attributes) != 0) return;
+    int rc = pthread_attr_getstack(&attributes, &base, &size);
+    pthread_attr_destroy(&attributes);
+    if (rc != 0) return;
+    char here = 0;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t low = ((uintptr_t)base + page - 1) & ~(page - 1);
+    uintptr_t current = (uintptr_t)(volatile char *)&here;
+    if (current < low + 16384 + page) return;
+    uintptr_t high = (current - 16384) & ~(page - 1);
+    madvise((void *)low, high - low, MADV_DONTNEED);
+}
 /* accept4 is declared only under _GNU_SOURCE. */
 extern int accept4(int fd, struct sockaddr *address, socklen_t *length, int flags);
 /* struct ucred is declared only under _GNU_SOURCE. */

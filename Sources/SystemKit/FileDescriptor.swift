@@ -26,7 +26,9 @@ public final class FileDescriptor {
     /// Reads to end of file, refusing to read more than `limit` bytes.
     public func readAll(limit: Int, subject: String) throws -> [UInt8] {
         var result: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16384)
+        // No bigger than a read over the limit needs: a /proc value of a few bytes costs no
+        // 16 KiB buffer to clear.
+        var chunk = [UInt8](repeating: 0, count: min(16384, max(limit, 0) + 1))
         while true {
             let count = try chunk.withUnsafeMutableBytes { buffer in
                 try syscall("read", subject) { read(rawValue, buffer.baseAddress, buffer.count) }

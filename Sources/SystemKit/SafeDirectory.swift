@@ -103,8 +103,22 @@ public final class SafeDirectory {
     public func readKeepingOpen(_ name: String, sizeLimit: Int) throws -> (file: FileDescriptor, bytes: [UInt8], identity: FileIdentity)? {
         guard let file = try openTrusted(name, sizeLimit: sizeLimit) else { return nil }
         let identity = FileIdentity(try file.status())
+        return (file, try readWhole(file, name, sizeLimit: sizeLimit), identity)
+    }
+
+    /// Opens and checks `name` as `openTrusted` does, then reads it whole unless `known`, given
+    /// the open file's status, says the caller holds these contents already (bytes nil then).
+    /// Nil if it does not exist.
+    public func read(_ name: String, sizeLimit: Int, unlessKnown known: (stat) -> Bool) throws -> (bytes: [UInt8]?, status: stat)? {
+        guard let file = try openTrusted(name, sizeLimit: sizeLimit) else { return nil }
+        let info = try file.status()
+        if known(info) { return (nil, info) }
+        return (try readWhole(file, name, sizeLimit: sizeLimit), info)
+    }
+
+    private func readWhole(_ file: FileDescriptor, _ name: String, sizeLimit: Int) throws -> [UInt8] {
         do {
-            return (file, try file.readAll(limit: sizeLimit, subject: full(name)), identity)
+            return try file.readAll(limit: sizeLimit, subject: full(name))
         } catch let error as SystemError where error.code == EFBIG {
             throw UnsafeFileError(path: full(name), reason: .tooLarge(size: sizeLimit + 1, limit: sizeLimit))
         }

@@ -53,6 +53,9 @@ public final class ThreadCondition: @unchecked Sendable {
 
     /// Inside `locked`: wakes every waiter.
     public func broadcast() { pthread_cond_broadcast(&changed) }
+
+    /// Inside `locked`: wakes one waiter.
+    public func signal() { pthread_cond_signal(&changed) }
 }
 
 /// At most `count` at once of something costly (Argon2id's memory): the rest wait their

@@ -36,6 +36,42 @@ import Testing
         }
     }
 
+    /// The broker's parsed configuration is reused only while the file is the same one,
+    /// unchanged: an edit in place, a replacement, or a mode that makes it unsafe applies to
+    /// the very next request. Kept at once here (no settle time) to show every change is seen.
+    @Test func aKeptConfigurationNeverOutlivesAnEdit() throws {
+        let temp = try TempDirectory()
+        let path = temp.file("fingerseal.conf")
+        let cache = SystemConfigCache(settleTime: 0)
+        writeFile(path, Array("timeout=20\n".utf8), mode: 0o644)
+        #expect(try Options.loadSystem(path: path, cache: cache).0.timeout == 20)
+        #expect(try Options.loadSystem(path: path, cache: cache).0.timeout == 20, "unchanged: the same")
+        writeFile(path, Array("timeout=30\nmax_fails=9\n".utf8), mode: 0o644)
+        let edited = try Options.loadSystem(path: path, cache: cache).0
+        #expect(edited.timeout == 30 && edited.maxFails == 9, "edited in place")
+        // An editor's save: a new file renamed over the old one, of the very same size.
+        writeFile(temp.file("new.conf"), Array("timeout=40\nmax_fails=8\n".utf8), mode: 0o644)
+        #expect(rename(temp.file("new.conf"), path) == 0)
+        #expect(try Options.loadSystem(path: path, cache: cache).0.timeout == 40, "replaced")
+        chmod(path, 0o666)
+        #expect(throws: FingersealError.self, "checked every time") { try Options.loadSystem(path: path, cache: cache) }
+        chmod(path, 0o644)
+        #expect(unlink(path) == 0)
+        #expect(try Options.loadSystem(path: path, cache: cache).0 == Options(), "removed: defaults")
+    }
+
+    /// A file changed just now is not kept: a second edit within the file system's timestamp
+    /// granularity could leave the same size and times, and must still be read.
+    @Test func aFreshlyChangedConfigurationIsReadAgain() throws {
+        let temp = try TempDirectory()
+        let path = temp.file("fingerseal.conf")
+        let cache = SystemConfigCache()
+        writeFile(path, Array("timeout=20\n".utf8), mode: 0o644)
+        #expect(try Options.loadSystem(path: path, cache: cache).0.timeout == 20)
+        writeFile(path, Array("timeout=25\n".utf8), mode: 0o644)
+        #expect(try Options.loadSystem(path: path, cache: cache).0.timeout == 25, "same size, maybe the same times")
+    }
+
     func secretFile(_ temp: TempDirectory, _ content: String, mode: mode_t = 0o600) -> String {
         let path = temp.file("client-secret")
         writeFile(path, Array(content.utf8), mode: mode)

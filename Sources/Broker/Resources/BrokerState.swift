@@ -24,6 +24,8 @@ final class BrokerState: @unchecked Sendable {
     /// Attempts per account written one by one, the rest counted (the audit trail's flood
     /// guard; reached through every store made here).
     let attemptLimiter = AttemptLimiter()
+    /// The configuration file as last parsed, while it stays the same file.
+    let configuration = SystemConfigCache()
 
     init(settings: BrokerSettings) throws {
         self.settings = settings
@@ -76,8 +78,9 @@ final class BrokerState: @unchecked Sendable {
         for count in ended { AuditTrail(store: store(for: count.account, tpm: tpm)).record(count.tally) }
     }
 
-    /// The system configuration, read for each request so an edit applies at once.
+    /// The system configuration, opened and checked for each request so an edit applies at
+    /// once; parsed again only when the file is another one or changed (`SystemConfigCache`).
     func systemOptions() throws -> (Options, [String]) {
-        try Options.loadSystem(path: settings.configPath)
+        try Options.loadSystem(path: settings.configPath, cache: configuration)
     }
 }

@@ -49,7 +49,7 @@ public struct BrokerSettings: Sendable {
 }
 
 
-/// The accept loop: one thread per connection, bounded in number overall and per principal
+/// The accept loop: one thread per connection (`ConnectionThreads`), bounded in number overall and per principal
 /// (a user, with the setuid hosts they start; or the system's own hosts), with room kept for
 /// the system's hosts, so a hostile or stuck client never stops the broker from serving
 /// everyone else, and no user's connections keep a login screen from being answered.
@@ -71,6 +71,8 @@ public final class Server: @unchecked Sendable {
     private var perPrincipal: [Principal: Int] = [:]
     private var lastActivity = monotonicSeconds()
     private var lastSweep = monotonicSeconds()
+    /// What connections are served on: threads kept parked between connections.
+    private let threads = ConnectionThreads()
 
     public init(listener: Listener, settings: BrokerSettings) throws {
         self.listener = listener
@@ -81,6 +83,7 @@ public final class Server: @unchecked Sendable {
     /// (a signalfd for SIGTERM and SIGINT) is readable.
     public func run(stopFD: Int32? = nil) {
         ServiceManager.notify("READY=1\nSTATUS=Waiting for requests.")
+        defer { threads.stop() }
         while true {
             var fds = [pollEntry(listener.fd)]
             if let stopFD { fds.append(pollEntry(stopFD)) }
@@ -147,7 +150,7 @@ public final class Server: @unchecked Sendable {
                     lastActivity = monotonicSeconds()
                 }
             }
-            let started = startThread { [self] in
+            let started = threads.run { [self] in
                 serve(connection, caller)
                 done()
             }
