@@ -61,8 +61,11 @@ let package = Package(
         .target(name: "CurlKit", dependencies: ["CCurl", "SodiumKit"]),
         .target(name: "TPMKit", dependencies: ["CTSS2"]),
         .target(name: "QRKit", dependencies: ["CQRencode"]),
-        // OIDC ID tokens and key sets (JWS, JWK) over OpenSSL's libcrypto: signatures only.
-        .target(name: "JOSEKit", dependencies: ["CCrypto"]),
+        // OIDC ID tokens and key sets (JWS, JWK) over OpenSSL's libcrypto: signatures only. Its
+        // refusals (JOSEError) are a target of their own, stdlib only, which the core carries
+        // inside TokenFailure without linking libcrypto; JOSEKit re-exports them.
+        .target(name: "JOSEErrors", swiftSettings: leanSwift),
+        .target(name: "JOSEKit", dependencies: ["CCrypto", "JOSEErrors"]),
         // The browser sign-in's loopback redirect receiver (one request, then it stops).
         .target(name: "LoopbackKit", dependencies: ["CMicroHTTPD", "CLinux", "SodiumKit", "SystemKit"]),
 
@@ -79,7 +82,7 @@ let package = Package(
         .target(name: "OptionMessages", dependencies: ["FingersealWire", "Localization"], swiftSettings: leanSwift),
 
         // Pure-Swift core: vault, keyslots, config, lockout.
-        .target(name: "FingersealCore", dependencies: ["FingersealWire", "Localization", "SystemKit", "SodiumKit",
+        .target(name: "FingersealCore", dependencies: ["FingersealWire", "JOSEErrors", "Localization", "SystemKit", "SodiumKit",
                                                        "TPMKit"]),
 
         // Fingerprint flows (verify, enroll, forget) over the core and the reader layer; its
@@ -87,8 +90,9 @@ let package = Package(
         .target(name: "FingerprintFlows", dependencies: ["FingersealCore", "FprintKit", "FprintdKit", "SodiumKit", "SystemKit"]),
 
         // The identity provider over HTTP (discovery, token requests): its own target, so
-        // that what does not talk to the IdP never loads libcurl.
-        .target(name: "IdentityClient", dependencies: ["FingersealCore", "CurlKit", "JOSEKit", "Localization", "SodiumKit"]),
+        // that what does not talk to the IdP never loads libcurl. Typed errors (TokenFailure's
+        // reasons), no sentences: the core's table words them.
+        .target(name: "IdentityClient", dependencies: ["FingersealCore", "CurlKit", "JOSEKit", "SodiumKit"]),
 
         // The broker: the socket server, the caller's identity, the authorization table, and
         // every flow (design §2, §5).

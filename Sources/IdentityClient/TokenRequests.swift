@@ -3,7 +3,6 @@ import FingersealCore
 import FoundationEssentials
 import JOSEKit
 import SodiumKit
-import Localization
 
 /// A device authorization (RFC 8628) in progress.
 public struct DeviceAuthorization {
@@ -47,7 +46,7 @@ public struct OAuthClient: TokenClient {
     /// again here: the vault's MAC covers them, but a vault from an older version may lack them).
     public init(provider: ProviderRecord, clientSecret: SecureBytes?, http: HTTPClient) throws(TokenFailure) {
         guard let tokenEndpoint = provider.tokenEndpoint else {
-            throw .badConfiguration(tr("the sign-in has no token endpoint; sign in again"))
+            throw .badConfiguration(.noTokenEndpoint)
         }
         try Discovery.requireSecure(tokenEndpoint)
         for url in [provider.revocationEndpoint, provider.jwksURI, provider.userinfoEndpoint].compactMap({ $0 }) {
@@ -84,13 +83,13 @@ public struct OAuthClient: TokenClient {
 
     public func startDeviceAuthorization(scope: String) throws(TokenFailure) -> DeviceAuthorization {
         guard let endpoint = metadata.deviceAuthorizationEndpoint else {
-            throw .badConfiguration(tr("the provider offers no device authorization"))
+            throw .badConfiguration(.noDeviceAuthorization)
         }
         // post() adds client_id (public client) or the credentials: each parameter once.
         var form = SecureForm()
         form.add("scope", scope)
         let body = try post(.deviceAuthorization, endpoint, form)
-        let malformed = TokenFailure.malformed(tr("the device authorization answer is not valid"))
+        let malformed = TokenFailure.malformed(.deviceAuthorizationAnswer)
         let authorization = try JSONMembers.reading(body, malformed: malformed) { answer throws(TokenFailure) -> DeviceAuthorization in
             let deviceCode: SecureBytes?, userCode: String?, uri: String?, url: String?, complete: String?
             let expiresIn: Int?, interval: Int?
@@ -185,19 +184,19 @@ enum TokenRequests {
             _ = secret.withUnsafeBytes { FormEncoding.percentEncode($0, into: pair) }
             return try SecureRequest.header("Authorization", "Basic ", try pair.base64(urlSafe: false))
         } catch {
-            throw .badConfiguration(tr("no secure memory for the client's credentials"))
+            throw .badConfiguration(.noSecureMemoryForCredentials)
         }
     }
 
     static func failure(for error: Error) -> TokenFailure {
         switch error as? HTTPError {
-        case .responseTooLarge?: return .malformed(tr("the answer is larger than %1$s bytes", OAuthClient.maxResponse))
-        case let .tls(detail)?: return .unreachable(tr("TLS: %1$s", detail))
-        case .timedOut?: return .unreachable(tr("timed out"))
-        case .couldNotConnect?: return .unreachable(tr("could not connect"))
-        case let .invalidRequest(detail)?: return .badConfiguration(detail)
-        case let .other(_, message)?: return .unreachable(message)
-        case nil: return .unreachable("\(error)")
+        case .responseTooLarge?: return .malformed(.answerTooLarge(limit: OAuthClient.maxResponse))
+        case let .tls(detail)?: return .unreachable(.tls(detail))
+        case .timedOut?: return .unreachable(.timedOut)
+        case .couldNotConnect?: return .unreachable(.couldNotConnect)
+        case let .invalidRequest(detail)?: return .badConfiguration(.invalidRequest(detail))
+        case let .other(_, message)?: return .unreachable(.transport(message))
+        case nil: return .unreachable(.transport("\(error)"))
         }
     }
 
@@ -219,7 +218,7 @@ enum TokenRequests {
     static func failure(_ kind: Kind, status: Int, body: UnsafeRawBufferPointer, authenticated: Bool) -> TokenFailure {
         // Overloaded, rate-limited or timed out at the provider: temporary, whatever was asked
         // (the offline policy treats it as unreachable).
-        if status >= 500 || status == 429 || status == 408 { return .unreachable(tr("the provider answered %1$s", status)) }
+        if status >= 500 || status == 429 || status == 408 { return .unreachable(.answered(status: status, by: .provider)) }
         let code = errorCode(body)
         let refusal = (400..<500).contains(status)
         switch kind {
@@ -275,7 +274,7 @@ enum TokenRequests {
 
     static func parseTokens(_ body: [UInt8]) throws(TokenFailure) -> TokenSet {
         let copy: SecureBytes
-        do { copy = try SecureBytes(copying: body) } catch { throw .malformed(tr("no secure memory for the tokens")) }
+        do { copy = try SecureBytes(copying: body) } catch { throw .malformed(.noSecureMemoryForTokens) }
         return try parseTokens(copy)
     }
 
@@ -284,7 +283,7 @@ enum TokenRequests {
     /// because real providers send them: `expires_in` as a string of digits, `token_type` in
     /// any case, and unknown fields.
     static func parseTokens(_ body: SecureBytes) throws(TokenFailure) -> TokenSet {
-        let notJSON = TokenFailure.malformed(tr("the token answer is not valid JSON with an access token"))
+        let notJSON = TokenFailure.malformed(.tokenAnswer)
         return try JSONMembers.reading(body, malformed: notJSON) { answer throws(TokenFailure) -> TokenSet in
             let access: SecureBytes?, refresh: SecureBytes?, tokenType: String?, lifetime: Int?, scope: String?, idToken: String?
             do throws(JSONMembers.Malformed) {
@@ -299,15 +298,15 @@ enum TokenRequests {
             }
             guard let access, let tokenType else { throw notJSON }
             guard access.withUnsafeBytes({ AccessToken.isValidToken($0) }), tokenType.lowercased() == "bearer" else {
-                throw .malformed(tr("the token answer has no bearer access token"))
+                throw .malformed(.noBearerAccessToken)
             }
             if let refresh, !refresh.withUnsafeBytes({ AccessToken.isValidToken($0) }) {
-                throw .malformed(tr("the refresh token in the answer is not valid"))
+                throw .malformed(.refreshTokenInAnswer)
             }
             if let idToken, !isCompactJWS(idToken) {
-                throw .malformed(tr("the ID token in the answer is not valid"))
+                throw .malformed(.idTokenInAnswer)
             }
-            if let lifetime, lifetime < 0 { throw .malformed(tr("the token answer has a negative lifetime")) }
+            if let lifetime, lifetime < 0 { throw .malformed(.negativeLifetime) }
             return TokenSet(accessToken: access, refreshToken: refresh, expiresIn: lifetime, scope: scope, idToken: idToken)
         }
     }

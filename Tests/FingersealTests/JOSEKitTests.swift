@@ -292,7 +292,7 @@ private func claims(iss: String = issuer, aud: String = #""fingerseal-test""#, e
         #expect(try TokenRequests.parseTokens(Array(#"{"access_token":"at","token_type":"Bearer"}"#.utf8)).idToken == nil)
         for bad in ["a b.c.d", "", #"a.b.c\n"#, #"a.b\u0000"#, String(repeating: "a", count: 16 * 1024 + 1)] {
             let body = #"{"access_token":"at","token_type":"Bearer","id_token":"\#(bad)"}"#
-            #expect(throws: TokenFailure.malformed("the ID token in the answer is not valid")) {
+            #expect(throws: TokenFailure.malformed(.idTokenInAnswer)) {
                 _ = try TokenRequests.parseTokens(Array(body.utf8))
             }
         }
@@ -421,20 +421,20 @@ final class ManualClock: FingersealCore.Clock, @unchecked Sendable {
                                                http: HTTPClient(), cache: cache, now: now)
         }
         #expect(try check(tokens(idToken), metadata)?.nonce == "n-0S6_WzA2Mj")
-        #expect(throws: TokenFailure.identityRejected("the ID token was refused: the nonce does not match this sign-in")) {
+        #expect(throws: TokenFailure.identityRejected(.idToken(.claim(.nonceMismatch)))) {
             _ = try check(tokens(idToken), metadata, nonce: "other")
         }
-        #expect(throws: TokenFailure.identityRejected("the ID token's signature does not verify")) {
+        #expect(throws: TokenFailure.identityRejected(.idToken(.badSignature))) {
             _ = try check(tokens(flippingSignatureBit(idToken)), metadata)
         }
-        #expect(throws: TokenFailure.identityRejected("the ID token is signed with a key the provider does not publish")) {
+        #expect(throws: TokenFailure.identityRejected(.idToken(.unknownKey("gone")))) {
             _ = try check(tokens(try signer.sign(.ed, header: #"{"alg":"EdDSA","kid":"gone"}"#, claims: claims())), metadata)
         }
         // No ID token: userinfo, with the access token as the Bearer credential.
         #expect(try check(tokens(nil), metadata)?.preferredUsername == "alice")
         #expect(throws: TokenFailure.rejected(status: 401, code: nil)) { _ = try check(tokens(nil, access: "wrong"), metadata) }
         let jwtUserinfo = ProviderMetadata(issuer: issuer, tokenEndpoint: "", userinfoEndpoint: server.url("/userinfo-jwt"))
-        #expect(throws: TokenFailure.identityRejected("signed userinfo answers are not supported")) {
+        #expect(throws: TokenFailure.identityRejected(.signedUserinfo)) {
             _ = try check(tokens(nil), jwtUserinfo)
         }
         // An ID token but no jwks_uri: userinfo too. Neither: nothing to check with.
