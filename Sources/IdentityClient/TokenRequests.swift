@@ -135,13 +135,13 @@ public struct OAuthClient: TokenClient {
         return true
     }
 
-    func tokenRequest(_ kind: TokenRequests.Kind, _ form: SecureForm) throws(TokenFailure) -> TokenSet {
+    func tokenRequest(_ kind: TokenRequests.OAuthRequest, _ form: SecureForm) throws(TokenFailure) -> TokenSet {
         try TokenRequests.parseTokens(try post(kind, metadata.tokenEndpoint, form))
     }
 
     /// The request `post` sends: `form` plus the client's authentication (the only place that
     /// adds it: `client_id` for a public client, HTTP Basic for a confidential one).
-    func request(_ kind: TokenRequests.Kind, _ url: String, _ fields: SecureForm) throws(TokenFailure) -> SecureRequest {
+    func request(_ kind: TokenRequests.OAuthRequest, _ url: String, _ fields: SecureForm) throws(TokenFailure) -> SecureRequest {
         var form = fields
         var secretHeaders: [SecureBytes] = []
         if let clientSecret { secretHeaders.append(try TokenRequests.basicAuthorization(clientID, clientSecret)) }
@@ -157,7 +157,7 @@ public struct OAuthClient: TokenClient {
 
     /// POSTs a form with the client's authentication; returns the body of a success (secure
     /// memory), or throws what `TokenRequests.failure` makes of the answer.
-    func post(_ kind: TokenRequests.Kind, _ url: String, _ fields: SecureForm) throws(TokenFailure) -> SecureBytes {
+    func post(_ kind: TokenRequests.OAuthRequest, _ url: String, _ fields: SecureForm) throws(TokenFailure) -> SecureBytes {
         let request = try request(kind, url, fields)
         let response: SecureResponse
         do {
@@ -201,13 +201,13 @@ enum TokenRequests {
     }
 
     /// The requests fingerseal makes; an error answer means something different for each.
-    enum Kind: Equatable, Sendable, CaseIterable {
+    enum OAuthRequest: Equatable, Sendable, CaseIterable {
         case refresh, passwordGrant, deviceAuthorization, devicePoll, codeExchange, revocation
         /// OIDC userinfo with a fresh access token: a refusal is the provider's, not the chain's.
         case userInfo
     }
 
-    static func failure(_ kind: Kind, status: Int, body: [UInt8], authenticated: Bool) -> TokenFailure {
+    static func failure(_ kind: OAuthRequest, status: Int, body: [UInt8], authenticated: Bool) -> TokenFailure {
         body.withUnsafeBytes { failure(kind, status: status, body: $0, authenticated: authenticated) }
     }
 
@@ -215,7 +215,7 @@ enum TokenRequests {
     /// §5.2, RFC 8628 §3.5, RFC 7009 §2.2.1) for every request, written for providers that
     /// follow the standards and for those that bend them (an empty body, 401 or 403 where the
     /// RFC says 400, codes of their own). `authenticated`: a confidential client sent its secret.
-    static func failure(_ kind: Kind, status: Int, body: UnsafeRawBufferPointer, authenticated: Bool) -> TokenFailure {
+    static func failure(_ kind: OAuthRequest, status: Int, body: UnsafeRawBufferPointer, authenticated: Bool) -> TokenFailure {
         // Overloaded, rate-limited or timed out at the provider: temporary, whatever was asked
         // (the offline policy treats it as unreachable).
         if status >= 500 || status == 429 || status == 408 { return .unreachable(.answered(status: status, by: .provider)) }

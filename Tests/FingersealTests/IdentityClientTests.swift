@@ -44,12 +44,12 @@ import SodiumKit
 
     /// The one table of error answers, request kind by request kind.
     @Test func errorAnswersAreClassified() {
-        typealias Kind = TokenRequests.Kind
-        func classify(_ kind: Kind, _ status: Int, _ body: String, authenticated: Bool = false) -> TokenFailure {
+        typealias OAuthRequest = TokenRequests.OAuthRequest
+        func classify(_ kind: OAuthRequest, _ status: Int, _ body: String, authenticated: Bool = false) -> TokenFailure {
             TokenRequests.failure(kind, status: status, body: Array(body.utf8), authenticated: authenticated)
         }
         // Temporary for every kind: 5xx, 408, 429.
-        for kind: Kind in [.refresh, .passwordGrant, .deviceAuthorization, .devicePoll, .codeExchange, .revocation] {
+        for kind: OAuthRequest in [.refresh, .passwordGrant, .deviceAuthorization, .devicePoll, .codeExchange, .revocation] {
             for status in [500, 503, 408, 429] {
                 #expect(classify(kind, status, #"{"error":"invalid_grant"}"#) == .unreachable(.answered(status: status, by: .provider)))
             }
