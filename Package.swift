@@ -77,12 +77,13 @@ let package = Package(
         // (stdlib and Glibc only: the CLI links it and stays lean).
         .target(name: "Localization", dependencies: ["CLinux"], swiftSettings: leanSwift),
 
-        // The sentences of the wire's option errors (`OptionError.message`), one wording for
-        // both ends: the CLI and the broker link it (lean, like the CLI).
-        .target(name: "OptionMessages", dependencies: ["FingersealWire", "Localization"], swiftSettings: leanSwift),
+        // The sentences both ends say, one wording for both: the wire's option errors
+        // (`OptionError.message`) and the few the CLI and the broker's table share
+        // (`SharedMessages`). The CLI, the core and the broker link it (lean, like the CLI).
+        .target(name: "SharedMessages", dependencies: ["FingersealWire", "Localization"], swiftSettings: leanSwift),
 
         // Pure-Swift core: vault, keyslots, config, lockout.
-        .target(name: "FingersealCore", dependencies: ["FingersealWire", "JOSEErrors", "Localization", "SystemKit", "SodiumKit",
+        .target(name: "FingersealCore", dependencies: ["FingersealWire", "JOSEErrors", "Localization", "SharedMessages", "SystemKit", "SodiumKit",
                                                        "TPMKit"]),
 
         // Fingerprint flows (verify, enroll, forget) over the core and the reader layer; its
@@ -96,14 +97,14 @@ let package = Package(
 
         // The broker: the socket server, the caller's identity, the authorization table, and
         // every flow (design §2, §5).
-        .target(name: "Broker", dependencies: ["FingersealCore", "Localization", "OptionMessages", "FingerprintFlows", "IdentityClient", "JOSEKit", "FprintKit", "FprintdKit", "CurlKit",
+        .target(name: "Broker", dependencies: ["FingersealCore", "Localization", "SharedMessages", "FingerprintFlows", "IdentityClient", "JOSEKit", "FprintKit", "FprintdKit", "CurlKit",
                                                "QRKit", "LoopbackKit", "PAMKit", "SodiumKit", "SystemKit", "SystemdKit", "TPMKit", "CLinux"]),
         .executableTarget(name: "fingersealed", dependencies: ["Broker", "FingersealWire", "SystemKit"]),
 
         // The CLI: a thin client of the broker (design §2). The wire protocol, secure memory for
         // typed secrets and the syscall layer, nothing more: no Foundation, no libfprint, libcurl
         // or core, so that `fingerseal --version` starts in milliseconds.
-        .executableTarget(name: "fingerseal", dependencies: ["FingersealWire", "Localization", "OptionMessages", "SodiumKit", "SystemKit",
+        .executableTarget(name: "fingerseal", dependencies: ["FingersealWire", "Localization", "SharedMessages", "SodiumKit", "SystemKit",
                                                             "CLinux"]),
 
         // Test helper: a process the crash and concurrency tests can SIGKILL and race.
@@ -149,7 +150,7 @@ let package = Package(
             dependencies: [
                 "FingersealCore", "FingerprintFlows", "IdentityClient", "SystemKit", "SodiumKit", "PAMKit", "CPAM",
                 "FprintKit", "CurlKit", "JOSEKit", "TPMKit", "QRKit", "LoopbackKit", "vault-torture", "pam-cycles", "secret-canary", "fingerseal",
-                "fingersealed", "wire-client", "FingersealWire", "FprintdKit", "SystemdKit", "Localization", "OptionMessages", "Broker",
+                "fingersealed", "wire-client", "FingersealWire", "FprintdKit", "SystemdKit", "Localization", "SharedMessages", "Broker",
             ],
             exclude: ["Support/pty_session.py", "Support/system-bus.conf"]
         ),

@@ -1,7 +1,7 @@
 import FingersealWire
 import Glibc
 import Localization
-import OptionMessages
+import SharedMessages
 
 /// A sentence of the command tree (a summary, a discussion, an option's help): marked for the
 /// catalog where it is written, looked up where it is shown. The tree is built once, in no
