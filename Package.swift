@@ -61,8 +61,11 @@ let package = Package(
         .target(name: "CurlKit", dependencies: ["CCurl", "SodiumKit"]),
         .target(name: "TPMKit", dependencies: ["CTSS2"]),
         .target(name: "QRKit", dependencies: ["CQRencode"]),
-        // OIDC ID tokens and key sets (JWS, JWK) over OpenSSL's libcrypto: signatures only.
-        .target(name: "JOSEKit", dependencies: ["CCrypto"]),
+        // OIDC ID tokens and key sets (JWS, JWK) over OpenSSL's libcrypto: signatures only. Its
+        // refusals (JOSEError) are a target of their own, stdlib only, which the core carries
+        // inside TokenFailure without linking libcrypto; JOSEKit re-exports them.
+        .target(name: "JOSEErrors", swiftSettings: leanSwift),
+        .target(name: "JOSEKit", dependencies: ["CCrypto", "JOSEErrors"]),
         // The browser sign-in's loopback redirect receiver (one request, then it stops).
         .target(name: "LoopbackKit", dependencies: ["CMicroHTTPD", "CLinux", "SodiumKit", "SystemKit"]),
 
@@ -74,12 +77,13 @@ let package = Package(
         // (stdlib and Glibc only: the CLI links it and stays lean).
         .target(name: "Localization", dependencies: ["CLinux"], swiftSettings: leanSwift),
 
-        // The sentences of the wire's option errors (`OptionError.message`), one wording for
-        // both ends: the CLI and the broker link it (lean, like the CLI).
-        .target(name: "OptionMessages", dependencies: ["FingersealWire", "Localization"], swiftSettings: leanSwift),
+        // The sentences both ends say, one wording for both: the wire's option errors
+        // (`OptionError.message`) and the few the CLI and the broker's table share
+        // (`SharedMessages`). The CLI, the core and the broker link it (lean, like the CLI).
+        .target(name: "SharedMessages", dependencies: ["FingersealWire", "Localization"], swiftSettings: leanSwift),
 
         // Pure-Swift core: vault, keyslots, config, lockout.
-        .target(name: "FingersealCore", dependencies: ["FingersealWire", "Localization", "SystemKit", "SodiumKit",
+        .target(name: "FingersealCore", dependencies: ["FingersealWire", "JOSEErrors", "Localization", "SharedMessages", "SystemKit", "SodiumKit",
                                                        "TPMKit"]),
 
         // Fingerprint flows (verify, enroll, forget) over the core and the reader layer; its
@@ -87,19 +91,20 @@ let package = Package(
         .target(name: "FingerprintFlows", dependencies: ["FingersealCore", "FprintKit", "FprintdKit", "SodiumKit", "SystemKit"]),
 
         // The identity provider over HTTP (discovery, token requests): its own target, so
-        // that what does not talk to the IdP never loads libcurl.
-        .target(name: "IdentityClient", dependencies: ["FingersealCore", "CurlKit", "JOSEKit", "Localization", "SodiumKit"]),
+        // that what does not talk to the IdP never loads libcurl. Typed errors (TokenFailure's
+        // reasons), no sentences: the core's table words them.
+        .target(name: "IdentityClient", dependencies: ["FingersealCore", "CurlKit", "JOSEKit", "SodiumKit"]),
 
         // The broker: the socket server, the caller's identity, the authorization table, and
         // every flow (design §2, §5).
-        .target(name: "Broker", dependencies: ["FingersealCore", "Localization", "OptionMessages", "FingerprintFlows", "IdentityClient", "JOSEKit", "FprintKit", "FprintdKit", "CurlKit",
+        .target(name: "Broker", dependencies: ["FingersealCore", "Localization", "SharedMessages", "FingerprintFlows", "IdentityClient", "JOSEKit", "FprintKit", "FprintdKit", "CurlKit",
                                                "QRKit", "LoopbackKit", "PAMKit", "SodiumKit", "SystemKit", "SystemdKit", "TPMKit", "CLinux"]),
         .executableTarget(name: "fingersealed", dependencies: ["Broker", "FingersealWire", "SystemKit"]),
 
         // The CLI: a thin client of the broker (design §2). The wire protocol, secure memory for
         // typed secrets and the syscall layer, nothing more: no Foundation, no libfprint, libcurl
         // or core, so that `fingerseal --version` starts in milliseconds.
-        .executableTarget(name: "fingerseal", dependencies: ["FingersealWire", "Localization", "OptionMessages", "SodiumKit", "SystemKit",
+        .executableTarget(name: "fingerseal", dependencies: ["FingersealWire", "Localization", "SharedMessages", "SodiumKit", "SystemKit",
                                                             "CLinux"]),
 
         // Test helper: a process the crash and concurrency tests can SIGKILL and race.
@@ -152,7 +157,7 @@ let package = Package(
         // The wire: typed command options and their sentences.
         .testTarget(
             name: "WireTests",
-            dependencies: ["TestSupport", "FingersealWire", "OptionMessages", "fingerseal", "fingersealed"]
+            dependencies: ["TestSupport", "FingersealWire", "SharedMessages", "fingerseal", "fingersealed"]
         ),
         // The core and the wrappers in this process: vault, tokens, JOSE, libcurl, libfprint,
         // the TPM (the TPM suites share one serialized parent, InProcessTPM, so its broker and

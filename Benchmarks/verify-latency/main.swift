@@ -49,7 +49,7 @@ setenv("FP_DRIVERS_WHITELIST", driver, 1)
 setenv(driver == "virtual_device" ? "FP_VIRTUAL_DEVICE" : "FP_VIRTUAL_IMAGE", socketPath, 1)
 
 do {
-    let reader = try Reader()
+    let reader = try LibfprintDevice()
     var times: [Double] = []
     if driver == "virtual_device" {
         let enroll = try reader.enroll(finger: .rightIndex, username: "bench", description: "bench")

@@ -32,8 +32,8 @@ public struct ScanSettings: Sendable {
 /// The fingerprint flows: verify against the user's prints, enroll, forget.
 public enum Fingerprint {
     /// Opens a reader; a missing one is reported at once.
-    public static func openReader(deviceID: String? = nil) throws -> Reader {
-        do { return try Reader(deviceID: deviceID) } catch { throw translate(error) }
+    public static func openReader(deviceID: String? = nil) throws -> LibfprintDevice {
+        do { return try LibfprintDevice(deviceID: deviceID) } catch { throw translate(error) }
     }
 
     public static func describe(_ hint: RetryHint) -> String {
@@ -82,7 +82,7 @@ public enum Fingerprint {
         case fprintd(FprintdDevice, fingers: [String])
 
         /// The vault's templates this reader can match, or fprintd's set if the PIN confirmed it.
-        init(_ reader: FingerReader, vault: UnlockedVault) throws {
+        init(_ reader: ReaderBackend, vault: UnlockedVault) throws {
             switch reader {
             case let .libfprint(device):
                 let enrolled = try vault.prints()
@@ -105,7 +105,7 @@ public enum Fingerprint {
             }
         }
 
-        func start(_ reader: FingerReader) throws(FprintError) -> any ScanOperation {
+        func start(_ reader: ReaderBackend) throws(FprintError) -> any ScanOperation {
             switch (self, reader) {
             case let (.single(_, print), .libfprint(device)): return try device.verify(print)
             case let (.identify(candidates), .libfprint(device)): return try device.identify(candidates.map(\.print))
@@ -133,7 +133,7 @@ public enum Fingerprint {
     /// `afterMatch`: where the success-side bookkeeping (resetting the failure count) goes;
     /// the broker runs it after answering. Without one it runs before returning. The prints
     /// and the counters come from the request's `session` (read once).
-    public static func verify(session: VaultSession, ledger: LockoutLedger, reader: FingerReader, settings: ScanSettings,
+    public static func verify(session: VaultSession, ledger: LockoutLedger, reader: ReaderBackend, settings: ScanSettings,
                               prompter: ScanPrompter, cancelFDs: [Int32],
                               afterMatch: ((@escaping () -> Void) -> Void)? = nil) throws -> Match {
         guard let status = try session.status() else { throw FingersealError(.noVault, Messages.noVault) }
@@ -188,7 +188,7 @@ public enum Fingerprint {
 
     /// Enrolls `finger` into a vault opened with the PIN: its template sealed in the vault
     /// (libfprint), or enrolled at fprintd, whose new set the PIN then confirms.
-    public static func enroll(vault: UnlockedVault, reader: FingerReader, finger: Finger, settings: ScanSettings,
+    public static func enroll(vault: UnlockedVault, reader: ReaderBackend, finger: Finger, settings: ScanSettings,
                               prompter: ScanPrompter, cancelFDs: [Int32]) throws {
         guard vault.unlockedBy == .pin else { throw FingersealError(.usage, Messages.pinNeeded) }
         let enrolled: [String]
@@ -233,7 +233,7 @@ public enum Fingerprint {
     }
 
     /// Seals a new libfprint template into the vault; never leaves an orphan on a chip.
-    private static func seal(_ print: Print, finger: Finger, into vault: UnlockedVault, from reader: Reader) throws {
+    private static func seal(_ print: Print, finger: Finger, into vault: UnlockedVault, from reader: LibfprintDevice) throws {
         do {
             var bytes = try print.serialize()
             defer { Sodium.wipe(&bytes) }
@@ -251,7 +251,7 @@ public enum Fingerprint {
 
     /// Forgets `fingers` (nil: all), deleting on-device templates first where the reader is
     /// connected. Returns the fingers forgotten.
-    public static func forget(vault: UnlockedVault, fingers: [String]?, openReader: () -> Reader?,
+    public static func forget(vault: UnlockedVault, fingers: [String]?, openReader: () -> LibfprintDevice?,
                               prompter: Prompter) throws -> [String] {
         guard vault.unlockedBy == .pin else { throw FingersealError(.usage, Messages.pinNeeded) }
         let enrolled = try vault.prints()
@@ -286,7 +286,7 @@ public enum Fingerprint {
     /// Those of the vault's `prints` whose template the reader really holds (the same
     /// template, by libfprint's comparison): fingerseal deletes nothing on a chip that it did
     /// not store. A reader that cannot list its storage is trusted to delete by template.
-    static func heldByReader(_ prints: [Print], _ reader: Reader) throws -> [Print] {
+    static func heldByReader(_ prints: [Print], _ reader: LibfprintDevice) throws -> [Print] {
         guard !prints.isEmpty, reader.info.features.contains(.storageList) else { return prints }
         let listing: ReaderOperation
         do { listing = try reader.listStoredPrints() } catch { throw translate(error) }

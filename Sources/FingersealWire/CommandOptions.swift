@@ -82,7 +82,7 @@ extension Option {
 }
 
 /// Why a command's options were refused. Words come from one place that both ends link
-/// (`OptionError.message`, in OptionMessages): this target has no catalog.
+/// (`OptionError.message`, in SharedMessages): this target has no catalog.
 public enum OptionError: Error, Equatable, Sendable {
     /// An option this command does not take (its name, or `--FIELD` from the wire).
     case unknown(String)

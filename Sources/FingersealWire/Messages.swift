@@ -76,12 +76,12 @@ public struct Request: Sendable {
 /// client → broker: an answer to the last `ask`. `skip` is an empty answer (Enter alone,
 /// or a conversation the host ended).
 public struct Answer: Sendable {
-    public enum Kind: String, Sendable { case secret, text, skip }
-    public var kind: Kind
+    public enum Content: String, Sendable { case secret, text, skip }
+    public var kind: Content
     /// Wiped by whoever consumes it.
     public var value: [UInt8]
 
-    public init(_ kind: Kind, _ value: [UInt8] = []) {
+    public init(_ kind: Content, _ value: [UInt8] = []) {
         self.kind = kind
         self.value = value
     }
@@ -91,19 +91,19 @@ public struct Answer: Sendable {
 /// meanwhile, and the broker may withdraw the question (a `result` or another message
 /// follows without waiting for the answer).
 public struct Ask: Equatable, Sendable {
-    public enum Kind: String, Sendable { case secret, visible }
+    public enum Echo: String, Sendable { case secret, visible }
     /// What is asked for, so a client can answer from where its user pointed it (the CLI's
     /// `--pin-fd`, `--password-fd`, `--client-secret-file`) rather than the terminal.
     public enum Purpose: String, Sendable {
         case pin, newPIN = "new-pin", accountPassword = "account-password", idpPassword = "idp-password"
         case clientSecret = "client-secret", confirm, other
     }
-    public var kind: Kind
+    public var kind: Echo
     public var purpose: Purpose
     public var prompt: String
     public var whileScanning: Bool
 
-    public init(_ kind: Kind, _ purpose: Purpose, _ prompt: String, whileScanning: Bool = false) {
+    public init(_ kind: Echo, _ purpose: Purpose, _ prompt: String, whileScanning: Bool = false) {
         self.kind = kind
         self.purpose = purpose
         self.prompt = prompt
@@ -179,7 +179,7 @@ public enum BrokerMessage: Sendable {
 }
 
 /// Packet kinds.
-enum Kind: UInt8 {
+enum PacketKind: UInt8 {
     case request = 1, answer = 2, cancel = 3, data = 4
     case info = 16, error = 17, output = 18, event = 19, ask = 20, result = 21, browse = 22, finding = 23
 }
@@ -206,23 +206,23 @@ extension ClientMessage {
             fields.add("events", request.wantsEvents)
             fields.add("ticket", request.ticket)
             fields.add("language", request.language)
-            return Wire.encode(kind: Kind.request.rawValue, fields)
+            return Wire.encode(kind: PacketKind.request.rawValue, fields)
         case let .answer(answer):
             fields.add("kind", answer.kind.rawValue)
             fields.add("value", answer.value)
-            return Wire.encode(kind: Kind.answer.rawValue, fields)
+            return Wire.encode(kind: PacketKind.answer.rawValue, fields)
         case .cancel:
-            return Wire.encode(kind: Kind.cancel.rawValue, fields)
+            return Wire.encode(kind: PacketKind.cancel.rawValue, fields)
         case let .data(bytes, end):
             fields.add("bytes", bytes)
             fields.add("end", end)
-            return Wire.encode(kind: Kind.data.rawValue, fields)
+            return Wire.encode(kind: PacketKind.data.rawValue, fields)
         }
     }
 
     public static func decode(_ packet: UnsafeRawBufferPointer) throws(WireError) -> ClientMessage {
         let (rawKind, fields) = try Wire.decode(packet)
-        switch Kind(rawValue: rawKind) {
+        switch PacketKind(rawValue: rawKind) {
         case .request?:
             guard let command = Command(rawValue: try fields.required("command")) else { throw .badValue("command") }
             var request = Request(command)
@@ -240,7 +240,7 @@ extension ClientMessage {
             request.language = try fields.string("language")
             return .request(request)
         case .answer?:
-            guard let kind = Answer.Kind(rawValue: try fields.required("kind")) else { throw .badValue("kind") }
+            guard let kind = Answer.Content(rawValue: try fields.required("kind")) else { throw .badValue("kind") }
             return .answer(Answer(kind, try fields.bytes("value") ?? []))
         case .cancel?:
             return .cancel
@@ -255,7 +255,7 @@ extension ClientMessage {
 extension BrokerMessage {
     public func encoded() -> [UInt8] {
         var fields = WireFields()
-        let kind: Kind
+        let kind: PacketKind
         switch self {
         case let .info(text): kind = .info; fields.add("text", text)
         case let .error(text): kind = .error; fields.add("text", text)
@@ -291,13 +291,13 @@ extension BrokerMessage {
 
     public static func decode(_ packet: UnsafeRawBufferPointer) throws(WireError) -> BrokerMessage {
         let (rawKind, fields) = try Wire.decode(packet)
-        switch Kind(rawValue: rawKind) {
+        switch PacketKind(rawValue: rawKind) {
         case .info?: return .info(try fields.required("text"))
         case .error?: return .error(try fields.required("text"))
         case .output?: return .output(try fields.required("text"))
         case .event?: return .event(try fields.required("json"))
         case .ask?:
-            guard let kind = Ask.Kind(rawValue: try fields.required("kind")) else { throw .badValue("kind") }
+            guard let kind = Ask.Echo(rawValue: try fields.required("kind")) else { throw .badValue("kind") }
             // An unknown purpose from a newer broker is still a question a person can answer.
             let purpose = Ask.Purpose(rawValue: try fields.string("purpose") ?? "") ?? .other
             return .ask(Ask(kind, purpose, try fields.required("prompt"), whileScanning: try fields.flag("while-scanning")))

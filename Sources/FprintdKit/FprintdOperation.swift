@@ -9,7 +9,7 @@ import SystemdKit
 /// dispatches on the calling thread. VerifyStop/EnrollStop is always sent once it ends
 /// (fprintd refuses the next start without it), and on cancel and timeout.
 public final class FprintdOperation: @unchecked Sendable {
-    enum Kind {
+    enum Action {
         case verify, enroll
 
         var start: String { self == .verify ? "VerifyStart" : "EnrollStart" }
@@ -21,14 +21,14 @@ public final class FprintdOperation: @unchecked Sendable {
     public static let stopGrace = 2.0
 
     private let device: FprintdDevice
-    private let kind: Kind
+    private let kind: Action
     private let state: SignalState
     private var slots: [BusMatch] = []
     /// Readable once `cancel()` was called (from any thread).
     private let cancelEvent: Int32
     private var result: OperationResult? = nil
 
-    init(device: FprintdDevice, kind: Kind, finger: String, stages: Int) throws(FprintError) {
+    init(device: FprintdDevice, kind: Action, finger: String, stages: Int) throws(FprintError) {
         let fd = eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK))
         guard fd >= 0 else { throw FprintError.system(operation: "eventfd", code: errno) }
         self.device = device
@@ -112,14 +112,14 @@ public final class FprintdOperation: @unchecked Sendable {
 /// What the signal callbacks collect for one operation. Touched only on the thread that
 /// dispatches the bus (the waiter's).
 final class SignalState {
-    let kind: FprintdOperation.Kind
+    let kind: FprintdOperation.Action
     let stages: Int
     private var events: [ReaderEvent] = []
     private(set) var final: OperationResult? = nil
     private var completedStages = 0
     private var fingerNeeded = false
 
-    init(kind: FprintdOperation.Kind, stages: Int) {
+    init(kind: FprintdOperation.Action, stages: Int) {
         self.kind = kind
         self.stages = stages
     }

@@ -2,7 +2,6 @@ import CurlKit
 import FingersealCore
 import FoundationEssentials
 import SodiumKit
-import Localization
 
 /// Proof Key for Code Exchange (RFC 7636), S256 only: the verifier stays on this machine, in
 /// secure memory (with the code it redeems a sign-in); the challenge travels in the
@@ -126,9 +125,9 @@ extension OAuthClient {
     public func authorizationURL(_ request: AuthorizationRequest, scope: String,
                                  redirectURI: String) throws(TokenFailure) -> String {
         guard let endpoint = metadata.authorizationEndpoint else {
-            throw .badConfiguration(tr("the provider offers no authorization endpoint"))
+            throw .badConfiguration(.noAuthorizationEndpoint)
         }
-        guard !endpoint.contains("#") else { throw .badConfiguration(tr("its authorization endpoint has a fragment")) }
+        guard !endpoint.contains("#") else { throw .badConfiguration(.authorizationEndpointHasFragment) }
         return request.url(endpoint: endpoint, clientID: clientID, scope: scope, redirectURI: redirectURI)
     }
 

@@ -1,7 +1,6 @@
 import CurlKit
 import FingersealCore
 import FoundationEssentials
-import Localization
 
 /// The parts of an OIDC discovery document fingerseal uses.
 public struct ProviderMetadata: Codable, Equatable, Sendable {
@@ -51,18 +50,18 @@ public enum Discovery {
             throw TokenRequests.failure(for: error)
         }
         guard response.status == 200 else {
-            throw response.status >= 500 ? .unreachable(tr("discovery answered %1$s", response.status))
-                                         : .badConfiguration(tr("discovery answered %1$s", response.status))
+            throw response.status >= 500 ? .unreachable(.answered(status: response.status, by: .discovery))
+                                         : .badConfiguration(.answered(status: response.status, by: .discovery))
         }
         let metadata: ProviderMetadata
         do {
             metadata = try JSONDecoder().decode(ProviderMetadata.self, from: Data(response.body))
         } catch {
-            throw .malformed(tr("the discovery document is not valid"))
+            throw .malformed(.discoveryDocument)
         }
         let normalized = metadata.issuer.hasSuffix("/") ? String(metadata.issuer.dropLast()) : metadata.issuer
         guard normalized == base else {
-            throw .badConfiguration(tr("the provider says its issuer is %1$s, not %2$s", metadata.issuer, issuer))
+            throw .badConfiguration(.otherIssuer(stated: metadata.issuer, asked: issuer))
         }
         for url in [metadata.tokenEndpoint] + [metadata.authorizationEndpoint, metadata.deviceAuthorizationEndpoint,
                                                 metadata.revocationEndpoint, metadata.jwksURI,
@@ -76,9 +75,9 @@ public enum Discovery {
     /// the rule is `ProviderURL`'s, shared with the configuration file's `issuer=`.
     public static func requireSecure(_ url: String) throws(TokenFailure) {
         if url.hasPrefix("https://") { return }
-        guard url.hasPrefix("http://") else { throw .badConfiguration(tr("%1$s is not an https URL", url)) }
+        guard url.hasPrefix("http://") else { throw .badConfiguration(.notHTTPS(url)) }
         guard ProviderURL.isLoopbackHTTP(url) else {
-            throw .badConfiguration(tr("%1$s must use https (plain http is allowed only on loopback)", url))
+            throw .badConfiguration(.plainHTTP(url))
         }
     }
 }

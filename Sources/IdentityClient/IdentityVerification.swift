@@ -3,13 +3,12 @@ import FingersealCore
 import FoundationEssentials
 import JOSEKit
 import SodiumKit
-import Localization
 
 /// Who signed in, as the provider states it: its ID token, verified against its published
 /// keys, or else its userinfo answer.
 public enum IdentityVerification {
     /// The ID token's claims when the answer has one and the provider publishes a jwks_uri
-    /// (verified: any failure throws `.identityRejected` with a plain reason, never ignored);
+    /// (verified: any failure throws `.identityRejected` with JOSEKit's reason, never ignored);
     /// else the userinfo answer when the provider has an endpoint; else nil: nothing to check with.
     public static func verifiedIdentity(tokens: TokenSet, metadata: ProviderMetadata, clientID: String, nonce: String?,
                                         http: HTTPClient, cache: JWKSCache, now: Int64) throws(TokenFailure) -> IDTokenClaims? {
@@ -18,13 +17,13 @@ public enum IdentityVerification {
             do {
                 keyID = try IDToken.header(idToken).keyID
             } catch {
-                throw .identityRejected(idTokenReason(error))
+                throw .identityRejected(.idToken(error))
             }
             let keys = try cache.keys(for: jwksURI, keyID: keyID, http: http)
             do {
                 return try IDToken.verify(idToken, keys: keys, issuer: metadata.issuer, clientID: clientID, nonce: nonce, now: now)
             } catch {
-                throw .identityRejected(idTokenReason(error))
+                throw .identityRejected(.idToken(error))
             }
         }
         if metadata.userinfoEndpoint != nil {
@@ -42,17 +41,6 @@ public enum IdentityVerification {
         return try verifiedIdentity(tokens: tokens, metadata: metadata, clientID: provider.clientID, nonce: nonce,
                                     http: http, cache: cache, now: now)
     }
-
-    static func idTokenReason(_ error: JOSEError) -> String {
-        switch error {
-        case .unsupportedAlgorithm: "the ID token is signed with an algorithm that is not accepted"
-        case .unknownKey: "the ID token is signed with a key the provider does not publish"
-        case .badSignature: "the ID token's signature does not verify"
-        case let .claim(why): "the ID token was refused: \(Messages.jose(why))"
-        case let .malformed(why): "the ID token is not valid: \(Messages.jose(why))"
-        }
-    }
-
 }
 
 extension OAuthClient {
@@ -60,7 +48,7 @@ extension OAuthClient {
     /// token as a Bearer credential, JSON only. A signed or encrypted (JWT) answer is refused.
     public func userInfo(accessToken: SecureBytes) throws(TokenFailure) -> IDTokenClaims {
         guard let endpoint = metadata.userinfoEndpoint else {
-            throw .badConfiguration(tr("the provider offers no userinfo endpoint"))
+            throw .badConfiguration(.noUserinfoEndpoint)
         }
         try Discovery.requireSecure(endpoint)
         let response: SecureResponse
@@ -77,15 +65,15 @@ extension OAuthClient {
             }
         }
         if let type = response.headers["content-type"]?.lowercased(), type.hasPrefix("application/jwt") {
-            throw .identityRejected(tr("signed userinfo answers are not supported"))
+            throw .identityRejected(.signedUserinfo)
         }
         do {
             // Who signed in, not a credential: read as ordinary memory by JOSEKit.
             return try UserInfo.parse(response.body.copyBytes())
         } catch let .claim(why) {
-            throw .identityRejected(tr("the userinfo answer was refused: %1$s", Messages.jose(why)))
+            throw .identityRejected(.userinfo(why))
         } catch {
-            throw .malformed(tr("the userinfo answer is not valid: %1$s", Messages.jose(error)))
+            throw .malformed(.userinfo(error))
         }
     }
 }

@@ -13,12 +13,12 @@ import SodiumKit
 struct JSONMembers {
     struct Malformed: Error, Equatable {}
 
-    enum Kind: Equatable {
+    enum ValueType: Equatable {
         case string, number, literal, object, array
     }
 
     struct Member {
-        let kind: Kind
+        let kind: ValueType
         /// The value's bytes; for a string, inside the quotes (still escaped).
         let range: Range<Int>
         /// A string with at least one escape.
@@ -35,7 +35,7 @@ struct JSONMembers {
     /// Reads `bytes`, which must outlive this value (it keeps positions in them).
     init(_ bytes: UnsafeRawBufferPointer) throws(Malformed) {
         self.bytes = bytes
-        var reader = Reader(bytes: bytes)
+        var reader = Cursor(bytes: bytes)
         reader.skipWhitespace()
         guard reader.peek() == UInt8(ascii: "{") else { throw Malformed() }
         members = try reader.object(depth: 1, collect: true)
@@ -64,7 +64,7 @@ struct JSONMembers {
         guard member.escaped else { return String(decoding: bytes[member.range], as: UTF8.self) }
         var decoded: [UInt8] = []
         decoded.reserveCapacity(member.range.count)
-        Reader.unescape(bytes[member.range]) { decoded.append($0) }
+        Cursor.unescape(bytes[member.range]) { decoded.append($0) }
         return String(decoding: decoded, as: UTF8.self)
     }
 
@@ -74,7 +74,7 @@ struct JSONMembers {
         // Unescaping never lengthens: the raw length is enough.
         guard let secret = try? SecureBytes(capacity: member.range.count) else { throw Malformed() }
         if member.escaped {
-            Reader.unescape(bytes[member.range]) { secret.append($0) }
+            Cursor.unescape(bytes[member.range]) { secret.append($0) }
         } else {
             _ = secret.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[member.range]))
         }
@@ -110,7 +110,7 @@ struct JSONMembers {
     }
 
     /// The member when it is there with `kind`; nil when absent or null.
-    private func present(_ name: String, _ kind: Kind) throws(Malformed) -> Member? {
+    private func present(_ name: String, _ kind: ValueType) throws(Malformed) -> Member? {
         guard let member = member(name) else { return nil }
         if member.kind == .literal && bytes[member.range].elementsEqual("null".utf8) { return nil }
         guard member.kind == kind else { throw Malformed() }
@@ -119,7 +119,7 @@ struct JSONMembers {
 }
 
 /// The scanner: one pass, positions only; strings are decoded by `unescape` when asked.
-private struct Reader {
+private struct Cursor {
     let bytes: UnsafeRawBufferPointer
     var index = 0
 
@@ -152,7 +152,7 @@ private struct Reader {
             skipWhitespace()
             let (nameRange, nameEscaped) = try string()
             var name: [UInt8] = []
-            if nameEscaped { Reader.unescape(bytes[nameRange]) { name.append($0) } } else { name = Array(bytes[nameRange]) }
+            if nameEscaped { Cursor.unescape(bytes[nameRange]) { name.append($0) } } else { name = Array(bytes[nameRange]) }
             guard names.insert(name).inserted else { throw JSONMembers.Malformed() }
             skipWhitespace()
             try expect(UInt8(ascii: ":"))
@@ -216,7 +216,7 @@ private struct Reader {
 
     /// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
     mutating func number() throws(JSONMembers.Malformed) {
-        func digits(_ reader: inout Reader) -> Int {
+        func digits(_ reader: inout Cursor) -> Int {
             let start = reader.index
             while let byte = reader.peek(), byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") { reader.index += 1 }
             return reader.index - start
@@ -286,7 +286,7 @@ private struct Reader {
     mutating func hex4() throws(JSONMembers.Malformed) -> UInt32 {
         var value: UInt32 = 0
         for _ in 0..<4 {
-            guard let byte = peek(), let digit = Reader.hexValue(byte) else { throw JSONMembers.Malformed() }
+            guard let byte = peek(), let digit = Cursor.hexValue(byte) else { throw JSONMembers.Malformed() }
             value = value << 4 | digit
             index += 1
         }

@@ -3,7 +3,6 @@ import FingersealCore
 import FoundationEssentials
 import JOSEKit
 import Synchronization
-import Localization
 
 /// The providers' key sets, in memory, one per jwks_uri, shared by every request the broker
 /// serves (hence the lock; the fetch itself runs outside it, so one slow provider does not
@@ -71,13 +70,13 @@ public final class JWKSCache: Sendable {
             throw TokenRequests.failure(for: error)
         }
         guard response.status == 200 else {
-            throw response.status >= 500 ? .unreachable(tr("the key set answered %1$s", response.status))
-                                         : .badConfiguration(tr("the key set answered %1$s", response.status))
+            throw response.status >= 500 ? .unreachable(.answered(status: response.status, by: .keySet))
+                                         : .badConfiguration(.answered(status: response.status, by: .keySet))
         }
         do {
             return try JSONWebKeySet(json: response.body)
         } catch {
-            throw .malformed(tr("the provider's key set is not valid: %1$s", Messages.jose(error)))
+            throw .malformed(.keySet(error))
         }
     }
 }

@@ -3,7 +3,6 @@ import FingersealCore
 import FoundationEssentials
 import JOSEKit
 import SodiumKit
-import Localization
 
 /// A device authorization (RFC 8628) in progress.
 public struct DeviceAuthorization {
@@ -47,7 +46,7 @@ public struct OAuthClient: TokenClient {
     /// again here: the vault's MAC covers them, but a vault from an older version may lack them).
     public init(provider: ProviderRecord, clientSecret: SecureBytes?, http: HTTPClient) throws(TokenFailure) {
         guard let tokenEndpoint = provider.tokenEndpoint else {
-            throw .badConfiguration(tr("the sign-in has no token endpoint; sign in again"))
+            throw .badConfiguration(.noTokenEndpoint)
         }
         try Discovery.requireSecure(tokenEndpoint)
         for url in [provider.revocationEndpoint, provider.jwksURI, provider.userinfoEndpoint].compactMap({ $0 }) {
@@ -84,13 +83,13 @@ public struct OAuthClient: TokenClient {
 
     public func startDeviceAuthorization(scope: String) throws(TokenFailure) -> DeviceAuthorization {
         guard let endpoint = metadata.deviceAuthorizationEndpoint else {
-            throw .badConfiguration(tr("the provider offers no device authorization"))
+            throw .badConfiguration(.noDeviceAuthorization)
         }
         // post() adds client_id (public client) or the credentials: each parameter once.
         var form = SecureForm()
         form.add("scope", scope)
         let body = try post(.deviceAuthorization, endpoint, form)
-        let malformed = TokenFailure.malformed(tr("the device authorization answer is not valid"))
+        let malformed = TokenFailure.malformed(.deviceAuthorizationAnswer)
         let authorization = try JSONMembers.reading(body, malformed: malformed) { answer throws(TokenFailure) -> DeviceAuthorization in
             let deviceCode: SecureBytes?, userCode: String?, uri: String?, url: String?, complete: String?
             let expiresIn: Int?, interval: Int?
@@ -136,13 +135,13 @@ public struct OAuthClient: TokenClient {
         return true
     }
 
-    func tokenRequest(_ kind: TokenRequests.Kind, _ form: SecureForm) throws(TokenFailure) -> TokenSet {
+    func tokenRequest(_ kind: TokenRequests.OAuthRequest, _ form: SecureForm) throws(TokenFailure) -> TokenSet {
         try TokenRequests.parseTokens(try post(kind, metadata.tokenEndpoint, form))
     }
 
     /// The request `post` sends: `form` plus the client's authentication (the only place that
     /// adds it: `client_id` for a public client, HTTP Basic for a confidential one).
-    func request(_ kind: TokenRequests.Kind, _ url: String, _ fields: SecureForm) throws(TokenFailure) -> SecureRequest {
+    func request(_ kind: TokenRequests.OAuthRequest, _ url: String, _ fields: SecureForm) throws(TokenFailure) -> SecureRequest {
         var form = fields
         var secretHeaders: [SecureBytes] = []
         if let clientSecret { secretHeaders.append(try TokenRequests.basicAuthorization(clientID, clientSecret)) }
@@ -158,7 +157,7 @@ public struct OAuthClient: TokenClient {
 
     /// POSTs a form with the client's authentication; returns the body of a success (secure
     /// memory), or throws what `TokenRequests.failure` makes of the answer.
-    func post(_ kind: TokenRequests.Kind, _ url: String, _ fields: SecureForm) throws(TokenFailure) -> SecureBytes {
+    func post(_ kind: TokenRequests.OAuthRequest, _ url: String, _ fields: SecureForm) throws(TokenFailure) -> SecureBytes {
         let request = try request(kind, url, fields)
         let response: SecureResponse
         do {
@@ -185,30 +184,30 @@ enum TokenRequests {
             _ = secret.withUnsafeBytes { FormEncoding.percentEncode($0, into: pair) }
             return try SecureRequest.header("Authorization", "Basic ", try pair.base64(urlSafe: false))
         } catch {
-            throw .badConfiguration(tr("no secure memory for the client's credentials"))
+            throw .badConfiguration(.noSecureMemoryForCredentials)
         }
     }
 
     static func failure(for error: Error) -> TokenFailure {
         switch error as? HTTPError {
-        case .responseTooLarge?: return .malformed(tr("the answer is larger than %1$s bytes", OAuthClient.maxResponse))
-        case let .tls(detail)?: return .unreachable(tr("TLS: %1$s", detail))
-        case .timedOut?: return .unreachable(tr("timed out"))
-        case .couldNotConnect?: return .unreachable(tr("could not connect"))
-        case let .invalidRequest(detail)?: return .badConfiguration(detail)
-        case let .other(_, message)?: return .unreachable(message)
-        case nil: return .unreachable("\(error)")
+        case .responseTooLarge?: return .malformed(.answerTooLarge(limit: OAuthClient.maxResponse))
+        case let .tls(detail)?: return .unreachable(.tls(detail))
+        case .timedOut?: return .unreachable(.timedOut)
+        case .couldNotConnect?: return .unreachable(.couldNotConnect)
+        case let .invalidRequest(detail)?: return .badConfiguration(.invalidRequest(detail))
+        case let .other(_, message)?: return .unreachable(.transport(message))
+        case nil: return .unreachable(.transport("\(error)"))
         }
     }
 
     /// The requests fingerseal makes; an error answer means something different for each.
-    enum Kind: Equatable, Sendable, CaseIterable {
+    enum OAuthRequest: Equatable, Sendable, CaseIterable {
         case refresh, passwordGrant, deviceAuthorization, devicePoll, codeExchange, revocation
         /// OIDC userinfo with a fresh access token: a refusal is the provider's, not the chain's.
         case userInfo
     }
 
-    static func failure(_ kind: Kind, status: Int, body: [UInt8], authenticated: Bool) -> TokenFailure {
+    static func failure(_ kind: OAuthRequest, status: Int, body: [UInt8], authenticated: Bool) -> TokenFailure {
         body.withUnsafeBytes { failure(kind, status: status, body: $0, authenticated: authenticated) }
     }
 
@@ -216,10 +215,10 @@ enum TokenRequests {
     /// §5.2, RFC 8628 §3.5, RFC 7009 §2.2.1) for every request, written for providers that
     /// follow the standards and for those that bend them (an empty body, 401 or 403 where the
     /// RFC says 400, codes of their own). `authenticated`: a confidential client sent its secret.
-    static func failure(_ kind: Kind, status: Int, body: UnsafeRawBufferPointer, authenticated: Bool) -> TokenFailure {
+    static func failure(_ kind: OAuthRequest, status: Int, body: UnsafeRawBufferPointer, authenticated: Bool) -> TokenFailure {
         // Overloaded, rate-limited or timed out at the provider: temporary, whatever was asked
         // (the offline policy treats it as unreachable).
-        if status >= 500 || status == 429 || status == 408 { return .unreachable(tr("the provider answered %1$s", status)) }
+        if status >= 500 || status == 429 || status == 408 { return .unreachable(.answered(status: status, by: .provider)) }
         let code = errorCode(body)
         let refusal = (400..<500).contains(status)
         switch kind {
@@ -275,7 +274,7 @@ enum TokenRequests {
 
     static func parseTokens(_ body: [UInt8]) throws(TokenFailure) -> TokenSet {
         let copy: SecureBytes
-        do { copy = try SecureBytes(copying: body) } catch { throw .malformed(tr("no secure memory for the tokens")) }
+        do { copy = try SecureBytes(copying: body) } catch { throw .malformed(.noSecureMemoryForTokens) }
         return try parseTokens(copy)
     }
 
@@ -284,7 +283,7 @@ enum TokenRequests {
     /// because real providers send them: `expires_in` as a string of digits, `token_type` in
     /// any case, and unknown fields.
     static func parseTokens(_ body: SecureBytes) throws(TokenFailure) -> TokenSet {
-        let notJSON = TokenFailure.malformed(tr("the token answer is not valid JSON with an access token"))
+        let notJSON = TokenFailure.malformed(.tokenAnswer)
         return try JSONMembers.reading(body, malformed: notJSON) { answer throws(TokenFailure) -> TokenSet in
             let access: SecureBytes?, refresh: SecureBytes?, tokenType: String?, lifetime: Int?, scope: String?, idToken: String?
             do throws(JSONMembers.Malformed) {
@@ -299,15 +298,15 @@ enum TokenRequests {
             }
             guard let access, let tokenType else { throw notJSON }
             guard access.withUnsafeBytes({ AccessToken.isValidToken($0) }), tokenType.lowercased() == "bearer" else {
-                throw .malformed(tr("the token answer has no bearer access token"))
+                throw .malformed(.noBearerAccessToken)
             }
             if let refresh, !refresh.withUnsafeBytes({ AccessToken.isValidToken($0) }) {
-                throw .malformed(tr("the refresh token in the answer is not valid"))
+                throw .malformed(.refreshTokenInAnswer)
             }
             if let idToken, !isCompactJWS(idToken) {
-                throw .malformed(tr("the ID token in the answer is not valid"))
+                throw .malformed(.idTokenInAnswer)
             }
-            if let lifetime, lifetime < 0 { throw .malformed(tr("the token answer has a negative lifetime")) }
+            if let lifetime, lifetime < 0 { throw .malformed(.negativeLifetime) }
             return TokenSet(accessToken: access, refreshToken: refresh, expiresIn: lifetime, scope: scope, idToken: idToken)
         }
     }

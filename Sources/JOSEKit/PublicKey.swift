@@ -6,14 +6,14 @@ import CCrypto
 /// Sendable: the key is never changed after init, and OpenSSL 3 allows one EVP_PKEY to be used
 /// for verification by several threads at once (the broker serves requests on many).
 final class PublicKey: @unchecked Sendable {
-    enum Kind: Sendable { case rsa, p256, ed25519 }
+    enum KeyType: Sendable { case rsa, p256, ed25519 }
 
-    let kind: Kind
+    let kind: KeyType
     private let key: OpaquePointer
 
     static let rsaBits = 2048...8192
 
-    private init?(_ kind: Kind, _ key: OpaquePointer?) {
+    private init?(_ kind: KeyType, _ key: OpaquePointer?) {
         guard let key else { return nil }
         self.kind = kind
         self.key = key

@@ -122,7 +122,7 @@ struct BrokerExchange {
     /// conversation failed or gave nothing back (a graphical host that ended it: the person
     /// chose the password), which the caller turns into a cancel.
     private func answer(_ ask: Ask) -> [UInt8]? {
-        let kind: Answer.Kind = ask.kind == .secret ? .secret : .text
+        let kind: Answer.Content = ask.kind == .secret ? .secret : .text
         let packet = pam.withAnswer(ask.prompt, echo: ask.kind == .visible) { raw -> [UInt8]? in
             guard raw.count > 0 else { return ClientMessage.answer(Answer(.skip)).encoded() }
             var answer = Answer(kind, Array(raw))

@@ -179,7 +179,7 @@ final class Client {
             failure = error
             return .cancel
         }
-        let kind: Answer.Kind = ask.kind == .secret ? .secret : .text
+        let kind: Answer.Content = ask.kind == .secret ? .secret : .text
         let deadline = monotonicSeconds() + Client.messageLimit
         var side = Side(client: self)
         while true {
@@ -219,7 +219,7 @@ final class Client {
 
     /// A typed or read line: the bytes go from secure memory into the packet, and both
     /// copies on the way are wiped. An empty line is a skip (Enter alone).
-    private func packet(_ line: SecureBytes, _ kind: Answer.Kind) -> Conversation.Response {
+    private func packet(_ line: SecureBytes, _ kind: Answer.Content) -> Conversation.Response {
         guard line.count > 0 else { return packet(Answer(.skip)) }
         let value = line.copyBytes()
         defer { wipeStorage(value) }

@@ -1,7 +1,7 @@
 import FingersealWire
 import Glibc
 import Localization
-import OptionMessages
+import SharedMessages
 
 /// A sentence of the command tree (a summary, a discussion, an option's help): marked for the
 /// catalog where it is written, looked up where it is shown. The tree is built once, in no
@@ -25,7 +25,7 @@ func N_(_ msgid: String) -> HelpText { HelpText(msgid: msgid) }
 /// broker or stays here. An option the broker gets is the wire's (`Option`): its name, its
 /// value and its range are defined there, once, and checked there (`RequestOptions`).
 struct OptionSpec: Sendable {
-    enum Kind: Sendable {
+    enum Shape: Sendable {
         case flag
         case value(placeholder: String)
         /// A whole number in `range` (the wire's), sent in its canonical spelling.
@@ -44,7 +44,7 @@ struct OptionSpec: Sendable {
     enum Route: Sendable { case broker(Option), local }
 
     let name: String
-    let kind: Kind
+    let kind: Shape
     let help: HelpText
     var route: Route = .local
 
@@ -52,7 +52,7 @@ struct OptionSpec: Sendable {
     static func wire(_ option: Option, _ help: HelpText) -> OptionSpec { wire(option, "", help) }
     /// The wire's option, as its value says (`placeholder`: how help shows the value).
     static func wire(_ option: Option, _ placeholder: String, _ help: HelpText) -> OptionSpec {
-        let kind: Kind
+        let kind: Shape
         switch option.value {
         case .flag: kind = .flag
         case .text: kind = .value(placeholder: placeholder)

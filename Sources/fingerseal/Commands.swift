@@ -1,5 +1,5 @@
 import FingersealWire
-import OptionMessages
+import SharedMessages
 
 /// The command tree: names, help, options, and for each command what it asks the broker.
 /// The broker does the work; a command's `shape` only lays out its positionals and what the

@@ -1,7 +1,7 @@
 import FingersealWire
 import Glibc
 import Localization
-import OptionMessages
+import SharedMessages
 import SodiumKit
 
 /// One run of a command: the request for the broker, and what stays on this side of the

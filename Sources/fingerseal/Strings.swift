@@ -1,8 +1,10 @@
 import FingersealWire
 import Localization
+import SharedMessages
 
 /// Every sentence the CLI itself says, in one table: the command line's mistakes, and what
-/// goes wrong on this side of the socket. Everything else a person reads comes from the
+/// goes wrong on this side of the socket (those the broker says too are written once, in
+/// SharedMessages, and forwarded here). Everything else a person reads comes from the
 /// broker. Whole sentences, never glued from fragments (each looked up in the message catalog).
 enum Strings {
     static func version(_ version: String) -> String { "fingerseal \(version)" }
@@ -24,18 +26,18 @@ enum Strings {
     static var commandTooLong: String { tr("The command line is too long to send to the fingerseal service.") }
 
     // Files and descriptors of the person running the command.
-    static func cannotRead(_ path: String) -> String { tr("Cannot read %1$s.", path) }
-    static func cannotWrite(_ path: String, _ why: String) -> String { tr("Cannot write %1$s: %2$s.", path, why) }
-    static func tooLargeToSeal(_ limitMiB: Int) -> String { tr("This is too large to seal; the limit is %1$s MiB.", limitMiB) }
+    static func cannotRead(_ path: String) -> String { SharedMessages.cannotRead(path) }
+    static func cannotWrite(_ path: String, _ why: String) -> String { SharedMessages.cannotWrite(path, why) }
+    static func tooLargeToSeal(_ limitMiB: Int) -> String { SharedMessages.tooLargeToSeal(limitMiB: limitMiB) }
     static func tooLargeToBeSealed(_ path: String) -> String { tr("%1$s is too large to be a sealed file.", path) }
     static func cannotReadClientSecret(_ path: String) -> String { tr("Cannot read the client secret file %1$s.", path) }
     static var standardInput: String { tr("standard input") }
     static var standardOutput: String { tr("standard output") }
 
     // Answering the broker's questions.
-    static var noTerminal: String { tr("No terminal to read from. Use --pin-fd to pass the PIN from a file descriptor.") }
+    static var noTerminal: String { SharedMessages.noTerminal }
     static func answerTooLong(_ maximum: Int) -> String { tr("The answer is too long; at most %1$s characters are accepted.", maximum) }
-    static var cancelled: String { tr("Cancelled.") }
+    static var cancelled: String { SharedMessages.cancelled }
 
     // The broker.
     static var serviceNotRunning: String { tr("The fingerseal service is not running. Start it with: systemctl start fingerseal.socket") }
@@ -50,10 +52,10 @@ enum Strings {
     static var noToken: String { tr("The fingerseal service gave no access token, so there is nothing to print or hand over.") }
 
     // Running a command.
-    static func cannotRun(_ command: String, _ why: String) -> String { tr("Cannot run %1$s: %2$s.", command, why) }
+    static func cannotRun(_ command: String, _ why: String) -> String { SharedMessages.cannotRun(command, why) }
     static var cannotHandOverToken: String { tr("Fingerseal could not hand the access token over to the command.") }
     static func cannotWait(_ command: String) -> String { tr("Fingerseal could not wait for %1$s to end.", command) }
-    static var secureMemory: String { tr("Fingerseal could not allocate protected memory for secrets.") }
+    static var secureMemory: String { SharedMessages.secureMemory }
 
     // doctor: what this side checks (whatever any user can see), each finding one sentence
     // and each fix another. The service's findings come from the service.
@@ -120,7 +122,7 @@ enum Strings {
         tr("The system clock says %1$s, which is earlier than the release of this fingerseal (%2$s).", now, written)
     }
     static var doctorClockAfterRelease: String { tr("The system clock is later than the release of this fingerseal.") }
-    static var doctorFixClock: String { tr("Set the clock, for example with: timedatectl set-ntp true") }
+    static var doctorFixClock: String { SharedMessages.fixClock }
     static func doctorUdevInstalled(_ path: String) -> String { tr("The udev rules are installed at %1$s.", path) }
     static var doctorUdevMissing: String {
         tr("The udev rules 70-fingerseal.rules are not installed, so fingerprint readers are not kept for root and fingerseal-rig.")

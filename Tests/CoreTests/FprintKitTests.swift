@@ -31,7 +31,7 @@ extension InProcessLibfprint {
 
     @Test func virtualDeviceIsEnumerated() throws {
         try withVirtualDriver("virtual_device", variable: "FP_VIRTUAL_DEVICE") {
-            let readers = try Reader.list()
+            let readers = try LibfprintDevice.list()
             #expect(readers.count == 1)
             let reader = try #require(readers.first)
             #expect(reader.driver == "virtual_device")
@@ -40,13 +40,13 @@ extension InProcessLibfprint {
             #expect(reader.features.contains(.verify))
             #expect(!reader.features.contains(.storage))
             // A second listing finds the same reader.
-            #expect(try Reader.list() == readers)
+            #expect(try LibfprintDevice.list() == readers)
         }
     }
 
     @Test func virtualImageIsEnumeratedWithCapture() throws {
         try withVirtualDriver("virtual_image", variable: "FP_VIRTUAL_IMAGE") {
-            let readers = try Reader.list()
+            let readers = try LibfprintDevice.list()
             #expect(readers.count == 1)
             let reader = try #require(readers.first)
             #expect(reader.driver == "virtual_image")
@@ -58,7 +58,7 @@ extension InProcessLibfprint {
 
     @Test func storageDeviceReportsStorageFeatures() throws {
         try withVirtualDriver("virtual_device_storage", variable: "FP_VIRTUAL_DEVICE_STORAGE") {
-            let readers = try Reader.list()
+            let readers = try LibfprintDevice.list()
             let reader = try #require(readers.first)
             #expect(readers.count == 1)
             #expect(reader.driver == "virtual_device_storage")
@@ -70,7 +70,7 @@ extension InProcessLibfprint {
         try withVirtualDriver("virtual_image", variable: "FP_VIRTUAL_DEVICE") {
             // virtual_device has its socket variable but is not whitelisted; virtual_image is
             // whitelisted but has no variable: nothing may appear.
-            let readers = try Reader.list()
+            let readers = try LibfprintDevice.list()
             #expect(readers.isEmpty)
         }
     }

@@ -24,7 +24,7 @@ import SodiumKit
         #expect(metadata.deviceAuthorizationEndpoint != nil && metadata.revocationEndpoint != nil)
         #expect(throws: TokenFailure.self) { _ = try Discovery.discover(issuer: idp.origin + "/other", http: http) }
         // Plain http off loopback is refused before anything is sent.
-        #expect(throws: TokenFailure.badConfiguration("http://idp.example.org/o must use https (plain http is allowed only on loopback)")) {
+        #expect(throws: TokenFailure.badConfiguration(.plainHTTP("http://idp.example.org/o"))) {
             _ = try Discovery.discover(issuer: "http://idp.example.org/o", http: http)
         }
     }

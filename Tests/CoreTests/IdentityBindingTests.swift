@@ -69,7 +69,7 @@ import SodiumKit
         let same = try TokenChain.refresh(created, client: Rotating(), offlineGrace: 60) { _, _, _ throws(TokenFailure) in .unchanged }
         #expect(same.step == .refreshed)
         let unsure = try TokenChain.refresh(created, client: Rotating(), offlineGrace: 60) { _, _, _ throws(TokenFailure) in
-            throw .malformed("no key")
+            throw .malformed(.keySet(.malformed(.notJSONObject(.keySet))))
         }
         #expect(unsure.step == .failed)
         #expect(text(try created.secret(TokenChain.refreshTokenRecord)) == "rt-next", "the rotated token is kept")

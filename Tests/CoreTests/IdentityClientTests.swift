@@ -18,16 +18,41 @@ import SodiumKit
         #expect(throws: TokenFailure.self) { try Discovery.requireSecure(url) }
     }
 
+    /// The wrapper says what failed; the broker's table words it, in the sentences the
+    /// catalogs translate (the words the tests above once compared).
+    @Test func failureReasonsAreWordedInOnePlace() {
+        let worded: [(String, String)] = [
+            (Messages.reason(TokenFailure.Unreachable.answered(status: 503, by: .provider)), "the provider answered 503"),
+            (Messages.reason(TokenFailure.Unreachable.answered(status: 502, by: .discovery)), "discovery answered 502"),
+            (Messages.reason(TokenFailure.ConfigurationProblem.answered(status: 404, by: .keySet)), "the key set answered 404"),
+            (Messages.reason(TokenFailure.Malformation.idTokenInAnswer), "the ID token in the answer is not valid"),
+            (Messages.reason(TokenFailure.Malformation.keySet(.malformed(.tooManyKeys(limit: 32)))),
+             "the provider's key set is not valid: the key set has more than 32 keys"),
+            (Messages.reason(TokenFailure.IdentityRejection.idToken(.claim(.nonceMismatch))),
+             "the ID token was refused: the nonce does not match this sign-in"),
+            (Messages.reason(TokenFailure.IdentityRejection.idToken(.badSignature)), "the ID token's signature does not verify"),
+            (Messages.reason(TokenFailure.IdentityRejection.idToken(.unknownKey("gone"))),
+             "the ID token is signed with a key the provider does not publish"),
+            (Messages.reason(TokenFailure.IdentityRejection.signedUserinfo), "signed userinfo answers are not supported"),
+            (Messages.reason(TokenFailure.ConfigurationProblem.plainHTTP("http://idp.example.org/o")),
+             "http://idp.example.org/o must use https (plain http is allowed only on loopback)"),
+            (Messages.reason(TokenFailure.ConfigurationProblem.noAuthorizationEndpoint), "the provider offers no authorization endpoint"),
+            (Messages.reason(TokenFailure.Unreachable.transport("Could not resolve host")), "Could not resolve host"),
+            (Messages.reason(TokenFailure.chainEnded("invalid_grant")), #"chainEnded("invalid_grant")"#),
+        ]
+        for (words, expected) in worded { #expect(words == expected) }
+    }
+
     /// The one table of error answers, request kind by request kind.
     @Test func errorAnswersAreClassified() {
-        typealias Kind = TokenRequests.Kind
-        func classify(_ kind: Kind, _ status: Int, _ body: String, authenticated: Bool = false) -> TokenFailure {
+        typealias OAuthRequest = TokenRequests.OAuthRequest
+        func classify(_ kind: OAuthRequest, _ status: Int, _ body: String, authenticated: Bool = false) -> TokenFailure {
             TokenRequests.failure(kind, status: status, body: Array(body.utf8), authenticated: authenticated)
         }
         // Temporary for every kind: 5xx, 408, 429.
-        for kind: Kind in [.refresh, .passwordGrant, .deviceAuthorization, .devicePoll, .codeExchange, .revocation] {
+        for kind: OAuthRequest in [.refresh, .passwordGrant, .deviceAuthorization, .devicePoll, .codeExchange, .revocation] {
             for status in [500, 503, 408, 429] {
-                #expect(classify(kind, status, #"{"error":"invalid_grant"}"#) == .unreachable("the provider answered \(status)"))
+                #expect(classify(kind, status, #"{"error":"invalid_grant"}"#) == .unreachable(.answered(status: status, by: .provider)))
             }
         }
         // Refresh: any other 4xx ends the chain, body or no body; only the code or status is kept.

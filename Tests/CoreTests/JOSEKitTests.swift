@@ -13,13 +13,13 @@ import SodiumKit
 /// `openssl dgst -sign` and `openssl pkeyutl -sign -rawin`: an implementation independent of
 /// the one under test.
 final class TokenSigner: @unchecked Sendable {
-    enum Kind: String, CaseIterable { case rsa, ec, ed }
+    enum KeyType: String, CaseIterable { case rsa, ec, ed }
 
     static let shared = Result { try TokenSigner() }
 
     private let directory: TempDirectory
     /// Each key's public JWK members, without braces (so a test can add kid, alg, use).
-    private let members: [Kind: String]
+    private let members: [KeyType: String]
 
     private static let exporter = #"""
 import base64, json, sys
@@ -38,7 +38,7 @@ for name, members in out.items(): print(name, json.dumps(members)[1:-1])
 
     private init() throws {
         directory = try TempDirectory()
-        let generate: [(Kind, [String])] = [(.rsa, ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]),
+        let generate: [(KeyType, [String])] = [(.rsa, ["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]),
                                             (.ec, ["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"]),
                                             (.ed, ["-algorithm", "ed25519"])]
         for (kind, options) in generate {
@@ -47,22 +47,22 @@ for name, members in out.items(): print(name, json.dumps(members)[1:-1])
         }
         let exported = try Child.run("/usr/bin/python3", ["-c", Self.exporter, directory.path])
         guard exported.status == 0 else { throw TestFailure("JWK export: \(exported.all)") }
-        var members: [Kind: String] = [:]
+        var members: [KeyType: String] = [:]
         for line in exported.stdout.split(separator: "\n") {
             let parts = line.split(separator: " ", maxSplits: 1)
-            if parts.count == 2, let kind = Kind(rawValue: String(parts[0])) { members[kind] = String(parts[1]) }
+            if parts.count == 2, let kind = KeyType(rawValue: String(parts[0])) { members[kind] = String(parts[1]) }
         }
         guard members.count == 3 else { throw TestFailure("JWK export: \(exported.all)") }
         self.members = members
     }
 
     /// The public JWK of `kind`, with `kid` (and any `extra` members, e.g. `"use":"enc"`).
-    func jwk(_ kind: Kind, kid: String?, extra: String = "") -> String {
+    func jwk(_ kind: KeyType, kid: String?, extra: String = "") -> String {
         "{" + (kid.map { #""kid":"\#($0)","# } ?? "") + (extra.isEmpty ? "" : extra + ",") + members[kind, default: ""] + "}"
     }
 
     /// A compact JWS of `claims` under `header`, signed with the key of `kind`.
-    func sign(_ kind: Kind, header: String, claims: String) throws -> String {
+    func sign(_ kind: KeyType, header: String, claims: String) throws -> String {
         let input = base64URL(Array(header.utf8)) + "." + base64URL(Array(claims.utf8))
         let name = UUID().uuidString
         let inputFile = directory.file(name + ".in"), signatureFile = directory.file(name + ".sig")
@@ -149,8 +149,8 @@ private func claims(iss: String = issuer, aud: String = #""fingerseal-test""#, e
 
     // MARK: tokens signed here
 
-    @Test(arguments: TokenSigner.Kind.allCases)
-    func aTokenSignedWithEachKindVerifies(kind: TokenSigner.Kind) throws {
+    @Test(arguments: TokenSigner.KeyType.allCases)
+    func aTokenSignedWithEachKindVerifies(kind: TokenSigner.KeyType) throws {
         let signer = try TokenSigner.shared.get()
         let keys = try JSONWebKeySet(json: Array(#"{"keys":[\#(signer.jwk(.rsa, kid: "r")),\#(signer.jwk(.ec, kid: "e")),\#(signer.jwk(.ed, kid: "d"))]}"#.utf8))
         #expect(keys.keyIDs == ["r", "e", "d"])
@@ -293,7 +293,7 @@ private func claims(iss: String = issuer, aud: String = #""fingerseal-test""#, e
         #expect(try TokenRequests.parseTokens(Array(#"{"access_token":"at","token_type":"Bearer"}"#.utf8)).idToken == nil)
         for bad in ["a b.c.d", "", #"a.b.c\n"#, #"a.b\u0000"#, String(repeating: "a", count: 16 * 1024 + 1)] {
             let body = #"{"access_token":"at","token_type":"Bearer","id_token":"\#(bad)"}"#
-            #expect(throws: TokenFailure.malformed("the ID token in the answer is not valid")) {
+            #expect(throws: TokenFailure.malformed(.idTokenInAnswer)) {
                 _ = try TokenRequests.parseTokens(Array(body.utf8))
             }
         }
@@ -415,20 +415,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                                http: HTTPClient(), cache: cache, now: now)
         }
         #expect(try check(tokens(idToken), metadata)?.nonce == "n-0S6_WzA2Mj")
-        #expect(throws: TokenFailure.identityRejected("the ID token was refused: the nonce does not match this sign-in")) {
+        #expect(throws: TokenFailure.identityRejected(.idToken(.claim(.nonceMismatch)))) {
             _ = try check(tokens(idToken), metadata, nonce: "other")
         }
-        #expect(throws: TokenFailure.identityRejected("the ID token's signature does not verify")) {
+        #expect(throws: TokenFailure.identityRejected(.idToken(.badSignature))) {
             _ = try check(tokens(flippingSignatureBit(idToken)), metadata)
         }
-        #expect(throws: TokenFailure.identityRejected("the ID token is signed with a key the provider does not publish")) {
+        #expect(throws: TokenFailure.identityRejected(.idToken(.unknownKey("gone")))) {
             _ = try check(tokens(try signer.sign(.ed, header: #"{"alg":"EdDSA","kid":"gone"}"#, claims: claims())), metadata)
         }
         // No ID token: userinfo, with the access token as the Bearer credential.
         #expect(try check(tokens(nil), metadata)?.preferredUsername == "alice")
         #expect(throws: TokenFailure.rejected(status: 401, code: nil)) { _ = try check(tokens(nil, access: "wrong"), metadata) }
         let jwtUserinfo = ProviderMetadata(issuer: issuer, tokenEndpoint: "", userinfoEndpoint: server.url("/userinfo-jwt"))
-        #expect(throws: TokenFailure.identityRejected("signed userinfo answers are not supported")) {
+        #expect(throws: TokenFailure.identityRejected(.signedUserinfo)) {
             _ = try check(tokens(nil), jwtUserinfo)
         }
         // An ID token but no jwks_uri: userinfo too. Neither: nothing to check with.

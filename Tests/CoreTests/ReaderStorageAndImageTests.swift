@@ -7,7 +7,7 @@ extension InProcessLibfprint.ReaderTests {
     // MARK: virtual_device_storage (match on chip)
 
     /// Enrolls `id` on the storage driver.
-    func enrollStored(_ reader: Reader, id: String, sensor: String) throws -> OperationResult {
+    func enrollStored(_ reader: LibfprintDevice, id: String, sensor: String) throws -> OperationResult {
         let operation = try reader.enroll(finger: .leftIndex, username: "tester", description: id)
         for _ in 0..<reader.enrollStages { try VirtualSensor.send("SCAN \(id)", to: sensor) }
         return operation.wait(timeout: 10)
@@ -15,7 +15,7 @@ extension InProcessLibfprint.ReaderTests {
 
     @Test func storageIdentifyListDeleteAndDuplicate() throws {
         let env = try VirtualEnvironment(driver: "virtual_device_storage", variable: "FP_VIRTUAL_DEVICE_STORAGE")
-        let reader = try Reader()
+        let reader = try LibfprintDevice()
         #expect(reader.info.features.isSuperset(of: [.storage, .identify, .storageList, .storageDelete]))
         guard case let .enrolled(first) = try enrollStored(reader, id: "print-1", sensor: env.socket),
               case let .enrolled(second) = try enrollStored(reader, id: "print-2", sensor: env.socket) else {
@@ -53,7 +53,7 @@ extension InProcessLibfprint.ReaderTests {
     /// match it: real minutiae matching on the fixture prints.
     func checkMatches(enroll image: String, accept: [String], reject: [String]) throws {
         let env = try VirtualEnvironment(driver: "virtual_image", variable: "FP_VIRTUAL_IMAGE")
-        let reader = try Reader()
+        let reader = try LibfprintDevice()
         let sensor = try VirtualImageSensor(path: env.socket)
         let payload = try VirtualImageSensor.fixture(image)
         let enroll = try reader.enroll(finger: .rightIndex, username: "tester", description: image)

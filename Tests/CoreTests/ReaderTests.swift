@@ -34,7 +34,7 @@ extension InProcessLibfprint {
     /// a count of threads: the test runner's pool and other suites' readers come and go.
     func threadAlive(_ id: pid_t) -> Bool { access("/proc/self/task/\(id)", F_OK) == 0 }
 
-    func enroll(_ reader: Reader, id: String, sensor: String) throws -> Print {
+    func enroll(_ reader: LibfprintDevice, id: String, sensor: String) throws -> Print {
         let operation = try reader.enroll(finger: .rightIndex, username: "tester", description: id)
         var progress: [Int] = []
         for _ in 0..<reader.enrollStages {
@@ -53,7 +53,7 @@ extension InProcessLibfprint {
         defer { unsetenv("FP_DRIVERS_WHITELIST") }
         unsetenv("FP_VIRTUAL_DEVICE")
         let start = VirtualSensor.now()
-        #expect(throws: FprintError.noReader) { _ = try Reader() }
+        #expect(throws: FprintError.noReader) { _ = try LibfprintDevice() }
         #expect(VirtualSensor.now() - start < 1)
     }
 
@@ -62,7 +62,7 @@ extension InProcessLibfprint {
         // The reader's worker thread runs while it is open and is joined by close.
         var worker: pid_t = 0
         do {
-            let reader = try Reader()
+            let reader = try LibfprintDevice()
             worker = try #require(reader.workerThreadID)
             #expect(threadAlive(worker), "an open reader has its worker thread")
             #expect(reader.info.driver == "virtual_device")
@@ -88,16 +88,16 @@ extension InProcessLibfprint {
     /// step): the virtual device takes a SLEEP queued while idle at its close.
     @Test func closeReportsAReaderThatDidNotConfirm() throws {
         let env = try VirtualEnvironment(driver: "virtual_device", variable: "FP_VIRTUAL_DEVICE")
-        let slow = try Reader()
+        let slow = try LibfprintDevice()
         try VirtualSensor.send("SLEEP 3000", to: env.socket)
         #expect(slow.close(timeout: 1) == false)
-        let quick = try Reader()
+        let quick = try LibfprintDevice()
         #expect(quick.close(timeout: 5))
     }
 
     @Test func retryHintReachesTheCaller() throws {
         let env = try VirtualEnvironment(driver: "virtual_device", variable: "FP_VIRTUAL_DEVICE")
-        let reader = try Reader()
+        let reader = try LibfprintDevice()
         let print = try enroll(reader, id: "finger-a", sensor: env.socket)
         let operation = try reader.verify(print)
         try VirtualSensor.send("RETRY 1", to: env.socket) // FP_DEVICE_RETRY_TOO_SHORT
@@ -109,7 +109,7 @@ extension InProcessLibfprint {
 
     @Test func deviceErrorIsClean() throws {
         let env = try VirtualEnvironment(driver: "virtual_device", variable: "FP_VIRTUAL_DEVICE")
-        let reader = try Reader()
+        let reader = try LibfprintDevice()
         let print = try enroll(reader, id: "finger-a", sensor: env.socket)
         let operation = try reader.verify(print)
         try VirtualSensor.send("ERROR 5", to: env.socket) // FP_DEVICE_ERROR_PROTO
@@ -120,7 +120,7 @@ extension InProcessLibfprint {
 
     @Test func cancelDuringVerify() throws {
         let env = try VirtualEnvironment(driver: "virtual_device", variable: "FP_VIRTUAL_DEVICE")
-        let reader = try Reader()
+        let reader = try LibfprintDevice()
         let print = try enroll(reader, id: "finger-a", sensor: env.socket)
         let operation = try reader.verify(print)
         let start = VirtualSensor.now()
@@ -135,7 +135,7 @@ extension InProcessLibfprint {
 
     @Test func deadlineGivesTimeout() throws {
         let env = try VirtualEnvironment(driver: "virtual_device", variable: "FP_VIRTUAL_DEVICE")
-        let reader = try Reader()
+        let reader = try LibfprintDevice()
         let print = try enroll(reader, id: "finger-a", sensor: env.socket)
         let operation = try reader.verify(print)
         try VirtualSensor.send("SLEEP 3000", to: env.socket)
@@ -146,7 +146,7 @@ extension InProcessLibfprint {
 
     @Test func unplugDuringVerify() throws {
         let env = try VirtualEnvironment(driver: "virtual_device", variable: "FP_VIRTUAL_DEVICE")
-        let reader = try Reader()
+        let reader = try LibfprintDevice()
         let print = try enroll(reader, id: "finger-a", sensor: env.socket)
         let operation = try reader.verify(print)
         try VirtualSensor.send("UNPLUG", to: env.socket)

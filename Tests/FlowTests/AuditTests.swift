@@ -192,12 +192,12 @@ import SystemKit
 
         /// What --verify must say about the chain's file: the kind, the line to blame, and
         /// words of the message.
-        func expected(_ chain: AuditChain) -> (kind: AuditProblem.Kind, line: Int?, message: String) {
+        func expected(_ chain: AuditChain) -> (kind: AuditProblem.Damage, line: Int?, message: String) {
             let (kind, line, message) = expectedForTheSecurityChain
             return (kind, line, message.replacing(AuditFiles.current, with: chain.currentFile))
         }
 
-        private var expectedForTheSecurityChain: (kind: AuditProblem.Kind, line: Int?, message: String) {
+        private var expectedForTheSecurityChain: (kind: AuditProblem.Damage, line: Int?, message: String) {
             switch self {
             case .editAField: return (.edited, 3, "line 3 of audit.jsonl, event 3, does not match its seal (edited)")
             case .deleteAMiddleEntry: return (.deleted, 3, "event 3 is missing before line 3 of audit.jsonl (deleted)")

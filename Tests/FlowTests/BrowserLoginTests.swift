@@ -482,7 +482,7 @@ func listeningAddresses(port: UInt16, table: String) -> [String] {
                         clientID: "fs", http: HTTPClient())
         }
         let request = try AuthorizationRequest()
-        #expect(throws: TokenFailure.badConfiguration("the provider offers no authorization endpoint")) {
+        #expect(throws: TokenFailure.badConfiguration(.noAuthorizationEndpoint)) {
             _ = try client(nil).authorizationURL(request, scope: "openid", redirectURI: "http://127.0.0.1:1/callback")
         }
         #expect(throws: TokenFailure.self) {

@@ -152,8 +152,8 @@ import SystemKit
         #expect(broker.finish().allSatisfy { $0.problems.isEmpty })
     }
 
-    @Test(arguments: [(Ask.Kind.secret, "4826"), (Ask.Kind.visible, "yes")])
-    func aQuestionIsAnsweredWithWhatTheConversationReturned(kind: Ask.Kind, typed: String) throws {
+    @Test(arguments: [(Ask.Echo.secret, "4826"), (Ask.Echo.visible, "yes")])
+    func aQuestionIsAnsweredWithWhatTheConversationReturned(kind: Ask.Echo, typed: String) throws {
         let prompt = kind == .secret ? "PIN: " : "Use this reader? "
         let broker = try ScriptedBroker([
             .send(.ask(Ask(kind, kind == .secret ? .pin : .confirm, prompt))), .awaitAnswer, .send(.result(Reply(.success))),

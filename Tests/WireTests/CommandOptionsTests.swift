@@ -1,6 +1,6 @@
 import FingersealWire
 import Glibc
-import OptionMessages
+import SharedMessages
 import Testing
 @testable import fingerseal
 @testable import TestSupport
@@ -119,7 +119,7 @@ import Testing
         }
     }
 
-    /// Each sentence of an option error is written once in the sources (OptionMessages), not
+    /// Each sentence of an option error is written once in the sources (SharedMessages), not
     /// once for the CLI and once for the broker.
     @Test func eachSentenceIsWrittenOnce() throws {
         let sentences = [
@@ -153,6 +153,54 @@ import Testing
             let count = sources.map { $0.components(separatedBy: sentence).count - 1 }.reduce(0, +)
             #expect(count == 1, "\(sentence) is written \(count) times")
         }
+    }
+
+    /// No sentence is written both in the CLI's table and in the broker's: one both ends say
+    /// is written once, in SharedMessages, and each table forwards to it.
+    @Test func noSentenceIsInBothTables() throws {
+        /// The msgids of a table: the literal that opens each tr( and trn( (and trn's plural).
+        func msgids(_ relative: String) throws -> Set<String> {
+            let text = String(decoding: try #require(readFile(Paths.packageRoot + "/" + relative)), as: UTF8.self)
+            var found = Set<String>()
+            func literal(at start: String.Index) -> (String, String.Index)? {
+                var index = start, value = ""
+                while index < text.endIndex {
+                    let character = text[index]
+                    if character == "\\" {
+                        let next = text.index(after: index)
+                        guard next < text.endIndex else { return nil }
+                        value.append(character); value.append(text[next])
+                        index = text.index(after: next)
+                    } else if character == "\"" {
+                        return (value, text.index(after: index))
+                    } else {
+                        value.append(character)
+                        index = text.index(after: index)
+                    }
+                }
+                return nil
+            }
+            for opener in ["tr(\"", "trn(\""] {
+                var rest = text.startIndex
+                while let range = text.range(of: opener, range: rest..<text.endIndex) {
+                    rest = range.upperBound
+                    guard let (singular, end) = literal(at: range.upperBound) else { break }
+                    found.insert(singular)
+                    if opener == "trn(\"", text[end...].hasPrefix(", \""),
+                       let (plural, _) = literal(at: text.index(end, offsetBy: 3)) {
+                        found.insert(plural)
+                    }
+                }
+            }
+            return found
+        }
+        let cli = try msgids("Sources/fingerseal/Strings.swift")
+        let broker = try msgids("Sources/FingersealCore/Support/Messages.swift")
+        #expect(cli.count > 50 && broker.count > 300, "the tables were read")
+        #expect(cli.intersection(broker).isEmpty, "written in both tables: \(cli.intersection(broker).sorted())")
+        // The shared ones are there, once.
+        let shared = try msgids("Sources/SharedMessages/SharedMessages.swift")
+        #expect(shared.contains("Cancelled.") && shared.isDisjoint(with: cli) && shared.isDisjoint(with: broker))
     }
 
     // MARK: both ends

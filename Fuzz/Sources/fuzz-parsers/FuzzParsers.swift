@@ -14,7 +14,7 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     switch selector % 18 {
     case 0:
         // The envelope of every vault file: whatever it accepts must re-encode to the input.
-        for kind in [Container.Kind.vault, .deviceKey, .lockout] {
+        for kind in [Container.FileType.vault, .deviceKey, .lockout] {
             if let body = try? Container.decode(kind, input, file: "fuzz") {
                 guard (try? Container.encode(kind, body: body)) == input else { trap() }
             }
@@ -53,7 +53,7 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
         // the first byte and whether the client authenticated from the second.
         let status = 400 + Int(input.first ?? 0) % 200
         let authenticated = input.dropFirst().first.map { $0 & 1 == 1 } ?? false
-        for kind in TokenRequests.Kind.allCases {
+        for kind in TokenRequests.OAuthRequest.allCases {
             _ = TokenRequests.failure(kind, status: status, body: Array(input.dropFirst(2)), authenticated: authenticated)
         }
     case 8:

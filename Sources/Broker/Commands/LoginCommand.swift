@@ -184,9 +184,10 @@ enum LoginCommand {
         case .chainEnded, .credentialsRefused: return FingersealError(.noMatch, Messages.credentialsRefused)
         case .accessDenied: return FingersealError(.noMatch, Messages.signInRefused)
         case .expiredToken: return FingersealError(.timedOut, Messages.codeExpired)
-        case let .unreachable(why): return FingersealError(.unavailable, Messages.providerUnreachable(why))
-        case let .badConfiguration(why): return FingersealError(.badConfiguration, Messages.providerProblem(why))
-        case let .malformed(why), let .identityRejected(why): return FingersealError(.unavailable, Messages.providerProblem(why))
+        case let .unreachable(why): return FingersealError(.unavailable, Messages.providerUnreachable(Messages.reason(why)))
+        case let .badConfiguration(why): return FingersealError(.badConfiguration, Messages.providerProblem(Messages.reason(why)))
+        case let .malformed(why): return FingersealError(.unavailable, Messages.providerProblem(Messages.reason(why)))
+        case let .identityRejected(why): return FingersealError(.unavailable, Messages.providerProblem(Messages.reason(why)))
         case let .rejected(status, code):
             return FingersealError(.unavailable, Messages.providerAnswered(status, code))
         case .authorizationPending, .slowDown, .clientAuthenticationRequired:

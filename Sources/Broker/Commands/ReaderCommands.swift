@@ -5,7 +5,7 @@ import FprintdKit
 import SystemKit
 
 /// devices, enroll, fingers, forget, verify, capture, selftest. The reader is the broker's:
-/// one operation at a time (`ReaderGate`), cancelled by the client's cancel or hang-up.
+/// one operation at a time (`ReaderTurns`), cancelled by the client's cancel or hang-up.
 enum ReaderCommands {
     // MARK: devices
 
@@ -51,7 +51,7 @@ enum ReaderCommands {
                         DeviceReport(id: $0.objectPath, driver: "fprintd", name: $0.name, scanType: $0.scanType, features: ["verify"])
                     })
                 }
-                return (backend, try Reader.list().map {
+                return (backend, try LibfprintDevice.list().map {
                     DeviceReport(id: $0.deviceID, driver: $0.driver, name: $0.name,
                                  scanType: $0.scanType == .swipe ? "swipe" : "press", features: featureNames($0.features))
                 })
@@ -62,8 +62,8 @@ enum ReaderCommands {
     /// A cancel the reader reported: the client's (a cancel message or a hang-up) stays a
     /// cancel; any other is the reader's own failure.
     /// A scan whose turn was taken away says so instead.
-    static func clientCancel(_ call: Call, _ error: FingersealError, _ turn: ReaderGate.Turn) -> FingersealError {
-        if turn.preempted { return ReaderGate.preemption(error, turn) }
+    static func clientCancel(_ call: Call, _ error: FingersealError, _ turn: ReaderTurns.Turn) -> FingersealError {
+        if turn.preempted { return ReaderTurns.preemption(error, turn) }
         guard error.outcome == .cancelled, !call.conversation.takeCancel() else { return error }
         return FingersealError(.unavailable, Messages.readerOperationCancelled)
     }
@@ -261,7 +261,7 @@ enum ReaderCommands {
             }
             return message == nil
         }
-        func finish(_ operation: ReaderOperation, timeout: Double, _ turn: ReaderGate.Turn) throws -> OperationResult {
+        func finish(_ operation: ReaderOperation, timeout: Double, _ turn: ReaderTurns.Turn) throws -> OperationResult {
             let result = operation.wait(timeout: timeout, cancelFDs: [prompter.cancelFD, turn.stopFD]) { event in
                 prompter.readerEvent(event)
                 switch event {
@@ -277,7 +277,7 @@ enum ReaderCommands {
         let ok = try call.state.reader.whileHeld(call) { backend, _, turn -> Bool in
             // The self-test drives the device itself: never while fprintd owns it.
             guard backend == .libfprint else { throw FingersealError(.unavailable, Messages.needsDirectReader) }
-            var opened: Reader? = nil
+            var opened: LibfprintDevice? = nil
             var enrolled: Print? = nil
             var ok = step("open") {
                 opened = try Fingerprint.openReader(deviceID: call.deviceID)

@@ -1,5 +1,5 @@
 import FingersealCore
-import OptionMessages
+import SharedMessages
 import SodiumKit
 
 /// step-up, seal, reveal. Confirmations live in the broker's memory, keyed by the caller's

@@ -9,7 +9,7 @@ import SystemKit
 final class BrokerState: @unchecked Sendable {
     let settings: BrokerSettings
     let sessions = SessionRegistry()
-    let reader = ReaderGate()
+    let reader = ReaderTurns()
     /// The TPM connection kept between vault operations, lent to every store made here.
     let tpm = HeldTPM()
     let bookkeeping = Bookkeeping()

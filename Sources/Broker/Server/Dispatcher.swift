@@ -1,5 +1,5 @@
 import FingersealCore
-import OptionMessages
+import SharedMessages
 import Glibc
 import SodiumKit
 import SystemKit

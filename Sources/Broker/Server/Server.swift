@@ -107,7 +107,7 @@ public final class Server: @unchecked Sendable {
                 lastSweep = monotonicSeconds()
             }
             if waited == .timedOut {
-                state.reader.closeIfIdle(after: ReaderGate.idleLimit)
+                state.reader.closeIfIdle(after: ReaderTurns.idleLimit)
                 state.tpm.closeIfIdle()
                 state.recordAttemptCounts(state.attemptLimiter.takeEnded(now: now))
                 // Not while an attempt window is open: the next broker would start counting anew.

@@ -148,7 +148,7 @@ enum FingerOrPIN {
         return try raced.get()
     }
 
-    private static func race(_ call: Call, _ request: UnlockRequest, reader: FingerReader, turn: ReaderGate.Turn,
+    private static func race(_ call: Call, _ request: UnlockRequest, reader: ReaderBackend, turn: ReaderTurns.Turn,
                              session: VaultSession, ledger: LockoutLedger, settings: ScanSettings) throws -> FingerTurn {
         let conversation = call.conversation
         let job = try BackgroundScan()
@@ -271,8 +271,8 @@ final class BackgroundScan: @unchecked Sendable {
 
 /// The reader, handed to the scan thread, which is its only user until the scan ends.
 struct UncheckedReader: @unchecked Sendable {
-    let reader: FingerReader
-    init(_ reader: FingerReader) { self.reader = reader }
+    let reader: ReaderBackend
+    init(_ reader: ReaderBackend) { self.reader = reader }
 }
 
 /// The request's vault session, handed to the scan thread: the connection's thread touches

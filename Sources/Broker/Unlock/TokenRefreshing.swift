@@ -2,7 +2,6 @@ import CurlKit
 import FingersealCore
 import IdentityClient
 import JOSEKit
-import Localization
 
 /// The refresh of the sealed sign-in after an unlock: the rotated refresh token is sealed
 /// before the access token is returned, and each answer's identity is checked.
@@ -36,7 +35,7 @@ enum TokenRefreshing {
             // the binding, or a provider that renamed the account, included).
             let verdict: IdentityBinding.Verdict
             do { verdict = try IdentityBinding.check(later, user: user, options: options) } catch {
-                throw .badConfiguration(tr("the user map cannot be read"))
+                throw .badConfiguration(.userMapUnreadable)
             }
             guard verdict == .matches else { return .otherAccount }
             if earlier == later { return .unchanged }

@@ -102,7 +102,7 @@ public struct AuditListing: Equatable, Sendable {
 
 /// What is wrong with an audit trail: the first problem found, in file order.
 public struct AuditProblem: Error, Equatable, Sendable {
-    public enum Kind: String, Sendable {
+    public enum Damage: String, Sendable {
         /// An entry's content changed (or a line is not an entry at all).
         case edited
         /// Entries are missing: a gap in the numbers, or a missing file.
@@ -119,7 +119,7 @@ public struct AuditProblem: Error, Equatable, Sendable {
         case wrongVault = "wrong-vault"
     }
 
-    public let kind: Kind
+    public let kind: Damage
     public let file: String
     /// 1-based line number, when one line is to blame.
     public let line: Int?

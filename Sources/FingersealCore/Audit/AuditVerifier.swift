@@ -26,7 +26,7 @@ struct AuditVerifier {
         return [AuditRotation(chain: chain, through: oldest.entry.seq - 1, oldestKept: oldestEventTime ?? oldest.entry.time)]
     }
 
-    private func problem(_ kind: AuditProblem.Kind, _ file: String, line: Int?, entry: UInt64?, _ message: String) -> AuditProblem {
+    private func problem(_ kind: AuditProblem.Damage, _ file: String, line: Int?, entry: UInt64?, _ message: String) -> AuditProblem {
         AuditProblem(kind: kind, file: file, line: line, entry: entry, message: message)
     }
 

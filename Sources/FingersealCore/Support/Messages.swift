@@ -1,5 +1,6 @@
 import Glibc
 import Localization
+import SharedMessages
 import SystemKit
 
 /// How a scan prompt says to get out of the scan; each pairs with "Place your finger on the
@@ -34,16 +35,8 @@ public enum SystemStep: Sendable, Equatable {
 }
 
 public enum Messages {
-    /// Text from elsewhere (libfprint, a system call, an identity provider) as it goes inside
-    /// one of our sentences: without its own closing period, so the sentence ends with one
-    /// (never "timed out..").
-    public static func embedded(_ text: String) -> String {
-        var end = text.endIndex
-        while end > text.startIndex, [".", " ", "\n", "\t"].contains(text[text.index(before: end)]) {
-            end = text.index(before: end)
-        }
-        return String(text[..<end])
-    }
+    /// Text from elsewhere as it goes inside one of our sentences (`SharedMessages.embedded`).
+    public static func embedded(_ text: String) -> String { SharedMessages.embedded(text) }
 
     // Vault
     public static var noVault: String { tr("Fingerseal is not set up for this account. Run: fingerseal pin set") }
@@ -103,7 +96,7 @@ public enum Messages {
         case .writeAuditTrail: return tr("Fingerseal could not write the audit trail.")
         }
     }
-    public static var secureMemory: String { tr("Fingerseal could not allocate protected memory for secrets.") }
+    public static var secureMemory: String { SharedMessages.secureMemory }
 
     // PIN
     public static var enterPIN: String { tr("PIN: ") }
@@ -272,14 +265,14 @@ public enum Messages {
     public static var sealedByAnotherVault: String { tr("This file was sealed with another fingerseal vault; this vault cannot open it.") }
     public static var sealedTampered: String { tr("This sealed file was changed after it was sealed, or its context was altered. Nothing was revealed.") }
     public static func sealedFor(_ context: String) -> String { tr("Sealed for the context %1$s.", context) }
-    public static func tooLargeToSeal(_ limit: Int) -> String { tr("This is too large to seal; the limit is %1$s MiB.", limit / (1024 * 1024)) }
-    public static func cannotRead(_ path: String) -> String { tr("Cannot read %1$s.", path) }
-    public static func cannotWrite(_ path: String, _ why: String) -> String { tr("Cannot write %1$s: %2$s.", path, embedded(why)) }
+    public static func tooLargeToSeal(_ limit: Int) -> String { SharedMessages.tooLargeToSeal(limitMiB: limit / (1024 * 1024)) }
+    public static func cannotRead(_ path: String) -> String { SharedMessages.cannotRead(path) }
+    public static func cannotWrite(_ path: String, _ why: String) -> String { SharedMessages.cannotWrite(path, why) }
     public static var pinForReset: String { tr("Deleting the vault needs its PIN. If the PIN is forgotten, set a new one with: fingerseal pin reset") }
     public static func redirectPortBusy(_ port: Int) -> String {
         tr("Port %1$s on 127.0.0.1 is in use, so the browser cannot come back to fingerseal. Close what uses it, or choose another port.", port)
     }
-    public static func cannotRun(_ command: String, _ why: String) -> String { tr("Cannot run %1$s: %2$s.", command, embedded(why)) }
+    public static func cannotRun(_ command: String, _ why: String) -> String { SharedMessages.cannotRun(command, why) }
     public static var notRevocable: String { tr("The identity provider offers no way to end a sign-in early. It is removed here; at the provider it ends when it expires.") }
     public static func openAndEnter(_ uri: String, _ code: String) -> String {
         tr("To sign in, open %1$s on any device and enter the code %2$s.", uri, code)
@@ -344,8 +337,8 @@ public enum Messages {
     public static var resetCancelled: String { tr("Nothing was deleted.") }
 
     // Input
-    public static var cancelled: String { tr("Cancelled.") }
-    public static var noTerminal: String { tr("No terminal to read from. Use --pin-fd to pass the PIN from a file descriptor.") }
+    public static var cancelled: String { SharedMessages.cancelled }
+    public static var noTerminal: String { SharedMessages.noTerminal }
 
     // Configuration
     public static func badOption(_ option: String, _ why: String) -> String { tr("The option %1$s is not valid: %2$s.", option, embedded(why)) }
@@ -783,5 +776,5 @@ public enum Messages {
     public static var doctorFixTPMChanged: String { tr("Set fingerseal up again with your account password: fingerseal pin reset, then fingerseal login") }
     public static var doctorTPMUnreachable: String { tr("Your vault is sealed to this computer's TPM, which cannot be reached now.") }
     public static var doctorFixTPMUnreachable: String { tr("Check that the TPM is turned on in the firmware settings and that /dev/tpmrm0 exists.") }
-    public static var doctorFixClock: String { tr("Set the clock, for example with: timedatectl set-ntp true") }
+    public static var doctorFixClock: String { SharedMessages.fixClock }
 }

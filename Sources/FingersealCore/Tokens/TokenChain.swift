@@ -1,5 +1,4 @@
 import SodiumKit
-import Localization
 
 /// The refresh-token chain in a vault: one refresh at a time, rotation-safe.
 public enum TokenChain {
@@ -31,12 +30,12 @@ public enum TokenChain {
     public static func refresh(_ vault: UnlockedVault, offlineGrace: Int, clock: any Clock = SystemClock(),
                                makeClient: ClientFactory, identity: IdentityCheck? = nil) throws -> TokenRefresh {
         try refresh(vault, offlineGrace: offlineGrace, clock: clock, identity: identity) { editor throws(TokenFailure) in
-            guard let provider = editor.provider else { throw .badConfiguration(tr("the vault names no identity provider")) }
+            guard let provider = editor.provider else { throw .badConfiguration(.noProvider) }
             let secret: SecureBytes?
             do { secret = provider.confidential == true ? try editor.secret(clientSecretRecord) : nil } catch {
-                throw .badConfiguration(tr("the client secret in the vault cannot be read"))
+                throw .badConfiguration(.clientSecretUnreadable)
             }
-            if provider.confidential == true && secret == nil { throw .badConfiguration(tr("the client secret is missing")) }
+            if provider.confidential == true && secret == nil { throw .badConfiguration(.clientSecretMissing) }
             return try makeClient(provider, secret)
         }
     }
@@ -70,12 +69,12 @@ public enum TokenChain {
                     return .signInRequired
                 case let .unreachable(why):
                     guard let last = editor.lastRefreshAt, clock.now() - last <= Int64(offlineGrace) else {
-                        return .unreachable(why)
+                        return .unreachable(Messages.reason(why))
                     }
                     return .offline(since: last)
                 default:
                     // Garbage or a refusal: the refresh token is kept, unchanged.
-                    return .failed("\(error)")
+                    return .failed(Messages.reason(error))
                 }
             }
             if let rotated = tokens.refreshToken { try editor.setSecret(refreshTokenRecord, rotated) }
@@ -92,7 +91,7 @@ public enum TokenChain {
                         return .otherAccount
                     }
                 } catch {
-                    return .failed("the answer's identity could not be checked: \(error)")
+                    return .failed("the answer's identity could not be checked: \(Messages.reason(error))")
                 }
             }
             return .refreshed(tokens)

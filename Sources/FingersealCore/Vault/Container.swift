@@ -7,7 +7,7 @@ import Localization
 ///
 ///     "FSEAL" kind(3) version(1) length(u32 LE) body checksum(32)
 enum Container {
-    enum Kind: String {
+    enum FileType: String {
         case vault = "VLT", deviceKey = "DKY", lockout = "LCK"
     }
 
@@ -16,7 +16,7 @@ enum Container {
     static let headerLength = 5 + 3 + 1 + 4
     static let checksumLength = 32
 
-    static func encode(_ kind: Kind, body: [UInt8]) throws -> [UInt8] {
+    static func encode(_ kind: FileType, body: [UInt8]) throws -> [UInt8] {
         var bytes = magic + Array(kind.rawValue.utf8) + [version]
         let length = UInt32(body.count)
         bytes += [UInt8(length & 0xff), UInt8((length >> 8) & 0xff), UInt8((length >> 16) & 0xff), UInt8(length >> 24)]
@@ -26,7 +26,7 @@ enum Container {
     }
 
     /// The body, or a `.vaultUnusable` error naming the file and saying what is wrong.
-    static func decode(_ kind: Kind, _ bytes: [UInt8], file: String) throws -> [UInt8] {
+    static func decode(_ kind: FileType, _ bytes: [UInt8], file: String) throws -> [UInt8] {
         func damaged(_ why: String) -> FingersealError {
             FingersealError(.vaultUnusable, Messages.vaultDamaged(file, why))
         }

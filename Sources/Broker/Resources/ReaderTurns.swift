@@ -27,7 +27,7 @@ import SystemdKit
 /// after a reader error (unplugged, failed), after `idleLimit` without use, before listing
 /// devices (one GLib worker may drive the default main context at a time), and when fprintd
 /// takes over.
-final class ReaderGate: @unchecked Sendable {
+final class ReaderTurns: @unchecked Sendable {
     /// How a request ranks for the reader.
     enum Priority: Int, Comparable {
         /// The command line, or a PAM host asking for another account (su, pkexec).
@@ -79,7 +79,7 @@ final class ReaderGate: @unchecked Sendable {
     private var lastServed: [Principal: Double] = [:]
     private var nextID: UInt64 = 1
     /// Touched only by the holder of a turn.
-    private var cached: Reader? = nil
+    private var cached: LibfprintDevice? = nil
     private var bus: SystemBus? = nil
     private var lastUse = monotonicSeconds()
     /// The longest a request waits for its turn.
@@ -110,7 +110,7 @@ final class ReaderGate: @unchecked Sendable {
         }
         guard waits else { return turn }
         conversation?.info(Messages.readerBusyWaiting)
-        let deadline = turn.arrivedAt + ReaderGate.waitLimit
+        let deadline = turn.arrivedAt + ReaderTurns.waitLimit
         try condition.locked {
             while true {
                 let now = monotonicSeconds()
@@ -167,7 +167,7 @@ final class ReaderGate: @unchecked Sendable {
         var soonest: Double? = nil
         for turn in waiting where turn.priority > holder.priority
             || (turn.priority == holder.priority && turn.principal != holder.principal) {
-            let due = turn.priority > holder.priority ? now : turn.arrivedAt + ReaderGate.contestedLimit
+            let due = turn.priority > holder.priority ? now : turn.arrivedAt + ReaderTurns.contestedLimit
             if due <= now {
                 holder.preempted = true
                 holder.signalStop()
@@ -202,7 +202,7 @@ final class ReaderGate: @unchecked Sendable {
     /// The system bus, kept open between requests; nil when there is none. Holder only.
     private func systemBus() -> SystemBus? {
         if let bus { return bus }
-        bus = ReaderGate.openSystemBus()
+        bus = ReaderTurns.openSystemBus()
         return bus
     }
 
@@ -228,26 +228,26 @@ final class ReaderGate: @unchecked Sendable {
     /// needed. With the lid closed and the reader built in, fails at once with `.noReader`;
     /// from a remote session (unless `allow_remote`), with `.remoteSession`. `body`'s scans
     /// watch the turn's `stopFD`.
-    func withReader<T>(_ call: Call, deviceID: String? = nil, _ body: (FingerReader, Turn) throws -> T) throws -> T {
+    func withReader<T>(_ call: Call, deviceID: String? = nil, _ body: (ReaderBackend, Turn) throws -> T) throws -> T {
         try refuseRemote(call)
-        let (priority, principal) = ReaderGate.rank(call)
+        let (priority, principal) = ReaderTurns.rank(call)
         let turn = try acquire(priority, principal, call.conversation)
         defer { release(turn) }
         do {
             return try withBackend(call, deviceID: deviceID) { try body($0, turn) }
         } catch let error as FingersealError {
-            throw ReaderGate.preemption(error, turn)
+            throw ReaderTurns.preemption(error, turn)
         }
     }
 
-    private func withBackend<T>(_ call: Call, deviceID: String?, _ body: (FingerReader) throws -> T) throws -> T {
+    private func withBackend<T>(_ call: Call, deviceID: String?, _ body: (ReaderBackend) throws -> T) throws -> T {
         let backend = backend(call.options.reader)
         try checkLid(call.options, backend: backend)
         if backend == .fprintd {
             closeCached()
             return try withFprintd(call, body)
         }
-        let reader: Reader
+        let reader: LibfprintDevice
         if let cached, deviceID == nil || cached.info.deviceID == deviceID {
             reader = cached
         } else {
@@ -258,7 +258,7 @@ final class ReaderGate: @unchecked Sendable {
             let result = try body(.libfprint(reader))
             cached = reader
             return result
-        } catch let error as FingersealError where !ReaderGate.readerFailures.contains(error.outcome) {
+        } catch let error as FingersealError where !ReaderTurns.readerFailures.contains(error.outcome) {
             // A failed match, a timeout or a cancel leave the reader fine.
             cached = reader
             throw error
@@ -294,7 +294,7 @@ final class ReaderGate: @unchecked Sendable {
     private static let readerFailures: [Outcome] = [.noReader, .unavailable, .systemError]
 
     /// fprintd's default device, claimed for the user for the length of `body`.
-    private func withFprintd<T>(_ call: Call, _ body: (FingerReader) throws -> T) throws -> T {
+    private func withFprintd<T>(_ call: Call, _ body: (ReaderBackend) throws -> T) throws -> T {
         guard let bus = systemBus() else { throw FingersealError(.unavailable, Messages.fprintdUnavailable) }
         let user = call.account.name
         let device: FprintdDevice
@@ -324,7 +324,7 @@ final class ReaderGate: @unchecked Sendable {
     func fprintdSet(_ call: Call) throws -> FprintdSet? {
         let choice = call.options.reader
         guard choice != .libfprint else { return nil }
-        guard let bus = ReaderGate.openSystemBus() else {
+        guard let bus = ReaderTurns.openSystemBus() else {
             if choice == .fprintd { throw FingersealError(.unavailable, Messages.fprintdUnavailable) }
             return nil
         }
@@ -346,7 +346,7 @@ final class ReaderGate: @unchecked Sendable {
     /// self-test). Gives the backend the options come to.
     func whileHeld<T>(_ call: Call, _ body: (ReaderBackendChoice, SystemBus?, Turn) throws -> T) throws -> T {
         try refuseRemote(call)
-        let (priority, principal) = ReaderGate.rank(call)
+        let (priority, principal) = ReaderTurns.rank(call)
         let turn = try acquire(priority, principal, nil)
         defer { release(turn) }
         closeCached()
@@ -354,7 +354,7 @@ final class ReaderGate: @unchecked Sendable {
         do {
             return try body(backend, backend == .fprintd ? systemBus() : nil, turn)
         } catch let error as FingersealError {
-            throw ReaderGate.preemption(error, turn)
+            throw ReaderTurns.preemption(error, turn)
         }
     }
 

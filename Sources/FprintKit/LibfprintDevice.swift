@@ -86,7 +86,7 @@ public final class ReaderOperation: @unchecked Sendable {
 /// An open fingerprint reader. Every libfprint call runs on the reader's own worker thread;
 /// callers only ever wait on event queues, with deadlines. `close()` (or deinit) closes the
 /// device and joins the thread.
-public final class Reader: @unchecked Sendable {
+public final class LibfprintDevice: @unchecked Sendable {
     public let info: ReaderInfo
     /// Scans an enrollment needs.
     public let enrollStages: Int
@@ -113,7 +113,7 @@ public final class Reader: @unchecked Sendable {
         let listed: [ReaderInfo]?? = worker.run(timeout: timeout) {
             guard let context = fp_context_new() else { return nil }
             defer { fs_g_object_unref(context) }
-            return Reader.devices(OpaquePointer(context)).map(\.info)
+            return LibfprintDevice.devices(OpaquePointer(context)).map(\.info)
         }
         guard let outcome = listed else { throw FprintError.timedOut }
         guard let readers = outcome else { throw FprintError.contextUnavailable }
@@ -127,7 +127,7 @@ public final class Reader: @unchecked Sendable {
         let found: Result<Found, FprintError>? = worker.run(timeout: timeout) {
             guard let rawContext = fp_context_new() else { return .failure(.contextUnavailable) }
             let context = OpaquePointer(rawContext)
-            let devices = Reader.devices(context)
+            let devices = LibfprintDevice.devices(context)
             guard let chosen = deviceID.map({ id in devices.first { $0.info.deviceID == id } }) ?? devices.first else {
                 fs_g_object_unref(rawContext)
                 return .failure(deviceID.map { .noSuchReader($0) } ?? .noReader)
@@ -150,7 +150,7 @@ public final class Reader: @unchecked Sendable {
         self.enrollStages = opened.stages
         let relay = self.relay, device = self.device
         statusHandler = worker.run(timeout: timeout) {
-            fs_connect_finger_status(device, Reader.fingerStatusChanged, Unmanaged.passUnretained(relay).toOpaque())
+            fs_connect_finger_status(device, LibfprintDevice.fingerStatusChanged, Unmanaged.passUnretained(relay).toOpaque())
         } ?? 0
         let operation = try start(.open)
         if case let .failed(error) = operation.wait(timeout: timeout) {
@@ -242,7 +242,7 @@ public final class Reader: @unchecked Sendable {
 
     // MARK: plumbing
 
-    /// What opening found; handed from the worker thread once, then owned by the Reader.
+    /// What opening found; handed from the worker thread once, then owned by the LibfprintDevice.
     private struct Found: @unchecked Sendable {
         let context: OpaquePointer
         let device: UnsafeMutablePointer<FpDevice>
@@ -250,7 +250,7 @@ public final class Reader: @unchecked Sendable {
         let stages: Int
     }
 
-    enum Kind {
+    enum DeviceCall {
         // No clear-storage: it wipes every print on a chip, other programs' too (fingerseal
         // deletes only the prints it stored).
         case open, close, list
@@ -269,7 +269,7 @@ public final class Reader: @unchecked Sendable {
 
     /// State of one operation, alive (retained) from start until its finish callback.
     final class Box {
-        let kind: Kind
+        let kind: DeviceCall
         let operation: ReaderOperation
         let device: UnsafeMutablePointer<FpDevice>
         let total: Int
@@ -277,7 +277,7 @@ public final class Reader: @unchecked Sendable {
         var reportedMatch: Bool? = nil
         var reportedIndex: Int? = nil
 
-        init(_ kind: Kind, _ operation: ReaderOperation, _ device: UnsafeMutablePointer<FpDevice>, total: Int) {
+        init(_ kind: DeviceCall, _ operation: ReaderOperation, _ device: UnsafeMutablePointer<FpDevice>, total: Int) {
             self.kind = kind
             self.operation = operation
             self.device = device
@@ -285,14 +285,14 @@ public final class Reader: @unchecked Sendable {
         }
     }
 
-    private func start(_ kind: Kind) throws(FprintError) -> ReaderOperation {
+    private func start(_ kind: DeviceCall) throws(FprintError) -> ReaderOperation {
         let operation = try ReaderOperation()
         let box = Box(kind, operation, device, total: enrollStages)
         let relay = self.relay
         worker.post {
             relay.current = operation
             relay.needed = false
-            Reader.begin(box)
+            LibfprintDevice.begin(box)
         }
         return operation
     }
@@ -313,18 +313,18 @@ public final class Reader: @unchecked Sendable {
         let retained = Unmanaged.passRetained(box).toOpaque()
         let unretained = Unmanaged.passUnretained(box).toOpaque()
         switch box.kind {
-        case .open: fp_device_open(device, cancellable, Reader.ready, retained)
-        case .close: fp_device_close(device, nil, Reader.ready, retained)
-        case .list: fp_device_list_prints(device, cancellable, Reader.ready, retained)
-        case let .delete(print): fp_device_delete_print(device, print.raw, cancellable, Reader.ready, retained)
-        case let .capture(wait): fp_device_capture(device, wait ? 1 : 0, cancellable, Reader.ready, retained)
+        case .open: fp_device_open(device, cancellable, LibfprintDevice.ready, retained)
+        case .close: fp_device_close(device, nil, LibfprintDevice.ready, retained)
+        case .list: fp_device_list_prints(device, cancellable, LibfprintDevice.ready, retained)
+        case let .delete(print): fp_device_delete_print(device, print.raw, cancellable, LibfprintDevice.ready, retained)
+        case let .capture(wait): fp_device_capture(device, wait ? 1 : 0, cancellable, LibfprintDevice.ready, retained)
         case let .verify(print):
-            fp_device_verify(device, print.raw, cancellable, Reader.matched, unretained, nil,
-                             Reader.ready, retained)
+            fp_device_verify(device, print.raw, cancellable, LibfprintDevice.matched, unretained, nil,
+                             LibfprintDevice.ready, retained)
         case let .identify(prints):
             let array = fs_object_array_new()
             for print in prints { fs_object_array_add(array, UnsafeMutableRawPointer(print.raw)) }
-            fp_device_identify(device, array, cancellable, Reader.matched, unretained, nil, Reader.ready, retained)
+            fp_device_identify(device, array, cancellable, LibfprintDevice.matched, unretained, nil, LibfprintDevice.ready, retained)
             g_ptr_array_unref(array)
         case let .enroll(details):
             guard let template = fp_print_new(device) else {
@@ -343,8 +343,8 @@ public final class Reader: @unchecked Sendable {
                     g_date_free(today)
                 }
             }
-            fp_device_enroll(device, print.raw, cancellable, Reader.progressed, unretained, nil,
-                             Reader.ready, retained)
+            fp_device_enroll(device, print.raw, cancellable, LibfprintDevice.progressed, unretained, nil,
+                             LibfprintDevice.ready, retained)
         }
     }
 
@@ -450,7 +450,7 @@ public final class Reader: @unchecked Sendable {
         for index in 0..<fs_ptr_array_length(array) {
             guard let raw = fs_ptr_array_index(array, index) else { continue }
             let device = raw.assumingMemoryBound(to: FpDevice.self)
-            found.append((device, Reader.info(device)))
+            found.append((device, LibfprintDevice.info(device)))
         }
         return found
     }

@@ -1,12 +1,11 @@
-import FingersealCore
-import JOSEKit
+import JOSEErrors
 import Localization
 
-/// JOSEKit's refusals in words: short phrases that go inside IdentityClient's sentences
-/// ("the userinfo answer is not valid: %1$s"). Here, not in the core's table, because the
-/// core does not link JOSEKit (libcrypto); JOSEKit itself only says what failed.
+/// JOSEKit's refusals in words: short phrases that go inside the token failures' reasons
+/// ("the userinfo answer is not valid: %1$s", TokenMessages.swift). JOSEKit itself only says
+/// what failed (JOSEError, which the core sees without linking libcrypto).
 extension Messages {
-    static func jose(_ problem: JOSEError.Malformation) -> String {
+    public static func jose(_ problem: JOSEError.Malformation) -> String {
         switch problem {
         case let .tokenTooLarge(limit): tr("the token is larger than %1$s bytes", limit)
         case let .userinfoTooLarge(limit): tr("the userinfo answer is larger than %1$s bytes", limit)
@@ -20,7 +19,7 @@ extension Messages {
         }
     }
 
-    static func jose(_ part: JOSEError.Part) -> String {
+    public static func jose(_ part: JOSEError.Part) -> String {
         switch part {
         case .claims: tr("the token's claims")
         case .header: tr("the token header")
@@ -29,7 +28,7 @@ extension Messages {
         }
     }
 
-    static func jose(_ problem: JOSEError.ClaimProblem) -> String {
+    public static func jose(_ problem: JOSEError.ClaimProblem) -> String {
         switch problem {
         case .missing(.sub): tr("sub is missing")
         case .missing(.iss): tr("iss is missing")
@@ -48,7 +47,7 @@ extension Messages {
     }
 
     /// Any JOSE refusal as a short phrase.
-    static func jose(_ error: JOSEError) -> String {
+    public static func jose(_ error: JOSEError) -> String {
         switch error {
         case let .malformed(problem): jose(problem)
         case let .claim(problem): jose(problem)

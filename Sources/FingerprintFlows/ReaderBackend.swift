@@ -6,8 +6,8 @@ import SystemKit
 
 /// The reader a flow scans with: libfprint driving the device itself (kiosks, rigs), or
 /// fprintd, which owns the device on desktops and keeps the templates (claimed for `user`).
-public enum FingerReader {
-    case libfprint(Reader)
+public enum ReaderBackend {
+    case libfprint(LibfprintDevice)
     case fprintd(FprintdDevice, user: String, storage: String)
 
     public var swipe: Bool {
