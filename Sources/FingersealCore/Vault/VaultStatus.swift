@@ -1,0 +1,49 @@
+import SodiumKit
+import SystemKit
+import Localization
+
+/// What `status` shows: read without unlocking, so nothing here is verified by the MAC.
+public struct VaultStatus: Equatable, Sendable {
+    public struct Slot: Equatable, Sendable {
+        public let kind: KeyslotKind
+        public let protection: KeyslotProtection
+        /// Whether its key can be had (checked with `checkingSlots`; else `.usable`).
+        public let state: SlotState
+        /// PCRs a sealed device key is bound to.
+        public var pcrs: [Int] = []
+        /// A PIN slot sealed inside the TPM's dictionary-attack lockout (before issue 19): its
+        /// next correct PIN seals it outside.
+        public var insideTPMLockout = false
+
+        public var usable: Bool { state == .usable }
+    }
+
+    /// What stands between a slot and its key, as far as can be told without the PIN.
+    public enum SlotState: String, Equatable, Sendable {
+        case usable
+        /// The device key file is missing or damaged.
+        case keyMissing = "key-missing"
+        /// Sealed to a TPM this computer no longer has (cleared, replaced, the disk moved).
+        case tpmChanged = "tpm-changed"
+        /// Sealed to the TPM, which cannot be reached now.
+        case tpmUnreachable = "tpm-unreachable"
+        /// Sealed to PCR values that changed (a firmware or boot update): the PIN reseals it.
+        case pcrsChanged = "pcrs-changed"
+    }
+
+    public let directory: String
+    public let createdAt: Int64
+    public let keyslots: [Slot]
+    public let fingers: [String]
+    /// fprintd's enrolled set the device slot is bound to (the fprintd backend).
+    public let fprintd: FprintdSet?
+    /// Who is signed in at the identity provider, when it said.
+    public let identity: SignedInIdentity?
+    public let signIn: SignInState
+    public let provider: ProviderRecord?
+    /// When the identity provider last renewed the sign-in (what `doctor` checks the clock by).
+    public var lastRefreshAt: Int64? = nil
+    public let lockout: LockoutState
+
+    public var pinSet: Bool { keyslots.contains { $0.kind == .pin } }
+}
