@@ -9,10 +9,10 @@ enum TokenRefreshing {
     /// The refresh, with the identity provider the vault names; throws vault errors. Each
     /// answer's identity is checked against who signed in (and, with `user_claim`, against
     /// the Linux account): another account ends the chain.
-    static func refresh(_ call: Call, _ vault: UnlockedVault) throws -> TokenRefresh {
+    static func refresh(_ call: Call, _ vault: UnlockedVault, clock: any Clock = SystemClock()) throws -> TokenRefresh {
         let options = call.options
-        return try TokenChain.refresh(vault, offlineGrace: options.offlineGrace, makeClient: OAuthClient.factory(options),
-                                      identity: identityAfterRefresh(call))
+        return try TokenChain.refresh(vault, offlineGrace: options.offlineGrace, clock: clock,
+                                      makeClient: OAuthClient.factory(options), identity: identityAfterRefresh(call))
     }
 
     /// What a refresh's answer says of who is signed in. With `user_claim`, every refresh is

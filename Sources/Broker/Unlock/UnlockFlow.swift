@@ -52,6 +52,8 @@ struct UnlockRequest {
     var pinWhileScanning: Bool
     /// One prompt for a finger or the PIN, in a PAM conversation (`prompt=combined`).
     var combinedPrompt: Bool
+    /// What the confirmations, the token's lifetime and the offline grace are judged by.
+    var clock: any Clock = SystemClock()
 
     /// When the PIN may open the vault: never (a PAM stack without `pin`), when the finger
     /// cannot (the CLI, and PAM with `pin`), or only the PIN (`--pin`, `--pin-fd`, `--fresh`).
@@ -152,7 +154,7 @@ enum UnlockFlow {
     /// a held confirmation that needs the vault opens it through the device slot, or asks.
     private static func heldConfirmation(_ call: Call, _ request: UnlockRequest, _ session: VaultSession) -> UnlockResult? {
         guard let wanted = request.confirmation, !wanted.fresh, let key = call.grantSession,
-              let held = call.state.sessions.grant(key, wanted.context, now: SystemClock().now(),
+              let held = call.state.sessions.grant(key, wanted.context, now: request.clock.now(),
                                                    madeWithin: wanted.acceptsWithin.map(Int64.init)) else { return nil }
         // A PAM host needs only the answer; the command line's step-up and reveal the vault.
         guard request.purpose == .confirmation else { return UnlockResult(held: held, context: wanted.context, vault: nil) }
@@ -191,9 +193,9 @@ enum UnlockFlow {
         switch status.signIn {
         case .none: refresh = .notSignedIn
         case .required: refresh = .signInRequired
-        case .active: refresh = try TokenRefreshing.refresh(call, unlocked.vault)
+        case .active: refresh = try TokenRefreshing.refresh(call, unlocked.vault, clock: request.clock)
         }
-        let now = SystemClock().now()
+        let now = request.clock.now()
         let verdict = refresh.verdict(required: request.tokens == .required)
         result.refresh = refresh
         result.outcome = verdict.outcome
@@ -266,7 +268,7 @@ enum UnlockFlow {
         guard result.outcome == .success, result.held == nil else { return }
         if let token = result.token, !result.cachedToken { call.state.sessions.setToken(call.session, token) }
         if let wanted = request.confirmation, let unlocked = result.unlocked, let key = call.grantSession {
-            let now = SystemClock().now()
+            let now = request.clock.now()
             call.state.sessions.setGrant(key, wanted.context,
                                          Grant(method: unlocked.method.rawValue, madeAt: now,
                                                expiresAt: now + Int64(min(max(wanted.lasts, 1), StepUp.maxTTL)),
