@@ -1,5 +1,7 @@
 import Glibc
+#if canImport(Testing)
 import Testing
+#endif
 
 /// The CLI as a person runs it, against a broker of its own: the client environment points
 /// at the broker (FINGERSEAL_SOCKET) and carries a home and XDG directories of its own, which
@@ -62,6 +64,21 @@ final class CLIHome {
         return child.finish()
     }
 
+    /// Everything the CLI left under the home and XDG directories (it must leave nothing).
+    func leftInHome() -> [String] {
+        let found = (try? Child.run("/usr/bin/find", [temp.path, "-mindepth", "1", "-printf", "%P\n"]).stdout) ?? "find failed"
+        return found.split(separator: "\n").map(String.init).filter { !createdDirectories.contains($0) && $0 != "sensor.sock" }
+    }
+}
+
+/// A client environment whose FINGERSEAL_SOCKET names a socket nobody listens on.
+func noBrokerEnvironment(_ temp: TempDirectory) -> [String: String] {
+    ["FINGERSEAL_SOCKET": temp.file("no-broker.socket"), "PATH": "/usr/bin:/bin", "NO_COLOR": "1"]
+}
+
+// Assertions: only where Swift Testing is (the test builds; TestSupport also builds without).
+#if canImport(Testing)
+extension CLIHome {
     /// Enrolls `finger` (5 scans of `id`) with the PIN, as a user would.
     func enroll(_ id: String, finger: String = "right-index-finger", pin: String,
                 sourceLocation: SourceLocation = #_sourceLocation) throws {
@@ -69,12 +86,6 @@ final class CLIHome {
                               fd3: pin + "\n")
         #expect(result.status == 0, "\(result.all)", sourceLocation: sourceLocation)
         #expect(result.stdout.contains("Enrolled \(finger)."), sourceLocation: sourceLocation)
-    }
-
-    /// Everything the CLI left under the home and XDG directories (it must leave nothing).
-    func leftInHome() -> [String] {
-        let found = (try? Child.run("/usr/bin/find", [temp.path, "-mindepth", "1", "-printf", "%P\n"]).stdout) ?? "find failed"
-        return found.split(separator: "\n").map(String.init).filter { !createdDirectories.contains($0) && $0 != "sensor.sock" }
     }
 
     /// The vault directory and its files: owned by root, directory 0700, nothing for others.
@@ -92,8 +103,4 @@ final class CLIHome {
         }
     }
 }
-
-/// A client environment whose FINGERSEAL_SOCKET names a socket nobody listens on.
-func noBrokerEnvironment(_ temp: TempDirectory) -> [String: String] {
-    ["FINGERSEAL_SOCKET": temp.file("no-broker.socket"), "PATH": "/usr/bin:/bin", "NO_COLOR": "1"]
-}
+#endif

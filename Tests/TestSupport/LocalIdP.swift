@@ -1,7 +1,6 @@
 import CurlKit
 import FoundationEssentials
 import Glibc
-import Testing
 @testable import FingersealCore
 @testable import IdentityClient
 import SodiumKit
@@ -63,7 +62,8 @@ final class LocalIdP {
 
     /// fingerseal-confidential's secret, as the IdP wrote it at start.
     func confidentialSecret() throws -> String {
-        String(decoding: try #require(readFile(temp.file("idp/client-secret"))), as: UTF8.self)
+        guard let secret = readFile(temp.file("idp/client-secret")) else { throw TestFailure("the IdP wrote no client secret") }
+        return String(decoding: secret, as: UTF8.self)
     }
 
     // MARK: other providers' behaviours (POST /test/switch, Tests/IdP/README.md)
@@ -121,10 +121,11 @@ final class LocalIdP {
         let first = try post("/o/token/", [("grant_type", "password"), ("username", user), ("password", password),
                                            ("client_id", client), ("scope", "openid offline_access")])
         let signedIn = try JSONDecoder().decode(Answer.self, from: Data(first.body.utf8))
-        let refresh = try #require(signedIn.refresh_token)
+        guard let refresh = signedIn.refresh_token else { throw TestFailure("no refresh token: \(first.body)") }
         let second = try post("/o/token/", [("grant_type", "refresh_token"), ("refresh_token", refresh), ("client_id", client)])
         let refreshed = try JSONDecoder().decode(Answer.self, from: Data(second.body.utf8))
-        let parts = try #require(refreshed.id_token).split(separator: ".").map(String.init)
+        guard let idToken = refreshed.id_token else { throw TestFailure("no ID token: \(second.body)") }
+        let parts = idToken.split(separator: ".").map(String.init)
         guard parts.count == 3, let header = LocalIdP.base64URLDecoded(parts[0]), let payload = LocalIdP.base64URLDecoded(parts[1])
         else { throw TestFailure("not a JWS: \(second.body)") }
         return (header, payload, refreshed.access_token)

@@ -1,5 +1,7 @@
 import Glibc
+#if canImport(Testing)
 import Testing
+#endif
 @testable import FingersealCore
 import SodiumKit
 import SystemKit
@@ -53,6 +55,8 @@ func text(_ bytes: SecureBytes?) -> String? {
     bytes.map { String(decoding: $0.copyBytes(), as: UTF8.self) }
 }
 
+// Assertions: only where Swift Testing is (the test builds; TestSupport also builds without).
+#if canImport(Testing)
 func expectOutcome(_ outcome: Outcome, _ body: () throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) {
     do {
         try body()
@@ -63,3 +67,4 @@ func expectOutcome(_ outcome: Outcome, _ body: () throws -> Void, sourceLocation
         Issue.record("expected \(outcome), got \(error)", sourceLocation: sourceLocation)
     }
 }
+#endif
