@@ -5,9 +5,11 @@ import Glibc
 /// process is in, and what logind says of it. Every answer is nil (or false) when logind does
 /// not know.
 public enum LoginSessions {
-    /// Whether logind runs here at all: without it (containers, build machines) there is
-    /// nothing to ask, and asking costs two cgroup files.
-    public static var available: Bool { access("/run/systemd/sessions", F_OK) == 0 }
+    /// Whether logind knows any session here: without one (no logind, a container or build
+    /// machine, or an image that left /run/systemd's directories behind) no caller can be in
+    /// one, and asking costs two cgroup files parsed per request. logind writes a session's
+    /// file before the session's first process runs, so a caller in a session is never missed.
+    public static var available: Bool { sd_get_sessions(nil) > 0 }
 
     /// The session `pid` belongs to.
     public static func session(of pid: pid_t) -> String? {

@@ -67,6 +67,8 @@ public final class VaultSession {
     public func record(_ events: [AuditEvent]) -> Bool {
         let all = noted + events
         noted = []
+        // Nothing to write: the vault is not opened for it.
+        guard !all.isEmpty else { return true }
         return AuditTrail(store: store).record(all, vault: forRecords)
     }
 
