@@ -13,5 +13,9 @@ import Testing
         let session = try String(contentsOfFile: "/proc/self/sessionid", encoding: .utf8)
         #expect(session == "4294967295",
                 "the tests run in audit session \(session); run them through scripts/outside-login-session")
+        // logind finds a process's session by its cgroup (session-N.scope).
+        let cgroups = try String(contentsOfFile: "/proc/self/cgroup", encoding: .utf8)
+        let inSession = cgroups.split(separator: "\n").filter { $0.contains("/session-") && $0.contains(".scope") }
+        #expect(inSession.isEmpty, "the tests run in logind's session \(inSession); run them through scripts/outside-login-session")
     }
 }
