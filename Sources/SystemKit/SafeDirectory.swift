@@ -77,6 +77,11 @@ public final class SafeDirectory {
 
     /// Opens `name` for reading with the trusted-file checks. Returns nil if it does not exist.
     public func openTrusted(_ name: String, sizeLimit: Int) throws -> FileDescriptor? {
+        try openChecked(name, sizeLimit: sizeLimit)?.file
+    }
+
+    /// `openTrusted`, with the status the checks were made on (one fstat for both).
+    private func openChecked(_ name: String, sizeLimit: Int) throws -> (file: FileDescriptor, status: stat)? {
         let raw: Int32
         do {
             // O_NONBLOCK: opening a FIFO planted in place of the file must not block.
@@ -89,29 +94,29 @@ public final class SafeDirectory {
             throw UnsafeFileError(path: full(name), reason: .symlink)
         }
         let file = FileDescriptor(owning: raw)
-        try checkTrusted(try file.status(), path: full(name), directory: false, owner: owner, sizeLimit: sizeLimit)
-        return file
+        let info = try file.status()
+        try checkTrusted(info, path: full(name), directory: false, owner: owner, sizeLimit: sizeLimit)
+        return (file, info)
     }
 
     /// Reads a whole trusted file, or nil if it does not exist.
     public func read(_ name: String, sizeLimit: Int) throws -> [UInt8]? {
-        try readKeepingOpen(name, sizeLimit: sizeLimit)?.bytes
+        guard let file = try openTrusted(name, sizeLimit: sizeLimit) else { return nil }
+        return try readWhole(file, name, sizeLimit: sizeLimit)
     }
 
     /// Reads a whole trusted file and keeps it open: while it is, `identity(of:)` telling the
     /// same identity means the name still holds these bytes. Nil if it does not exist.
     public func readKeepingOpen(_ name: String, sizeLimit: Int) throws -> (file: FileDescriptor, bytes: [UInt8], identity: FileIdentity)? {
-        guard let file = try openTrusted(name, sizeLimit: sizeLimit) else { return nil }
-        let identity = FileIdentity(try file.status())
-        return (file, try readWhole(file, name, sizeLimit: sizeLimit), identity)
+        guard let (file, info) = try openChecked(name, sizeLimit: sizeLimit) else { return nil }
+        return (file, try readWhole(file, name, sizeLimit: sizeLimit), FileIdentity(info))
     }
 
     /// Opens and checks `name` as `openTrusted` does, then reads it whole unless `known`, given
     /// the open file's status, says the caller holds these contents already (bytes nil then).
     /// Nil if it does not exist.
     public func read(_ name: String, sizeLimit: Int, unlessKnown known: (stat) -> Bool) throws -> (bytes: [UInt8]?, status: stat)? {
-        guard let file = try openTrusted(name, sizeLimit: sizeLimit) else { return nil }
-        let info = try file.status()
+        guard let (file, info) = try openChecked(name, sizeLimit: sizeLimit) else { return nil }
         if known(info) { return (nil, info) }
         return (try readWhole(file, name, sizeLimit: sizeLimit), info)
     }
