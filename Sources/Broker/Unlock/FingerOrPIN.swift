@@ -202,7 +202,6 @@ enum FingerOrPIN {
                 do {
                     let vault = try Vault.unlock(session.store, pin: call.pinKeyslot(pin), ledger: ledger)
                     if let won = matched(job.stop()) { return won }
-                    session.opened(vault)
                     return .unlocked(Unlocked(vault: vault, method: .pin, finger: nil))
                 } catch let error as FingersealError where error.outcome == .wrongPIN {
                     // The reader keeps waiting; the PIN may be typed again.

@@ -65,12 +65,8 @@ struct UnlockResult {
     var outcome: Outcome
     /// The sentence for the person when it did not succeed; empty when nothing is to be said.
     var sentence: String = ""
-    /// The sentence is the token step's, which a PAM host is told in the conversation (what
-    /// the unlock itself had to say was said as it happened).
-    var sentenceIsTheToken = false
     /// What the log says (never a secret).
     var detail: String
-    var cause: FingersealError.Cause? = nil
     /// What opened the vault, when it was opened.
     var unlocked: Unlocked? = nil
     /// A confirmation held in this session answered: nothing was asked.
@@ -86,13 +82,19 @@ struct UnlockResult {
     /// The error the unlock stopped at, as it was thrown.
     private var failure: FingersealError? = nil
 
+    /// The sentence is the token step's, which a PAM host is told in the conversation (what
+    /// the unlock itself had to say was said as it happened).
+    var sentenceIsTheToken: Bool { refresh != nil && !sentence.isEmpty }
+
+    /// What lies behind a failure (the TPM's states), as the unlock threw it.
+    var cause: FingersealError.Cause? { failure?.cause }
+
     var auditReason: String { cause?.rawValue ?? outcome.rawValue }
 
     init(_ error: FingersealError) {
         outcome = error.outcome
         sentence = error.message
         detail = error.description
-        cause = error.cause
         failure = error
     }
 
@@ -112,7 +114,7 @@ struct UnlockResult {
 
     /// The error the request ends with, for the edges that answer by throwing.
     var error: FingersealError? {
-        outcome == .success ? nil : failure ?? FingersealError(outcome, sentence, cause: cause)
+        outcome == .success ? nil : failure ?? FingersealError(outcome, sentence)
     }
 
     /// How it was confirmed, in the sentence that says so; nil when nothing was asked.
@@ -168,12 +170,9 @@ enum UnlockFlow {
         // Damaged, tampered or unsafe files: nothing touched, the password next.
         guard let status = try session.status() else { throw FingersealError(.noVault, Messages.noVault) }
         // Say "sign in first" before asking for a finger that could not help.
-        if request.tokens == .required {
-            switch status.signIn {
-            case .none: throw FingersealError(.signInRequired, Messages.notSignedIn)
-            case .required: throw FingersealError(.signInRequired, Messages.signInRequired)
-            case .active: break
-            }
+        if request.tokens == .required, let unrefreshable = TokenRefresh(without: status.signIn) {
+            let verdict = unrefreshable.verdict(required: true)
+            throw FingersealError(verdict.outcome, verdict.sentence, detail: verdict.detail)
         }
         if let wanted = request.confirmation, request.purpose == .confirmation {
             call.conversation.info(Messages.stepUpPrompt(wanted.context))
@@ -189,18 +188,13 @@ enum UnlockFlow {
     private static func refresh(_ call: Call, _ request: UnlockRequest, _ session: VaultSession,
                                 _ result: inout UnlockResult) throws {
         guard let unlocked = result.unlocked, let status = try session.status() else { return }
-        let refresh: TokenRefresh
-        switch status.signIn {
-        case .none: refresh = .notSignedIn
-        case .required: refresh = .signInRequired
-        case .active: refresh = try TokenRefreshing.refresh(call, unlocked.vault, clock: request.clock)
-        }
+        let refresh = try TokenRefresh(without: status.signIn)
+            ?? TokenRefreshing.refresh(call, unlocked.vault, clock: request.clock)
         let now = request.clock.now()
         let verdict = refresh.verdict(required: request.tokens == .required)
         result.refresh = refresh
         result.outcome = verdict.outcome
         result.sentence = verdict.sentence
-        result.sentenceIsTheToken = !verdict.sentence.isEmpty
         result.detail += verdict.detail.isEmpty ? "" : "; " + verdict.detail
         if case let .refreshed(tokens) = refresh {
             result.token = AccessToken(tokens, issuedAt: now)

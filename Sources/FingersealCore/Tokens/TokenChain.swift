@@ -57,8 +57,8 @@ public enum TokenChain {
     private static func refresh(_ vault: UnlockedVault, offlineGrace: Int, clock: any Clock, identity: IdentityCheck?,
                                 client: (VaultEditor) throws(TokenFailure) -> any TokenClient) throws -> TokenRefresh {
         try vault.update { editor -> TokenRefresh in
-            if editor.signIn == .required { return .signInRequired }
-            guard editor.signIn == .active, let refreshToken = try editor.secret(refreshTokenRecord) else { return .notSignedIn }
+            if let unrefreshable = TokenRefresh(without: editor.signIn) { return unrefreshable }
+            guard let refreshToken = try editor.secret(refreshTokenRecord) else { return .notSignedIn }
             let tokens: TokenSet
             do throws(TokenFailure) {
                 tokens = try client(editor).refresh(refreshToken)
@@ -116,6 +116,16 @@ public enum TokenRefresh {
     case unreachable(String)
     /// A refusal, or an answer that is not a token. The refresh token is kept.
     case failed(String)
+
+    /// What a vault's sign-in gives without asking the identity provider: nothing to refresh
+    /// (never signed in, or the chain ended); nil for an active sign-in, which is refreshed.
+    public init?(without signIn: SignInState) {
+        switch signIn {
+        case .none: self = .notSignedIn
+        case .required: self = .signInRequired
+        case .active: return nil
+        }
+    }
 
     /// The one table of what a refresh means for the unlock before it (every channel, every
     /// purpose): the outcome, the sentence for the person (empty: nothing to say), and what
