@@ -165,14 +165,13 @@ public enum Fingerprint {
             catch { throw translate(error) }
             // A match resets failures counted before it; with none, the lockout file is not
             // touched (a failure another request counts meanwhile stays counted: never less).
-            if let matched, counters.fingerFailures == 0 && failures == 0 {
-                return Match(finger: matched, vault: vault, milliseconds: elapsed)
-            }
             if let matched {
-                if let afterMatch {
-                    afterMatch { try? ledger.fingerSucceeded() }
-                } else {
-                    try ledger.fingerSucceeded()
+                if counters.fingerFailures > 0 || failures > 0 {
+                    if let afterMatch {
+                        afterMatch { try? ledger.fingerSucceeded() }
+                    } else {
+                        try ledger.fingerSucceeded()
+                    }
                 }
                 return Match(finger: matched, vault: vault, milliseconds: elapsed)
             }
