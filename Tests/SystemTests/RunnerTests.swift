@@ -18,4 +18,14 @@ import Testing
         let inSession = cgroups.split(separator: "\n").filter { $0.contains("/session-") && $0.contains(".scope") }
         #expect(inSession.isEmpty, "the tests run in logind's session \(inSession); run them through scripts/outside-login-session")
     }
+
+    /// The tests that share the runner's session (`newSession: false`) need one with a living
+    /// leader: without one (session 0 under a service manager, or a leader that exited) the
+    /// broker gives each process a session of its own, and nothing is shared.
+    @Test func theSuiteRunsInAProcessSessionWithALivingLeader() {
+        let leader = getsid(0)
+        var info = stat()
+        #expect(leader > 0 && stat("/proc/\(leader)", &info) == 0,
+                "the tests run in process session \(leader), which has no living leader; run them through scripts/outside-login-session")
+    }
 }
