@@ -207,8 +207,8 @@ public enum Fingerprint {
                 operation = try device.enroll(finger: finger)
             }
         } catch { throw translate(error) }
-        let total = max(reader.enrollStages, 1)
-        let result = operation.wait(timeout: settings.timeout * Double(total + 1), cancelFDs: cancelFDs) { event in
+        // Per scan: fprintd may not know its stage count before the claim.
+        let result = operation.wait(timeout: settings.timeout, cancelFDs: cancelFDs) { event in
             prompter.readerEvent(event)
             switch event {
             case let .enrollProgress(done, total): prompter.info(Messages.enrollProgress(done, total, swipe: reader.swipe))

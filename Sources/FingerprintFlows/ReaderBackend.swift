@@ -16,13 +16,6 @@ public enum ReaderBackend {
         case let .fprintd(device, _, _): return device.info.scanType == "swipe"
         }
     }
-
-    public var enrollStages: Int {
-        switch self {
-        case let .libfprint(reader): return reader.enrollStages
-        case let .fprintd(device, _, _): return device.info.enrollStages
-        }
-    }
 }
 
 /// A running verify or enroll on either backend.

@@ -11,6 +11,12 @@ public enum ReaderEvent: Sendable {
     /// The sensor wants the finger again, and says why.
     case hint(RetryHint)
     case finished(OperationResult)
+
+    /// A scan of an enrollment was taken: the person gets the whole wait for the next one.
+    public var isProgress: Bool {
+        if case .enrollProgress = self { return true }
+        return false
+    }
 }
 
 public enum OperationResult: Sendable {
@@ -51,13 +57,16 @@ public final class ReaderOperation: @unchecked Sendable {
     /// Waits for the result, handing every other event to `onEvent`. After `timeout` seconds
     /// the operation is cancelled and the result is `.failed(.timedOut)`; when one of `cancelFDs`
     /// becomes readable (a signalfd, a terminal) it is cancelled with `.failed(.cancelled)`.
+    /// An enrollment's `timeout` is per scan: each stage passed starts the wait again.
     public func wait(timeout: Double, cancelFDs: [Int32] = [],
                      onEvent: (ReaderEvent) -> Void = { _ in }) -> OperationResult {
-        let deadline = monotonicSeconds() + timeout
+        var deadline = monotonicSeconds() + timeout
         while true {
             switch events.next(timeout: deadline - monotonicSeconds(), orReadable: cancelFDs) {
             case let .event(.finished(result)): return result
-            case let .event(event): onEvent(event)
+            case let .event(event):
+                if event.isProgress { deadline = monotonicSeconds() + timeout }
+                onEvent(event)
             case .other:
                 cancel()
                 return finishAfterCancel(as: .cancelled)

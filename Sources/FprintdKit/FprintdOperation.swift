@@ -73,18 +73,22 @@ public final class FprintdOperation: @unchecked Sendable {
     /// Waits for the result, handing every other event to `onEvent`. After `timeout` seconds
     /// the operation is stopped and the result is `.failed(.timedOut)`; when one of `cancelFDs`
     /// becomes readable (a signalfd, a terminal) or `cancel()` is called, it is stopped with
-    /// `.failed(.cancelled)`.
+    /// `.failed(.cancelled)`. An enrollment's `timeout` is per scan: each stage passed starts
+    /// the wait again.
     public func wait(timeout: Double, cancelFDs: [Int32] = [],
                      onEvent: (ReaderEvent) -> Void = { _ in }) -> OperationResult {
         if let result { return result }
         let bus = device.bus
-        let deadline = monotonicSeconds() + timeout
+        var deadline = monotonicSeconds() + timeout
         let watched = [cancelEvent] + cancelFDs
         while true {
             guard bus.dispatchPending() else {
                 return finish(.failed(.other(domain: "dbus", code: ECONNRESET, message: "the system bus connection broke")))
             }
-            while let event = state.takeEvent() { onEvent(event) }
+            while let event = state.takeEvent() {
+                if event.isProgress { deadline = monotonicSeconds() + timeout }
+                onEvent(event)
+            }
             if let final = state.final { return finish(final) }
             if monotonicSeconds() >= deadline { return finish(.failed(.timedOut)) }
             if !bus.waitForTraffic(until: deadline, others: watched).isEmpty {

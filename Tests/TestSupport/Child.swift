@@ -5,7 +5,9 @@ final class Child {
     let pid: pid_t
     private let stdoutFD: Int32
     private let stderrFD: Int32
+    /// What `readLine` read ahead of the lines it returned, per pipe; `finish` returns it too.
     private var buffered: [UInt8] = []
+    private var bufferedErrors: [UInt8] = []
     private var reaped = false
 
     struct Result {
@@ -91,19 +93,45 @@ final class Child {
         close(fd)
     }
 
-    /// The next line of stdout, or nil at end of file.
-    func readLine() -> String? {
+    /// The next line of stdout (of stderr with `errors`), or nil at end of file.
+    func readLine(errors: Bool = false) -> String? {
+        errors ? Child.readLine(stderrFD, &bufferedErrors) : Child.readLine(stdoutFD, &buffered)
+    }
+
+    /// Reads stdout (stderr with `errors`) until a line contains `text`; false at end of file.
+    @discardableResult
+    func waitForLine(containing text: String, errors: Bool = false) -> Bool {
+        var lines: [String] = []
+        while let line = readLine(errors: errors) {
+            lines.append(line)
+            if line.contains(text) {
+                // Kept for `finish`, which returns the whole output.
+                let read = Array((lines.joined(separator: "\n") + "\n").utf8)
+                if errors { readErrorLines += read } else { readLines += read }
+                return true
+            }
+        }
+        let read = Array(lines.map { $0 + "\n" }.joined().utf8)
+        if errors { readErrorLines += read } else { readLines += read }
+        return false
+    }
+
+    /// Lines `waitForLine` consumed, given back by `finish`.
+    private var readLines: [UInt8] = []
+    private var readErrorLines: [UInt8] = []
+
+    private static func readLine(_ fd: Int32, _ buffer: inout [UInt8]) -> String? {
         while true {
-            if let newline = buffered.firstIndex(of: 0x0a) {
-                let line = String(decoding: buffered[..<newline], as: UTF8.self)
-                buffered.removeSubrange(...newline)
+            if let newline = buffer.firstIndex(of: 0x0a) {
+                let line = String(decoding: buffer[..<newline], as: UTF8.self)
+                buffer.removeSubrange(...newline)
                 return line
             }
             var chunk = [UInt8](repeating: 0, count: 4096)
-            let count = read(stdoutFD, &chunk, chunk.count)
+            let count = read(fd, &chunk, chunk.count)
             if count < 0 && errno == EINTR { continue }
             if count <= 0 { return nil }
-            buffered += chunk[..<count]
+            buffer += chunk[..<count]
         }
     }
 
@@ -123,7 +151,7 @@ final class Child {
     /// waits for exit. A child still running after `limit` seconds is killed, so a stuck
     /// program fails its test instead of hanging the run.
     func finish(limit: Double = 120) -> Result {
-        var out = buffered, err: [UInt8] = []
+        var out = readLines + buffered, err = readErrorLines + bufferedErrors
         var open: [Int32] = [stdoutFD, stderrFD]
         var chunk = [UInt8](repeating: 0, count: 65536)
         let deadline = VirtualSensor.now() + limit
@@ -156,6 +184,9 @@ final class Child {
             }
         }
         buffered = []
+        bufferedErrors = []
+        readLines = []
+        readErrorLines = []
         return Result(stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self),
                       status: wait())
     }

@@ -292,7 +292,7 @@ enum ReaderCommands {
                 ok = step("enroll") {
                     prompter.info(Messages.placeFinger(swipe: reader.info.scanType == .swipe, cancelHint: scan.cancelHint))
                     let operation = try reader.enrollBare()
-                    guard case let .enrolled(print) = try finish(operation, timeout: scan.timeout * Double(reader.enrollStages + 1), turn) else {
+                    guard case let .enrolled(print) = try finish(operation, timeout: scan.timeout, turn) else {
                         throw FingersealError(.unavailable, Messages.enrollGaveNoPrint)
                     }
                     enrolled = print
