@@ -87,6 +87,31 @@ static inline int fs_pidfd_real_uid(int pidfd, unsigned int *uid) {
     *uid = info.ruid;
     return 0;
 }
+/* One serving thread's wait for a connection: its own epoll set holding the listening socket
+ * with EPOLLEXCLUSIVE (Linux 4.5: a connection wakes one waiting thread, not every idle one)
+ * and the stop event (which wakes them all). -1 with errno set when it cannot be made. */
+#include <sys/epoll.h>
+static inline int fs_epoll_for_accept(int listener, int stop) {
+    int set = epoll_create1(EPOLL_CLOEXEC);
+    if (set < 0) return -1;
+    struct epoll_event connection = { .events = EPOLLIN | EPOLLEXCLUSIVE, .data = { .fd = listener } };
+    struct epoll_event stopped = { .events = EPOLLIN, .data = { .fd = stop } };
+    if (epoll_ctl(set, EPOLL_CTL_ADD, listener, &connection) != 0 || epoll_ctl(set, EPOLL_CTL_ADD, stop, &stopped) != 0) {
+        int saved = errno;
+        close(set);
+        errno = saved;
+        return -1;
+    }
+    return set;
+}
+/* Waits up to `milliseconds` (-1: no limit) on such a set: 1 with the ready descriptor in
+ * `*ready`, 0 on time out, -1 with errno set. */
+static inline int fs_epoll_wait_one(int set, int milliseconds, int *ready) {
+    struct epoll_event event;
+    int count = epoll_wait(set, &event, 1, milliseconds);
+    if (count == 1) *ready = event.data.fd;
+    return count;
+}
 /* A parked thread gives the kernel back the pages of its stack below its current frame, as
  * glibc does for a thread that ends (they read as zeros when touched again): nothing of the
  * deeper frames of the work it did stays in memory while it waits for more. The 16 KiB

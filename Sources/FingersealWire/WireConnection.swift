@@ -18,25 +18,33 @@ public enum ConnectionError: Error, Equatable, Sendable {
 /// Owns its descriptor.
 public final class WireConnection: @unchecked Sendable {
     public let fd: Int32
-    private var buffer = [UInt8](repeating: 0, count: Wire.maxPacket + 1)
+    /// Where packets are read: never filled in advance (a connection would pay for a 64 KiB
+    /// memset, and another to wipe it), and wiped after each packet, as far as it reached.
+    private let buffer: UnsafeMutableRawBufferPointer
 
-    public init(owning fd: Int32) { self.fd = fd }
+    public init(owning fd: Int32) {
+        self.fd = fd
+        buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Wire.maxPacket + 1, alignment: 16)
+    }
 
     deinit {
         finishReading()
-        Wire.wipe(&buffer)
+        buffer.deallocate()
         close(fd)
     }
 
     /// Before the close: stop the peer from sending more, then read away what it already sent.
     /// A Unix socket closed with unread packets makes the peer's next read fail with
     /// ECONNRESET, even where our last message (a refusal, a result) waits for it to read.
+    /// One byte each: the rest of a packet goes with it unread.
     private func finishReading() {
         shutdown(fd, Int32(SHUT_RD))
+        var byte: UInt8 = 0
         for _ in 0..<4096 {
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            let count = recv(fd, &byte, 1, Int32(MSG_DONTWAIT))
             if count <= 0 && systemErrno() != EINTR { break }
         }
+        fs_wipe(&byte, 1)
     }
 
     /// Connects to the broker at `path` within `timeout` seconds.
@@ -113,7 +121,7 @@ public final class WireConnection: @unchecked Sendable {
     public func withPacket<T>(_ body: (UnsafeRawBufferPointer) -> T) throws(ConnectionError) -> T {
         var count = 0
         while true {
-            count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_TRUNC) | Int32(MSG_DONTWAIT)) }
+            count = recv(fd, buffer.baseAddress, buffer.count, Int32(MSG_TRUNC) | Int32(MSG_DONTWAIT))
             if count >= 0 || systemErrno() != EINTR { break }
         }
         if count < 0 {
@@ -122,26 +130,40 @@ public final class WireConnection: @unchecked Sendable {
             throw code == ECONNRESET ? .closed : .system("recv", code)
         }
         if count == 0 { throw .closed }
-        defer { buffer.withUnsafeMutableBytes { fs_wipe($0.baseAddress, min(count, $0.count)) } }
+        defer { fs_wipe(buffer.baseAddress, min(count, buffer.count)) }
         guard count <= Wire.maxPacket else { throw .protocolError(.tooLarge) }
-        return buffer.withUnsafeBytes { raw in body(UnsafeRawBufferPointer(rebasing: raw[0..<count])) }
+        return body(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
     }
 
     /// Waits for the next packet and decodes it with `decode`.
     public func receive<M>(until deadline: Double, alsoWatching others: [Int32] = [],
                            _ decode: (UnsafeRawBufferPointer) throws(WireError) -> M) throws(ConnectionError) -> Incoming<M> {
+        // A packet that is there already needs no wait (a request sent with the connect): read
+        // at once, unless something else watched could be first.
+        if others.isEmpty {
+            do throws(ConnectionError) {
+                return .message(try decodePacket(decode))
+            } catch .timedOut {
+                // Nothing yet (EAGAIN): wait for it below.
+            }
+        }
         switch wait(until: deadline, alsoWatching: others) {
         case .packet:
-            let decoded = try withPacket { raw -> Result<M, WireError> in
-                do throws(WireError) { return .success(try decode(raw)) } catch { return .failure(error) }
-            }
-            switch decoded {
-            case let .success(message): return .message(message)
-            case let .failure(error): throw .protocolError(error)
-            }
+            return .message(try decodePacket(decode))
         case let .other(fd): return .other(fd)
         case .closed: throw .closed
         case .timedOut: throw .timedOut
+        }
+    }
+
+    /// The waiting packet, decoded; `.timedOut` when none is there.
+    private func decodePacket<M>(_ decode: (UnsafeRawBufferPointer) throws(WireError) -> M) throws(ConnectionError) -> M {
+        let decoded = try withPacket { raw -> Result<M, WireError> in
+            do throws(WireError) { return .success(try decode(raw)) } catch { return .failure(error) }
+        }
+        switch decoded {
+        case let .success(message): return message
+        case let .failure(error): throw .protocolError(error)
         }
     }
 

@@ -8,12 +8,37 @@ public func processStartTime(_ pid: pid_t) -> UInt64? {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return nil }
     let file = FileDescriptor(owning: fd)
-    guard let bytes = try? file.readAll(limit: 4096, subject: path),
-          let close = bytes.lastIndex(of: 0x29) else { return nil } // after the ")" of the command name
-    let fields = bytes[(close + 1)...].split(separator: 0x20)
-    // fields[0] is the state (field 3), so field 22 is fields[19].
-    guard fields.count > 19 else { return nil }
-    return UInt64(String(decoding: fields[19], as: UTF8.self))
+    guard let bytes = try? file.readAll(limit: 4096, subject: path) else { return nil }
+    return statField(22, of: bytes)
+}
+
+/// Field `number` (1-based, as proc(5) counts) of a /proc/PID/stat line, as a number: counted
+/// after the ")" that ends the command name, which may itself hold spaces and parentheses.
+/// Read as bytes: it runs for every connection the broker serves.
+public func statField(_ number: Int, of bytes: [UInt8]) -> UInt64? {
+    guard number >= 3, let close = bytes.lastIndex(of: 0x29) else { return nil }
+    var field = 2 // the command name's
+    var value: UInt64 = 0
+    var inField = false
+    for byte in bytes[(close + 1)...] {
+        if byte == 0x20 || byte == 0x0a {
+            if inField && field == number { return value }
+            inField = false
+            continue
+        }
+        if !inField {
+            inField = true
+            field += 1
+            value = 0
+        }
+        guard field == number else { continue }
+        guard byte >= 0x30 && byte <= 0x39 else { return nil }
+        let (times, overflow) = value.multipliedReportingOverflow(by: 10)
+        let (sum, carried) = times.addingReportingOverflow(UInt64(byte - 0x30))
+        guard !overflow && !carried else { return nil }
+        value = sum
+    }
+    return inField && field == number ? value : nil
 }
 
 /// Starts a program the way a new program should start, whoever calls: no signal blocked and

@@ -74,6 +74,19 @@ public final class SafeDirectory {
 
     private func full(_ name: String) -> String { path + "/" + name }
 
+    /// This directory's identity, from its open descriptor.
+    public func identity() throws -> FileIdentity { FileIdentity(try fd.status()) }
+
+    /// The identities of directory `path` and of `name` in it, by lstat (no symlink followed,
+    /// nothing opened): for a cache of a file read through a SafeDirectory to see, with two
+    /// calls instead of two opens, that both are still the very ones it checked and read,
+    /// unchanged (a chmod or chown changes the change time too). Nil when either is missing.
+    public static func identities(path: String, name: String) -> (directory: FileIdentity, file: FileIdentity)? {
+        var directory = stat(), file = stat()
+        guard lstat(path, &directory) == 0, lstat(path + "/" + name, &file) == 0 else { return nil }
+        return (FileIdentity(directory), FileIdentity(file))
+    }
+
 
     /// Opens `name` for reading with the trusted-file checks. Returns nil if it does not exist.
     public func openTrusted(_ name: String, sizeLimit: Int) throws -> FileDescriptor? {
@@ -112,12 +125,10 @@ public final class SafeDirectory {
         return (file, try readWhole(file, name, sizeLimit: sizeLimit), FileIdentity(info))
     }
 
-    /// Opens and checks `name` as `openTrusted` does, then reads it whole unless `known`, given
-    /// the open file's status, says the caller holds these contents already (bytes nil then).
-    /// Nil if it does not exist.
-    public func read(_ name: String, sizeLimit: Int, unlessKnown known: (stat) -> Bool) throws -> (bytes: [UInt8]?, status: stat)? {
+    /// Reads a whole trusted file with the status its checks were made on; nil if it does not
+    /// exist.
+    public func readChecked(_ name: String, sizeLimit: Int) throws -> (bytes: [UInt8], status: stat)? {
         guard let (file, info) = try openChecked(name, sizeLimit: sizeLimit) else { return nil }
-        if known(info) { return (nil, info) }
         return (try readWhole(file, name, sizeLimit: sizeLimit), info)
     }
 

@@ -87,3 +87,15 @@ public final class WorkSlots: @unchecked Sendable {
         return try body()
     }
 }
+
+/// A value shared between threads, reached only under its lock.
+public final class LockedValue<Value>: @unchecked Sendable {
+    private let lock = ThreadLock()
+    private var value: Value
+
+    public init(_ value: Value) { self.value = value }
+
+    public func locked<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        try lock.locked { try body(&value) }
+    }
+}

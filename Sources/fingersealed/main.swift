@@ -77,7 +77,7 @@ do {
     // SIGTERM (systemd stopping it) and SIGINT end the loop cleanly: the reader is closed and
     // the socket removed. Blocked before any thread starts, so only the signalfd sees them.
     let stop = try InterruptWatch(signals: [SIGTERM, SIGINT])
-    server.run(stopFD: stop.fd)
+    try server.run(stopFD: stop.fd)
     if let socketPath, !listener.activated { unlink(socketPath) }
 } catch {
     fail("\(error)")

@@ -56,6 +56,10 @@ import Testing
         chmod(path, 0o666)
         #expect(throws: FingersealError.self, "checked every time") { try Options.loadSystem(path: path, cache: cache) }
         chmod(path, 0o644)
+        #expect(try Options.loadSystem(path: path, cache: cache).0.timeout == 40, "safe again")
+        chmod(temp.path, 0o777)
+        #expect(throws: FingersealError.self, "its directory checked every time") { try Options.loadSystem(path: path, cache: cache) }
+        chmod(temp.path, 0o700)
         #expect(unlink(path) == 0)
         #expect(try Options.loadSystem(path: path, cache: cache).0 == Options(), "removed: defaults")
     }

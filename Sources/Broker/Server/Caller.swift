@@ -19,24 +19,28 @@ public struct Caller: Sendable, CustomStringConvertible {
     public let realUID: UInt32
     /// The audit login uid (pam_loginuid): who logged in to the caller's session; nil unset.
     public let loginUID: UInt32?
+    /// The caller's login session, read from the kernel the first time a flow asks: most
+    /// requests (a PAM host asking for a user with no vault) never need it.
+    private let login: LoginContext
+
     /// The caller's login session: the kernel's audit session (pam_loginuid), else logind's,
     /// else the process session, named with its leader's start time so that a new session
     /// that lands on a dead one's number is another session.
-    public let session: String
+    public var session: String { login.session.name }
     /// Who the session belongs to: the audit session's login uid, logind's session user, or
     /// for a process session the caller's real uid. A confirmation counts only in a session of
     /// its own account.
-    public let sessionOwner: UInt32
+    public var sessionOwner: UInt32 { login.session.owner }
     /// What keeps the session alive, so that its grants and tokens end with it.
-    public let liveness: SessionLiveness
+    public var liveness: SessionLiveness { login.session.liveness }
     /// The caller is in a login session (audit or logind), not only a process session.
-    public let inLoginSession: Bool
+    public var inLoginSession: Bool { login.session.isLogin }
     /// logind says the caller's session is remote (ssh).
-    public let remote: Bool
+    public var remote: Bool { login.remote }
 
     public var isRoot: Bool { uid == 0 }
 
-    public var description: String { "uid \(uid) pid \(pid) session \(session)" }
+    public var description: String { "uid \(uid) pid \(pid)" }
 
     /// Whom the connection counts against (connections, the reader's turns): the caller's own
     /// uid; for a root caller the person behind it (a setuid host's real uid, else its login
@@ -49,8 +53,9 @@ public struct Caller: Sendable, CustomStringConvertible {
     }
 
     /// Reads the peer of a connected socket. The pid is pinned with a pidfd (SO_PEERPIDFD)
-    /// where the kernel has it, and checked to still be the same process after /proc was
-    /// read, so a reused pid cannot lend another process's session.
+    /// where the kernel has it, else by its start time, and checked to still be the same
+    /// process after /proc was read, so a reused pid cannot lend another process's identity
+    /// or session.
     public static func of(socket fd: Int32) throws -> Caller {
         var credentials = fs_ucred()
         var length = socklen_t(MemoryLayout<fs_ucred>.size)
@@ -59,26 +64,97 @@ public struct Caller: Sendable, CustomStringConvertible {
         var pidfd: Int32 = -1
         var pidfdLength = socklen_t(MemoryLayout<Int32>.size)
         if getsockopt(fd, SOL_SOCKET, FS_SO_PEERPIDFD, &pidfd, &pidfdLength) != 0 { pidfd = -1 }
-        defer { if pidfd >= 0 { close(pidfd) } }
-        // Without a pidfd, the start time read before and after pins the process instead.
-        let started = pidfd >= 0 ? nil : processStartTime(pid)
+        let pin = ProcessPin(pid: pid, pidfd: pidfd)
         let groups = (peerGroups(fd) ?? []) + [credentials.gid]
         let realUID = (pidfd >= 0 ? pidfdRealUID(pidfd) : nil) ?? processRealUID(pid) ?? credentials.uid
         let loginUID = readSmall("/proc/\(pid)/loginuid").flatMap(UInt32.init).flatMap { $0 == UInt32.max ? nil : $0 }
-        let logind = logindSession(pid)
-        let session = loginSession(pid, logind: logind, realUID: realUID, loginUID: loginUID)
-        let remote = logind.map(LoginSessions.isRemote) ?? false
         // The process we read about must still be the peer.
-        if pidfd >= 0 {
-            // Signal 0 only asks whether it lives; EPERM (no CAP_KILL over another user's
-            // process, as the unit bounds it) still means it does. ESRCH: it is gone.
-            guard fs_pidfd_send_signal(pidfd, 0) == 0 || errno == EPERM else { throw SystemError("pidfd", "peer", code: ESRCH) }
-        } else {
-            guard let started, processStartTime(pid) == started else { throw SystemError("peer", "start time", code: ESRCH) }
-        }
+        guard pin.isStillThePeer else { throw SystemError("peer", "gone", code: ESRCH) }
         return Caller(pid: pid, uid: credentials.uid, gid: credentials.gid, groups: groups, realUID: realUID,
-                      loginUID: loginUID, session: session.name, sessionOwner: session.owner, liveness: session.liveness,
-                      inLoginSession: session.isLogin, remote: remote)
+                      loginUID: loginUID, login: LoginContext(pin: pin, realUID: realUID, loginUID: loginUID))
+    }
+
+    /// A caller's login session, as `LoginContext` finds it.
+    struct LoginSession {
+        let name: String
+        let owner: UInt32
+        let liveness: SessionLiveness
+        let isLogin: Bool
+    }
+
+    /// The kernel's and logind's word on the caller's session, each read once, when first
+    /// asked, while the process is still pinned.
+    final class LoginContext: @unchecked Sendable {
+        private let pin: ProcessPin
+        private let realUID: UInt32
+        private let loginUID: UInt32?
+        private let lock = ThreadLock()
+        private var logind: String?? = nil
+        private var found: LoginSession? = nil
+
+        init(pin: ProcessPin, realUID: UInt32, loginUID: UInt32?) {
+            self.pin = pin
+            self.realUID = realUID
+            self.loginUID = loginUID
+        }
+
+        var session: LoginSession {
+            lock.locked {
+                if let found { return found }
+                let pid = pin.pid
+                let read = Caller.loginSession(pid, logind: logindSession(), realUID: realUID, loginUID: loginUID)
+                var session = LoginSession(name: read.name, owner: read.owner, liveness: read.liveness, isLogin: read.isLogin)
+                if !pin.isStillThePeer {
+                    // Gone while we read: what was read may be another process's. A session of
+                    // its own, already ended, so nothing is kept for it or lent to it.
+                    let start = pin.startTime ?? 0
+                    session = LoginSession(name: "gone-\(pid)-\(start)", owner: realUID,
+                                           liveness: .leader(pid: pid, startTime: start), isLogin: false)
+                }
+                found = session
+                return session
+            }
+        }
+
+        /// logind says the session is remote: asked only where logind knows sessions.
+        var remote: Bool {
+            lock.locked { logindSession().map(LoginSessions.isRemote) ?? false }
+        }
+
+        /// Inside the lock.
+        private func logindSession() -> String? {
+            if let logind { return logind }
+            var read = Caller.logindSession(pin.pid)
+            if read != nil && !pin.isStillThePeer { read = nil }
+            logind = .some(read)
+            return read
+        }
+    }
+
+    /// One process, whatever later reuses its pid: its pidfd where the kernel has one (kept
+    /// open as long as the caller is), else its start time.
+    final class ProcessPin: @unchecked Sendable {
+        let pid: pid_t
+        private let pidfd: Int32
+        let startTime: UInt64?
+
+        init(pid: pid_t, pidfd: Int32) {
+            self.pid = pid
+            self.pidfd = pidfd
+            startTime = pidfd >= 0 ? nil : processStartTime(pid)
+        }
+
+        deinit { if pidfd >= 0 { close(pidfd) } }
+
+        var isStillThePeer: Bool {
+            if pidfd >= 0 {
+                // Signal 0 only asks whether it lives; EPERM (no CAP_KILL over another user's
+                // process, as the unit bounds it) still means it does. ESRCH: it is gone.
+                return fs_pidfd_send_signal(pidfd, 0) == 0 || errno == EPERM
+            }
+            guard let startTime else { return false }
+            return processStartTime(pid) == startTime
+        }
     }
 
     static func loginSession(_ pid: pid_t, logind: String?, realUID: UInt32,

@@ -2,86 +2,149 @@ import CLinux
 import Glibc
 import SystemKit
 
-/// The threads connections are served on, each kept parked a while after its connection for
-/// the next one: starting a thread (clone, its TLS, its first run on a core) costs about as
-/// much as a whole small request, such as a PAM authentication for a user with no vault.
-/// At most `parkedLimit` threads wait, each at most `parkLimit` seconds. A thread gives its
-/// stack's deeper pages back to the kernel before it parks (`fs_release_stack_below`, what
-/// glibc does for a thread that ends), so nothing of a request's frames waits with it; a
-/// request starts afresh in any case (`Server.serve` sets the language, the flow its state).
+/// The threads that accept connections and serve them. Every idle thread waits on the
+/// listening socket itself, in an epoll set of its own with EPOLLEXCLUSIVE, so a connection
+/// wakes exactly one of them, which accepts it and serves it: one wake-up per request, with no
+/// hand-over between an accepting thread and a serving one (that second wake-up cost about as
+/// much as a whole small request, a PAM authentication for a user with no vault).
+///
+/// At least one thread always waits, so a connection being served never keeps the next one
+/// waiting: the thread that takes the last waiting place starts another first. At most
+/// `idleLimit` threads wait; one beyond the first ends after `idleTime` seconds without a
+/// connection. A thread gives its stack's deeper pages back to the kernel before it waits
+/// again (`fs_release_stack_below`, what glibc does for a thread that ends), so nothing of a
+/// request's frames waits with it.
 final class ConnectionThreads: @unchecked Sendable {
-    typealias Work = @Sendable () -> Void
+    /// Serves one accepted connection (its descriptor, owned from then on).
+    typealias Serve = @Sendable (Int32) -> Void
+    /// Turns one accepted connection away at once (its descriptor, owned from then on): no
+    /// thread could be started to wait while this one serves.
+    typealias TurnAway = @Sendable (Int32) -> Void
 
-    static let parkedLimit = 4
-    static let parkLimit = 10.0
+    static let idleLimit = 4
+    static let idleTime = 10.0
 
-    private let condition = ThreadCondition()
-    private var parked = 0
-    private var handed: [Work] = []
+    private let listenerFD: Int32
+    private let serve: Serve
+    private let turnAway: TurnAway
+    private let lock = ThreadLock()
+    /// Readable once `stop()` was called: every waiting thread wakes and ends.
+    private let stopEvent: Int32
+    private var waiting = 0
+    /// Threads between taking a connection off the socket and the end of serving it.
+    private var serving = 0
     private var stopped = false
 
-    /// Runs `work` on a parked thread, else on a new one; false when no thread could start.
-    func run(_ work: @escaping Work) -> Bool {
-        let taken = condition.locked { () -> Bool in
-            // Each parked thread takes one; a thread leaving its park (time up, stopped) has
-            // stopped counting, under this same lock, before it leaves.
-            guard !stopped, parked > handed.count else { return false }
-            handed.append(work)
-            condition.signal()
+    init(listenerFD: Int32, serve: @escaping Serve, turnAway: @escaping TurnAway) throws {
+        self.listenerFD = listenerFD
+        self.serve = serve
+        self.turnAway = turnAway
+        stopEvent = try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK)) }
+    }
+
+    deinit { close(stopEvent) }
+
+    /// Starts the first waiting thread; false when it could not be started.
+    func start() -> Bool {
+        startWaiting()
+    }
+
+    /// No connection is accepted from now on, and waiting threads end; connections being
+    /// served go on to their end.
+    func stop() {
+        lock.locked { stopped = true }
+        var one: UInt64 = 1
+        _ = write(stopEvent, &one, 8)
+    }
+
+    /// Stops, as `stop`, only when no connection is being taken or served; false otherwise.
+    /// Connections still waiting on the socket stay there for the next broker (socket
+    /// activation starts one for them).
+    func stopIfIdle() -> Bool {
+        let idle = lock.locked { () -> Bool in
+            guard serving == 0 else { return false }
+            stopped = true
             return true
         }
-        if taken { return true }
-        let first = Handed(work)
-        return startThread { [self] in serve(first) }
+        if idle { stop() }
+        return idle
     }
 
-    /// Parked threads end now, and none parks again (the server stops).
-    func stop() {
-        condition.locked {
-            stopped = true
-            condition.broadcast()
+    /// Counts a new thread as waiting before it starts, so that no other thread starts one
+    /// for the same place.
+    private func startWaiting() -> Bool {
+        lock.locked { waiting += 1 }
+        if startThread({ [self] in run() }) { return true }
+        lock.locked { waiting -= 1 }
+        return false
+    }
+
+    /// A thread's life: wait for a connection, take it, serve it; again, until it is no
+    /// longer needed or the server stops. It enters counted as waiting.
+    private func run() {
+        let set = fs_epoll_for_accept(listenerFD, stopEvent)
+        guard set >= 0 else {
+            Syslog.log(.warning, "fingersealed: cannot wait for connections: \(String(cString: strerror(errno)))")
+            lock.locked { waiting -= 1 }
+            return
         }
-    }
-
-    private func serve(_ first: Handed) {
-        var work = first.take()
-        while true {
-            ConnectionThreads.runReleasing(&work)
+        defer { close(set) }
+        while let fd = nextConnection(set) {
+            // The last waiting place was this thread's: another waits before this one serves.
+            let alone = lock.locked { waiting == 0 && !stopped }
+            if alone && !startWaiting() {
+                // Nobody else could wait: answered at once, and this thread goes on waiting.
+                turnAway(fd)
+                lock.locked {
+                    serving -= 1
+                    waiting += 1
+                }
+                continue
+            }
+            serve(fd)
             fs_release_stack_below()
-            work = park()
-            if work == nil { return }
+            let stays = lock.locked { () -> Bool in
+                serving -= 1
+                guard !stopped, waiting < ConnectionThreads.idleLimit else { return false }
+                waiting += 1
+                return true
+            }
+            guard stays else { return }
         }
     }
 
-    /// Runs the work and lets it go at once: what it holds (the connection, which closes when
-    /// released) must not wait with the parked thread.
-    private static func runReleasing(_ work: inout Work?) {
-        guard let current = work else { return }
-        work = nil
-        current()
-    }
-
-    /// The first work of a new thread, held so that the thread can let it go (`take`).
-    private final class Handed: @unchecked Sendable {
-        private var work: Work?
-        init(_ work: @escaping Work) { self.work = work }
-        func take() -> Work? {
-            defer { work = nil }
-            return work
-        }
-    }
-
-    /// The next work handed to this thread, or nil when none came within `parkLimit`, the
-    /// park is full, or the server stopped.
-    private func park() -> Work? {
-        condition.locked { () -> Work? in
-            guard !stopped, parked < ConnectionThreads.parkedLimit else { return nil }
-            parked += 1
-            defer { parked -= 1 }
-            let deadline = monotonicSeconds() + ConnectionThreads.parkLimit
-            while handed.isEmpty && !stopped && monotonicSeconds() < deadline { condition.wait(until: deadline) }
-            // Work handed before a stop or the deadline is still done.
-            return handed.isEmpty ? nil : handed.removeFirst()
+    /// The next connection, the thread counted as waiting until then; nil (no longer
+    /// counted) when the server stopped, when another thread waits and none came within
+    /// `idleTime`, or when waiting fails.
+    private func nextConnection(_ set: Int32) -> Int32? {
+        while true {
+            var ready: Int32 = -1
+            let count = fs_epoll_wait_one(set, Int32(ConnectionThreads.idleTime * 1000), &ready)
+            let code = errno
+            // Counted as serving from before the accept, so that an idle stop never comes
+            // between taking a connection and serving it.
+            let decided = lock.locked { () -> Bool? in
+                if stopped { waiting -= 1; return false }
+                if count == 0 && waiting > 1 { waiting -= 1; return false }
+                if count < 0 && code != EINTR {
+                    waiting -= 1
+                    return false
+                }
+                guard count == 1 && ready == listenerFD else { return nil }
+                serving += 1
+                return true
+            }
+            guard let decided else { continue }
+            guard decided else {
+                if count < 0 && code != EINTR { Syslog.log(.warning, "fingersealed: waiting for connections failed: \(code)") }
+                return nil
+            }
+            let fd = accept4(listenerFD, nil, nil, Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
+            lock.locked {
+                if fd >= 0 { waiting -= 1 } else { serving -= 1 }
+            }
+            // Taken by another thread (a spurious wake-up) or gone: wait again, still counted.
+            if fd >= 0 { return fd }
         }
     }
 }

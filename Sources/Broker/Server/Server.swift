@@ -49,10 +49,12 @@ public struct BrokerSettings: Sendable {
 }
 
 
-/// The accept loop: one thread per connection (`ConnectionThreads`), bounded in number overall and per principal
-/// (a user, with the setuid hosts they start; or the system's own hosts), with room kept for
-/// the system's hosts, so a hostile or stuck client never stops the broker from serving
-/// everyone else, and no user's connections keep a login screen from being answered.
+/// The broker's service: connections accepted and served by `ConnectionThreads`, bounded in
+/// number overall and per principal (a user, with the setuid hosts they start; or the
+/// system's own hosts), with room kept for the system's hosts, so a hostile or stuck client
+/// never stops the broker from serving everyone else, and no user's connections keep a login
+/// screen from being answered. The main thread keeps time: sweeps, idle readers and TPM,
+/// attempt counts, the idle exit, and the stop.
 public final class Server: @unchecked Sendable {
     public static let maxConnections = 64
     public static let maxPerPrincipal = 16
@@ -71,8 +73,6 @@ public final class Server: @unchecked Sendable {
     private var perPrincipal: [Principal: Int] = [:]
     private var lastActivity = monotonicSeconds()
     private var lastSweep = monotonicSeconds()
-    /// What connections are served on: threads kept parked between connections.
-    private let threads = ConnectionThreads()
 
     public init(listener: Listener, settings: BrokerSettings) throws {
         self.listener = listener
@@ -80,21 +80,24 @@ public final class Server: @unchecked Sendable {
     }
 
     /// Serves until idle for `settings.idleExit` seconds (never, when nil), or until `stopFD`
-    /// (a signalfd for SIGTERM and SIGINT) is readable.
-    public func run(stopFD: Int32? = nil) {
-        ServiceManager.notify("READY=1\nSTATUS=Waiting for requests.")
+    /// (a signalfd for SIGTERM and SIGINT) is readable. Throws when it cannot start serving.
+    public func run(stopFD: Int32? = nil) throws {
+        let threads = try ConnectionThreads(listenerFD: listener.fd,
+                                            serve: { [self] fd in accepted(fd) },
+                                            turnAway: { fd in Server.turnAway(WireConnection(owning: fd)) })
+        guard threads.start() else { throw BrokerStartError("cannot start a thread to serve connections") }
         defer { threads.stop() }
+        ServiceManager.notify("READY=1\nSTATUS=Waiting for requests.")
         while true {
-            var fds = [pollEntry(listener.fd)]
-            if let stopFD { fds.append(pollEntry(stopFD)) }
-            // A second at most: the sweeps and the idle exit below run between connections.
-            let waited = waitReady(&fds, until: monotonicSeconds() + 1)
-            if case let .failed(code) = waited {
+            var fds = stopFD.map { [pollEntry($0)] } ?? []
+            // A second at most between the chores below.
+            if case let .failed(code) = waitReady(&fds, until: monotonicSeconds() + 1) {
                 Syslog.log(.warning, "fingersealed: poll failed: \(code)")
                 return
             }
-            if fds.count > 1 && fds[1].revents != 0 {
+            if fds.first?.revents ?? 0 != 0 {
                 ServiceManager.notify("STOPPING=1")
+                threads.stop()
                 state.reader.closeIfIdle(after: 0)
                 // Counted attempts live in memory: written now, or never.
                 state.recordAttemptCounts(state.attemptLimiter.takeAll())
@@ -106,75 +109,49 @@ public final class Server: @unchecked Sendable {
                 state.sessions.sweep(now: now)
                 lastSweep = monotonicSeconds()
             }
-            if waited == .timedOut {
-                state.reader.closeIfIdle(after: ReaderTurns.idleLimit)
-                state.tpm.closeIfIdle()
-                state.recordAttemptCounts(state.attemptLimiter.takeEnded(now: now))
-                // Not while an attempt window is open: the next broker would start counting anew.
-                if let idle = state.settings.idleExit, !state.attemptLimiter.holdsOpenWindows(now: now),
-                   lock.locked({ active == 0 && monotonicSeconds() - lastActivity >= idle }) {
-                    ServiceManager.notify("STOPPING=1\nSTATUS=Idle; exiting until the next request.")
-                    state.tpm.closeNow()
-                    return
-                }
-                continue
-            }
-            recordEndedAttemptCounts(now: now)
-            let fd = accept4(listener.fd, nil, nil, Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
-            guard fd >= 0 else { continue }
-            let connection = WireConnection(owning: fd)
-            let caller: Caller
-            do { caller = try Caller.of(socket: fd) } catch { continue } // a peer that is gone already
-            let principal = caller.principal
-            let admitted = lock.locked { () -> Bool in
-                lastActivity = monotonicSeconds()
-                let users = active - perPrincipal[.system, default: 0]
-                let room = principal == .system ? active < Server.maxConnections
-                                                : users < Server.maxConnections - Server.reservedForSystem
-                guard room, perPrincipal[principal, default: 0] < Server.maxPerPrincipal else { return false }
-                active += 1
-                perPrincipal[principal, default: 0] += 1
-                return true
-            }
-            guard admitted else {
-                // Said, not reset: the connection reads the request away before it closes.
-                Conversation(connection: connection, wantsEvents: false, graphical: false)
-                    .finish(Reply(.unavailable, Messages.brokerBusy))
-                continue
-            }
-            let done: @Sendable () -> Void = { [self] in
-                lock.locked {
-                    active -= 1
-                    perPrincipal[principal, default: 1] -= 1
-                    if perPrincipal[principal] == 0 { perPrincipal[principal] = nil }
-                    lastActivity = monotonicSeconds()
-                }
-            }
-            let started = threads.run { [self] in
-                serve(connection, caller)
-                done()
-            }
-            if !started {
-                Conversation(connection: connection, wantsEvents: false, graphical: false).finish(Reply(.unavailable, Messages.brokerBusy))
-                done()
+            state.reader.closeIfIdle(after: ReaderTurns.idleLimit)
+            state.tpm.closeIfIdle()
+            state.recordAttemptCounts(state.attemptLimiter.takeEnded(now: now))
+            // Not while an attempt window is open: the next broker would start counting anew.
+            if let idle = state.settings.idleExit, !state.attemptLimiter.holdsOpenWindows(now: now),
+               lock.locked({ active == 0 && monotonicSeconds() - lastActivity >= idle }), threads.stopIfIdle() {
+                ServiceManager.notify("STOPPING=1\nSTATUS=Idle; exiting until the next request.")
+                state.tpm.closeNow()
+                return
             }
         }
     }
 
-    /// While requests keep coming (no idle tick), counts of ended attempt windows are
-    /// written on a thread of their own, counted as active so an idle exit waits for it.
-    private func recordEndedAttemptCounts(now: Int64) {
-        let ended = state.attemptLimiter.takeEnded(now: now)
-        guard !ended.isEmpty else { return }
-        lock.locked { active += 1 }
-        let started = startThread { [self] in
-            state.recordAttemptCounts(ended)
-            lock.locked { active -= 1 }
+    /// One accepted connection, on the thread that accepted it: who is calling, whether there
+    /// is room for them, then their request.
+    private func accepted(_ fd: Int32) {
+        let connection = WireConnection(owning: fd)
+        let caller: Caller
+        do { caller = try Caller.of(socket: fd) } catch { return } // a peer that is gone already
+        let principal = caller.principal
+        let admitted = lock.locked { () -> Bool in
+            lastActivity = monotonicSeconds()
+            let users = active - perPrincipal[.system, default: 0]
+            let room = principal == .system ? active < Server.maxConnections
+                                            : users < Server.maxConnections - Server.reservedForSystem
+            guard room, perPrincipal[principal, default: 0] < Server.maxPerPrincipal else { return false }
+            active += 1
+            perPrincipal[principal, default: 0] += 1
+            return true
         }
-        if !started {
-            state.recordAttemptCounts(ended)
-            lock.locked { active -= 1 }
+        guard admitted else { return Server.turnAway(connection) }
+        serve(connection, caller)
+        lock.locked {
+            active -= 1
+            perPrincipal[principal, default: 1] -= 1
+            if perPrincipal[principal] == 0 { perPrincipal[principal] = nil }
+            lastActivity = monotonicSeconds()
         }
+    }
+
+    /// Said, not reset: the connection reads the request away before it closes.
+    private static func turnAway(_ connection: WireConnection) {
+        Conversation(connection: connection, wantsEvents: false, graphical: false).finish(Reply(.unavailable, Messages.brokerBusy))
     }
 
     /// One connection: its request, the flow, the result.

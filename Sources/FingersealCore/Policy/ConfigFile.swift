@@ -23,35 +23,34 @@ extension Options {
     }
 
     /// The options in `path`, or nil when it (or its directory) does not exist. With a
-    /// cache, the file is still opened and checked every time; only reading and parsing it
-    /// again is spared while it is the same file, unchanged.
+    /// cache, a file and directory that are still the very ones read and checked, unchanged,
+    /// give what was parsed; any other is opened, checked and parsed again.
     private static func loadFile(_ path: String, cache: SystemConfigCache?) throws -> (Options, [String])? {
-        var known: (Options, [String])? = nil
-        guard let (bytes, info) = try readSystemFile(path, sizeLimit: Options.maxConfigSize, unlessKnown: { info in
-            known = cache?.lookup(path, info)
-            return known != nil
-        }) else { return nil }
-        if let known { return known }
+        let (directoryPath, name) = splitPath(path)
+        if let cache, let (directory, file) = SafeDirectory.identities(path: directoryPath, name: name),
+           let known = cache.lookup(path, directory: directory, file: file) {
+            return known
+        }
+        guard let (bytes, info, directory) = try readCheckedSystemFile(path, sizeLimit: Options.maxConfigSize) else { return nil }
         var options = Options()
-        let warnings = try options.applyConfigFile(String(decoding: bytes ?? [], as: UTF8.self), source: path)
-        cache?.keep(path, info, (options, warnings))
+        let warnings = try options.applyConfigFile(String(decoding: bytes, as: UTF8.self), source: path)
+        cache?.keep(path, directory: directory, file: info, (options, warnings))
         return (options, warnings)
     }
 
     /// A file the administrator owns (the configuration, the user map), read safely; nil
     /// when it (or its directory) does not exist.
     static func readSystemFile(_ path: String, sizeLimit: Int) throws -> [UInt8]? {
-        try readSystemFile(path, sizeLimit: sizeLimit, unlessKnown: { _ in false }).map { $0.bytes ?? [] }
+        try readCheckedSystemFile(path, sizeLimit: sizeLimit).map { $0.bytes }
     }
 
-    /// The same, opened and checked, then read unless `known` says, from the file's status,
-    /// that the caller holds what it says already (bytes nil then).
-    static func readSystemFile(_ path: String, sizeLimit: Int,
-                               unlessKnown known: (stat) -> Bool) throws -> (bytes: [UInt8]?, info: stat)? {
+    /// The same, with the file's status and its directory's identity as they were checked.
+    static func readCheckedSystemFile(_ path: String, sizeLimit: Int) throws -> (bytes: [UInt8], info: stat, directory: FileIdentity)? {
         let (directoryPath, name) = splitPath(path)
         do {
             let directory = try SafeDirectory(path: directoryPath, owner: 0)
-            return try directory.read(name, sizeLimit: sizeLimit, unlessKnown: known).map { ($0.bytes, $0.status) }
+            let identity = try directory.identity()
+            return try directory.readChecked(name, sizeLimit: sizeLimit).map { ($0.bytes, $0.status, identity) }
         } catch let error as SystemError where error.code == ENOENT {
             return nil
         } catch let error as UnsafeFileError {
@@ -105,16 +104,18 @@ extension Options {
 }
 
 /// The system configuration as last parsed, for a process that reads it on every request (the
-/// broker): reused only while the file is the very same one, unchanged (device, inode, size,
-/// modification and change times, from the descriptor opened and checked for this request).
-/// A file changed less than `settleTime` before it was read is not kept: two edits within the
-/// file system's timestamp granularity could leave the same size and times (git's "racy
-/// clean" case), so such a file is parsed again on every request until it settles. Warnings
-/// are sentences in the language of the request that parsed the file: reused only in it.
+/// broker): reused only while the file and its directory are the very same ones, unchanged
+/// (device, inode, size, modification and change times; a chmod or chown changes the change
+/// time), so every check the safe read made still holds. A file changed less than
+/// `settleTime` before it was read is not kept: two edits within the file system's timestamp
+/// granularity could leave the same size and times (git's "racy clean" case), so such a file
+/// is parsed again on every request until it settles. Warnings are sentences in the language
+/// of the request that parsed the file: reused only in it.
 public final class SystemConfigCache: @unchecked Sendable {
     private struct Entry {
         let path: String
-        let identity: FileIdentity
+        let directory: FileIdentity
+        let file: FileIdentity
         let language: String?
         let loaded: (Options, [String])
     }
@@ -126,22 +127,22 @@ public final class SystemConfigCache: @unchecked Sendable {
     public init() { settleTime = 2_000_000_000 }
     init(settleTime: Int64) { self.settleTime = settleTime }
 
-    func lookup(_ path: String, _ info: stat) -> (Options, [String])? {
-        let identity = FileIdentity(info)
+    func lookup(_ path: String, directory: FileIdentity, file: FileIdentity) -> (Options, [String])? {
         let language = Localization.current?.locale
         return lock.locked {
-            guard let entry, entry.path == path, entry.identity == identity,
+            guard let entry, entry.path == path, entry.directory == directory, entry.file == file,
                   entry.loaded.1.isEmpty || entry.language == language else { return nil }
             return entry.loaded
         }
     }
 
-    func keep(_ path: String, _ info: stat, _ loaded: (Options, [String])) {
+    func keep(_ path: String, directory: FileIdentity, file info: stat, _ loaded: (Options, [String])) {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         let nanoseconds = { (time: timespec) in Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec) }
         let settled = nanoseconds(now) - max(nanoseconds(info.st_mtim), nanoseconds(info.st_ctim)) >= settleTime
-        let kept = settled ? Entry(path: path, identity: FileIdentity(info), language: Localization.current?.locale, loaded: loaded) : nil
+        let kept = settled ? Entry(path: path, directory: directory, file: FileIdentity(info), language: Localization.current?.locale,
+                                   loaded: loaded) : nil
         lock.locked { entry = kept }
     }
 }
