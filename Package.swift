@@ -23,6 +23,7 @@ let package = Package(
     products: [
         .executable(name: "fingerseal", targets: ["fingerseal"]),
         .executable(name: "fingersealed", targets: ["fingersealed"]),
+        .executable(name: "fingerseal-agent", targets: ["fingerseal-agent"]),
         // For the fuzzing package in Fuzz/, which builds the core with -sanitize=fuzzer.
         .library(name: "FingersealCore", targets: ["FingersealCore"]),
         .library(name: "IdentityClient", targets: ["IdentityClient"]),
@@ -35,6 +36,9 @@ let package = Package(
         // SwiftPM refuses with a warning; the libraries themselves are linked by the module map.
         cLibrary("CFprint", pkgConfig: "glib-2.0", apt: ["libfprint-2-dev", "libglib2.0-dev"]),
         cLibrary("CSodium", pkgConfig: "libsodium", apt: ["libsodium-dev"]),
+        // GIO's D-Bus and GLib's main loop, for the session agent (include paths only; the
+        // module map links the libraries, as CFprint's does).
+        cLibrary("CGio", pkgConfig: "glib-2.0", apt: ["libglib2.0-dev"]),
         // No pkg-config: its -lcurl would link libcurl, which CCurl loads only when used.
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         cLibrary("CTSS2", pkgConfig: "tss2-esys", apt: ["libtss2-dev"]),
@@ -53,6 +57,8 @@ let package = Package(
         // libsystemd: the system bus (sd-bus, and logind's lid state on it), login sessions
         // (sd-login) and the service manager (sd-daemon). Typed errors; no C types outside.
         .target(name: "SystemdKit", dependencies: ["CSystemd", "SystemKit"]),
+        // The session bus as GIO speaks it, and GLib's main loop: the session agent's service.
+        .target(name: "SessionBusKit", dependencies: ["CGio"]),
         // fprintd over D-Bus (SystemdKit's bus) and the lid's state; FprintKit only for its value
         // types (Finger, ReaderEvent, FprintError): nothing here calls libfprint.
         .target(name: "FprintdKit", dependencies: ["SystemdKit", "FprintKit", "SystemKit", "CLinux"]),
@@ -100,6 +106,9 @@ let package = Package(
         .target(name: "Broker", dependencies: ["FingersealCore", "Localization", "SharedMessages", "FingerprintFlows", "IdentityClient", "JOSEKit", "FprintKit", "FprintdKit", "CurlKit",
                                                "QRKit", "LoopbackKit", "PAMKit", "SodiumKit", "SystemKit", "SystemdKit", "TPMKit", "CLinux"]),
         .executableTarget(name: "fingersealed", dependencies: ["Broker", "FingersealWire", "SystemKit"]),
+        // The session agent for applications: a thin client of the broker on the session bus.
+        .executableTarget(name: "fingerseal-agent", dependencies: ["FingersealWire", "Localization", "SessionBusKit", "SodiumKit",
+                                                                   "SystemKit", "CLinux"]),
 
         // The CLI: a thin client of the broker (design §2). The wire protocol, secure memory for
         // typed secrets and the syscall layer, nothing more: no Foundation, no libfprint, libcurl
@@ -180,8 +189,8 @@ let package = Package(
         .testTarget(
             name: "SystemTests",
             dependencies: ["TestSupport", "FingersealCore", "FingersealWire", "IdentityClient", "Broker", "Localization", "SystemKit",
-                           "SystemdKit", "PAMKit", "CPAM", "FprintKit", "FprintdKit", "fingerseal", "fingersealed", "vault-torture",
-                           "pam-cycles", "wire-client"]
+                           "SystemdKit", "PAMKit", "CPAM", "FprintKit", "FprintdKit", "SessionBusKit", "fingerseal", "fingersealed",
+                           "fingerseal-agent", "vault-torture", "pam-cycles", "wire-client"]
         ),
     ]
 )

@@ -7,10 +7,21 @@ import SystemKit
 /// A prompter that also wants every reader event as it happens (machine-readable progress).
 public protocol ScanPrompter: Prompter {
     func readerEvent(_ event: ReaderEvent)
+    /// What a scan came to, beside its sentence, for clients that draw their own prompt.
+    func scanOutcome(_ outcome: ScanOutcome)
 }
 
 extension ScanPrompter {
     public func readerEvent(_ event: ReaderEvent) {}
+    public func scanOutcome(_ outcome: ScanOutcome) {}
+}
+
+/// How a scan ended when it did not unlock, as a machine-readable state.
+public enum ScanOutcome: String, Sendable {
+    /// The finger did not match; the reader may wait for another try.
+    case noMatch = "no-match"
+    /// Too many failed matches: the finger is locked until a PIN or password success.
+    case fingerLocked = "finger-locked"
 }
 
 /// Reader settings for one flow.
@@ -178,8 +189,10 @@ public enum Fingerprint {
             failures += 1
             lastScan = elapsed
             if try ledger.fingerFailed().fingerLocked {
+                prompter.scanOutcome(.fingerLocked)
                 throw FingersealError(.lockedOut, Messages.fingerLocked, milliseconds: elapsed)
             }
+            prompter.scanOutcome(.noMatch)
             if failures < settings.maxTries { prompter.error(Messages.noMatchTryAgain) }
         }
         throw FingersealError(settings.maxTries > 1 ? .triesExhausted : .noMatch, Messages.noMatch, milliseconds: lastScan)

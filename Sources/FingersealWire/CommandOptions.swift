@@ -64,6 +64,9 @@ extension Option {
     public static let minValid = Option("--min-valid", field: "min-valid", .number(0...86_400))
     // step-up, reveal
     public static let ttl = Option("--ttl", field: "ttl", .number(1...86_400))
+    /// The oldest confirmation held that still answers, in seconds (iOS's allowable reuse
+    /// duration); an older one, or none, asks again.
+    public static let maxAge = Option("--max-age", field: "max-age", .number(1...86_400))
     public static let fresh = Option("--fresh", field: "fresh", .flag)
     public static let check = Option("--check", field: "check", .flag)
     public static let end = Option("--end", field: "end", .flag)
@@ -406,6 +409,7 @@ public struct TokenOptions: OptionGroup {
 
 public struct StepUpOptions: OptionGroup {
     public var ttl: Int? = nil
+    public var maxAge: Int? = nil
     public var fresh = false
     public var check = false
     public var end = false
@@ -416,6 +420,7 @@ public struct StepUpOptions: OptionGroup {
     public init() {}
     public mutating func code(_ coder: inout OptionCoder) throws(OptionError) {
         try coder.number(&ttl, .ttl)
+        try coder.number(&maxAge, .maxAge)
         try coder.flag(&fresh, .fresh)
         try coder.flag(&check, .check)
         try coder.flag(&end, .end)
@@ -448,12 +453,14 @@ public struct SealOptions: OptionGroup {
 public struct RevealOptions: OptionGroup {
     public var noNotice = false
     public var ttl: Int? = nil
+    public var maxAge: Int? = nil
     public var answers = AnswerOptions()
     public var scan = ScanOptions()
     public init() {}
     public mutating func code(_ coder: inout OptionCoder) throws(OptionError) {
         try coder.flag(&noNotice, .noNotice)
         try coder.number(&ttl, .ttl)
+        try coder.number(&maxAge, .maxAge)
         try answers.code(&coder)
         try scan.code(&coder)
     }

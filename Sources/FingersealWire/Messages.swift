@@ -48,6 +48,42 @@ public struct PAMItems: Equatable, Sendable {
     }
 }
 
+/// An application asking through the session agent (`fingerseal-agent`), as the agent says
+/// the session bus told it: what the audit trail names as asking, and what the application
+/// allows. The agent's claim, never an identity (the caller is the agent's process): the
+/// broker decides nothing by it, except that a confirmation made with a grant key is found
+/// again only by requests carrying the same key.
+public struct Application: Equatable, Sendable {
+    public enum Method: String, CaseIterable, Sendable { case finger, pin, password }
+
+    /// The application's unique name on the session bus (":1.42").
+    public var busName: String
+    /// Its executable, as /proc/PID/exe read for the bus's word on its pid.
+    public var executable: String?
+    /// Inside Flatpak, its application id.
+    public var appID: String?
+    /// What the application calls itself ("Meander"), for the sentences only.
+    public var name: String?
+    /// The agent's random handle (32 bytes) for this application's confirmations of one
+    /// context: only requests that carry it find them again.
+    public var grantKey: [UInt8]?
+    /// The ways the application allows; empty means every way.
+    public var methods: [Method] = []
+
+    public init(busName: String, executable: String? = nil, appID: String? = nil, name: String? = nil,
+                grantKey: [UInt8]? = nil, methods: [Method] = []) {
+        self.busName = busName
+        self.executable = executable
+        self.appID = appID
+        self.name = name
+        self.grantKey = grantKey
+        self.methods = methods
+    }
+
+    /// Whether `method` may be used: allowed by the application (every way when it named none).
+    public func allows(_ method: Method) -> Bool { methods.isEmpty || methods.contains(method) }
+}
+
 /// client → broker: the one request of a connection.
 public struct Request: Sendable {
     public var command: Command
@@ -69,6 +105,8 @@ public struct Request: Sendable {
     /// sends its environment's, the module the PAM environment's. Presentation only: the
     /// broker never lets it change an outcome, a check or anything it records.
     public var language: String?
+    /// The application the session agent asks for; nil from the CLI and the module.
+    public var application: Application?
 
     public init(_ command: Command) { self.command = command }
 }
@@ -120,14 +158,18 @@ public struct Reply: Sendable {
     public var expiresAt: Int64?
     /// pam.authenticate: hands the session's access token on to pam.open-session.
     public var ticket: String?
+    /// How an unlock or a confirmation was made: finger, pin, password, or held (a
+    /// confirmation already held answered). For clients that draw their own words.
+    public var method: String?
 
     public init(_ outcome: Outcome, _ message: String = "", token: [UInt8]? = nil, expiresAt: Int64? = nil,
-                ticket: String? = nil) {
+                ticket: String? = nil, method: String? = nil) {
         self.outcome = outcome
         self.message = message
         self.token = token
         self.expiresAt = expiresAt
         self.ticket = ticket
+        self.method = method
     }
 }
 
@@ -206,6 +248,15 @@ extension ClientMessage {
             fields.add("events", request.wantsEvents)
             fields.add("ticket", request.ticket)
             fields.add("language", request.language)
+            if let application = request.application {
+                fields.add("app", true)
+                fields.add("app.bus-name", application.busName)
+                fields.add("app.executable", application.executable)
+                fields.add("app.id", application.appID)
+                fields.add("app.name", application.name)
+                if let key = application.grantKey { fields.add("app.grant-key", key) }
+                for method in application.methods { fields.add("app.method", method.rawValue) }
+            }
             return Wire.encode(kind: PacketKind.request.rawValue, fields)
         case let .answer(answer):
             fields.add("kind", answer.kind.rawValue)
@@ -238,6 +289,16 @@ extension ClientMessage {
             request.wantsEvents = try fields.flag("events")
             request.ticket = try fields.string("ticket")
             request.language = try fields.string("language")
+            if try fields.flag("app") {
+                var application = Application(busName: try fields.required("app.bus-name"), executable: try fields.string("app.executable"),
+                                              appID: try fields.string("app.id"), name: try fields.string("app.name"),
+                                              grantKey: try fields.bytes("app.grant-key"))
+                for name in try fields.list("app.method") {
+                    guard let method = Application.Method(rawValue: name) else { throw .badValue("app.method") }
+                    application.methods.append(method)
+                }
+                request.application = application
+            }
             return .request(request)
         case .answer?:
             guard let kind = Answer.Content(rawValue: try fields.required("kind")) else { throw .badValue("kind") }
@@ -285,6 +346,7 @@ extension BrokerMessage {
             if let token = reply.token { fields.add("token", token) }
             fields.add("expires-at", reply.expiresAt)
             fields.add("ticket", reply.ticket)
+            fields.add("method", reply.method)
         }
         return Wire.encode(kind: kind.rawValue, fields)
     }
@@ -311,7 +373,8 @@ extension BrokerMessage {
         case .result?:
             guard let outcome = Outcome(rawValue: try fields.required("outcome")) else { throw .badValue("outcome") }
             return .result(Reply(outcome, try fields.string("message") ?? "", token: try fields.bytes("token"),
-                                 expiresAt: try fields.integer("expires-at"), ticket: try fields.string("ticket")))
+                                 expiresAt: try fields.integer("expires-at"), ticket: try fields.string("ticket"),
+                                 method: try fields.string("method")))
         default:
             throw .unknownKind(rawKind)
         }

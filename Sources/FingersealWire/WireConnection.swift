@@ -95,6 +95,24 @@ public final class WireConnection: @unchecked Sendable {
         }
     }
 
+    /// Streams `bytes` after a request as data packets of at most `chunkSize` bytes, the last
+    /// marked `end`, each sent within `sendLimit` seconds; every copy on the way is wiped (it
+    /// may be a sealed file or a plaintext). False when the peer stopped taking them.
+    public func stream(_ bytes: UnsafeRawBufferPointer, chunkSize: Int, sendLimit: Double) -> Bool {
+        var offset = 0
+        repeat {
+            let end = min(offset + chunkSize, bytes.count)
+            let chunk = Array(bytes[offset..<end])
+            let packet = ClientMessage.data(chunk, end: end == bytes.count).encoded()
+            let sent = (try? send(packet, until: monotonicSeconds() + sendLimit)) != nil
+            Wire.wipeStorage(chunk)
+            Wire.wipeStorage(packet)
+            guard sent else { return false }
+            offset = end
+        } while offset < bytes.count
+        return true
+    }
+
     public enum Received {
         case packet
         /// One of the other descriptors is readable (a cancel, a signal, a finished scan).

@@ -91,6 +91,15 @@ extension Wire {
     }
 
     /// Zeroes `bytes` in place (the compiler may not drop a write through an opaque pointer).
+    /// Zeroes the storage of `bytes` in place, which every copy of the array shares (a
+    /// mutating wipe of a shared array would copy it first and wipe only the copy).
+    public static func wipeStorage(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { buffer in
+            guard let base = buffer.baseAddress else { return }
+            zeroVolatile(UnsafeMutableRawPointer(mutating: base), buffer.count)
+        }
+    }
+
     public static func wipe(_ bytes: inout [UInt8]) {
         bytes.withUnsafeMutableBytes { buffer in
             guard let base = buffer.baseAddress else { return }

@@ -69,3 +69,21 @@ public func spawnProgram(_ path: String, arguments: [String], environment: [Stri
     guard rc == 0 else { throw SystemError("spawn", path, code: rc) }
     return child
 }
+
+/// A read-only file in memory (a sealed memfd) holding `bytes`, at its start: how a secret is
+/// handed to another process, by descriptor, never in argv, the environment or a string. The
+/// caller owns the descriptor; `closeOnExec` false for one a program started with exec keeps.
+public func sealedMemoryFile(name: String, _ bytes: UnsafeRawBufferPointer, closeOnExec: Bool) throws -> Int32 {
+    let flags = UInt32(MFD_ALLOW_SEALING) | (closeOnExec ? UInt32(MFD_CLOEXEC) : 0)
+    let fd = try syscall("memfd_create", name) { memfd_create(name, flags) }
+    do {
+        // Written through a descriptor of its own, so ours stays open when that one closes.
+        try FileDescriptor(owning: try syscall("dup", name) { dup(fd) }).writeAll(bytes, subject: name)
+        _ = try syscall("fcntl", name) { fcntl(fd, FS_F_ADD_SEALS, FS_F_SEAL_WRITE | FS_F_SEAL_GROW | FS_F_SEAL_SHRINK | FS_F_SEAL_SEAL) }
+        _ = try syscall("lseek", name) { Int32(truncatingIfNeeded: lseek(fd, 0, SEEK_SET)) }
+    } catch {
+        close(fd)
+        throw error
+    }
+    return fd
+}

@@ -99,3 +99,34 @@ public final class LockedValue<Value>: @unchecked Sendable {
         try lock.locked { try body(&value) }
     }
 }
+
+/// What a new thread runs.
+private final class ThreadBody {
+    let body: @Sendable () -> Void
+    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+}
+
+/// Starts a detached thread running `body` with every signal blocked (the main thread owns
+/// signal handling). Returns false when no thread could be started.
+@discardableResult
+public func startDetachedThread(_ body: @escaping @Sendable () -> Void) -> Bool {
+    var attributes = pthread_attr_t()
+    pthread_attr_init(&attributes)
+    pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+    defer { pthread_attr_destroy(&attributes) }
+    var all = sigset_t()
+    sigfillset(&all)
+    var previous = sigset_t()
+    pthread_sigmask(SIG_BLOCK, &all, &previous)
+    defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+    let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
+    var thread = pthread_t()
+    let rc = pthread_create(&thread, &attributes, { raw in
+        guard let raw else { return nil }
+        Unmanaged<ThreadBody>.fromOpaque(raw).takeRetainedValue().body()
+        return nil
+    }, box)
+    if rc != 0 { Unmanaged<ThreadBody>.fromOpaque(box).release() }
+    return rc == 0
+}
+

@@ -62,19 +62,7 @@ final class Client {
     /// `seal`'s plaintext or `reveal`'s sealed file, in chunks, the last marked `end`.
     private func streamPayload() {
         guard let payload = invocation.payload else { return }
-        payload.withUnsafeBytes { bytes in
-            var offset = 0
-            repeat {
-                let end = min(offset + Client.chunkSize, bytes.count)
-                let chunk = Array(bytes[offset..<end])
-                let packet = ClientMessage.data(chunk, end: end == bytes.count).encoded()
-                let sent = (try? connection.send(packet, until: monotonicSeconds() + Client.sendLimit)) != nil
-                wipeStorage(chunk)
-                wipeStorage(packet)
-                guard sent else { return }
-                offset = end
-            } while offset < bytes.count
-        }
+        _ = payload.withUnsafeBytes { connection.stream($0, chunkSize: Client.chunkSize, sendLimit: Client.sendLimit) }
     }
 
     // MARK: the conversation
@@ -128,7 +116,7 @@ final class Client {
                 if client.invocation.openBrowser, let pid = Programs.openInBrowser(url) { client.browsers.append(pid) }
             case let .data(bytes, _):
                 client.receivedData = true
-                defer { wipeStorage(bytes) }
+                defer { Wire.wipeStorage(bytes) }
                 if client.writeFailure == nil, let failure = bytes.withUnsafeBytes({ client.invocation.target.write($0) }) {
                     client.writeFailure = failure
                     return false
@@ -222,7 +210,7 @@ final class Client {
     private func packet(_ line: SecureBytes, _ kind: Answer.Content) -> Conversation.Response {
         guard line.count > 0 else { return packet(Answer(.skip)) }
         let value = line.copyBytes()
-        defer { wipeStorage(value) }
+        defer { Wire.wipeStorage(value) }
         return packet(Answer(kind, value))
     }
 
@@ -237,7 +225,7 @@ final class Client {
     /// command, a command run); the exit status, or the failure for CLI.run to report.
     private func finish(_ reply: Reply) throws(CLIError) -> Int32 {
         let token = reply.token ?? []
-        defer { wipeStorage(token) }
+        defer { Wire.wipeStorage(token) }
         if let writeFailure { throw CLIError(.systemError, writeFailure) }
         guard reply.outcome == .success else { throw CLIError(reply.outcome, reply.message) }
         if let failure = invocation.target.keep() { throw CLIError(.systemError, failure) }

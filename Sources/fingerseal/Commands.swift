@@ -15,6 +15,7 @@ enum Commands {
     static let eventsFD = OptionSpec.descriptor("--events-fd", N_("Also write reader events as JSON lines to file descriptor N."))
     static let scan = [device, timeout, eventsFD]
     static let ttl = OptionSpec.wire(.ttl, "SECONDS", N_("How long the confirmation lasts (default 300, at most 86400)."))
+    static let maxAge = OptionSpec.wire(.maxAge, "SECONDS", N_("Accept a confirmation held only if it was made at most this long ago."))
     static let clientSecretFile = OptionSpec.local(
         "--client-secret-file", "FILE", N_("Read a client secret from FILE (confidential clients); the administrator's, if set, wins."))
     static let noBrowser = OptionSpec.wire(.noBrowser, N_("Browser flow: only print the address; do not start a browser."))
@@ -136,7 +137,7 @@ enum Commands {
         name: "step-up", summary: N_("Confirm it is you before a sensitive action; kept per context for this login session."),
         arguments: "CONTEXT [-- COMMAND ...]",
         options: [
-            ttl,
+            ttl, maxAge,
             .wire(.fresh, N_("Ask for the PIN even if a confirmation is held (a finger is not enough).")),
             .wire(.check, N_("Only say, by the exit status, whether a confirmation is held (0 yes, 1 no).")),
             .wire(.end, N_("End the confirmation for CONTEXT.")),
@@ -177,7 +178,7 @@ enum Commands {
     static let reveal = CommandSpec(
         name: "reveal", summary: N_("Decrypt a sealed file to standard output, after a confirmation for its context."),
         arguments: "FILE",
-        options: [.wire(.noNotice, N_("Do not say on standard error that personal data follows.")), ttl, pinFD] + scan,
+        options: [.wire(.noNotice, N_("Do not say on standard error that personal data follows.")), ttl, maxAge, pinFD] + scan,
         discussion: N_("The plaintext goes only to standard output, never to a file. Cancel or failure reveals nothing."),
         command: .reveal,
         shape: { parsed, invocation throws(CLIError) in

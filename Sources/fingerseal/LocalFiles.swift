@@ -170,11 +170,3 @@ extension LocalFiles {
     }
 }
 
-/// Zeroes the storage of `bytes` in place, which every copy of the array shares (a mutating
-/// wipe of a shared array would copy it first and wipe only the copy).
-func wipeStorage(_ bytes: [UInt8]) {
-    bytes.withUnsafeBytes { buffer in
-        guard let base = buffer.baseAddress else { return }
-        fs_wipe(UnsafeMutableRawPointer(mutating: base), buffer.count)
-    }
-}

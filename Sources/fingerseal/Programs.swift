@@ -12,16 +12,12 @@ enum Programs {
     /// in FINGERSEAL_ACCESS_TOKEN_FD: never in argv or the environment, and gone with the
     /// command. The caller has restored the signal mask. Returns only by throwing.
     static func execWithToken(_ command: [String], _ token: [UInt8]) throws(CLIError) -> Never {
-        let fd = memfd_create("fingerseal-access-token", UInt32(MFD_ALLOW_SEALING))
-        guard fd >= 0 else { throw CLIError(.systemError, Strings.cannotHandOverToken) }
-        let file = FileDescriptor(owning: fd)
-        do { try token.withUnsafeBytes { try file.writeAll($0, subject: "the token descriptor") } } catch {
+        // Read-only, for the command and anything it starts.
+        let fd: Int32
+        do { fd = try token.withUnsafeBytes { try sealedMemoryFile(name: "fingerseal-access-token", $0, closeOnExec: false) } } catch {
             throw CLIError(.systemError, Strings.cannotHandOverToken)
         }
-        wipeStorage(token)
-        // Read-only from here on, for the command and anything it starts.
-        _ = fcntl(fd, FS_F_ADD_SEALS, FS_F_SEAL_WRITE | FS_F_SEAL_GROW | FS_F_SEAL_SHRINK | FS_F_SEAL_SEAL)
-        lseek(fd, 0, SEEK_SET)
+        Wire.wipeStorage(token)
         setenv(tokenVariable, "\(fd)", 1)
         let argv = command.map { strdup($0) } + [nil]
         execvp(command[0], argv)

@@ -14,6 +14,7 @@ enum Paths {
     }()
 
     static var cli: String { buildDirectory + "/fingerseal" }
+    static var agent: String { buildDirectory + "/fingerseal-agent" }
     static var torture: String { buildDirectory + "/vault-torture" }
     /// The PAM module: FINGERSEAL_MODULE, or the Embedded Swift build (scripts/build-module),
     /// rebuilt once per test run when it is older than its sources (SwiftPM does not build it).

@@ -19,10 +19,13 @@ enum StepUpCommands {
     /// session, or a finger (the PIN as fallback; only the PIN with `fresh`), which records a
     /// new grant lasting `ttl` seconds (held by `holder`'s connection as well, when given).
     /// Returns the vault it opened and, when it asked, how.
-    static func confirm(_ call: Call, _ context: String, fresh: Bool, ttl: Int, holder: UInt64? = nil,
-                        session: VaultSession? = nil) throws -> (vault: UnlockedVault, asked: String?) {
-        let wanted = UnlockRequest.Confirmation(context: context, fresh: fresh, acceptsWithin: nil, lasts: ttl, holder: holder)
-        let result = UnlockFlow.run(call, try UnlockRequest.forCommandLine(call, .confirmation, confirmation: wanted),
+    /// `maxAge`: the oldest confirmation held that answers (nil: any). An application's
+    /// confirmations are kept under its grant key (`Call.grantScope`).
+    static func confirm(_ call: Call, _ context: String, fresh: Bool, ttl: Int, maxAge: Int? = nil, holder: UInt64? = nil,
+                        session: VaultSession? = nil) throws -> (vault: UnlockedVault, asked: UnlockMethod?) {
+        let wanted = UnlockRequest.Confirmation(context: context, scope: try call.grantScope(), fresh: fresh, acceptsWithin: maxAge,
+                                                lasts: ttl, holder: holder)
+        let result = UnlockFlow.run(call, try UnlockRequest.forChannel(call, .confirmation, confirmation: wanted),
                                     session: session)
         if let error = result.error { throw error }
         guard let vault = result.vault else { throw FingersealError(.systemError, Messages.systemFailure(.finishRequest)) }
@@ -47,14 +50,16 @@ enum StepUpCommands {
             throw FingersealError(.usage, Messages.commandAfterDashes(context))
         }
         let sessions = call.state.sessions
+        let name = GrantName(context, scope: try call.grantScope())
         if given.end {
-            let ended = call.grantSession.map { sessions.endGrant($0, context) } ?? false
+            let ended = call.grantSession.map { sessions.endGrant($0, name) } ?? false
             call.conversation.output(ended ? Messages.grantEnded(context) : Messages.noGrant(context))
             return Reply(.success)
         }
         if given.check {
             _ = try Vault.unlockWithDevice(call.store)
-            guard let key = call.grantSession, sessions.grant(key, context, now: SystemClock().now()) != nil else {
+            guard let key = call.grantSession,
+                  sessions.grant(key, name, now: SystemClock().now(), madeWithin: given.maxAge.map(Int64.init)) != nil else {
                 throw FingersealError(.noMatch, Messages.noGrant(context))
             }
             call.conversation.output(Messages.grantHeld(context))
@@ -62,19 +67,19 @@ enum StepUpCommands {
         }
         let ttl = try ttlSeconds(call, asked: given.ttl)
         if !given.command {
-            let (_, asked) = try confirm(call, context, fresh: given.fresh, ttl: ttl)
+            let (_, asked) = try confirm(call, context, fresh: given.fresh, ttl: ttl, maxAge: given.maxAge)
             call.conversation.output(asked.map { Messages.steppedUp(context, $0, ttl: ttl) } ?? Messages.grantHeld(context))
-            return Reply(.success)
+            return Reply(.success, method: asked?.rawValue ?? "held")
         }
         // For as long as the command runs, but never past the ceiling (root: a day).
         let longest = call.stepUpSeconds(StepUp.maxTTL)
         let holder = sessions.newHolder()
-        let (_, asked) = try confirm(call, context, fresh: given.fresh, ttl: longest, holder: holder)
+        let (_, asked) = try confirm(call, context, fresh: given.fresh, ttl: longest, maxAge: given.maxAge, holder: holder)
         if asked != nil, let key = call.grantSession {
             let conversation = call.conversation
             call.after.hold {
                 conversation.waitForHangUp(limit: Double(longest))
-                _ = sessions.endGrant(key, context, holder: holder)
+                _ = sessions.endGrant(key, name, holder: holder)
             }
         }
         return Reply(.success)
@@ -124,11 +129,12 @@ enum StepUpCommands {
         if let device = try? session.unlockWithDevice(), !SealedFile.belongs(parsed, to: device) {
             throw FingersealError(.vaultUnusable, Messages.sealedByAnotherVault)
         }
-        let (vault, _) = try confirm(call, parsed.context, fresh: false, ttl: try ttlSeconds(call, asked: given.ttl), session: session)
+        let (vault, asked) = try confirm(call, parsed.context, fresh: false, ttl: try ttlSeconds(call, asked: given.ttl),
+                                         maxAge: given.maxAge, session: session)
         let plaintext = try SealedFile.open(parsed, inPlace: payload.bytes, vault: vault)
         AuditTrail(store: vault.store).record(.reveal(context: parsed.context, fileID: parsed.fileID), vault: vault)
         if !given.noNotice { call.conversation.info(Messages.personalDataFollows) }
         payload.bytes.withUnsafeBytes(in: plaintext) { call.conversation.data($0) }
-        return Reply(.success)
+        return Reply(.success, method: asked?.rawValue ?? "held")
     }
 }

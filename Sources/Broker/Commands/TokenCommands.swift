@@ -16,7 +16,7 @@ enum TokenCommands {
     }
 
     static func describe(_ unlocked: Unlocked) -> String {
-        Messages.unlockedWith(pin: unlocked.method == .pin, finger: unlocked.finger)
+        Messages.unlockedWith(unlocked.method, finger: unlocked.finger)
     }
 
     static func text(_ token: AccessToken) -> String {
@@ -24,13 +24,13 @@ enum TokenCommands {
     }
 
     /// The reply that hands `token` to the client (for --print-token, --exec, token).
-    static func handing(_ token: AccessToken) -> Reply {
-        Reply(.success, token: token.token.withUnsafeBytes { Array($0) }, expiresAt: token.expiresAt)
+    static func handing(_ token: AccessToken, method: UnlockMethod? = nil) -> Reply {
+        Reply(.success, token: token.token.withUnsafeBytes { Array($0) }, expiresAt: token.expiresAt, method: method?.rawValue)
     }
 
     /// The one unlock flow for a token; its failure is the command's error.
     static func unlockAndRefresh(_ call: Call) throws -> (unlocked: Unlocked, step: TokenStep, token: AccessToken?, cached: Bool) {
-        let result = UnlockFlow.run(call, try UnlockRequest.forCommandLine(call, .accessToken))
+        let result = UnlockFlow.run(call, try UnlockRequest.forChannel(call, .accessToken))
         if let error = result.error { throw error }
         guard let unlocked = result.unlocked, let refresh = result.refresh else {
             throw FingersealError(.systemError, Messages.systemFailure(.finishRequest))
@@ -60,14 +60,14 @@ enum TokenCommands {
             call.conversation.info(Messages.offlineNoToken)
             return Reply(.success)
         }
-        if exec { return handing(token) }
+        if exec { return handing(token, method: unlocked.method) }
         if call.json {
             var full = report
             if given.printToken { full.accessToken = text(token) }
             try call.printJSON(full)
-            return given.printToken ? handing(token) : Reply(.success)
+            return given.printToken ? handing(token, method: unlocked.method) : Reply(.success)
         }
-        if given.printToken { return handing(token) }
+        if given.printToken { return handing(token, method: unlocked.method) }
         let minutes = Int(max(token.expiresAt - SystemClock().now(), 0) / 60)
         call.conversation.output(describe(unlocked) + " "
                                  + (cached ? Messages.cachedTokenReady(minutes) : Messages.tokenReady(minutes)))

@@ -38,6 +38,17 @@ enum VaultCommands {
         var lockout: Lockout? = nil
         /// "fprintd" when fprintd holds the fingers (then `fprintdFingers` and `fingersChanged`).
         var reader: String? = nil
+        /// For an application (the session agent's GetCapabilities): what can answer now.
+        var capabilities: Capabilities? = nil
+
+        struct Capabilities: Encodable {
+            /// The ways that can unlock now: "finger", "pin", "password".
+            let methods: [String]
+            /// "present", "absent", "lid-closed", or "unknown" (another request holds it).
+            let reader: String
+            /// logind says the session is remote: the reader is not offered.
+            let remote: Bool
+        }
         var fprintdFingers: [String]? = nil
         var fingersChanged: Bool? = nil
         /// The configuration's tpm= (auto, require, off).
@@ -107,6 +118,7 @@ enum VaultCommands {
             report.signedInAs = status.signIn == .none ? nil : status.identity?.display
             report.lockout = .init(fingerFailures: status.lockout.fingerFailures, fingerLocked: status.lockout.fingerLocked,
                                    pinFailures: status.lockout.pinFailures, pinLocked: status.lockout.pinLocked)
+            if call.channel.application != nil { report.capabilities = capabilities(call, status, fprintd: fprintd) }
             try call.printJSON(report)
             return Reply(.success)
         }
@@ -131,6 +143,20 @@ enum VaultCommands {
         lines.append(status.lockout.pinLocked ? Messages.statusPINLocked : Messages.statusPINNotLocked(status.lockout.pinFailures))
         call.conversation.output(lines.joined(separator: "\n"))
         return Reply(.success)
+    }
+
+    /// What can unlock for an application now: a finger (enrolled, a reader there, not
+    /// locked, not a remote session), the PIN (set, not locked), the account password.
+    static func capabilities(_ call: Call, _ status: VaultStatus, fprintd: FprintdSet?) -> StatusReport.Capabilities {
+        let counters = status.lockout.counters(for: call.applicant)
+        let remote = call.isRemote && !call.options.allowRemote
+        let reader = remote ? .unknown : call.state.reader.readerState(call)
+        let enrolled = !(fprintd?.fingers ?? status.fingers).isEmpty
+        var methods: [String] = []
+        if enrolled && reader == .present && !counters.fingerLocked && !remote { methods.append("finger") }
+        if status.pinSet && !counters.pinLocked { methods.append("pin") }
+        methods.append("password")
+        return .init(methods: methods, reader: reader.rawValue, remote: call.isRemote)
     }
 
     // MARK: pin

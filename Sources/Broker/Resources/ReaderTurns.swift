@@ -279,14 +279,32 @@ final class ReaderTurns: @unchecked Sendable {
     /// answering with one (enroll's PIN): only when the reader is free, and for no longer
     /// than opening it takes; nil when it cannot tell now (another request has it).
     func readerPresent(_ call: Call, deviceID: String? = nil) -> Bool? {
-        guard let turn = idleTurn(call.caller.principal) else { return nil }
+        switch readerState(call, deviceID: deviceID) {
+        case .present: return true
+        case .absent, .lidClosed: return false
+        case .unknown: return nil
+        }
+    }
+
+    /// What `readerState` found.
+    enum ReaderState: String {
+        case present, absent
+        case lidClosed = "lid-closed"
+        /// Another request holds it, or it could not be asked now.
+        case unknown
+    }
+
+    /// Whether a reader is there to scan with, and if not, whether a closed lid is why; asked
+    /// only when the reader is free, and for no longer than opening it takes.
+    func readerState(_ call: Call, deviceID: String? = nil) -> ReaderState {
+        guard let turn = idleTurn(call.caller.principal) else { return .unknown }
         defer { release(turn, served: false) }
         do {
-            return try withBackend(call, deviceID: deviceID) { _ in true }
+            return try withBackend(call, deviceID: deviceID) { _ in .present }
         } catch let error as FingersealError where error.outcome == .noReader {
-            return false
+            return error.message == Messages.lidClosed ? .lidClosed : .absent
         } catch {
-            return nil
+            return .unknown
         }
     }
 

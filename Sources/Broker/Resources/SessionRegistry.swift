@@ -11,6 +11,23 @@ struct SessionKey: Hashable, Sendable {
     let liveness: SessionLiveness
 }
 
+/// What a grant is kept under in its session: the context, and for an application's
+/// confirmation a hash of the agent's grant key, so that only requests carrying that key find
+/// it (another program of the same user, asking for the same context, does not).
+struct GrantName: Hashable, Sendable {
+    let context: String
+    let scope: [UInt8]?
+
+    init(_ context: String, scope: [UInt8]? = nil) {
+        self.context = context
+        self.scope = scope
+    }
+
+    init(_ confirmation: UnlockRequest.Confirmation) {
+        self.init(confirmation.context, scope: confirmation.scope)
+    }
+}
+
 /// A step-up grant: CONTEXT was confirmed in this session at `madeAt`, and counts until
 /// `expiresAt` (and, when held by a command, no longer than the connection that waits for it:
 /// `holder`). A check may ask for a younger confirmation than that (`madeWithin`).
@@ -30,7 +47,7 @@ struct Grant: Sendable {
 final class SessionRegistry: @unchecked Sendable {
     private struct Entry {
         var token: AccessToken? = nil
-        var grants: [String: Grant] = [:]
+        var grants: [GrantName: Grant] = [:]
         var lastUse: Double
     }
 
@@ -76,11 +93,11 @@ final class SessionRegistry: @unchecked Sendable {
 
     /// The grant for `context`, if it is still valid and was made at most `madeWithin`
     /// seconds ago (nil: whatever its age); an expired one is dropped on the way.
-    func grant(_ key: SessionKey, _ context: String, now: Int64, madeWithin maxAge: Int64? = nil) -> Grant? {
+    func grant(_ key: SessionKey, _ name: GrantName, now: Int64, madeWithin maxAge: Int64? = nil) -> Grant? {
         lock.locked {
-            guard let grant = entries[key]?.grants[context] else { return nil }
+            guard let grant = entries[key]?.grants[name] else { return nil }
             if now >= grant.expiresAt {
-                entries[key]?.grants[context] = nil
+                entries[key]?.grants[name] = nil
                 return nil
             }
             if let maxAge, now - grant.madeAt >= maxAge { return nil }
@@ -88,24 +105,24 @@ final class SessionRegistry: @unchecked Sendable {
         }
     }
 
-    func setGrant(_ key: SessionKey, _ context: String, _ grant: Grant) {
+    func setGrant(_ key: SessionKey, _ name: GrantName, _ grant: Grant) {
         lock.locked {
             update(key) { entry in
                 // One session can name contexts at will: the oldest confirmation goes first.
-                if entry.grants[context] == nil, entry.grants.count >= SessionRegistry.maxGrantsPerSession,
+                if entry.grants[name] == nil, entry.grants.count >= SessionRegistry.maxGrantsPerSession,
                    let oldest = entry.grants.min(by: { $0.value.madeAt < $1.value.madeAt })?.key {
                     entry.grants[oldest] = nil
                 }
-                entry.grants[context] = grant
+                entry.grants[name] = grant
             }
         }
     }
 
-    /// Drops the grant for `context`; returns whether there was one.
-    func endGrant(_ key: SessionKey, _ context: String, holder: UInt64? = nil) -> Bool {
+    /// Drops the grant kept under `name`; returns whether there was one.
+    func endGrant(_ key: SessionKey, _ name: GrantName, holder: UInt64? = nil) -> Bool {
         lock.locked {
-            guard let grant = entries[key]?.grants[context], holder == nil || grant.holder == holder else { return false }
-            entries[key]?.grants[context] = nil
+            guard let grant = entries[key]?.grants[name], holder == nil || grant.holder == holder else { return false }
+            entries[key]?.grants[name] = nil
             return true
         }
     }

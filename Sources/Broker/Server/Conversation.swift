@@ -83,6 +83,11 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
         }
     }
 
+    public func scanOutcome(_ outcome: ScanOutcome) {
+        guard wantsEvents else { return }
+        send(.event(#"{"event":"\#(outcome.rawValue)"}"#))
+    }
+
     static func hintName(_ hint: RetryHint) -> String {
         switch hint {
         case .general: return "general"

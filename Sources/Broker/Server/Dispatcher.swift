@@ -88,6 +88,16 @@ struct Call {
 
     /// The client answers from a descriptor (`--pin-fd`): no typing mistake can happen there.
     var answersFromDescriptor: Bool { given.command.answers.pinFromDescriptor }
+
+    /// What an application's confirmations are kept under: a hash of the session agent's
+    /// grant key (never the key itself); nil for everyone else. A hash that cannot be made is
+    /// an error, never the session's own confirmations.
+    func grantScope() throws -> [UInt8]? {
+        guard let key = channel.application?.grantKey else { return nil }
+        do { return try GenericHash.hash(key) } catch {
+            throw FingersealError(.systemError, Messages.systemFailure(.finishRequest), detail: "grant key hash: \(error)")
+        }
+    }
 }
 
 /// Work a flow leaves for after its reply, run on the connection's thread right after
@@ -115,6 +125,9 @@ final class AfterReply: @unchecked Sendable {
     }
 
     func hold(_ until: @escaping () -> Void) { holding = until }
+
+    /// The connection stays open after the reply (a confirmation held for a command).
+    var holds: Bool { holding != nil }
 
     func run() {
         let due = work
@@ -259,11 +272,13 @@ enum Dispatcher {
 
     /// Authorizes, runs the flow, and sends its result. Never throws: every error is an
     /// outcome and a sentence.
-    static func handle(_ request: Request, from caller: Caller, conversation: Conversation, state: BrokerState) {
+    static func handle(_ request: Request, from caller: Caller, conversation: Conversation, state: BrokerState,
+                       slot: AdmissionSlot? = nil) {
         let reply: Reply
         var after: AfterReply? = nil
         let channel = Channel(request)
         do {
+            try checkApplication(request)
             let given: RequestOptions
             do throws(OptionError) {
                 given = try RequestOptions(request.command, decoding: request.options, arguments: request.arguments)
@@ -297,8 +312,25 @@ enum Dispatcher {
             reply = Reply(.systemError, Messages.systemFailure(.finishRequest))
             Syslog.log(.warning, "fingersealed: \(request.command.rawValue) from \(caller): \(error)")
         }
+        // The place is given back before the reply goes: a client that asks again at once
+        // finds it free.
+        if !(after?.holds ?? false) { slot?.giveBack() }
         conversation.finish(reply)
         after?.run()
+    }
+
+    /// What the session agent may ask for an application, and what it may say of it: its
+    /// commands only, every field bounded (they go into the audit trail), a grant key of
+    /// exactly 32 bytes.
+    static func checkApplication(_ request: Request) throws {
+        guard let application = request.application else { return }
+        guard [.unlock, .token, .stepUp, .reveal, .status].contains(request.command) else {
+            throw FingersealError(.usage, Messages.notForApplications(request.command.rawValue))
+        }
+        let texts = [application.busName, application.executable, application.appID, application.name].compactMap { $0 }
+        guard !application.busName.isEmpty, texts.allSatisfy({ $0.utf8.count <= 255 && !$0.utf8.contains(where: { $0 < 0x20 }) }),
+              application.grantKey.map({ $0.count == 32 }) ?? true, application.methods.count <= Application.Method.allCases.count
+        else { throw FingersealError(.usage, Messages.badApplication) }
     }
 
     /// The system configuration, then the module arguments of a PAM request (all of them

@@ -140,13 +140,16 @@ public final class Server: @unchecked Sendable {
             return true
         }
         guard admitted else { return Server.turnAway(connection) }
-        serve(connection, caller)
-        lock.locked {
-            active -= 1
-            perPrincipal[principal, default: 1] -= 1
-            if perPrincipal[principal] == 0 { perPrincipal[principal] = nil }
-            lastActivity = monotonicSeconds()
+        let slot = AdmissionSlot { [self] in
+            lock.locked {
+                active -= 1
+                perPrincipal[principal, default: 1] -= 1
+                if perPrincipal[principal] == 0 { perPrincipal[principal] = nil }
+                lastActivity = monotonicSeconds()
+            }
         }
+        serve(connection, caller, slot)
+        slot.giveBack()
     }
 
     /// Said, not reset: the connection reads the request away before it closes.
@@ -155,7 +158,7 @@ public final class Server: @unchecked Sendable {
     }
 
     /// One connection: its request, the flow, the result.
-    func serve(_ connection: WireConnection, _ caller: Caller) {
+    func serve(_ connection: WireConnection, _ caller: Caller, _ slot: AdmissionSlot) {
         // Until the request names its language, the system's.
         Localization.adopt(Localization.language(state.settings.defaultLanguage))
         let request: Request
@@ -175,41 +178,33 @@ public final class Server: @unchecked Sendable {
         Localization.adopt(Localization.language(request.language ?? state.settings.defaultLanguage))
         let conversation = Conversation(connection: connection, wantsEvents: request.wantsEvents,
                                         graphical: request.pam?.isGraphical ?? false)
-        Dispatcher.handle(request, from: caller, conversation: conversation, state: state)
+        Dispatcher.handle(request, from: caller, conversation: conversation, state: state, slot: slot)
     }
 }
 
-/// What a new thread runs.
-private final class ThreadBody {
-    let body: @Sendable () -> Void
-    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+/// A connection's place in the counts that bound each principal: given back once, as its
+/// conversation ends (just before the reply goes, unless the request holds the connection for
+/// a command), at the latest when its thread is done with it. A client that has its answer
+/// and asks again is never refused for the broker's own tidying up after the first.
+final class AdmissionSlot {
+    private var giveBackNow: (() -> Void)?
+
+    init(_ giveBack: @escaping () -> Void) { giveBackNow = giveBack }
+
+    func giveBack() {
+        giveBackNow?()
+        giveBackNow = nil
+    }
 }
 
-/// Starts a detached thread running `body` with every signal blocked (the main thread owns
-/// signal handling). Returns false when no thread could be started.
+/// Starts a detached thread running `body` with every signal blocked, in the language of the
+/// request that starts it (a background scan speaks the request's). False when no thread
+/// could be started.
 @discardableResult
 func startThread(_ body: @escaping @Sendable () -> Void) -> Bool {
-    var attributes = pthread_attr_t()
-    pthread_attr_init(&attributes)
-    pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-    defer { pthread_attr_destroy(&attributes) }
-    var all = sigset_t()
-    sigfillset(&all)
-    var previous = sigset_t()
-    pthread_sigmask(SIG_BLOCK, &all, &previous)
-    defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
-    // A thread started for a request (a background scan) speaks the request's language.
     let language = Localization.current
-    let box = Unmanaged.passRetained(ThreadBody {
+    return startDetachedThread {
         Localization.adopt(language)
         body()
-    }).toOpaque()
-    var thread = pthread_t()
-    let rc = pthread_create(&thread, &attributes, { raw in
-        guard let raw else { return nil }
-        Unmanaged<ThreadBody>.fromOpaque(raw).takeRetainedValue().body()
-        return nil
-    }, box)
-    if rc != 0 { Unmanaged<ThreadBody>.fromOpaque(box).release() }
-    return rc == 0
+    }
 }

@@ -22,55 +22,76 @@ enum FingerOrPIN {
         case fallback(FingersealError)
     }
 
-    /// A finger, or the PIN. With `pinWhileScanning` (or a combined prompt) the PIN may be
-    /// typed while the reader waits (the first to succeed wins and stops the other; Enter
-    /// alone goes straight to the PIN); otherwise the scan comes first and the PIN after it
-    /// fails. Without a reader, an enrolled finger, or with the finger locked, the PIN is
-    /// asked at once. A cancel ends it. A fallback to the PIN is audited here; the flow
-    /// records the unlock or its failure. Without the PIN, what stopped the finger is thrown.
-    /// A PIN unlock also confirms fprintd's enrolled set where it changed.
+    /// A finger, or the PIN, or (an application's) the account password. With
+    /// `pinWhileScanning` (or a combined prompt) the PIN may be typed while the reader waits
+    /// (the first to succeed wins and stops the other; Enter alone goes straight to the PIN, or
+    /// for an application to the password); otherwise the scan comes first and the PIN after
+    /// it fails. Without a reader, an enrolled finger, or with the finger locked, the next way
+    /// is asked at once. A cancel ends it. A fallback is audited here; the flow records the
+    /// unlock or its failure. With no way left, what stopped the finger is thrown. A PIN
+    /// unlock also confirms fprintd's enrolled set where it changed.
     static func open(_ call: Call, _ request: UnlockRequest, session: VaultSession, status: VaultStatus) throws -> Unlocked {
-        let unlocked = try fingerThenPIN(call, request, session: session, status: status)
+        let unlocked = try fingerThenFallback(call, request, session: session, status: status)
         if unlocked.method == .pin { confirmFprintdSet(call, unlocked.vault) }
         return unlocked
     }
 
-    private static func fingerThenPIN(_ call: Call, _ request: UnlockRequest, session: VaultSession,
-                                      status: VaultStatus) throws -> Unlocked {
+    private static func fingerThenFallback(_ call: Call, _ request: UnlockRequest, session: VaultSession,
+                                           status: VaultStatus) throws -> Unlocked {
         let use = request.pin
-        func pinInstead(after failure: FingersealError?) throws -> Unlocked {
-            guard use != .never, status.pinSet else {
+        let pinUsable = use != .never && status.pinSet
+        /// The next way in after `failure` (nil: the finger was never tried): the PIN, and
+        /// where the PIN is skipped or not set, the account password.
+        func fallback(after failure: FingersealError?) throws -> Unlocked {
+            guard pinUsable || request.password else {
                 throw failure ?? FingersealError(.notEnrolled, Messages.notEnrolled)
             }
             if let failure { session.record(.fallback(reason: failure.auditReason)) }
-            return Unlocked(vault: try PINEntry.unlock(call, session: session), method: .pin, finger: nil)
+            if pinUsable, let vault = try PINEntry.unlock(call, session: session, skippable: request.password) {
+                return Unlocked(vault: vault, method: .pin, finger: nil)
+            }
+            return try PasswordEntry.unlock(call, session: session)
         }
-        if use == .only { return try pinInstead(after: nil) }
+        if use == .only || !request.finger { return try fallback(after: nil) }
         if status.fingers.isEmpty && status.fprintd?.fingers.isEmpty ?? true {
             // Nothing to scan: the PIN, or (PAM without it) on to the password, silently.
-            if use == .fallback { return try pinInstead(after: nil) }
+            if use == .fallback || request.password { return try fallback(after: nil) }
             throw FingersealError(.notEnrolled, Messages.notEnrolled)
         }
         if status.lockout.counters(for: call.applicant).fingerLocked {
             call.conversation.error(Messages.fingerLocked)
-            return try pinInstead(after: FingersealError(.lockedOut, Messages.fingerLocked))
+            call.conversation.scanOutcome(.fingerLocked)
+            return try fallback(after: FingersealError(.lockedOut, Messages.fingerLocked))
         }
         let ledger = call.ledger(session.store)
         var settings = request.scan
         let turn: FingerTurn
-        if (request.pinWhileScanning || request.combinedPrompt) && use == .fallback {
-            settings.cancelHint = request.combinedPrompt ? .fingerOrPINForPAM : .fingerOrPIN
-            turn = try fingerWhilePIN(call, request, session: session, ledger: ledger, settings: settings)
+        if (request.pinWhileScanning || request.combinedPrompt) && use == .fallback && pinUsable {
+            if call.channel.application == nil {
+                settings.cancelHint = request.combinedPrompt ? .fingerOrPINForPAM : .fingerOrPIN
+            }
+            turn = try fingerWhilePIN(call, request, session: session, ledger: ledger, settings: settings, asking: .pin)
+        } else if request.password && call.channel.skippedPIN == .accountPassword {
+            // No PIN to type, but the dialog's "use the password instead" is an answer to give.
+            turn = try fingerWhilePIN(call, request, session: session, ledger: ledger, settings: settings, asking: .other)
         } else {
             turn = try fingerFirst(call, request, session: session, ledger: ledger, settings: settings)
         }
         switch turn {
         case let .unlocked(unlocked): return unlocked
-        // In a PAM conversation Enter alone means the password, not the PIN asked again.
-        case let .fallback(failure) where failure.outcome == .cancelled && call.channel.emptyAnswerMeansPassword: throw failure
-        case let .fallback(failure): return try pinInstead(after: failure)
+        case let .fallback(failure) where failure.outcome == .cancelled && failure.detail == FingerOrPIN.skipped:
+            // Enter alone while the reader waited.
+            switch call.channel.skippedPIN {
+            case .stackPassword: throw failure
+            case .accountPassword where request.password: return try PasswordEntry.unlock(call, session: session)
+            case .accountPassword, .mistake: return try fallback(after: failure)
+            }
+        case let .fallback(failure): return try fallback(after: failure)
         }
     }
+
+    /// What a skipped PIN while the reader waited leaves as its detail.
+    static let skipped = "skipped while scanning"
 
     /// A vault just opened with the PIN: where fprintd holds the fingers and their set
     /// changed, the PIN confirms the new set (said once). Never fails the unlock.
@@ -133,12 +154,15 @@ enum FingerOrPIN {
 
     /// The scan on a thread of its own while the client takes a PIN: both in the reader's
     /// turn, and the scan always stopped and waited for before the turn ends.
+    /// `asking`: what the client may type while the reader waits: the PIN, or nothing but a
+    /// skip (`.other`: an application's "use the password instead").
     static func fingerWhilePIN(_ call: Call, _ request: UnlockRequest, session: VaultSession, ledger: LockoutLedger,
-                               settings: ScanSettings) throws -> FingerTurn {
+                               settings: ScanSettings, asking: Ask.Purpose) throws -> FingerTurn {
         let raced: Result<FingerTurn, any Error>
         do {
             raced = try call.state.reader.withReader(call, deviceID: request.deviceID) { reader, turn in
-                Result { try race(call, request, reader: reader, turn: turn, session: session, ledger: ledger, settings: settings) }
+                Result { try race(call, request, reader: reader, turn: turn, session: session, ledger: ledger, settings: settings,
+                                  asking: asking) }
             }
         } catch let error as FingersealError where [.noReader, .unavailable, .remoteSession].contains(error.outcome) {
             // No reader, or another request kept it: the PIN at once.
@@ -149,7 +173,8 @@ enum FingerOrPIN {
     }
 
     private static func race(_ call: Call, _ request: UnlockRequest, reader: ReaderBackend, turn: ReaderTurns.Turn,
-                             session: VaultSession, ledger: LockoutLedger, settings: ScanSettings) throws -> FingerTurn {
+                             session: VaultSession, ledger: LockoutLedger, settings: ScanSettings,
+                             asking: Ask.Purpose) throws -> FingerTurn {
         let conversation = call.conversation
         let job = try BackgroundScan()
         let scanReader = UncheckedReader(reader)
@@ -167,7 +192,7 @@ enum FingerOrPIN {
         while true {
             let answer: Conversation.AnswerOrWake
             do {
-                answer = try conversation.ask(Ask(.secret, .pin, request.combinedPrompt ? Messages.fingerOrPINPrompt : "",
+                answer = try conversation.ask(Ask(.secret, asking, request.combinedPrompt ? Messages.fingerOrPINPrompt : "",
                                                   whileScanning: true), wakingOn: [job.done.rawValue])
             } catch {
                 // A cancel (or a client gone, or no answer in time): stop the scan first.
@@ -192,11 +217,15 @@ enum FingerOrPIN {
                 return .fallback(error)
             case .skipped:
                 if let won = matched(job.stop()) { return won }
-                return .fallback(FingersealError(.cancelled, Messages.cancelled))
+                return .fallback(FingersealError(.cancelled, Messages.cancelled, detail: FingerOrPIN.skipped))
             case let .secret(pin):
                 if pin.count == 0 {
                     if let won = matched(job.stop()) { return won }
-                    return .fallback(FingersealError(.cancelled, Messages.cancelled))
+                    return .fallback(FingersealError(.cancelled, Messages.cancelled, detail: FingerOrPIN.skipped))
+                }
+                guard asking == .pin else {
+                    _ = job.stop()
+                    throw FingersealError(.usage, Messages.badAnswer)
                 }
                 // The scan thread may still read the session: the PIN opens the vault on its own.
                 do {

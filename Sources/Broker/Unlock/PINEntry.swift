@@ -4,14 +4,13 @@ import SodiumKit
 /// The PIN, asked through the client: for the unlock's fallback and for every command that
 /// needs the PIN itself (enroll, forget, a PIN change, sign-out).
 enum PINEntry {
-    /// The PIN, asked through the client (its terminal, or its --pin-fd). Nothing typed is a
-    /// mistake, not a wrong PIN; in a PAM conversation it means "the password instead".
+    /// The PIN, asked through the client (its terminal, its --pin-fd, a dialog). Nothing
+    /// typed is never a wrong PIN: on the command line a mistake; in a PAM conversation or an
+    /// application's dialog, "the password instead" (the stack's, or the broker's check).
     static func ask(_ call: Call, prompt: String = Messages.enterPIN) throws -> SecureBytes {
         guard let pin = try call.conversation.askSecret(.pin, prompt) else {
-            if call.channel.emptyAnswerMeansPassword {
-                throw FingersealError(.cancelled, Messages.cancelled, detail: "PIN skipped")
-            }
-            throw FingersealError(.usage, Messages.pinEmptyInput)
+            if call.channel.skippedPIN == .mistake { throw FingersealError(.usage, Messages.pinEmptyInput) }
+            throw FingersealError(.cancelled, Messages.cancelled, detail: "PIN skipped")
         }
         return pin
     }
@@ -39,8 +38,24 @@ enum PINEntry {
 
     /// The same, within a request's vault session.
     static func unlock(_ call: Call, session: VaultSession, prompt: String = Messages.enterPIN) throws -> UnlockedVault {
+        guard let vault = try unlock(call, session: session, prompt: prompt, skippable: false) else {
+            throw FingersealError(.cancelled, Messages.cancelled, detail: "PIN skipped")
+        }
+        return vault
+    }
+
+    /// The same; with `skippable`, nil when the person skipped the PIN for the account
+    /// password (an application's dialog).
+    static func unlock(_ call: Call, session: VaultSession, prompt: String = Messages.enterPIN,
+                       skippable: Bool) throws -> UnlockedVault? {
         guard try session.status() != nil else { throw FingersealError(.noVault, Messages.noVault) }
-        let pin = try ask(call, prompt: prompt)
+        let pin: SecureBytes
+        if skippable && call.channel.skippedPIN == .accountPassword {
+            guard let typed = try call.conversation.askSecret(.pin, prompt) else { return nil }
+            pin = typed
+        } else {
+            pin = try ask(call, prompt: prompt)
+        }
         do {
             return try session.unlock(pin: call.pinKeyslot(pin), ledger: call.ledger(session.store))
         } catch let error as FingersealError {

@@ -30,6 +30,9 @@ struct UnlockRequest {
     /// A step-up confirmation the request accepts, or makes.
     struct Confirmation {
         let context: String
+        /// Whose confirmations of the context count: the session's own (nil), or only those
+        /// made with one application's grant key (`GrantName`).
+        var scope: [UInt8]? = nil
         /// Only a new PIN counts (`--fresh`): no confirmation held is accepted.
         let fresh: Bool
         /// The oldest confirmation accepted, in seconds (a stack's `ttl=`); nil, any held.
@@ -43,8 +46,14 @@ struct UnlockRequest {
     var purpose: Purpose
     var confirmation: Confirmation?
     var tokens: TokenPolicy
+    /// Whether a finger is asked for at all (an application may allow only the PIN or the
+    /// password).
+    var finger = true
     /// When the PIN may open the vault.
     var pin: PINUse
+    /// The account password may open the vault, checked by the broker (an application's
+    /// dialog): after the PIN is skipped, or instead of it.
+    var password = false
     /// The reader named on the command line; nil, the broker's choice.
     var deviceID: String?
     var scan: ScanSettings
@@ -117,10 +126,21 @@ struct UnlockResult {
         outcome == .success ? nil : failure ?? FingersealError(outcome, sentence)
     }
 
-    /// How it was confirmed, in the sentence that says so; nil when nothing was asked.
-    var askedWith: String? {
-        guard let unlocked else { return nil }
-        return unlocked.method == .pin ? "your PIN" : "your finger"
+    /// How the request was answered, for the reply: finger, pin, password, or held.
+    var method: String? {
+        if held != nil { return "held" }
+        return unlocked?.method.rawValue
+    }
+
+    /// How it was confirmed; nil when nothing was asked (a confirmation held answered).
+    var askedWith: UnlockMethod? { unlocked?.method }
+}
+
+extension AuditEvent {
+    /// What the session agent said of the application a request came from.
+    init(asking application: Application, succeeded: Bool) {
+        self = .application(busName: application.busName, executable: application.executable, appID: application.appID,
+                            name: application.name, succeeded: succeeded)
     }
 }
 
@@ -156,7 +176,7 @@ enum UnlockFlow {
     /// a held confirmation that needs the vault opens it through the device slot, or asks.
     private static func heldConfirmation(_ call: Call, _ request: UnlockRequest, _ session: VaultSession) -> UnlockResult? {
         guard let wanted = request.confirmation, !wanted.fresh, let key = call.grantSession,
-              let held = call.state.sessions.grant(key, wanted.context, now: request.clock.now(),
+              let held = call.state.sessions.grant(key, GrantName(wanted), now: request.clock.now(),
                                                    madeWithin: wanted.acceptsWithin.map(Int64.init)) else { return nil }
         // A PAM host needs only the answer; the command line's step-up and reveal the vault.
         guard request.purpose == .confirmation else { return UnlockResult(held: held, context: wanted.context, vault: nil) }
@@ -225,6 +245,9 @@ enum UnlockFlow {
         if let wanted = request.confirmation, result.outcome != .usage {
             events.append(.stepUp(context: wanted.context, result: result.outcome))
         }
+        if let application = call.channel.application, !events.isEmpty {
+            events.insert(AuditEvent(asking: application, succeeded: result.outcome == .success), at: 0)
+        }
         if result.outcome == .success {
             call.after.add { session.record(events) }
         } else {
@@ -263,7 +286,7 @@ enum UnlockFlow {
         if let token = result.token, !result.cachedToken { call.state.sessions.setToken(call.session, token) }
         if let wanted = request.confirmation, let unlocked = result.unlocked, let key = call.grantSession {
             let now = request.clock.now()
-            call.state.sessions.setGrant(key, wanted.context,
+            call.state.sessions.setGrant(key, GrantName(wanted),
                                          Grant(method: unlocked.method.rawValue, madeAt: now,
                                                expiresAt: now + Int64(min(max(wanted.lasts, 1), StepUp.maxTTL)),
                                                holder: wanted.holder))

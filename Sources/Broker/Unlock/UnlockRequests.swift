@@ -23,6 +23,36 @@ extension UnlockRequest {
             combinedPrompt: options.prompt == .combined)
     }
 
+    /// `unlock`, `token`, `step-up` and `reveal` as their channel asks them: the command
+    /// line's flags, or what an application allows.
+    static func forChannel(_ call: Call, _ purpose: Purpose, confirmation: Confirmation? = nil) throws -> UnlockRequest {
+        guard let application = call.channel.application else {
+            return try forCommandLine(call, purpose, confirmation: confirmation)
+        }
+        return try forApplication(call, application, purpose, confirmation: confirmation)
+    }
+
+    /// An application's, through the session agent: the ways it allows (every way when it
+    /// names none) — a finger, the PIN typed while the reader waits (the dialog's field),
+    /// the account password after the PIN is skipped or instead of it; only the PIN or the
+    /// password for a fresh confirmation. The reader and the timeout are the system's.
+    static func forApplication(_ call: Call, _ application: Application, _ purpose: Purpose,
+                               confirmation: Confirmation? = nil) throws -> UnlockRequest {
+        let fresh = confirmation?.fresh == true
+        let pin = application.allows(.pin)
+        return UnlockRequest(
+            purpose: purpose,
+            confirmation: confirmation,
+            tokens: purpose == .accessToken ? .required : .none,
+            finger: application.allows(.finger) && !fresh,
+            pin: !pin ? .never : fresh || !application.allows(.finger) ? .only : .fallback,
+            password: application.allows(.password),
+            deviceID: nil,
+            scan: try call.scanSettings(),
+            pinWhileScanning: pin,
+            combinedPrompt: false)
+    }
+
     /// The command line's `unlock`, `token`, `step-up` and `reveal`: the PIN alone with
     /// `--pin`, `--pin-fd` or a fresh confirmation, the reader `--device` names, `--timeout`,
     /// and a PIN typed while the reader waits where the client has a terminal.

@@ -3,6 +3,8 @@ import SystemKit
 /// How a vault was unlocked (and which lock engaged).
 public enum UnlockMethod: String, Codable, Sendable {
     case finger, pin
+    /// The account password, checked by the broker (an application's dialog).
+    case password
 }
 
 /// Where an unlock came through.
@@ -11,6 +13,8 @@ public enum AuditChannel: String, Codable, Sendable {
     case cli
     /// A PAM host (through the broker).
     case pam
+    /// An application, through the session agent (`fingerseal-agent`).
+    case application
 }
 
 /// What the audit trail records. Never a secret: names, outcomes and reasons only.
@@ -43,6 +47,10 @@ public enum AuditEvent: Equatable, Sendable {
     /// A vault sealed to a TPM this computer no longer has was replaced by a new one (the
     /// account password and a new PIN); `previous` is the old vault's id.
     case vaultReplacedAfterTPMChange(previous: String)
+    /// The request the events beside it record came from an application, as the session
+    /// agent named it: its claim, which the system cannot vouch for (the caller the kernel
+    /// knows is the agent). `succeeded` places it in the chain of what it accompanies.
+    case application(busName: String, executable: String?, appID: String?, name: String?, succeeded: Bool)
 }
 
 /// Where each event's log line goes, besides the audit file.
@@ -164,6 +172,7 @@ extension AuditEvent {
         switch self {
         case .fallback, .failure: return .attempts
         case let .stepUp(_, result): return result == .success ? .security : .attempts
+        case let .application(_, _, _, _, succeeded): return succeeded ? .security : .attempts
         case .signIn, .unlock, .reveal, .lockout, .logout, .pinReset, .fprintdSetConfirmed, .sealedToTPM, .pinLeftTPMLockout,
              .vaultReplacedAfterTPMChange:
             return .security
@@ -215,6 +224,12 @@ extension AuditEvent {
             entry.event = "vault-replaced"
             entry.reason = "tpmChanged"
             entry.file = AuditText.clean(previous)
+        case let .application(busName, executable, appID, name, _):
+            entry.event = "application"
+            entry.bus = AuditText.clean(busName)
+            entry.exe = executable.map(AuditText.clean)
+            entry.app = appID.map(AuditText.clean)
+            entry.name = name.map(AuditText.clean)
         }
         return entry
     }
@@ -237,6 +252,7 @@ extension AuditEntry {
         case "sealed-to-tpm": return Messages.auditSealedToTPM(slots: (reason ?? "").split(separator: ",").map(String.init))
         case "pin-left-tpm-lockout": return Messages.auditPINLeftTPMLockout
         case "vault-replaced": return Messages.auditVaultReplaced(file ?? "?")
+        case "application": return Messages.auditApplication(name: name, executable: exe, appID: app, busName: bus ?? "?")
         case AuditEntry.rotated: return Messages.auditRotated(trail == AuditChain.attempts.entryTag ? AuditFiles.olderAttempts : AuditFiles.older)
         case AuditEntry.counted:
             let kinds = counts ?? [], others = other ?? 0

@@ -68,6 +68,12 @@ struct AuditEntry: Codable, Equatable {
     var result: String? = nil
     var file: String? = nil
     var action: String? = nil
+    /// An application's request, as the session agent named it (`AuditEvent.application`):
+    /// its bus name, executable, Flatpak app id and the name it gives itself.
+    var bus: String? = nil
+    var exe: String? = nil
+    var app: String? = nil
+    var name: String? = nil
     /// A rotation entry: the number of the first entry in the older file.
     var first: UInt64? = nil
     /// The attempts' chain: "attempts" (`AuditChain.entryTag`); absent in the security chain.

@@ -142,6 +142,12 @@ public enum Messages {
     public static var tpmPCRsChanged: String { tr("Your finger cannot unlock fingerseal until you enter your PIN once: this computer's firmware or boot software changed since the key was sealed to its TPM.") }
     public static var vaultReplacedAfterTPMChange: String { tr("Your vault was sealed to a TPM this computer no longer has, so nothing in it could be opened. A new vault with your new PIN replaces it: enroll your fingers again with fingerseal enroll, and sign in with fingerseal login.") }
 
+    // Applications (through the session agent)
+    public static var passwordInstead: String { tr("Enter your account password instead of a finger or the PIN.") }
+    public static var passwordOnlyForApplications: String { tr("Only an application's dialog may use the account password in place of a finger or the PIN.") }
+    public static var badApplication: String { tr("The session agent sent a description of the application that fingerseal cannot use.") }
+    public static func notForApplications(_ command: String) -> String { tr("Applications cannot ask for %1$s.", command) }
+
     // Readers
     public static var noReader: String { tr("No fingerprint reader is connected.") }
     public static func noSuchReader(_ id: String) -> String { tr("There is no reader with the id %1$s. Run: fingerseal devices", id) }
@@ -227,10 +233,14 @@ public enum Messages {
     public static var idpRefused: String { tr("The identity provider did not renew your sign-in. Your sign-in is kept; try again later.") }
     public static var notSignedIn: String { tr("This account is not signed in to an identity provider. Sign in with: fingerseal login") }
     /// `finger`: nil for the PIN, else the finger's name ("" when fprintd did not say).
-    public static func unlockedWith(pin: Bool, finger: String?) -> String {
-        if pin { return tr("Unlocked with your PIN.") }
-        guard let finger, !finger.isEmpty else { return tr("Unlocked with your finger.") }
-        return tr("Unlocked with your finger (%1$s).", finger)
+    public static func unlockedWith(_ method: UnlockMethod, finger: String?) -> String {
+        switch method {
+        case .pin: return tr("Unlocked with your PIN.")
+        case .password: return tr("Unlocked with your password.")
+        case .finger:
+            guard let finger, !finger.isEmpty else { return tr("Unlocked with your finger.") }
+            return tr("Unlocked with your finger (%1$s).", finger)
+        }
     }
     public static func tokenReady(_ minutes: Int) -> String {
         trn("A fresh access token is ready. It is valid for %1$s more minute.", "A fresh access token is ready. It is valid for %1$s more minutes.", minutes, minutes)
@@ -244,9 +254,29 @@ public enum Messages {
     }
     // Step-up and sealed data
     public static var badContext: String { tr("A context name is 1 to 64 letters, digits, dots, dashes or underscores.") }
-    public static func steppedUp(_ context: String, _ method: String, ttl: Int) -> String {
-        ttl / 60 > 0 ? trn("Confirmed with %1$s for %2$s, for %3$s minute.", "Confirmed with %1$s for %2$s, for %3$s minutes.", ttl / 60, method, context, ttl / 60)
-            : trn("Confirmed with %1$s for %2$s, for %3$s second.", "Confirmed with %1$s for %2$s, for %3$s seconds.", ttl, method, context, ttl)
+    /// A new confirmation, one whole sentence per way it was made and unit of its lifetime.
+    public static func steppedUp(_ context: String, _ method: UnlockMethod, ttl: Int) -> String {
+        let minutes = ttl / 60
+        switch (method, minutes > 0) {
+        case (.finger, true):
+            return trn("Confirmed with your finger for %1$s, for %2$s minute.", "Confirmed with your finger for %1$s, for %2$s minutes.",
+                       minutes, context, minutes)
+        case (.finger, false):
+            return trn("Confirmed with your finger for %1$s, for %2$s second.", "Confirmed with your finger for %1$s, for %2$s seconds.",
+                       ttl, context, ttl)
+        case (.pin, true):
+            return trn("Confirmed with your PIN for %1$s, for %2$s minute.", "Confirmed with your PIN for %1$s, for %2$s minutes.",
+                       minutes, context, minutes)
+        case (.pin, false):
+            return trn("Confirmed with your PIN for %1$s, for %2$s second.", "Confirmed with your PIN for %1$s, for %2$s seconds.",
+                       ttl, context, ttl)
+        case (.password, true):
+            return trn("Confirmed with your password for %1$s, for %2$s minute.",
+                       "Confirmed with your password for %1$s, for %2$s minutes.", minutes, context, minutes)
+        case (.password, false):
+            return trn("Confirmed with your password for %1$s, for %2$s second.",
+                       "Confirmed with your password for %1$s, for %2$s seconds.", ttl, context, ttl)
+        }
     }
     public static func grantHeld(_ context: String) -> String { tr("Already confirmed for %1$s in this session.", context) }
     public static func stepUpCeiling(_ seconds: Int) -> String {
@@ -384,7 +414,26 @@ public enum Messages {
         case ("finger", "cli"): return tr("Unlocked with a finger, using the fingerseal command.")
         case ("pin", "pam"): return tr("Unlocked with the PIN at a system sign-in (PAM).")
         case ("pin", "cli"): return tr("Unlocked with the PIN, using the fingerseal command.")
+        case ("finger", "application"): return tr("Unlocked with a finger for an application.")
+        case ("pin", "application"): return tr("Unlocked with the PIN for an application.")
+        case ("password", "application"): return tr("Unlocked with the account password for an application.")
         default: return tr("Unlocked with %1$s (%2$s).", method, via)
+        }
+    }
+    /// What the session agent said of the application that asked: a claim, never proof.
+    public static func auditApplication(name: String?, executable: String?, appID: String?, busName: String) -> String {
+        let program = executable ?? tr("an unknown program")
+        switch (name, appID) {
+        case let (name?, appID?):
+            return tr("The session agent said %1$s asked (%2$s, Flatpak app %3$s, bus name %4$s); the system cannot vouch for this.",
+                      name, program, appID, busName)
+        case let (name?, nil):
+            return tr("The session agent said %1$s asked (%2$s, bus name %3$s); the system cannot vouch for this.", name, program, busName)
+        case let (nil, appID?):
+            return tr("The session agent said %1$s asked (Flatpak app %2$s, bus name %3$s); the system cannot vouch for this.",
+                      program, appID, busName)
+        case (nil, nil):
+            return tr("The session agent said %1$s asked (bus name %2$s); the system cannot vouch for this.", program, busName)
         }
     }
     public static func auditFallback(_ reason: String) -> String { tr("Moved on to the next way to sign in: %1$s.", embedded(reason)) }

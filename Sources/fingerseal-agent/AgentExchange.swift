@@ -1,0 +1,231 @@
+import CLinux
+import FingersealWire
+import Glibc
+import SodiumKit
+import SystemKit
+
+/// What a request's exchange with the broker reports as it goes (on its own thread; the
+/// request hands each to the main loop).
+enum ExchangeNote {
+    /// A sentence for the person (info or error from the broker).
+    case sentence(String, isError: Bool)
+    /// A reader event or scan state, as the broker names it (finger-needed, hint,
+    /// no-match, finger-locked).
+    case event(String)
+    /// The broker asks: a PIN, the account password, or (purpose other, while the reader
+    /// waits) only whether to use the password instead.
+    case ask(Ask)
+}
+
+/// How the person answered a question, given by the main thread to the exchange.
+enum PersonAnswer {
+    case secret(SecureBytes)
+    /// "Use the password instead" (an empty answer).
+    case skip
+    case cancel
+}
+
+/// The answers and the cancel the main thread hands to one exchange, with an eventfd the
+/// exchange waits on (beside the broker's socket).
+final class AnswerBox: @unchecked Sendable {
+    private let lock = ThreadLock()
+    private var answers: [PersonAnswer] = []
+    private var cancelled = false
+    let fd: Int32
+
+    init() throws {
+        fd = try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK)) }
+    }
+
+    deinit { close(fd) }
+
+    func give(_ answer: PersonAnswer) {
+        lock.locked {
+            if case .cancel = answer { cancelled = true } else { answers.append(answer) }
+        }
+        var one: UInt64 = 1
+        _ = write(fd, &one, 8)
+    }
+
+    /// The next answer given, a cancel first; nil when none is waiting.
+    func take() -> PersonAnswer? {
+        var value: UInt64 = 0
+        _ = read(fd, &value, 8)
+        return lock.locked {
+            if cancelled { return .cancel }
+            return answers.isEmpty ? nil : answers.removeFirst()
+        }
+    }
+
+    var isCancelled: Bool { lock.locked { cancelled } }
+}
+
+/// One request to the broker on behalf of an application, run on a thread of its own: the
+/// request, its payload, then the conversation until the result. Every wait is bounded; a
+/// cancel from the person or the application goes to the broker, whose result ends it.
+struct AgentExchange {
+    static let connectLimit = 2.0
+    /// Between two messages of the broker (it bounds scans and IdP requests itself).
+    static let messageLimit = 600.0
+    static let cancelLimit = 5.0
+    static let sendLimit = 10.0
+    static let chunkSize = 60 * 1024
+
+    let socketPath: String
+    let request: Request
+    let payload: SecureBytes?
+    /// Where the person's answers come from; nil for a request that asks nothing (status,
+    /// an end): a question is then answered with a cancel.
+    let answers: AnswerBox?
+    let note: (ExchangeNote) -> Void
+
+    /// How it ended: the broker's reply (with the data it streamed, for reveal, and the
+    /// output it wrote, for status), or why there was none.
+    enum Ending {
+        case reply(Reply, data: SecureBytes?, output: String)
+        case unreachable
+        case broken(cancelled: Bool)
+    }
+
+    func run() -> Ending {
+        let packet = ClientMessage.request(request).encoded()
+        defer { Wire.wipeStorage(packet) }
+        let connection: WireConnection
+        do {
+            connection = try WireConnection.connect(path: socketPath, timeout: AgentExchange.connectLimit)
+        } catch {
+            return .unreachable
+        }
+        if (try? connection.send(packet, until: monotonicSeconds() + AgentExchange.sendLimit)) != nil {
+            stream(payload, to: connection)
+        }
+        var conversation = Conversation(connection, messageWait: AgentExchange.messageLimit, cancelWait: AgentExchange.cancelLimit)
+        var side = Side(exchange: self)
+        let end = conversation.run(&side)
+        switch end {
+        case let .result(reply): return .reply(reply, data: side.data, output: side.output)
+        case let .broken(_, cancelled): return .broken(cancelled: cancelled)
+        case .abandoned: return .broken(cancelled: true)
+        }
+    }
+
+    /// The sealed file, in chunks, the last marked `end`.
+    private func stream(_ payload: SecureBytes?, to connection: WireConnection) {
+        guard let payload else { return }
+        _ = payload.withUnsafeBytes { connection.stream($0, chunkSize: AgentExchange.chunkSize, sendLimit: AgentExchange.sendLimit) }
+    }
+
+    /// The agent's side: sentences and events go to the request (`note`); questions wait for
+    /// the person (or the application) through the answer box, while the broker is watched.
+    private struct Side: ConversationClient {
+        let exchange: AgentExchange
+        /// What the broker streamed (reveal's plaintext), in secure memory.
+        var data: SecureBytes? = nil
+        /// What the broker wrote as output (status's JSON), bounded.
+        var output = ""
+
+        func watchForCancel() -> Int32? { exchange.answers?.fd }
+
+        func cancelRequested() -> Bool {
+            // Answers given while no question is open are for a question to come.
+            exchange.answers?.isCancelled ?? false
+        }
+
+        mutating func show(_ message: BrokerMessage) -> Bool {
+            switch message {
+            case let .info(text): exchange.note(.sentence(text, isError: false))
+            case let .error(text): exchange.note(.sentence(text, isError: true))
+            case let .event(json):
+                if let name = AgentExchange.eventName(json) { exchange.note(.event(name)) }
+            case let .data(bytes, _):
+                defer { Wire.wipeStorage(bytes) }
+                return append(bytes)
+            case let .output(text):
+                if output.utf8.count + text.utf8.count <= 1 << 20 { output += text + "\n" }
+            case .ask, .result, .browse, .finding:
+                break
+            }
+            return true
+        }
+
+        /// Appends a chunk of streamed data to the secure buffer, grown as it comes (the
+        /// broker bounds it; so does the agent).
+        private mutating func append(_ bytes: [UInt8]) -> Bool {
+            let held = data?.count ?? 0
+            guard held + bytes.count <= AgentLimits.plaintext else { return false }
+            do {
+                if data == nil { data = try SecureBytes(capacity: max(bytes.count, 4096)) }
+                if let current = data, current.capacity - current.count < bytes.count {
+                    data = try current.grown(toCapacity: max(current.capacity * 2, held + bytes.count))
+                }
+            } catch {
+                return false
+            }
+            return bytes.withUnsafeBytes { data?.append(contentsOf: $0) ?? false }
+        }
+
+        func answer(_ ask: Ask, _ conversation: inout Conversation) -> Conversation.Response {
+            guard let answers = exchange.answers else { return .cancel }
+            exchange.note(.ask(ask))
+            var side = self
+            let deadline = monotonicSeconds() + AgentExchange.messageLimit
+            while true {
+                var fds = [pollEntry(answers.fd), pollEntry(conversation.connection.fd)]
+                switch waitReady(&fds, until: deadline) {
+                case .timedOut, .failed: return .cancel
+                case .ready: break
+                }
+                if fds[0].revents != 0, let given = answers.take() {
+                    switch given {
+                    case .cancel: return .cancel
+                    case .skip: return .packet(ClientMessage.answer(Answer(.skip)).encoded())
+                    case let .secret(secret):
+                        guard secret.count > 0 else { return .packet(ClientMessage.answer(Answer(.skip)).encoded()) }
+                        var value = secret.copyBytes()
+                        defer { Wire.wipeStorage(value) }
+                        let packet = ClientMessage.answer(Answer(ask.kind == .secret ? .secret : .text, value)).encoded()
+                        value = []
+                        return .packet(packet)
+                    }
+                }
+                if fds[1].revents != 0 {
+                    // The broker withdrew the question (a match while the PIN was being typed)
+                    // or said something meanwhile.
+                    switch conversation.next(&side) {
+                    case .none: continue
+                    case let .ended(end): return .ended(end)
+                    case let .message(message):
+                        switch message {
+                        case .info, .error, .event: _ = side.show(message)
+                        default: return .withdrawn(message)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The name of a broker event ({"event":"finger-needed"} → finger-needed), with the hint's
+    /// kind for a hint (hint:center-finger).
+    static func eventName(_ json: String) -> String? {
+        func value(of key: String) -> String? {
+            guard let range = json.firstRange(of: "\"\(key)\":\"") else { return nil }
+            let rest = json[range.upperBound...]
+            guard let end = rest.firstIndex(of: "\"") else { return nil }
+            return String(rest[..<end])
+        }
+        guard let event = value(of: "event") else { return nil }
+        if event == "hint", let hint = value(of: "hint") { return "hint:" + hint }
+        return event
+    }
+}
+
+/// Sizes the agent accepts from applications and from the broker.
+enum AgentLimits {
+    /// A sealed file, and the plaintext revealed from it (the broker's own bound is smaller).
+    static let plaintext = 16 << 20
+    static let sealedFile = 16 << 20
+    /// A PIN or password given with Answer.
+    static let secret = 1024
+}
+

@@ -1,0 +1,92 @@
+/// The agent's D-Bus interface, version 1: the one definition. The agent exports it as it is,
+/// and `fingerseal-agent --print-interface` writes it for `make install`
+/// (/usr/share/dbus-1/interfaces/org.fingerseal.Agent1.xml) and for fingerseal-agent(8).
+enum AgentInterface {
+    static let busName = "org.fingerseal.Agent1"
+    static let path = "/org/fingerseal/Agent1"
+    static let name = "org.fingerseal.Agent1"
+    static let request = "org.fingerseal.Agent1.Request"
+    static let version: UInt32 = 1
+
+    static let xml = """
+<!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
+<!--
+  fingerseal-agent's interface, version 1: finger unlock and step-up for applications.
+  Bus name org.fingerseal.Agent1 on the session bus, object /org/fingerseal/Agent1.
+  Described in fingerseal-agent(8). Unlock, StepUp and Reveal answer at once with a request
+  object (org.fingerseal.Agent1.Request), which sends Status signals while it runs and one
+  Response at the end, to the caller only. Secrets never travel as strings: a token or a
+  plaintext is taken from the request with Take() as a file descriptor, a PIN or password is
+  given with Answer() as one.
+-->
+<node>
+  <interface name="org.fingerseal.Agent1">
+    <!-- What can answer now: methods (as: finger, pin, password), fingers (as), reader (s:
+         present, absent, lid-closed, unknown), signed_in (b), remote (b), tpm (b), display
+         (b: the agent can show its dialog), version (u). -->
+    <method name="GetCapabilities">
+      <arg type="a{sv}" name="capabilities" direction="out"/>
+    </method>
+    <!-- A finger, else the fallback, then a fresh access token (Take). Options: methods (as),
+         prompt (s: dialog or app), parent_window (s), app_name (s), reason (s),
+         handle_token (s). -->
+    <method name="Unlock">
+      <arg type="a{sv}" name="options" direction="in"/>
+      <arg type="o" name="handle" direction="out"/>
+    </method>
+    <!-- A confirmation for context, kept for this application until EndContext, until it
+         leaves the bus, or the administrator's ceiling. Options: max_age (u, seconds: a
+         confirmation held that old or younger answers without a prompt), fresh (b), methods,
+         prompt, parent_window, app_name, handle_token. -->
+    <method name="StepUp">
+      <arg type="s" name="context" direction="in"/>
+      <arg type="s" name="reason" direction="in"/>
+      <arg type="a{sv}" name="options" direction="in"/>
+      <arg type="o" name="handle" direction="out"/>
+    </method>
+    <!-- The plaintext of a file sealed with `fingerseal seal --context CONTEXT`, after a
+         confirmation for its context (Take). Options: as for StepUp. -->
+    <method name="Reveal">
+      <arg type="h" name="sealed" direction="in"/>
+      <arg type="s" name="context" direction="in"/>
+      <arg type="a{sv}" name="options" direction="in"/>
+      <arg type="o" name="handle" direction="out"/>
+    </method>
+    <!-- The application navigated away: its confirmation for context ends now. -->
+    <method name="EndContext">
+      <arg type="s" name="context" direction="in"/>
+    </method>
+    <property name="Version" type="u" access="read"/>
+  </interface>
+  <interface name="org.fingerseal.Agent1.Request">
+    <!-- The PIN or the account password the request asks for (state needs-pin or
+         needs-password), written to the descriptor (a pipe or a file; a trailing newline is
+         dropped). For prompt=app; the agent's own dialog takes it itself. -->
+    <method name="Answer">
+      <arg type="h" name="secret" direction="in"/>
+    </method>
+    <!-- Skip to the account password (the dialog's "Use password instead"). -->
+    <method name="UsePassword"/>
+    <!-- Ends the request; nothing is counted, nothing is revealed. -->
+    <method name="Cancel"/>
+    <!-- After a successful Response with "take" true: the token or plaintext, once. -->
+    <method name="Take">
+      <arg type="h" name="secret" direction="out"/>
+    </method>
+    <!-- state: waiting-for-finger, retry, no-match, locked, needs-pin, needs-password,
+         checking. sentence: what to show or speak, in the person's language. -->
+    <signal name="Status">
+      <arg type="s" name="state"/>
+      <arg type="s" name="sentence"/>
+    </signal>
+    <!-- code: 0 success, 1 cancelled, 2 failed. results: outcome (s), sentence (s), method
+         (s: finger, pin, password, held), take (b), expires_at (x, Unix time). -->
+    <signal name="Response">
+      <arg type="u" name="code"/>
+      <arg type="a{sv}" name="results"/>
+    </signal>
+  </interface>
+</node>
+"""
+}

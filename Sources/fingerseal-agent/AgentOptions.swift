@@ -1,0 +1,107 @@
+import FingersealWire
+import FoundationEssentials
+import SessionBusKit
+
+/// A mistaken option, said as a sentence.
+struct OptionProblem: Error {
+    let sentence: String
+}
+
+/// The options an application passes (a{sv}), read and checked once, when the call comes.
+struct RequestOptions {
+    enum Prompt { case dialog, app }
+
+    var prompt = Prompt.dialog
+    /// The ways the application allows; empty: every way.
+    var methods: [Application.Method] = []
+    /// StepUp, Reveal: the oldest confirmation held that answers, in seconds.
+    var maxAge: Int? = nil
+    var fresh = false
+    var parentWindow: String? = nil
+    var appName: String? = nil
+    var handleToken: String? = nil
+
+    init(_ raw: BusValue?) throws {
+        guard let raw else { return }
+        guard case let .dictionary(entries) = raw.unboxed else { throw OptionProblem(sentence: AgentStrings.badOption("options")) }
+        for (name, value) in entries {
+            switch name {
+            case "prompt":
+                switch value.string {
+                case "dialog"?: prompt = .dialog
+                case "app"?: prompt = .app
+                default: throw OptionProblem(sentence: AgentStrings.badOption(name))
+                }
+            case "methods":
+                guard let names = value.stringArray else { throw OptionProblem(sentence: AgentStrings.badMethods) }
+                methods = try names.map { name in
+                    guard let method = Application.Method(rawValue: name) else { throw OptionProblem(sentence: AgentStrings.badMethods) }
+                    return method
+                }
+            case "max_age":
+                guard let seconds = value.integer, (1...86_400).contains(seconds) else {
+                    throw OptionProblem(sentence: AgentStrings.badOption(name))
+                }
+                maxAge = Int(seconds)
+            case "fresh":
+                guard let flag = value.bool else { throw OptionProblem(sentence: AgentStrings.badOption(name)) }
+                fresh = flag
+            case "parent_window", "app_name", "handle_token", "reason":
+                guard let text = value.string, text.utf8.count <= 256 else { throw OptionProblem(sentence: AgentStrings.badOption(name)) }
+                if name == "parent_window" { parentWindow = text }
+                if name == "app_name" { appName = text }
+                if name == "handle_token" { handleToken = text }
+            default:
+                // Unknown options are ignored, as xdg-desktop-portal does: a newer client still works.
+                continue
+            }
+        }
+    }
+
+    func allows(_ method: Application.Method) -> Bool { methods.isEmpty || methods.contains(method) }
+}
+
+/// GetCapabilities' answer, from the broker's `status --json` for the application channel.
+struct Capabilities: Sendable {
+    let values: [String: BusValue]
+
+    private struct Report: Decodable {
+        struct Slot: Decodable { let sealedToTpm: Bool }
+        struct Now: Decodable {
+            let methods: [String]
+            let reader: String
+            let remote: Bool
+        }
+        let vault: Bool
+        let fingers: [String]?
+        let fprintdFingers: [String]?
+        let signIn: String?
+        let keyslots: [Slot]?
+        let capabilities: Now?
+    }
+
+    init(_ ending: AgentExchange.Ending, display: Bool) {
+        var values: [String: BusValue] = ["version": .uint32(AgentInterface.version), "display": .bool(display)]
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        if case let .reply(_, _, output) = ending, let report = try? decoder.decode(Report.self, from: Data(output.utf8)) {
+            values["vault"] = .bool(report.vault)
+            values["fingers"] = .strings(report.fprintdFingers ?? report.fingers ?? [])
+            values["signed_in"] = .bool(report.signIn == "active")
+            values["tpm"] = .bool(report.keyslots?.contains { $0.sealedToTpm } ?? false)
+            values["methods"] = .strings(report.capabilities?.methods ?? [])
+            values["reader"] = .string(report.capabilities?.reader ?? "unknown")
+            values["remote"] = .bool(report.capabilities?.remote ?? false)
+        } else {
+            // No vault, or no broker: nothing can unlock.
+            values["vault"] = .bool(false)
+            values["fingers"] = .strings([])
+            values["signed_in"] = .bool(false)
+            values["tpm"] = .bool(false)
+            values["methods"] = .strings([])
+            values["reader"] = .string("unknown")
+            values["remote"] = .bool(false)
+        }
+        self.values = values
+    }
+}

@@ -1,0 +1,293 @@
+import CLinux
+import FingersealWire
+import Glibc
+import SessionBusKit
+import SodiumKit
+import SystemKit
+
+/// What a request shows the person, as the Status signal names it.
+enum RequestState: String {
+    case waitingForFinger = "waiting-for-finger"
+    case retry
+    case noMatch = "no-match"
+    case locked
+    case needsPIN = "needs-pin"
+    case needsPassword = "needs-password"
+    case checking
+}
+
+/// Where a request's person sees what happens and answers: the agent's dialog, or (prompt=app)
+/// nothing of the agent's (the application draws its own from the Status signals and answers
+/// with Answer). Main thread only.
+protocol PromptSurface: AnyObject {
+    /// `field`: the secret the person may type now (a PIN or the password), nil for none;
+    /// `canUsePassword`: "Use password instead" may be offered.
+    func show(_ state: RequestState, sentence: String, field: Ask.Purpose?, canUsePassword: Bool)
+    func close()
+}
+
+/// One application request (Unlock, StepUp, Reveal): its object on the bus, its exchange
+/// with the broker on a thread of its own, its prompt. Main thread only, except what the
+/// exchange touches through `answers`.
+final class AgentRequest {
+    enum Kind {
+        case unlock
+        case stepUp(context: String)
+        case reveal(context: String)
+    }
+
+    let path: String
+    /// The application's unique bus name: the only caller it answers, the only receiver of
+    /// its signals.
+    let owner: String
+    let kind: Kind
+    let answers: AnswerBox
+    private let bus: SessionBus
+    private let prompt: PromptSurface?
+    private let passwordAllowed: Bool
+    private var registration: UInt32 = 0
+    private var state = RequestState.waitingForFinger
+    private var sentence = ""
+    /// The question the broker asked last and the person has not answered.
+    private var openQuestion: Ask? = nil
+    /// What Take hands out once: the token or the plaintext.
+    private var secret: SecureBytes? = nil
+    private var finished = false
+    /// Called once the request is over and unexported.
+    var onClosed: (() -> Void)?
+
+    /// How long a succeeded request keeps its secret for Take.
+    static let takeLimit = 60.0
+
+    init(path: String, owner: String, kind: Kind, bus: SessionBus, prompt: PromptSurface?, passwordAllowed: Bool) throws {
+        self.path = path
+        self.owner = owner
+        self.kind = kind
+        self.bus = bus
+        self.prompt = prompt
+        self.passwordAllowed = passwordAllowed
+        answers = try AnswerBox()
+    }
+
+    /// Exports the request object; its calls come to `handle`.
+    func export() throws {
+        registration = try bus.export(path: path, introspectionXML: AgentInterface.xml, interface: AgentInterface.request) {
+            [weak self] call in
+            guard let self else { return call.fail(AgentErrors.failed, AgentStrings.nothingToTake) }
+            self.handle(call)
+        }
+    }
+
+    /// Runs the exchange on a thread of its own; `finish` comes back on the main thread.
+    func start(socketPath: String, request: Request, payload: SecureBytes?,
+               finish: @escaping (AgentRequest, AgentExchange.Ending) -> Void) -> Bool {
+        // Held weakly, and touched on the main thread only.
+        weak var weakSelf = self
+        let owner = MainOnly({ weakSelf })
+        let finished = MainOnly(finish)
+        let exchange = AgentExchange(socketPath: socketPath, request: request, payload: payload, answers: answers) { note in
+            let sendable = UncheckedNote(note)
+            MainLoop.post { owner.value()?.noted(sendable.note) }
+        }
+        let job = UncheckedExchange(exchange)
+        return startDetachedThread {
+            let ending = UncheckedEnding(job.exchange.run())
+            MainLoop.post {
+                guard let request = owner.value() else { return }
+                finished.value(request, ending.ending)
+            }
+        }
+    }
+
+    // MARK: what the broker says
+
+    private func noted(_ note: ExchangeNote) {
+        guard !finished else { return }
+        switch note {
+        case let .sentence(text, _):
+            sentence = text
+        case let .event(name):
+            switch name {
+            case "finger-needed": state = .waitingForFinger
+            case "no-match": state = .noMatch
+            case "finger-locked": state = .locked
+            default: if name.hasPrefix("hint") { state = .retry }
+            }
+        case let .ask(ask):
+            openQuestion = ask
+            switch (ask.purpose, ask.whileScanning) {
+            case (.pin, true):
+                state = .waitingForFinger
+                if sentence.isEmpty { sentence = AgentStrings.fingerOrPIN }
+            case (.pin, false):
+                state = .needsPIN
+                sentence = ask.prompt.isEmpty ? AgentStrings.enterPIN : ask.prompt
+            case (.accountPassword, _):
+                state = .needsPassword
+                // PAM's own prompt ("Password: ") is a label, not a sentence.
+                sentence = AgentStrings.enterPassword
+            default:
+                break
+            }
+        }
+        publish()
+    }
+
+    /// What was last published, so that a repeat says nothing new.
+    private var published: (RequestState, String, Ask.Purpose?)? = nil
+
+    /// The state to the owner (Status) and to the prompt, when it changed.
+    private func publish() {
+        let field: Ask.Purpose? = openQuestion.flatMap { [.pin, .accountPassword].contains($0.purpose) ? $0.purpose : nil }
+        if let published, published.0 == state, published.1 == sentence, published.2 == field { return }
+        published = (state, sentence, field)
+        bus.emit(to: owner, path: path, interface: AgentInterface.request, signal: "Status", [.string(state.rawValue), .string(sentence)])
+        prompt?.show(state, sentence: sentence, field: field, canUsePassword: passwordAllowed && state != .needsPassword)
+    }
+
+    // MARK: what the person does (the dialog, or the application's calls)
+
+    /// A typed PIN or password; wiped once sent.
+    func answer(_ secret: SecureBytes) {
+        guard openQuestion != nil, !finished else { return }
+        openQuestion = nil
+        state = .checking
+        sentence = AgentStrings.checking
+        publish()
+        answers.give(.secret(secret))
+    }
+
+    func usePassword() {
+        guard passwordAllowed, !finished else { return }
+        answers.give(.skip)
+    }
+
+    func cancel() {
+        guard !finished else { return }
+        answers.give(.cancel)
+    }
+
+    private func handle(_ call: MethodCall) {
+        guard call.sender == owner else { return call.fail(AgentErrors.accessDenied, AgentStrings.notYourRequest) }
+        switch call.method {
+        case "Answer":
+            guard openQuestion != nil else { return call.fail(AgentErrors.failed, AgentStrings.noQuestion) }
+            guard case let .handle(index)? = call.arguments.first, let fd = call.descriptor(index),
+                  let secret = SecretFile.read(fd, limit: AgentLimits.secret, dropNewline: true) else {
+                return call.fail(AgentErrors.invalidArgs, AgentStrings.badSecret)
+            }
+            answer(secret)
+            call.reply()
+        case "UsePassword":
+            usePassword()
+            call.reply()
+        case "Cancel":
+            cancel()
+            call.reply()
+        case "Take":
+            guard let taken = secret, let fd = SecretFile.memfd(taken, name: "fingerseal-secret") else {
+                return call.fail(AgentErrors.failed, AgentStrings.nothingToTake)
+            }
+            secret = nil
+            call.reply([.handle(0)], descriptors: [fd])
+            close(fd)
+            end()
+        default:
+            call.fail(AgentErrors.unknownMethod, call.method)
+        }
+    }
+
+    // MARK: the end
+
+    /// Sends the one Response; keeps a secret for Take a while, else ends now.
+    func respond(code: UInt32, outcome: String, sentence: String, method: String?, expiresAt: Int64?, secret: SecureBytes?) {
+        guard !finished else { return }
+        finished = true
+        prompt?.close()
+        self.secret = code == 0 ? secret : nil
+        var results: [String: BusValue] = ["outcome": .string(outcome), "sentence": .string(sentence),
+                                           "take": .bool(self.secret != nil)]
+        if let method { results["method"] = .string(method) }
+        if let expiresAt { results["expires_at"] = .int64(expiresAt) }
+        bus.emit(to: owner, path: path, interface: AgentInterface.request, signal: "Response", [.uint32(code), .dictionary(results)])
+        if self.secret == nil {
+            end()
+        } else {
+            MainLoop.after(AgentRequest.takeLimit) { [weak self] in self?.end() }
+        }
+    }
+
+    /// Unexports the object; what it held is wiped (SecureBytes frees into zeros).
+    func end() {
+        secret = nil
+        if registration != 0 {
+            bus.unexport(registration)
+            registration = 0
+        }
+        let closed = onClosed
+        onClosed = nil
+        closed?()
+    }
+}
+
+/// The D-Bus error names the agent answers with.
+enum AgentErrors {
+    static let failed = "org.fingerseal.Agent1.Error.Failed"
+    static let accessDenied = "org.fingerseal.Agent1.Error.AccessDenied"
+    static let invalidArgs = "org.fingerseal.Agent1.Error.InvalidArgs"
+    static let noDisplay = "org.fingerseal.Agent1.Error.NoDisplay"
+    static let unknownMethod = "org.freedesktop.DBus.Error.UnknownMethod"
+}
+
+/// Secrets through descriptors, never strings: read from the one an application gave, handed
+/// out in a sealed memfd.
+enum SecretFile {
+    /// At most `limit` bytes from `fd` (closed here), into secure memory; nil when longer,
+    /// unreadable, or not there within a few seconds.
+    static func read(_ fd: Int32, limit: Int, dropNewline: Bool) -> SecureBytes? {
+        defer { close(fd) }
+        guard let buffer = try? SecureBytes(capacity: limit + 1) else { return nil }
+        let deadline = monotonicSeconds() + 5
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        defer { Wire.wipe(&chunk) }
+        while true {
+            let count = Glibc.read(fd, &chunk, chunk.count)
+            if count == 0 { break }
+            if count < 0 {
+                guard errno == EAGAIN || errno == EINTR else { return nil }
+                var fds = [pollEntry(fd)]
+                guard waitReady(&fds, until: deadline) == .ready else { return nil }
+                continue
+            }
+            guard buffer.count + count <= limit,
+                  chunk.withUnsafeBytes({ buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[0..<count])) }) else { return nil }
+        }
+        if dropNewline {
+            while let last = buffer.withUnsafeBytes({ $0.last }), last == 0x0a || last == 0x0d { buffer.removeLast() }
+        }
+        return buffer
+    }
+
+    /// A sealed memfd holding `secret`, at its start; nil when it cannot be made.
+    static func memfd(_ secret: SecureBytes, name: String) -> Int32? {
+        try? secret.withUnsafeBytes { try sealedMemoryFile(name: name, $0, closeOnExec: true) }
+    }
+}
+
+/// Values handed from the exchange's thread to the main loop (each used by one side at a time).
+struct UncheckedNote: @unchecked Sendable {
+    let note: ExchangeNote
+    init(_ note: ExchangeNote) { self.note = note }
+}
+
+struct UncheckedEnding: @unchecked Sendable {
+    let ending: AgentExchange.Ending
+    init(_ ending: AgentExchange.Ending) { self.ending = ending }
+}
+
+struct UncheckedExchange: @unchecked Sendable {
+    let exchange: AgentExchange
+    init(_ exchange: AgentExchange) { self.exchange = exchange }
+}
+

@@ -1,0 +1,51 @@
+import Localization
+
+/// Every sentence the agent itself says (the broker's come through the request, already in
+/// the person's language): the dialog's words, the answers to mistaken calls. Looked up in
+/// the catalogs (po/), in the language of the agent's session.
+enum AgentStrings {
+    // The dialog
+    static var dialogTitle: String { tr("Confirm it is you") }
+    static func unlockHeading(_ application: String) -> String {
+        tr("%1$s wants to unlock with your fingerprint.", application)
+    }
+    static func stepUpHeading(_ application: String, _ reason: String) -> String {
+        reason.isEmpty ? tr("%1$s wants to confirm it is you.", application)
+            : tr("%1$s wants to confirm it is you to %2$s.", application, reason)
+    }
+    static func revealHeading(_ application: String, _ context: String) -> String {
+        tr("%1$s wants to show protected data for %2$s. Confirm it is you first.", application, context)
+    }
+    static var cancel: String { tr("Cancel") }
+    static var usePassword: String { tr("Use password instead") }
+    static var submit: String { tr("Continue") }
+    static var pinLabel: String { tr("PIN") }
+    static var passwordLabel: String { tr("Password") }
+    static var enterPIN: String { tr("Enter your PIN.") }
+    static var enterPassword: String { tr("Enter your account password.") }
+    static var fingerOrPIN: String { tr("Touch the fingerprint reader, or type your PIN.") }
+    static var checking: String { tr("Checking.") }
+
+    // The outcomes the agent says itself
+    static var cancelled: String { tr("Cancelled. Nothing was counted.") }
+    static var brokerUnreachable: String { tr("The fingerseal service is not running, so fingerprint unlock is not available.") }
+    static var brokerEnded: String { tr("The fingerseal service ended the request without an answer.") }
+
+    // Mistaken calls (D-Bus errors)
+    static var noDisplay: String {
+        tr("There is no display to show the dialog on. Ask with the option prompt set to app, and show the status yourself.")
+    }
+    static var otherUser: String { tr("The fingerseal agent answers only programs of its own user.") }
+    static var unknownCaller: String { tr("The fingerseal agent could not tell which program is asking.") }
+    static var badContext: String {
+        tr("A context is 1 to 64 letters, digits, dots, dashes or underscores.")
+    }
+    static func badOption(_ name: String) -> String { tr("The option %1$s has a value of the wrong kind.", name) }
+    static var badMethods: String { tr("The option methods names only finger, pin and password.") }
+    static var notYourRequest: String { tr("This request belongs to another program.") }
+    static var noQuestion: String { tr("The request is not waiting for an answer.") }
+    static var nothingToTake: String { tr("The request has nothing to take: it did not succeed, or it was taken already.") }
+    static var badSecret: String { tr("The answer could not be read from the descriptor, or it is longer than 1024 bytes.") }
+    static var badSealedFile: String { tr("The sealed file could not be read from the descriptor, or it is too large.") }
+    static var tooManyRequests: String { tr("This program has too many requests open. Wait for one to end.") }
+}

@@ -1,0 +1,66 @@
+import Glibc
+import SessionBusKit
+
+/// The application behind a call, as the session bus and /proc tell the agent: its bus name,
+/// its process (the bus daemon read it from the socket), its executable, and inside Flatpak
+/// its app id. The broker records all of it as the agent's claim: the kernel vouches for the
+/// agent, not for what the agent says of others.
+struct AskingApplication {
+    let busName: String
+    let pid: pid_t
+    let executable: String?
+    let appID: String?
+    /// What the application calls itself (`app_name`), else its Flatpak id, else its
+    /// executable's name: for the dialog's sentence.
+    let displayName: String
+
+    enum Refusal: Error {
+        /// Another user's connection: the agent acts for its own user only.
+        case otherUser
+        case unknown
+    }
+
+    static func identify(_ busName: String, on bus: SessionBus, claimedName: String?) throws -> AskingApplication {
+        guard let (pid, uid) = try? bus.credentials(of: busName), let pid else { throw Refusal.unknown }
+        guard uid == getuid() else { throw Refusal.otherUser }
+        let executable = readLink("/proc/\(pid)/exe")
+        let appID = flatpakAppID(pid)
+        let claimed = claimedName.flatMap { $0.isEmpty || $0.utf8.count > 100 ? nil : $0 }
+        let fallback = executable.map { String($0.split(separator: "/").last ?? Substring($0)) } ?? busName
+        return AskingApplication(busName: busName, pid: pid, executable: executable, appID: appID,
+                                 displayName: claimed ?? appID ?? fallback)
+    }
+
+    private static func readLink(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: 4097)
+        let count = readlink(path, &buffer, 4096)
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Flatpak writes /.flatpak-info into every sandbox: `[Application]` then `name=APP-ID`.
+    private static func flatpakAppID(_ pid: pid_t) -> String? {
+        let fd = open("/proc/\(pid)/root/.flatpak-info", O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 16384)
+        let count = read(fd, &bytes, bytes.count)
+        guard count > 0 else { return nil }
+        var inApplication = false
+        for line in String(decoding: bytes[..<count], as: UTF8.self).split(separator: "\n") {
+            let trimmed = line.trimmingCharacters()
+            if trimmed.hasPrefix("[") { inApplication = trimmed == "[Application]"; continue }
+            if inApplication, trimmed.hasPrefix("name=") { return String(trimmed.dropFirst(5)) }
+        }
+        return nil
+    }
+}
+
+extension Substring {
+    func trimmingCharacters() -> Substring {
+        var text = self
+        while let first = text.first, first == " " || first == "\t" || first == "\r" { text = text.dropFirst() }
+        while let last = text.last, last == " " || last == "\t" || last == "\r" { text = text.dropLast() }
+        return text
+    }
+}

@@ -1,0 +1,147 @@
+import FingersealCore
+import Glibc
+import Testing
+@testable import TestSupport
+
+/// fingerseal-agent for applications (issue 21): on a private session bus, in front of a
+/// broker on virtual_device, driven by the example client as an application would drive it
+/// (prompt=app: the application draws the prompt from the Status signals and answers with
+/// Answer; the agent's own dialog has its tests under Xvfb).
+@Suite(.serialized, .enabled(if: AgentRig.missing == nil)) struct AgentTests {
+    @Test func capabilitiesSayWhatCanAnswerNow() throws {
+        let agent = try AgentRig()
+        let run = ClientRun(try agent.client(["capabilities"]).finish())
+        #expect(run.result.status == 0, "\(run.result.all)")
+        let line = run.result.stdout
+        #expect(line.contains(#""fingers": ["right-index-finger"]"#), "\(line)")
+        #expect(line.contains(#""methods": ["finger", "pin", "password"]"#), "\(line)")
+        #expect(line.contains(#""reader": "present""#) && line.contains(#""vault": true"#), "\(line)")
+        // No display in this environment: the agent says it cannot show its dialog.
+        #expect(line.contains(#""display": false"#), "\(line)")
+        let introspected = try agent.gdbus(["introspect", "--session", "--dest", "org.fingerseal.Agent1", "--object-path",
+                                            "/org/fingerseal/Agent1"])
+        #expect(introspected.stdout.contains("StepUp(in  s context,") && introspected.stdout.contains("readonly u Version = 1"),
+                "\(introspected.all)")
+    }
+
+    @Test func aStepUpIsHeldForThisApplicationAndItsContextOnly() throws {
+        let agent = try AgentRig()
+        // Two step-ups on one connection: a finger for the first, the second held.
+        let twice = try agent.run(["step-up", "contacts", "open contact assignments", "--prompt", "app", "--repeat", "2",
+                                   "--app-name", "Meander"], scan: "SCAN finger-a")
+        #expect(twice.result.status == 0, "\(twice.result.all)")
+        #expect(twice.responses.map(\.method) == ["finger", "held"], "\(twice.result.stdout)")
+        #expect(twice.responses.first?.sentence?.contains("Confirmed with your finger for contacts") == true, "\(twice.result.stdout)")
+        #expect(twice.states.first == "waiting-for-finger")
+        // Another application (another connection) asking for the same context is asked again.
+        let other = try agent.run(["step-up", "contacts", "--prompt", "app", "--cancel-at", "waiting-for-finger"])
+        #expect(other.result.status == 1 && other.responses.first?.outcome == "cancelled", "\(other.result.all)")
+        #expect(other.responses.first?.sentence == "Cancelled. Nothing was counted.")
+        #expect(try agent.rig.lockout().fingerFailures == 0, "a cancel counts nothing")
+        // The audit trail names the application, as the agent's claim.
+        let audit = try agent.rig.cli(["audit"])
+        #expect(audit.stdout.contains("The session agent said Meander asked (/usr/bin/python3")
+                && audit.stdout.contains("the system cannot vouch for this"), "\(audit.stdout)")
+    }
+
+    @Test func maxAgeAndEndContextDecideWhenToAskAgain() throws {
+        let agent = try AgentRig()
+        let client = try agent.client(["step-up", "payroll", "--prompt", "app", "--hold"], stdin: "")
+        // The holding client keeps its connection (and so its confirmation) while stdin is open:
+        // here stdin is empty, so it ends as soon as the step-up does; the agent then ends the
+        // confirmation. Its successor must be asked again.
+        #expect(client.waitForLine(containing: "waiting-for-finger"))
+        try VirtualSensor.send("SCAN finger-a", to: agent.rig.sensor)
+        let first = ClientRun(client.finish())
+        #expect(first.responses.first?.method == "finger", "\(first.result.all)")
+
+        // One connection: a step-up, a second within max_age (held), EndContext, then asked again.
+        let script = try agent.client(["step-up", "payroll", "--prompt", "app", "--repeat", "2", "--max-age", "60"])
+        #expect(script.waitForLine(containing: "waiting-for-finger"))
+        try VirtualSensor.send("SCAN finger-a", to: agent.rig.sensor)
+        let reused = ClientRun(script.finish())
+        #expect(reused.responses.map(\.method) == ["finger", "held"], "\(reused.result.stdout)")
+    }
+
+    @Test func aConfirmationOlderThanMaxAgeIsNotReused() throws {
+        let agent = try AgentRig()
+        let child = try agent.client(["step-up", "payroll", "--prompt", "app", "--repeat", "2", "--max-age", "1",
+                                      "--cancel-at", "waiting-for-finger", "--pause", "1.2"])
+        #expect(child.waitForLine(containing: "waiting-for-finger"))
+        try VirtualSensor.send("SCAN finger-a", to: agent.rig.sensor)
+        let run = ClientRun(child.finish())
+        // The second, after more than max_age, asked again (and was cancelled by the client).
+        #expect(run.responses.map(\.method) == ["finger", nil], "\(run.result.stdout)")
+        #expect(run.responses.last?.outcome == "cancelled")
+    }
+
+    @Test func endContextAndTheApplicationLeavingEndItsConfirmation() throws {
+        let agent = try AgentRig(idleExit: "2")
+        let run = try agent.run(["step-up", "payroll", "--prompt", "app", "--repeat", "2", "--end-between",
+                                 "--cancel-at", "waiting-for-finger"], scan: "SCAN finger-a")
+        // First made with the finger; after EndContext the same connection is asked again.
+        #expect(run.responses.map(\.method) == ["finger", nil], "\(run.result.stdout)")
+        #expect(run.events.contains { $0.event == "ended" })
+        // The client has left: nothing is held any more, so the agent ends when idle.
+        let agentProcess = try #require(agent.agent)
+        let deadline = VirtualSensor.now() + 15
+        var ended = false
+        while VirtualSensor.now() < deadline && !ended {
+            var status: Int32 = 0
+            ended = waitpid(agentProcess.pid, &status, WNOHANG) == agentProcess.pid
+            if !ended { var pause = timespec(tv_sec: 0, tv_nsec: 50_000_000); nanosleep(&pause, nil) }
+        }
+        #expect(ended, "the agent kept something after the application left: \(agent.agentLog)")
+    }
+
+    @Test func aPINTheApplicationTakesOpensTheVault() throws {
+        let agent = try AgentRig(enroll: false)
+        // No finger enrolled: the PIN is asked at once; the client reads it from stdin and gives
+        // it with Answer, on a descriptor.
+        let run = try agent.run(["step-up", "records", "--prompt", "app", "--methods", "pin"], stdin: AgentRig.pin + "\n")
+        #expect(run.result.status == 0, "\(run.result.all)")
+        #expect(run.states.contains("needs-pin"), "\(run.result.stdout)")
+        #expect(run.responses.first?.method == "pin")
+        let wrong = try agent.run(["step-up", "records2", "--prompt", "app", "--methods", "pin"], stdin: "0000\n")
+        #expect(wrong.result.status != 0 && wrong.responses.first?.outcome == "wrongPIN", "\(wrong.result.stdout)")
+        #expect(try agent.rig.lockout().pinFailures == 1)
+    }
+
+    @Test func revealGivesThePlaintextOnADescriptorAndNothingOnCancel() throws {
+        let agent = try AgentRig()
+        let plain = agent.rig.files.file("plain"), sealed = agent.rig.files.file("assignment.sealed")
+        writeFile(plain, Array("health details\n".utf8))
+        let seal = try agent.rig.cli(["seal", "--context", "contacts", "--out", sealed, plain])
+        #expect(seal.status == 0, "\(seal.all)")
+        let cancelled = try agent.run(["reveal", "contacts", sealed, "--prompt", "app", "--cancel-at", "waiting-for-finger"])
+        #expect(cancelled.result.status == 1 && !cancelled.result.stdout.contains("health"), "\(cancelled.result.all)")
+        let revealed = try agent.run(["reveal", "contacts", sealed, "--prompt", "app"], scan: "SCAN finger-a")
+        #expect(revealed.result.status == 0 && revealed.result.stdout.hasSuffix("health details\n"), "\(revealed.result.all)")
+        let noMatch = try agent.run(["reveal", "contacts", sealed, "--prompt", "app", "--methods", "finger"], scan: "SCAN finger-b")
+        #expect(noMatch.result.status != 0 && !noMatch.result.stdout.contains("health"), "\(noMatch.result.all)")
+        #expect(noMatch.states.contains("no-match"), "\(noMatch.result.stdout)")
+    }
+
+    @Test func theAccountPasswordInsteadOfTheFinger() throws {
+        try #require(TestUsers.ensure(TestUsers.alice))
+        let agent = try AgentRig(user: TestUsers.alice)
+        let run = try agent.run(["step-up", "payroll", "--prompt", "app", "--use-password"], stdin: "correct horse\n")
+        #expect(run.result.status == 0, "\(run.result.all)")
+        #expect(run.states.contains("needs-password") && run.responses.first?.method == "password", "\(run.result.stdout)")
+        let refused = try agent.run(["step-up", "payroll2", "--prompt", "app", "--use-password"], stdin: "not-the-password\n")
+        #expect(refused.result.status != 0 && refused.responses.first?.outcome == "noMatch", "\(refused.result.stdout)")
+        #expect(try agent.rig.lockout().fingerFailures == 0)
+    }
+
+    @Test func aDialogWithoutADisplayIsRefusedWithASentence() throws {
+        let agent = try AgentRig()
+        let asked = try agent.gdbus(["call", "--session", "--dest", "org.fingerseal.Agent1", "--object-path", "/org/fingerseal/Agent1",
+                                     "--method", "org.fingerseal.Agent1.StepUp", "contacts", "", "{}"])
+        #expect(asked.status != 0 && asked.stderr.contains("org.fingerseal.Agent1.Error.NoDisplay")
+                && asked.stderr.contains("There is no display to show the dialog on"), "\(asked.all)")
+        let badContext = try agent.gdbus(["call", "--session", "--dest", "org.fingerseal.Agent1", "--object-path",
+                                          "/org/fingerseal/Agent1", "--method", "org.fingerseal.Agent1.StepUp", "no spaces", "",
+                                          "{'prompt': <'app'>}"])
+        #expect(badContext.status != 0 && badContext.stderr.contains("InvalidArgs"), "\(badContext.all)")
+    }
+}

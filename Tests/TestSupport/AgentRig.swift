@@ -1,0 +1,133 @@
+import FoundationEssentials
+import Glibc
+
+/// fingerseal-agent on a private session bus, in front of a broker of its own with the
+/// virtual reader: the test user's vault (root's when `user` is nil) with the PIN, `finger-a`
+/// enrolled. Applications are played by the example client (examples/apps/fingerseal-app.py
+/// with --json), as an application's author would write one.
+final class AgentRig {
+    static let pin = "2580"
+    static let python = "/usr/bin/python3"
+
+    /// Why the agent's tests cannot run here, or nil.
+    static let missing: String? = {
+        for tool in ["/usr/bin/dbus-daemon", "/usr/bin/gdbus", python] where access(tool, X_OK) != 0 {
+            return "\(tool) is missing (scripts/install-deps installs it)"
+        }
+        if (try? Child.run(python, ["-c", "from gi.repository import Gio"]))?.status != 0 {
+            return "python3-gi is missing (scripts/install-deps installs it)"
+        }
+        return nil
+    }()
+
+    let rig: ReaderBroker
+    let bus: PrivateSessionBus
+    /// The account the agent, its bus and the clients run as; nil: root.
+    let user: String?
+    private(set) var agent: Child?
+
+    init(user: String? = nil, enroll: Bool = true, idleExit: String = "never", brokerConfig: String = "") throws {
+        if let missing = AgentRig.missing { throw TestFailure(missing) }
+        self.user = user
+        rig = try ReaderBroker(config: brokerConfig)
+        var pinSet = ["pin", "set", "--pin-fd", "3"]
+        if let user { pinSet += ["--user", user] }
+        let set = try rig.cli(pinSet, fd3: AgentRig.pin + "\n")
+        guard set.status == 0 else { throw TestFailure("pin set failed: \(set.all)") }
+        if enroll {
+            let enrolled = try AgentRig.enrollFinger(rig, as: user)
+            guard enrolled.status == 0 else { throw TestFailure("enroll failed: \(enrolled.all)") }
+        }
+        bus = try PrivateSessionBus(user: user)
+        try startAgent(idleExit: idleExit)
+    }
+
+    deinit { stopAgent() }
+
+    /// Enrolls finger-a for the rig's account (as that account: enroll acts on the caller).
+    private static func enrollFinger(_ rig: ReaderBroker, as user: String?) throws -> Child.Result {
+        let child = try rig.startCLI(["enroll", "--finger", "right-index-finger", "--pin-fd", "3"], fd3: AgentRig.pin + "\n", as: user)
+        child.waitForLine(containing: "finger", errors: true)
+        for _ in 0..<5 { try VirtualSensor.send("SCAN finger-a", to: rig.sensor) }
+        return child.finish()
+    }
+
+    /// The environment the agent and the clients run with: the private bus, the broker.
+    func environment(_ extra: [String: String] = [:]) -> [String: String] {
+        bus.environment.merging(["FINGERSEAL_SOCKET": rig.broker.socketPath, "HOME": "/nonexistent"]) { $1 }.merging(extra) { $1 }
+    }
+
+    /// `command` as the rig's account.
+    private func asUser(_ command: [String]) throws -> [String] {
+        guard let user else { return command }
+        guard let entry = getpwnam(user) else { throw TestFailure("no user \(user)") }
+        return ["/usr/bin/setpriv", "--reuid=\(entry.pointee.pw_uid)", "--regid=\(entry.pointee.pw_gid)", "--init-groups", "--"] + command
+    }
+
+    /// Starts the agent and waits (bounded) for its name on the bus.
+    func startAgent(idleExit: String = "never", environment extra: [String: String] = [:]) throws {
+        let command = try asUser([Paths.agent, "--idle-exit", idleExit])
+        agent = try Child(command[0], Array(command.dropFirst()), environment: environment(extra), logFile: bus.temp.file("agent.log"))
+        let waited = try gdbus(["wait", "--session", "--timeout", "10", "org.fingerseal.Agent1"])
+        guard waited.status == 0 else { throw TestFailure("the agent did not take its name: \(agentLog)") }
+    }
+
+    func stopAgent() {
+        guard let agent else { return }
+        kill(-agent.pid, SIGKILL)
+        agent.signal(SIGKILL)
+        _ = agent.finish(limit: 5)
+        self.agent = nil
+    }
+
+    /// What the agent wrote.
+    var agentLog: String { String(decoding: readFile(bus.temp.file("agent.log")) ?? [], as: UTF8.self) }
+
+    /// Starts the example client with `arguments` (`--json` added), `stdin` its input.
+    func client(_ arguments: [String], stdin: String = "", environment extra: [String: String] = [:]) throws -> Child {
+        let command = try asUser([AgentRig.python, Paths.packageRoot + "/examples/apps/fingerseal-app.py", "--json"] + arguments)
+        return try Child(command[0], Array(command.dropFirst()), environment: environment(extra), stdin: Array(stdin.utf8))
+    }
+
+    /// Runs the client; with `scan`, that scan once the request waits for a finger.
+    func run(_ arguments: [String], scan: String? = nil, stdin: String = "", environment extra: [String: String] = [:]) throws -> ClientRun {
+        let child = try client(arguments, stdin: stdin, environment: extra)
+        if let scan {
+            guard child.waitForLine(containing: "waiting-for-finger") else { return ClientRun(child.finish()) }
+            try VirtualSensor.send(scan, to: rig.sensor)
+        }
+        return ClientRun(child.finish(limit: 60))
+    }
+
+    /// gdbus against the agent, as the rig's account.
+    func gdbus(_ arguments: [String]) throws -> Child.Result {
+        let command = try asUser(["/usr/bin/gdbus"] + arguments)
+        return try Child(command[0], Array(command.dropFirst()), environment: environment()).finish(limit: 30)
+    }
+}
+
+/// One line the client printed.
+struct ClientEvent: Decodable {
+    let event: String
+    var state: String? = nil
+    var sentence: String? = nil
+    var code: Int? = nil
+    var outcome: String? = nil
+    var method: String? = nil
+    var length: Int? = nil
+    var text: String? = nil
+}
+
+/// What one client run printed: its JSON lines, and how it ended.
+struct ClientRun {
+    let result: Child.Result
+    let events: [ClientEvent]
+
+    init(_ result: Child.Result) {
+        self.result = result
+        events = result.stdout.split(separator: "\n").compactMap { try? JSONDecoder().decode(ClientEvent.self, from: Data($0.utf8)) }
+    }
+
+    var responses: [ClientEvent] { events.filter { $0.event == "response" } }
+    var states: [String] { events.compactMap { $0.event == "status" ? $0.state : nil } }
+}
