@@ -142,8 +142,9 @@ import Testing
         return home
     }
 
+    /// As a root PAM host leading a terminal's foreground, where Ctrl-C reaches it.
     static func authenticate(_ home: CLIHome, _ items: [String]) throws -> Child.Result {
-        try home.broker.wire(["pam.authenticate", "pam.user=root"] + items + ["option=timeout=1", "option=pin"])
+        try home.broker.wire(["pam.authenticate", "pam.user=root"] + items + ["option=timeout=1", "option=pin"], terminal: .leader)
     }
 
     @Test func graphicalHostsAreNotToldToPressCtrlC() throws {
@@ -181,10 +182,13 @@ import Testing
         let home = try BrokerPromptTests.enrolledHome()
         let sensor = try #require(home.sensor)
         let wire = Paths.buildDirectory + "/wire-client"
-        let first = try Child(wire, [home.broker.socketPath, "pam.authenticate", "pam.user=root", "option=timeout=20"])
+        // Hosts at a terminal: the scan alone, no question while the reader waits.
+        let first = try Child(wire, [home.broker.socketPath, "pam.authenticate", "pam.user=root", "option=timeout=20"],
+                              terminal: .leader)
         // The first request holds the reader once it prompts.
         while let line = first.readLine(), !line.hasPrefix("info: Swipe") {}
-        let second = try Child(wire, [home.broker.socketPath, "pam.authenticate", "pam.user=root", "option=timeout=20"])
+        let second = try Child(wire, [home.broker.socketPath, "pam.authenticate", "pam.user=root", "option=timeout=20"],
+                               terminal: .leader)
         // The second is told that it waits before it may prompt.
         var told = false
         while let line = second.readLine() {

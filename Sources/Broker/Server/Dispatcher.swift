@@ -262,7 +262,7 @@ enum Dispatcher {
     static func handle(_ request: Request, from caller: Caller, conversation: Conversation, state: BrokerState) {
         let reply: Reply
         var after: AfterReply? = nil
-        let channel = Channel(request)
+        let channel = Channel(request, from: caller)
         do {
             let given: RequestOptions
             do throws(OptionError) {

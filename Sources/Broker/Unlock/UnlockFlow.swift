@@ -50,8 +50,10 @@ struct UnlockRequest {
     var scan: ScanSettings
     /// The client takes a typed PIN while the reader waits (a terminal).
     var pinWhileScanning: Bool
-    /// One prompt for a finger or the PIN, in a PAM conversation (`prompt=combined`).
-    var combinedPrompt: Bool
+    /// A PAM host is asked one question while the reader waits: the PIN (a finger works too),
+    /// or without the PIN, Enter once the finger is on the reader. Enter alone goes on to the
+    /// password (`Channel.asksWhileScanning`).
+    var promptWhileScanning: Bool
     /// What the confirmations, the token's lifetime and the offline grace are judged by.
     var clock: any Clock = SystemClock()
 

@@ -6,8 +6,9 @@ import FingersealCore
 /// command line's from its flags within the site's limits.
 extension UnlockRequest {
     /// A PAM host's `auth`: the finger, the PIN with `pin` (never with `prompt=none`, whose
-    /// hosts answer every prompt with the password), a token as `require_token` says, and with
-    /// `stepup=CONTEXT ttl=T` a confirmation made within the stack's own T seconds.
+    /// hosts answer every prompt with the password), a question while the reader waits where
+    /// the channel says so, a token as `require_token` says, and with `stepup=CONTEXT ttl=T` a
+    /// confirmation made within the stack's own T seconds.
     static func forPAMHost(_ call: Call) -> UnlockRequest {
         let options = call.options
         let ttl = call.stepUpSeconds(options.stepUpTTL)
@@ -18,9 +19,9 @@ extension UnlockRequest {
             pin: options.pin && options.prompt != .none ? .fallback : .never,
             deviceID: nil,
             scan: ScanSettings(timeout: Double(options.timeout), maxTries: options.maxTries,
-                               cancelHint: call.channel.cancelHint(call.conversation)),
+                               cancelHint: call.channel.cancelHint),
             pinWhileScanning: false,
-            combinedPrompt: options.prompt == .combined)
+            promptWhileScanning: call.channel.asksWhileScanning(options.prompt, pin: options.pin))
     }
 
     /// The command line's `unlock`, `token`, `step-up` and `reveal`: the PIN alone with
@@ -36,6 +37,6 @@ extension UnlockRequest {
             deviceID: call.deviceID,
             scan: try call.scanSettings(),
             pinWhileScanning: call.request.answersWhileScanning,
-            combinedPrompt: false)
+            promptWhileScanning: false)
     }
 }
