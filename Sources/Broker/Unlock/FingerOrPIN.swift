@@ -57,15 +57,21 @@ enum FingerOrPIN {
         }
         let ledger = call.ledger(session.store)
         var settings = request.scan
+        let takesPIN = use == .fallback
+        var asks = false
+        if let style = request.pamPrompt {
+            // Decided now that a scan is offered: the host's terminal is read from /proc only here.
+            settings.cancelHint = call.channel.cancelHint
+            asks = call.channel.asksWhileScanning(style, pin: takesPIN)
+        }
         let turn: FingerTurn
-        if request.promptWhileScanning || (request.pinWhileScanning && use == .fallback) {
-            let takesPIN = use == .fallback
-            if request.promptWhileScanning {
-                settings.cancelHint = takesPIN ? .fingerOrPINForPAM : .fingerThenEnterForPAM
-            } else {
-                settings.cancelHint = .fingerOrPIN
-            }
-            turn = try fingerWhilePIN(call, request, takesPIN: takesPIN, session: session, ledger: ledger, settings: settings)
+        if asks || (request.pinWhileScanning && takesPIN) {
+            // The question: a PAM host's says it all (a host may show only prompts); the
+            // command line's prompt is the scan's sentence.
+            let question = !asks ? "" : takesPIN ? Messages.fingerOrPINPrompt : Messages.fingerThenEnterPrompt
+            settings.cancelHint = !asks ? .fingerOrPIN : takesPIN ? .fingerOrPINForPAM : .fingerThenEnterForPAM
+            turn = try fingerWhilePIN(call, request, question: question, takesPIN: takesPIN, session: session, ledger: ledger,
+                                      settings: settings)
         } else {
             turn = try fingerFirst(call, request, session: session, ledger: ledger, settings: settings)
         }
@@ -136,17 +142,17 @@ enum FingerOrPIN {
         }
     }
 
-    /// The scan on a thread of its own while the client answers a question: the PIN
+    /// The scan on a thread of its own while the client answers `question`: the PIN
     /// (`takesPIN`), or a PAM host's Enter once the finger is on the reader. Both in the
     /// reader's turn, and the scan always stopped and waited for before the turn ends.
-    static func fingerWhilePIN(_ call: Call, _ request: UnlockRequest, takesPIN: Bool, session: VaultSession,
-                               ledger: LockoutLedger, settings: ScanSettings) throws -> FingerTurn {
+    static func fingerWhilePIN(_ call: Call, _ request: UnlockRequest, question: String, takesPIN: Bool,
+                               session: VaultSession, ledger: LockoutLedger, settings: ScanSettings) throws -> FingerTurn {
         let raced: Result<FingerTurn, any Error>
         do {
             raced = try call.state.reader.withReader(call, deviceID: request.deviceID) { reader, turn in
                 Result {
-                    try race(call, request, takesPIN: takesPIN, reader: reader, turn: turn, session: session, ledger: ledger,
-                             settings: settings)
+                    try race(call, request, question: question, takesPIN: takesPIN, reader: reader, turn: turn,
+                             session: session, ledger: ledger, settings: settings)
                 }
             }
         } catch let error as FingersealError where [.noReader, .unavailable, .remoteSession].contains(error.outcome) {
@@ -158,8 +164,8 @@ enum FingerOrPIN {
         return try raced.get()
     }
 
-    private static func race(_ call: Call, _ request: UnlockRequest, takesPIN: Bool, reader: ReaderBackend,
-                             turn: ReaderTurns.Turn, session: VaultSession, ledger: LockoutLedger,
+    private static func race(_ call: Call, _ request: UnlockRequest, question: String, takesPIN: Bool,
+                             reader: ReaderBackend, turn: ReaderTurns.Turn, session: VaultSession, ledger: LockoutLedger,
                              settings: ScanSettings) throws -> FingerTurn {
         let conversation = call.conversation
         let job = try BackgroundScan()
@@ -186,7 +192,6 @@ enum FingerOrPIN {
         // A PAM conversation cannot be withdrawn: after a match the host still shows the
         // question, so its text says to touch the reader, then press Enter. The match ends the
         // request at once; the module finds the result once the person has pressed Enter.
-        let prompt = !request.promptWhileScanning ? "" : takesPIN ? Messages.fingerOrPINPrompt : Messages.fingerThenEnterPrompt
         while true {
             let answer: Conversation.AnswerOrWake
             if endedFirst {
@@ -194,7 +199,7 @@ enum FingerOrPIN {
                 answer = .woken(job.done.rawValue)
             } else {
                 do {
-                    answer = try conversation.ask(Ask(.secret, .pin, prompt, whileScanning: true), wakingOn: [job.done.rawValue])
+                    answer = try conversation.ask(Ask(.secret, .pin, question, whileScanning: true), wakingOn: [job.done.rawValue])
                 } catch {
                     // A cancel (or a client gone, or no answer in time): stop the scan first.
                     _ = job.stop()

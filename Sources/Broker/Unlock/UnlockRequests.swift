@@ -6,8 +6,8 @@ import FingersealCore
 /// command line's from its flags within the site's limits.
 extension UnlockRequest {
     /// A PAM host's `auth`: the finger, the PIN with `pin` (never with `prompt=none`, whose
-    /// hosts answer every prompt with the password), a question while the reader waits where
-    /// the channel says so, a token as `require_token` says, and with `stepup=CONTEXT ttl=T` a
+    /// hosts answer every prompt with the password), the scan offered as the channel says
+    /// when it starts, a token as `require_token` says, and with `stepup=CONTEXT ttl=T` a
     /// confirmation made within the stack's own T seconds.
     static func forPAMHost(_ call: Call) -> UnlockRequest {
         let options = call.options
@@ -18,10 +18,10 @@ extension UnlockRequest {
             tokens: options.requireToken ? .required : .whenSignedIn,
             pin: options.pin && options.prompt != .none ? .fallback : .never,
             deviceID: nil,
-            scan: ScanSettings(timeout: Double(options.timeout), maxTries: options.maxTries,
-                               cancelHint: call.channel.cancelHint),
+            // How the prompt ends is the channel's, said when the scan starts (`pamPrompt`).
+            scan: ScanSettings(timeout: Double(options.timeout), maxTries: options.maxTries, cancelHint: .none),
             pinWhileScanning: false,
-            promptWhileScanning: call.channel.asksWhileScanning(options.prompt, pin: options.pin))
+            pamPrompt: options.prompt)
     }
 
     /// The command line's `unlock`, `token`, `step-up` and `reveal`: the PIN alone with
@@ -37,6 +37,6 @@ extension UnlockRequest {
             deviceID: call.deviceID,
             scan: try call.scanSettings(),
             pinWhileScanning: call.request.answersWhileScanning,
-            promptWhileScanning: false)
+            pamPrompt: nil)
     }
 }
