@@ -161,7 +161,7 @@ let package = Package(
             name: "TestSupport",
             dependencies: ["FingersealCore", "FingersealWire", "IdentityClient", "CurlKit", "SodiumKit", "SystemKit"],
             path: "Tests/TestSupport",
-            exclude: ["pty_session.py", "system-bus.conf"]
+            exclude: ["pty_session.py", "on_terminal.py", "greetd_greeter.py", "system-bus.conf"]
         ),
         // The wire: typed command options and their sentences.
         .testTarget(

@@ -538,7 +538,8 @@ import SystemKit
         func startPamtester(answers: [String], wrap: (([String]) -> (String, [String]))? = nil) throws -> Child {
             let command = ["/usr/bin/pamtester", "-I", "tty=\(PAMRig.tty)", PAMRig.service, user.name, "authenticate"]
             let (path, arguments) = wrap?(command) ?? (command[0], Array(command.dropFirst()))
-            return try Child(path, arguments, environment: environment, stdin: Array(answers.map { $0 + "\n" }.joined().utf8))
+            return try Child(path, arguments, environment: environment, stdin: Array(answers.map { $0 + "\n" }.joined().utf8),
+                             terminal: .leader)
         }
 
         /// Failed matches recorded in the vault's lockout counters.

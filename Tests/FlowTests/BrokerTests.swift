@@ -142,8 +142,9 @@ import Testing
         return home
     }
 
+    /// As a root PAM host leading a terminal's foreground, where Ctrl-C reaches it.
     static func authenticate(_ home: CLIHome, _ items: [String]) throws -> Child.Result {
-        try home.broker.wire(["pam.authenticate", "pam.user=root"] + items + ["option=timeout=1", "option=pin"])
+        try home.broker.wire(["pam.authenticate", "pam.user=root"] + items + ["option=timeout=1", "option=pin"], terminal: .leader)
     }
 
     @Test func graphicalHostsAreNotToldToPressCtrlC() throws {
@@ -157,6 +158,41 @@ import Testing
                     "\(items): \(graphical.all)")
             #expect(!graphical.stdout.contains("Ctrl-C"), "\(items): \(graphical.all)")
         }
+    }
+
+    /// The broker, not the host, decides whether Ctrl-C is named: from /proc, for the real
+    /// process that asks (root here, filling in the same PAM items each time). Only a host that
+    /// leads its terminal's foreground process group hears of it. In the foreground group
+    /// without leading it (pkexec's agent helper), in the background, or with no terminal, the
+    /// host is asked to press Enter once the finger is on the reader instead (the sentence
+    /// first, then the question), and Enter alone ends the scan at once, nothing counted.
+    @Test func ctrlCIsNamedOnlyToTheLeaderOfATerminalsForeground() throws {
+        let home = try Self.enrolledHome()
+        let sensor = try #require(home.sensor)
+        let request = [home.broker.socketPath, "pam.authenticate", "pam.user=root", "pam.tty=/dev/pts/0", "option=timeout=30"]
+        let leader = try Child(Paths.buildDirectory + "/wire-client", request, terminal: .leader)
+        var prompt: String? = nil
+        while prompt == nil, let line = leader.readLine() {
+            if line.hasPrefix("info: ") || line.hasPrefix("ask: ") { prompt = line }
+        }
+        #expect(prompt == "info: Swipe your finger across the reader, or press Ctrl-C to use your password.")
+        try VirtualSensor.send("SCAN finger-a", to: sensor)
+        let matched = leader.finish(limit: 30)
+        #expect(matched.stdout.contains("result: success") && !matched.stdout.contains("ask: "), "\(matched.all)")
+
+        let sentence = "info: Swipe your finger across the reader, then press Enter. Enter alone goes on to the password."
+        let question = "ask: secret pin Touch the fingerprint reader and press Enter, or press Enter alone for your password: "
+        for placement: TerminalPlacement? in [.follower, .background, nil] {
+            let started = VirtualSensor.now()
+            // No answer given: wire-client answers the question with Enter alone.
+            let result = try Child.run(Paths.buildDirectory + "/wire-client", request, terminal: placement)
+            let lines = result.stdout.split(separator: "\n").map(String.init)
+            #expect(Array(lines.prefix(2)) == [sentence, question], "\(String(describing: placement)): \(result.all)")
+            #expect(lines.last?.hasPrefix("result: cancelled") == true, "\(String(describing: placement)): \(result.all)")
+            #expect(!result.all.contains("Ctrl-C"), "\(String(describing: placement)): \(result.all)")
+            #expect(VirtualSensor.now() - started < 5, "Enter alone took \(VirtualSensor.now() - started) s")
+        }
+        #expect(try home.run(["status"]).stdout.contains("failed scans in a row: 0"))
     }
 
     @Test func nobodyToAnswerMeansNoScanAndNoPIN() throws {
@@ -181,10 +217,13 @@ import Testing
         let home = try BrokerPromptTests.enrolledHome()
         let sensor = try #require(home.sensor)
         let wire = Paths.buildDirectory + "/wire-client"
-        let first = try Child(wire, [home.broker.socketPath, "pam.authenticate", "pam.user=root", "option=timeout=20"])
+        // Hosts at a terminal: the scan alone, no question while the reader waits.
+        let first = try Child(wire, [home.broker.socketPath, "pam.authenticate", "pam.user=root", "option=timeout=20"],
+                              terminal: .leader)
         // The first request holds the reader once it prompts.
         while let line = first.readLine(), !line.hasPrefix("info: Swipe") {}
-        let second = try Child(wire, [home.broker.socketPath, "pam.authenticate", "pam.user=root", "option=timeout=20"])
+        let second = try Child(wire, [home.broker.socketPath, "pam.authenticate", "pam.user=root", "option=timeout=20"],
+                               terminal: .leader)
         // The second is told that it waits before it may prompt.
         var told = false
         while let line = second.readLine() {

@@ -50,7 +50,8 @@ import FingersealCore
             let environment = Pamtester.environment(services.path).merging(["DBUS_SYSTEM_BUS_ADDRESS": bus.address]) { $1 }
             let child = try Child("/usr/bin/stdbuf", ["-oL", "/usr/bin/pamtester", "-I", "tty=/dev/pts/0", service,
                                                       FprintdBackendTests.user, "authenticate"],
-                                  environment: environment, stdin: Array(answers.map { $0 + "\n" }.joined().utf8), newSession: true)
+                                  environment: environment, stdin: Array(answers.map { $0 + "\n" }.joined().utf8), newSession: true,
+                                  terminal: .leader)
             if afterPrompt { child.waitForLine(containing: "finger") }
             for scan in scans { try bus.sensor(scan) }
             return child.finish(limit: 30)

@@ -294,6 +294,8 @@ import SystemKit
                 return nil
             }
             _ = client.setItem(.tty, "/dev/pts/0")
+            // A display manager's login screen: the password beside the scan, nothing asked.
+            _ = client.setItem(.xdisplay, ":0")
             let status = client.authenticate()
             return (status, shown, prompted)
         }
@@ -346,7 +348,8 @@ import SystemKit
         let bob = try #require(getpwnam(Self.bob)?.pointee)
         func bobsHost() throws -> Child.Result {
             try Child.run("/usr/bin/setpriv", ["--reuid=\(bob.pw_uid)", "--regid=\(bob.pw_gid)", "--init-groups", "--",
-                                               host.path, "-I", "tty=/dev/pts/0", service, Self.alice, "authenticate"])
+                                               host.path, "-I", "tty=/dev/pts/0", service, Self.alice, "authenticate"],
+                          terminal: .leader)
         }
         func bobTries() throws -> Child.Result {
             try setup.queueWrongScans(3)

@@ -59,9 +59,11 @@ import Testing
             arguments += [ModuleFingerprintTests.service, name ?? user, "authenticate"]
             let stdin = Array(answers.map { $0 + "\n" }.joined().utf8)
             if lineBuffered {
-                return try Child("/usr/bin/stdbuf", ["-oL", "/usr/bin/pamtester"] + arguments, environment: environment, stdin: stdin)
+                return try Child("/usr/bin/stdbuf", ["-oL", "/usr/bin/pamtester"] + arguments, environment: environment, stdin: stdin,
+                                 terminal: tty.map { _ in .leader })
             }
-            return try Child("/usr/bin/pamtester", arguments, environment: environment, stdin: stdin)
+            return try Child("/usr/bin/pamtester", arguments, environment: environment, stdin: stdin,
+                             terminal: tty.map { _ in .leader })
         }
 
         func authenticate(answers: [String], sensor commands: [String], user name: String? = nil, tty: String? = "/dev/pts/0",

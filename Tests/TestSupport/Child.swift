@@ -22,8 +22,17 @@ final class Child {
     /// run with `newSession: false` (all in the test runner's session).
     /// `logFile`: stdout and stderr go there (appended) instead of pipes, for a long-running
     /// program whose output nobody reads: a pipe would fill and stop it.
+    /// `terminal`: a pseudo-terminal of its own as its controlling terminal, the program placed
+    /// on it as a PAM host can be (`TerminalPlacement`); its pipes stay as they are.
     init(_ path: String, _ arguments: [String], environment: [String: String] = [:],
-         stdin: [UInt8] = [], fd3: [UInt8]? = nil, newSession: Bool = true, logFile: String? = nil) throws {
+         stdin: [UInt8] = [], fd3: [UInt8]? = nil, newSession: Bool = true, logFile: String? = nil,
+         terminal: TerminalPlacement? = nil) throws {
+        var arguments = arguments
+        var path = path
+        if let terminal {
+            arguments = [Paths.packageRoot + "/Tests/TestSupport/on_terminal.py", terminal.rawValue, "--", path] + arguments
+            path = "/usr/bin/python3"
+        }
         func pipePair() throws -> (Int32, Int32) {
             var fds: [Int32] = [0, 0]
             guard pipe(&fds) == 0 else { throw TestFailure("pipe failed") }
@@ -192,9 +201,23 @@ final class Child {
     }
 
     static func run(_ path: String, _ arguments: [String], environment: [String: String] = [:],
-                    stdin: [UInt8] = [], fd3: [UInt8]? = nil, newSession: Bool = true) throws -> Result {
-        try Child(path, arguments, environment: environment, stdin: stdin, fd3: fd3, newSession: newSession).finish()
+                    stdin: [UInt8] = [], fd3: [UInt8]? = nil, newSession: Bool = true,
+                    terminal: TerminalPlacement? = nil) throws -> Result {
+        try Child(path, arguments, environment: environment, stdin: stdin, fd3: fd3, newSession: newSession,
+                  terminal: terminal).finish()
     }
+}
+
+/// Where a program sits on a terminal of its own, as the kernel sees it (on_terminal.py). The
+/// broker tells a PAM host to press Ctrl-C only where the kernel says it leads the terminal's
+/// foreground process group.
+enum TerminalPlacement: String {
+    /// Leads the foreground process group (sudo, su or login at a terminal); the same pid.
+    case leader
+    /// In the foreground group its parent leads (pkexec's agent helper).
+    case follower
+    /// In a process group of its own in the background (a shell's `&` job).
+    case background
 }
 
 struct TestFailure: Error, CustomStringConvertible {

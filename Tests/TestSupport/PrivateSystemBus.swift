@@ -169,7 +169,7 @@ final class PrivateSystemBus {
     }
 
     /// Support/system-bus.conf (shared with Benchmarks/system-bench.py) for this bus.
-    private static func config(socket: String, services: String) throws -> String {
+    static func config(socket: String, services: String) throws -> String {
         let template = Paths.packageRoot + "/Tests/TestSupport/system-bus.conf"
         guard let bytes = readFile(template) else { throw TestFailure("missing \(template)") }
         return String(decoding: bytes, as: UTF8.self).replacing("{path}", with: socket)

@@ -118,7 +118,8 @@ enum Pamtester {
     }
 
     /// pamtester SERVICE USER OPERATIONS…, with a terminal named as PAM_TTY (a person can
-    /// answer) unless `tty` is nil, answers on stdin one per line.
+    /// answer) unless `tty` is nil, answers on stdin one per line. With a terminal, pamtester
+    /// leads the foreground of a real one, as sudo at a terminal does (Ctrl-C reaches it).
     static func start(services: String, service: String, user: String, operations: [String] = ["authenticate"],
                       answers: [String] = [], tty: String? = "/dev/pts/0", items: [String] = [],
                       environment extra: [String: String] = [:], newSession: Bool = true) throws -> Child {
@@ -127,7 +128,8 @@ enum Pamtester {
         for item in items { arguments += ["-I", item] }
         arguments += [service, user] + operations
         return try Child("/usr/bin/pamtester", arguments, environment: environment(services).merging(extra) { $1 },
-                         stdin: Array(answers.map { $0 + "\n" }.joined().utf8), newSession: newSession)
+                         stdin: Array(answers.map { $0 + "\n" }.joined().utf8), newSession: newSession,
+                         terminal: tty.map { _ in .leader })
     }
 
     static func run(services: String, service: String, user: String, operations: [String] = ["authenticate"],

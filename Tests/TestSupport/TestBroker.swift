@@ -115,11 +115,13 @@ final class TestBroker {
     }
 
     /// Runs the wire-client helper against this broker.
-    func wire(_ arguments: [String], as user: String? = nil, answers: [String] = []) throws -> Child.Result {
+    /// `terminal`: the client placed on a terminal of its own, as a PAM host can be.
+    func wire(_ arguments: [String], as user: String? = nil, answers: [String] = [],
+              terminal: TerminalPlacement? = nil) throws -> Child.Result {
         var full = [socketPath]
         if let user { full += ["--as", user] }
         for answer in answers { full += ["--answer", answer] }
-        return try Child.run(Paths.buildDirectory + "/wire-client", full + arguments)
+        return try Child.run(Paths.buildDirectory + "/wire-client", full + arguments, terminal: terminal)
     }
 }
 

@@ -15,15 +15,14 @@ extension Call {
 
     /// The reader settings for a request: `--timeout` (`ScanOptions`: 1 to 600 seconds; not
     /// when the configuration fixed `timeout`) or the options'.
-    /// The prompt's end says how to cancel: the CLI turns Ctrl-C into a cancel; a PAM host's
-    /// cancel leads to the password (never said to a graphical host).
+    /// The prompt's end says how to cancel, as the channel decides (`Channel.cancelHint`).
     func scanSettings(maxTries: Int? = nil) throws -> ScanSettings {
         let seconds = given.command.scan.timeout ?? options.timeout
         if seconds != options.timeout && options.fixed.contains("timeout") {
             throw FingersealError(.usage, Messages.fixedArgument(Option.scanTimeout.name, "timeout"))
         }
         return ScanSettings(timeout: Double(seconds), maxTries: maxTries ?? options.maxTries,
-                            cancelHint: channel.cancelHint(conversation))
+                            cancelHint: channel.cancelHint)
     }
 
     /// The positional arguments the client sent.

@@ -37,6 +37,12 @@ public struct Caller: Sendable, CustomStringConvertible {
     public var inLoginSession: Bool { login.session.isLogin }
     /// logind says the caller's session is remote (ssh).
     public var remote: Bool { login.remote }
+    /// Ctrl-C typed at the caller's terminal reaches the caller and nothing it depends on: the
+    /// kernel says it leads the foreground process group of its controlling terminal (sudo,
+    /// su, login started there). A greeter's or display manager's worker has no terminal; a
+    /// helper its agent started inside the agent's own group (pkexec's polkit-agent-helper-1)
+    /// does not lead it, and Ctrl-C there ends the agent first.
+    public var leadsTerminalForeground: Bool { login.leadsTerminalForeground }
 
     public var isRoot: Bool { uid == 0 }
 
@@ -91,6 +97,7 @@ public struct Caller: Sendable, CustomStringConvertible {
         private let lock = ThreadLock()
         private var logind: String?? = nil
         private var found: LoginSession? = nil
+        private var foreground: Bool? = nil
 
         init(pin: ProcessPin, realUID: UInt32, loginUID: UInt32?) {
             self.pin = pin
@@ -113,6 +120,17 @@ public struct Caller: Sendable, CustomStringConvertible {
                 }
                 found = session
                 return session
+            }
+        }
+
+        /// Whether the caller leads its terminal's foreground process group (`Caller`).
+        var leadsTerminalForeground: Bool {
+            lock.locked {
+                if let foreground { return foreground }
+                // Read while pinned: a process that is gone now may have been another's pid.
+                let read = Caller.leadsTerminalForeground(pin.pid) && pin.isStillThePeer
+                foreground = read
+                return read
             }
         }
 
@@ -177,6 +195,16 @@ public struct Caller: Sendable, CustomStringConvertible {
         // alone (nothing it holds is shared with any other).
         let start = processStartTime(pid) ?? 0
         return ("pid-\(pid)-\(start)", realUID, .leader(pid: pid, startTime: start), false)
+    }
+
+    /// From /proc/PID/stat (proc(5)): pgrp (5), tty_nr (7), tpgid (8). A controlling terminal
+    /// (tty_nr not 0) whose foreground group (tpgid; -1 without a terminal, which reads as no
+    /// number) is the process's own group, led by the process itself.
+    static func leadsTerminalForeground(_ pid: pid_t) -> Bool {
+        guard pid > 0, let stat = readBytes("/proc/\(pid)/stat", limit: 4096),
+              let group = statField(5, of: stat), let terminal = statField(7, of: stat),
+              let foreground = statField(8, of: stat) else { return false }
+        return terminal != 0 && foreground == group && group == UInt64(pid)
     }
 
     /// logind's session of `pid`, when logind knows one.

@@ -15,8 +15,6 @@ import SystemKit
 public final class Conversation: ScanPrompter, @unchecked Sendable {
     let connection: WireConnection
     let wantsEvents: Bool
-    /// A graphical host (gdm, a lock screen): its prompts never mention Ctrl-C.
-    let graphical: Bool
     private let lock = ThreadLock()
     private var gone = false
     private var cancelled = false
@@ -33,10 +31,9 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
     /// local client sends 64 MiB in well under a second.
     public static let payloadLimit = 60.0
 
-    init(connection: WireConnection, wantsEvents: Bool, graphical: Bool) {
+    init(connection: WireConnection, wantsEvents: Bool) {
         self.connection = connection
         self.wantsEvents = wantsEvents
-        self.graphical = graphical
     }
 
     /// Readable when the client sends something (a cancel) or leaves: what a reader wait polls.
@@ -96,9 +93,6 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
         case .removeFinger: return "remove-finger"
         }
     }
-
-    /// The end of a prompt such as "Place your finger on the reader, …": how to cancel.
-    var cancelHint: ScanHint { graphical ? .orUsePassword : .pressCtrlCForPassword }
 
     /// Asks and waits for the answer. A cancel, a client that leaves, or no answer in time
     /// throws `.cancelled` / `.timedOut`. A secret answer goes straight to secure memory.

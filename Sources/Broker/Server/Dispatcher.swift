@@ -276,7 +276,7 @@ enum Dispatcher {
                        slot: AdmissionSlot? = nil) {
         let reply: Reply
         var after: AfterReply? = nil
-        let channel = Channel(request)
+        let channel = Channel(request, from: caller)
         do {
             try checkApplication(request)
             let given: RequestOptions

@@ -154,7 +154,7 @@ public final class Server: @unchecked Sendable {
 
     /// Said, not reset: the connection reads the request away before it closes.
     private static func turnAway(_ connection: WireConnection) {
-        Conversation(connection: connection, wantsEvents: false, graphical: false).finish(Reply(.unavailable, Messages.brokerBusy))
+        Conversation(connection: connection, wantsEvents: false).finish(Reply(.unavailable, Messages.brokerBusy))
     }
 
     /// One connection: its request, the flow, the result.
@@ -167,7 +167,7 @@ public final class Server: @unchecked Sendable {
                                                                                ClientMessage.decode) else { return }
             request = first
         } catch .protocolError(.badVersion(let version)) {
-            Conversation(connection: connection, wantsEvents: false, graphical: false)
+            Conversation(connection: connection, wantsEvents: false)
                 .finish(Reply(.usage, Messages.wrongProtocol(Int(version))))
             return
         } catch {
@@ -176,8 +176,7 @@ public final class Server: @unchecked Sendable {
         }
         // Every sentence of this request in the language it asked for (presentation only).
         Localization.adopt(Localization.language(request.language ?? state.settings.defaultLanguage))
-        let conversation = Conversation(connection: connection, wantsEvents: request.wantsEvents,
-                                        graphical: request.pam?.isGraphical ?? false)
+        let conversation = Conversation(connection: connection, wantsEvents: request.wantsEvents)
         Dispatcher.handle(request, from: caller, conversation: conversation, state: state, slot: slot)
     }
 }

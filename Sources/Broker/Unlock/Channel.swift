@@ -6,9 +6,11 @@ import FingersealCore
 /// command line (whatever fields the client filled in). What each channel may ask for, and
 /// how it is told things, is said here and nowhere else.
 enum Channel {
-    /// A PAM host (login, sudo, a lock screen): it shows only what the conversation sends,
-    /// Enter alone means "the password instead", and it names no reader, timeout or PIN mode.
-    case pamHost(PAMItems)
+    /// A PAM host (login, sudo, a greeter, a polkit agent, a lock screen): it shows only what
+    /// the conversation sends, Enter alone means "the password instead", and it names no
+    /// reader, timeout or PIN mode. `host`: the host's process, which the kernel places on a
+    /// terminal or not.
+    case pamHost(PAMItems, host: Caller)
     /// The command line: it shows the reply's sentence itself, and may name a reader, a
     /// timeout, or the PIN alone.
     case commandLine
@@ -18,9 +20,9 @@ enum Channel {
     /// answer. What the agent says of the application is its claim, recorded as such.
     case application(Application)
 
-    init(_ request: Request) {
+    init(_ request: Request, from caller: Caller) {
         if case .pamHost = Authorization.rule(request.command) {
-            self = .pamHost(request.pam ?? PAMItems())
+            self = .pamHost(request.pam ?? PAMItems(), host: caller)
         } else if let application = request.application {
             self = .application(application)
         } else {
@@ -30,7 +32,7 @@ enum Channel {
 
     /// The PAM items, for a PAM host only.
     var pam: PAMItems? {
-        if case let .pamHost(items) = self { return items }
+        if case let .pamHost(items, _) = self { return items }
         return nil
     }
 
@@ -68,15 +70,48 @@ enum Channel {
     /// and applications do; a PAM host goes on to the next module quietly.
     var explainsQuietFallbacks: Bool { !isPAMHost }
 
-    /// How the scan prompt ends: the CLI turns Ctrl-C into a cancel; a PAM host's cancel
-    /// leads to the password, said only where the host has a way to it; a dialog shows its
-    /// own buttons.
-    func cancelHint(_ conversation: Conversation) -> ScanHint {
-        switch self {
-        case .pamHost: return conversation.cancelHint
-        case .commandLine: return .pressCtrlC
-        case .application: return .none
+    /// How a person at a PAM host turns from the scan to the password.
+    enum WayToPassword {
+        /// Ctrl-C: the host leads the foreground process group of its terminal (sudo, su,
+        /// login), which only the kernel says, never the host.
+        case ctrlC
+        /// The host shows the password beside the scan, or ends the conversation for it (a
+        /// display, gdm's services).
+        case besideTheScan
+        /// Neither (greetd's greeters, polkit agents, lock screens): an empty answer to a
+        /// question asked while the reader waits.
+        case emptyAnswer
+    }
+
+    /// The PAM host's way to the password; nil for the command line and applications.
+    var wayToPassword: WayToPassword? {
+        guard case let .pamHost(items, host) = self else { return nil }
+        if items.isGraphical { return .besideTheScan }
+        // Read from /proc only here, when a scan is about to be offered.
+        return host.leadsTerminalForeground ? .ctrlC : .emptyAnswer
+    }
+
+    /// How the scan prompt ends: the CLI turns Ctrl-C into a cancel; a PAM host is told only
+    /// the way it has. Where the way is an empty answer, the question asked while the reader
+    /// waits says so (`asksWhileScanning`); a scan alone there (`prompt=none`) names only the
+    /// reader. A dialog shows its own buttons.
+    var cancelHint: ScanHint {
+        if case .application = self { return .none }
+        switch wayToPassword {
+        case nil: return .pressCtrlC
+        case .ctrlC?: return .pressCtrlCForPassword
+        case .besideTheScan?: return .orUsePassword
+        case .emptyAnswer?: return .none
         }
+    }
+
+    /// A PAM host is asked one question while the reader waits (the PIN with `pin`, else Enter
+    /// once done; Enter alone goes on to the password): with `prompt=combined` and the PIN, and
+    /// wherever an empty answer is the only quick way to the password. Never with
+    /// `prompt=none`, whose hosts answer every question with the password.
+    func asksWhileScanning(_ prompt: PromptStyle, pin: Bool) -> Bool {
+        guard let way = wayToPassword, prompt != .none else { return false }
+        return way == .emptyAnswer || (prompt == .combined && pin)
     }
 
     /// What the audit trail names it.

@@ -23,11 +23,12 @@ enum FingerOrPIN {
     }
 
     /// A finger, or the PIN, or (an application's) the account password. With
-    /// `pinWhileScanning` (or a combined prompt) the PIN may be typed while the reader waits
-    /// (the first to succeed wins and stops the other; Enter alone goes straight to the PIN, or
-    /// for an application to the password); otherwise the scan comes first and the PIN after
-    /// it fails. Without a reader, an enrolled finger, or with the finger locked, the next way
-    /// is asked at once. A cancel ends it. A fallback is audited here; the flow records the
+    /// `pinWhileScanning` (or a PAM host's question while the reader waits) the PIN may be
+    /// typed while the reader waits (the first to succeed wins and stops the other; Enter alone
+    /// goes straight to the PIN, in a PAM conversation on to the password, in an application's
+    /// dialog to the account password); otherwise the scan comes first and the PIN after it
+    /// fails. Without a reader, an enrolled finger, or with the finger locked, the next way is
+    /// asked at once. A cancel ends it. A fallback is audited here; the flow records the
     /// unlock or its failure. With no way left, what stopped the finger is thrown. A PIN
     /// unlock also confirms fprintd's enrolled set where it changed.
     static func open(_ call: Call, _ request: UnlockRequest, session: VaultSession, status: VaultStatus) throws -> Unlocked {
@@ -65,15 +66,25 @@ enum FingerOrPIN {
         }
         let ledger = call.ledger(session.store)
         var settings = request.scan
+        let takesPIN = use == .fallback && pinUsable
+        var asks = false
+        if let style = request.pamPrompt {
+            // Decided now that a scan is offered: the host's terminal is read from /proc only here.
+            settings.cancelHint = call.channel.cancelHint
+            asks = call.channel.asksWhileScanning(style, pin: takesPIN)
+        }
+        // An application's dialog may turn to the account password while the reader waits.
+        let passwordBeside = request.password && call.channel.skippedPIN == .accountPassword
         let turn: FingerTurn
-        if (request.pinWhileScanning || request.combinedPrompt) && use == .fallback && pinUsable {
+        if asks || (request.pinWhileScanning && takesPIN) || passwordBeside {
+            // The question: a PAM host's says it all (a host may show only prompts); the
+            // command line's prompt is the scan's sentence; a dialog draws its own.
+            let question = !asks ? "" : takesPIN ? Messages.fingerOrPINPrompt : Messages.fingerThenEnterPrompt
             if call.channel.application == nil {
-                settings.cancelHint = request.combinedPrompt ? .fingerOrPINForPAM : .fingerOrPIN
+                settings.cancelHint = !asks ? .fingerOrPIN : takesPIN ? .fingerOrPINForPAM : .fingerThenEnterForPAM
             }
-            turn = try fingerWhilePIN(call, request, session: session, ledger: ledger, settings: settings, asking: .pin)
-        } else if request.password && call.channel.skippedPIN == .accountPassword {
-            // No PIN to type, but the dialog's "use the password instead" is an answer to give.
-            turn = try fingerWhilePIN(call, request, session: session, ledger: ledger, settings: settings, asking: .other)
+            turn = try fingerWhilePIN(call, request, question: question, takesPIN: takesPIN, session: session, ledger: ledger,
+                                      settings: settings)
         } else {
             turn = try fingerFirst(call, request, session: session, ledger: ledger, settings: settings)
         }
@@ -152,52 +163,71 @@ enum FingerOrPIN {
         }
     }
 
-    /// The scan on a thread of its own while the client takes a PIN: both in the reader's
-    /// turn, and the scan always stopped and waited for before the turn ends.
-    /// `asking`: what the client may type while the reader waits: the PIN, or nothing but a
-    /// skip (`.other`: an application's "use the password instead").
-    static func fingerWhilePIN(_ call: Call, _ request: UnlockRequest, session: VaultSession, ledger: LockoutLedger,
-                               settings: ScanSettings, asking: Ask.Purpose) throws -> FingerTurn {
+    /// The scan on a thread of its own while the client answers `question`: the PIN
+    /// (`takesPIN`), or a PAM host's Enter once the finger is on the reader. Both in the
+    /// reader's turn, and the scan always stopped and waited for before the turn ends.
+    static func fingerWhilePIN(_ call: Call, _ request: UnlockRequest, question: String, takesPIN: Bool,
+                               session: VaultSession, ledger: LockoutLedger, settings: ScanSettings) throws -> FingerTurn {
         let raced: Result<FingerTurn, any Error>
         do {
             raced = try call.state.reader.withReader(call, deviceID: request.deviceID) { reader, turn in
-                Result { try race(call, request, reader: reader, turn: turn, session: session, ledger: ledger, settings: settings,
-                                  asking: asking) }
+                Result {
+                    try race(call, request, question: question, takesPIN: takesPIN, reader: reader, turn: turn,
+                             session: session, ledger: ledger, settings: settings)
+                }
             }
         } catch let error as FingersealError where [.noReader, .unavailable, .remoteSession].contains(error.outcome) {
-            // No reader, or another request kept it: the PIN at once.
-            call.conversation.info(error.message)
+            // No reader, or another request kept it: the PIN at once, or quietly on to the
+            // password where there is no PIN.
+            if takesPIN || call.channel.explainsQuietFallbacks { call.conversation.info(error.message) }
             return .fallback(error)
         }
         return try raced.get()
     }
 
-    private static func race(_ call: Call, _ request: UnlockRequest, reader: ReaderBackend, turn: ReaderTurns.Turn,
-                             session: VaultSession, ledger: LockoutLedger, settings: ScanSettings,
-                             asking: Ask.Purpose) throws -> FingerTurn {
+    private static func race(_ call: Call, _ request: UnlockRequest, question: String, takesPIN: Bool,
+                             reader: ReaderBackend, turn: ReaderTurns.Turn, session: VaultSession, ledger: LockoutLedger,
+                             settings: ScanSettings) throws -> FingerTurn {
         let conversation = call.conversation
         let job = try BackgroundScan()
         let scanReader = UncheckedReader(reader)
         let scanSession = UncheckedSession(session)
         let stopFD = turn.stopFD
+        let prompter = ArmedPrompter(conversation, armed: job.armed.rawValue)
         let started = job.start { cancelFD in
             try Fingerprint.verify(session: scanSession.session, ledger: ledger, reader: scanReader.reader, settings: settings,
-                                   prompter: conversation, cancelFDs: [cancelFD, stopFD])
+                                   prompter: prompter, cancelFDs: [cancelFD, stopFD])
         }
         guard started else { throw FingersealError(.systemError, Messages.systemFailure(.startScan)) }
+        // The reader's sentence goes out before the question: a PAM host shows one message at a
+        // time, and a sentence sent after the question would show only once it is answered. A
+        // scan that ends before it is armed, or a client that cancels or leaves, ends the wait.
+        var waited = [pollEntry(job.armed.rawValue), pollEntry(job.done.rawValue), pollEntry(conversation.cancelFD)]
+        _ = waitReady(&waited, until: monotonicSeconds() + settings.timeout + Conversation.sendLimit)
+        // A scan that ended before the reader was armed (a TPM state, no reader) is not asked about.
+        var endedFirst = waited[1].revents != 0 && waited[0].revents == 0
         func matched(_ result: Result<Fingerprint.Match, any Error>?) -> FingerTurn? {
             guard case let .success(match)? = result else { return nil }
             return .unlocked(Unlocked(vault: match.vault, method: .finger, finger: match.finger))
         }
+        // A PAM conversation cannot be withdrawn: after a match the host still shows the
+        // question, so its text says to touch the reader, then press Enter. The match ends the
+        // request at once; the module finds the result once the person has pressed Enter.
         while true {
             let answer: Conversation.AnswerOrWake
-            do {
-                answer = try conversation.ask(Ask(.secret, asking, request.combinedPrompt ? Messages.fingerOrPINPrompt : "",
-                                                  whileScanning: true), wakingOn: [job.done.rawValue])
-            } catch {
-                // A cancel (or a client gone, or no answer in time): stop the scan first.
-                _ = job.stop()
-                throw error
+            if endedFirst {
+                endedFirst = false
+                answer = .woken(job.done.rawValue)
+            } else {
+                do {
+                    // Nothing but a skip to give where the PIN is not taken (`.other`).
+                    answer = try conversation.ask(Ask(.secret, takesPIN ? .pin : .other, question, whileScanning: true),
+                                                  wakingOn: [job.done.rawValue])
+                } catch {
+                    // A cancel (or a client gone, or no answer in time): stop the scan first.
+                    _ = job.stop()
+                    throw error
+                }
             }
             switch answer {
             case .woken:
@@ -219,13 +249,11 @@ enum FingerOrPIN {
                 if let won = matched(job.stop()) { return won }
                 return .fallback(FingersealError(.cancelled, Messages.cancelled, detail: FingerOrPIN.skipped))
             case let .secret(pin):
-                if pin.count == 0 {
+                // Without the PIN, whatever was typed (a password, by habit) is Enter alone:
+                // never checked, never counted.
+                if pin.count == 0 || !takesPIN {
                     if let won = matched(job.stop()) { return won }
                     return .fallback(FingersealError(.cancelled, Messages.cancelled, detail: FingerOrPIN.skipped))
-                }
-                guard asking == .pin else {
-                    _ = job.stop()
-                    throw FingersealError(.usage, Messages.badAnswer)
                 }
                 // The scan thread may still read the session: the PIN opens the vault on its own.
                 do {
@@ -256,6 +284,8 @@ enum FingerOrPIN {
 /// write and read order the two threads).
 final class BackgroundScan: @unchecked Sendable {
     let done: FileDescriptor
+    /// Signalled once the reader is armed and the scan's sentence has gone out (`ArmedPrompter`).
+    let armed: FileDescriptor
     private let cancel: FileDescriptor
     private var result: Result<Fingerprint.Match, any Error>? = nil
     private var finished = false
@@ -263,6 +293,7 @@ final class BackgroundScan: @unchecked Sendable {
     init() throws {
         do {
             done = FileDescriptor(owning: try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC)) })
+            armed = FileDescriptor(owning: try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC)) })
             cancel = FileDescriptor(owning: try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC)) })
         } catch {
             throw FingersealError(.systemError, Messages.systemFailure(.startScan), detail: "\(error)")
@@ -295,6 +326,28 @@ final class BackgroundScan: @unchecked Sendable {
         }
         return result
     }
+}
+
+/// The scan's sentences to the client; the first one (the reader armed: "Place your finger …")
+/// also signals `armed`, so the question goes out after it.
+final class ArmedPrompter: ScanPrompter, @unchecked Sendable {
+    private let conversation: Conversation
+    private let armed: Int32
+
+    init(_ conversation: Conversation, armed: Int32) {
+        self.conversation = conversation
+        self.armed = armed
+    }
+
+    func info(_ text: String) {
+        conversation.info(text)
+        var one: UInt64 = 1
+        _ = write(armed, &one, 8)
+    }
+
+    func error(_ text: String) { conversation.error(text) }
+    func readerEvent(_ event: ReaderEvent) { conversation.readerEvent(event) }
+    func scanOutcome(_ outcome: ScanOutcome) { conversation.scanOutcome(outcome) }
 }
 
 /// The reader, handed to the scan thread, which is its only user until the scan ends.

@@ -59,8 +59,11 @@ struct UnlockRequest {
     var scan: ScanSettings
     /// The client takes a typed PIN while the reader waits (a terminal).
     var pinWhileScanning: Bool
-    /// One prompt for a finger or the PIN, in a PAM conversation (`prompt=combined`).
-    var combinedPrompt: Bool
+    /// A PAM stack's `prompt=`; nil for the command line. How a PAM host is offered the scan
+    /// (how its prompt ends, a question while the reader waits) the channel decides from it
+    /// once a scan is about to start (`FingerOrPIN`): the host's place on its terminal is read
+    /// from /proc then, not for every request.
+    var pamPrompt: PromptStyle?
     /// What the confirmations, the token's lifetime and the offline grace are judged by.
     var clock: any Clock = SystemClock()
 

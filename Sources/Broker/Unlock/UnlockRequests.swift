@@ -6,8 +6,9 @@ import FingersealCore
 /// command line's from its flags within the site's limits.
 extension UnlockRequest {
     /// A PAM host's `auth`: the finger, the PIN with `pin` (never with `prompt=none`, whose
-    /// hosts answer every prompt with the password), a token as `require_token` says, and with
-    /// `stepup=CONTEXT ttl=T` a confirmation made within the stack's own T seconds.
+    /// hosts answer every prompt with the password), the scan offered as the channel says
+    /// when it starts, a token as `require_token` says, and with `stepup=CONTEXT ttl=T` a
+    /// confirmation made within the stack's own T seconds.
     static func forPAMHost(_ call: Call) -> UnlockRequest {
         let options = call.options
         let ttl = call.stepUpSeconds(options.stepUpTTL)
@@ -17,10 +18,10 @@ extension UnlockRequest {
             tokens: options.requireToken ? .required : .whenSignedIn,
             pin: options.pin && options.prompt != .none ? .fallback : .never,
             deviceID: nil,
-            scan: ScanSettings(timeout: Double(options.timeout), maxTries: options.maxTries,
-                               cancelHint: call.channel.cancelHint(call.conversation)),
+            // How the prompt ends is the channel's, said when the scan starts (`pamPrompt`).
+            scan: ScanSettings(timeout: Double(options.timeout), maxTries: options.maxTries, cancelHint: .none),
             pinWhileScanning: false,
-            combinedPrompt: options.prompt == .combined)
+            pamPrompt: options.prompt)
     }
 
     /// `unlock`, `token`, `step-up` and `reveal` as their channel asks them: the command
@@ -66,6 +67,6 @@ extension UnlockRequest {
             deviceID: call.deviceID,
             scan: try call.scanSettings(),
             pinWhileScanning: call.request.answersWhileScanning,
-            combinedPrompt: false)
+            pamPrompt: nil)
     }
 }

@@ -17,6 +17,9 @@ public enum ScanHint: Sendable {
     case fingerOrPIN
     /// prompt=combined for hosts that show the sentence: Enter alone goes to the password.
     case fingerOrPINForPAM
+    /// A PAM host without Ctrl-C and without the PIN, asked to press Enter while the reader
+    /// waits: "then press Enter. Enter alone goes on to the password."
+    case fingerThenEnterForPAM
 }
 
 /// Every sentence a person sees, in one table: plain sentences a screen reader can speak,
@@ -173,6 +176,10 @@ public enum Messages {
             return tr("Place your finger on the reader, or type your PIN. Enter alone goes on to the password.")
         case (true, .fingerOrPINForPAM):
             return tr("Swipe your finger across the reader, or type your PIN. Enter alone goes on to the password.")
+        case (false, .fingerThenEnterForPAM):
+            return tr("Place your finger on the reader, then press Enter. Enter alone goes on to the password.")
+        case (true, .fingerThenEnterForPAM):
+            return tr("Swipe your finger across the reader, then press Enter. Enter alone goes on to the password.")
         }
     }
     public static func enrollProgress(_ done: Int, _ total: Int, swipe: Bool) -> String {
@@ -248,6 +255,8 @@ public enum Messages {
     public static var offlineNoToken: String { tr("The identity provider cannot be reached, so there is no fresh access token. The offline grace still allows unlocking.") }
     /// prompt=combined: the one prompt of a host that drops info messages, so it says it all.
     public static var fingerOrPINPrompt: String { tr("Touch the fingerprint reader and press Enter, or type your PIN: ") }
+    /// The question a PAM host without Ctrl-C shows while the reader waits, with no PIN to type.
+    public static var fingerThenEnterPrompt: String { tr("Touch the fingerprint reader and press Enter, or press Enter alone for your password: ") }
     public static var loggedOut: String { tr("Signed out. The sign-in is removed from your vault; your PIN and fingers are kept.") }
     public static func revokeFailed(_ detail: String) -> String {
         tr("The identity provider could not be told to end the sign-in (%1$s). It is removed here; at the provider it ends when it expires.", embedded(detail))
