@@ -48,6 +48,10 @@ let package = Package(
         .systemLibrary(name: "CLinux"),
         cLibrary("CSystemd", pkgConfig: "libsystemd", apt: ["libsystemd-dev"]),
         cLibrary("CCrypto", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
+        // GTK 4 (and through it GLib, Pango, X11 and Wayland's GDK) for the agent's prompt dialog.
+        // SwiftPM drops the -pthread and -msse flags in gtk4's pkg-config with a warning: the
+        // include paths are what the module needs, the module map links the libraries.
+        cLibrary("CGtk", pkgConfig: "gtk4", apt: ["libgtk-4-dev"]),
 
         // Thin wrappers: each owns its C pointers; no C types in their public API.
         .target(name: "SystemKit", dependencies: ["CLinux"], swiftSettings: leanSwift),
@@ -74,6 +78,9 @@ let package = Package(
         .target(name: "JOSEKit", dependencies: ["CCrypto", "JOSEErrors"]),
         // The browser sign-in's loopback redirect receiver (one request, then it stops).
         .target(name: "LoopbackKit", dependencies: ["CMicroHTTPD", "CLinux", "SodiumKit", "SystemKit"]),
+
+        // The agent's prompt dialog (issue 21 §2): GTK only, every sentence from the caller.
+        .target(name: "PromptDialog", dependencies: ["CGtk"]),
 
         // The broker's wire protocol and the outcome table: stdlib and Glibc only, so the PAM
         // module that links it stays small (no Foundation).
@@ -139,6 +146,10 @@ let package = Package(
         // Test helper: many PAM transactions in one (Swift) process, counting what is left behind.
         .executableTarget(name: "pam-cycles", dependencies: ["PAMKit"], path: "Tests/Helpers/pam-cycles"),
 
+        // Test helper: PromptDialog's dialog, texts from arguments, states from stdin, what the
+        // person did on stdout (DesktopTests; and for a person to look at).
+        .executableTarget(name: "dialog-demo", dependencies: ["PromptDialog", "CGtk"], path: "Tests/Helpers/dialog-demo"),
+
         // Benchmarks (`make bench`): prints figures, asserts nothing.
         .executableTarget(
             name: "fingerseal-bench",
@@ -161,7 +172,7 @@ let package = Package(
             name: "TestSupport",
             dependencies: ["FingersealCore", "FingersealWire", "IdentityClient", "CurlKit", "SodiumKit", "SystemKit"],
             path: "Tests/TestSupport",
-            exclude: ["pty_session.py", "on_terminal.py", "greetd_greeter.py", "system-bus.conf"]
+            exclude: ["desktop_probe.py", "pty_session.py", "on_terminal.py", "greetd_greeter.py", "system-bus.conf"]
         ),
         // The wire: typed command options and their sentences.
         .testTarget(
@@ -192,5 +203,8 @@ let package = Package(
                            "SystemdKit", "PAMKit", "CPAM", "FprintKit", "FprintdKit", "SessionBusKit", "fingerseal", "fingersealed",
                            "fingerseal-agent", "vault-torture", "pam-cycles", "wire-client"]
         ),
+        // The desktop: PromptDialog's dialog (dialog-demo) on a private X server and AT-SPI
+        // bus, as a screen reader and a keyboard user meet it (DesktopSession).
+        .testTarget(name: "DesktopTests", dependencies: ["TestSupport", "dialog-demo"]),
     ]
 )

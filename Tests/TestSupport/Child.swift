@@ -9,6 +9,8 @@ final class Child {
     private var buffered: [UInt8] = []
     private var bufferedErrors: [UInt8] = []
     private var reaped = false
+    /// Our end of the child's stdin, with `openInput`; -1 once closed (or never kept).
+    private var inputFD: Int32 = -1
 
     struct Result {
         let stdout: String
@@ -21,12 +23,14 @@ final class Child {
     /// session tokens and grants by the caller's session, so commands that must share them
     /// run with `newSession: false` (all in the test runner's session).
     /// `logFile`: stdout and stderr go there (appended) instead of pipes, for a long-running
-    /// program whose output nobody reads: a pipe would fill and stop it.
+    /// program whose output nobody reads: a pipe would fill and stop it. `errorLog`: only
+    /// stderr goes there, stdout stays a pipe (a daemon that reports its readiness on stdout).
+    /// `openInput`: stdin stays open after `stdin` for `send`, until `closeInput` or the end.
     /// `terminal`: a pseudo-terminal of its own as its controlling terminal, the program placed
     /// on it as a PAM host can be (`TerminalPlacement`); its pipes stay as they are.
     init(_ path: String, _ arguments: [String], environment: [String: String] = [:],
          stdin: [UInt8] = [], fd3: [UInt8]? = nil, newSession: Bool = true, logFile: String? = nil,
-         terminal: TerminalPlacement? = nil) throws {
+         errorLog: String? = nil, openInput: Bool = false, terminal: TerminalPlacement? = nil) throws {
         var arguments = arguments
         var path = path
         if let terminal {
@@ -48,7 +52,11 @@ final class Child {
             Child.fill(pair.1, fd3)
             extra = pair
         }
-        Child.fill(inWrite, stdin)
+        if openInput {
+            _ = stdin.withUnsafeBytes { write(inWrite, $0.baseAddress, $0.count) }
+        } else {
+            Child.fill(inWrite, stdin)
+        }
 
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -58,6 +66,9 @@ final class Child {
             // Not O_CLOEXEC: the file is opened in the child before exec, and stdout must survive it.
             posix_spawn_file_actions_addopen(&actions, 1, logFile, O_WRONLY | O_CREAT | O_APPEND, 0o600)
             posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        } else if let errorLog {
+            posix_spawn_file_actions_adddup2(&actions, outWrite, 1)
+            posix_spawn_file_actions_addopen(&actions, 2, errorLog, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         } else {
             posix_spawn_file_actions_adddup2(&actions, outWrite, 1)
             posix_spawn_file_actions_adddup2(&actions, errWrite, 2)
@@ -84,13 +95,18 @@ final class Child {
         let rc = posix_spawn(&child, path, &actions, &attributes, argv, envp)
         for fd in [outWrite, errWrite, inRead] { close(fd) }
         if let extra { close(extra.0) }
-        guard rc == 0 else { throw TestFailure("spawn \(path) failed: \(rc)") }
+        guard rc == 0 else {
+            if openInput { close(inWrite) }
+            throw TestFailure("spawn \(path) failed: \(rc)")
+        }
+        if openInput { inputFD = inWrite }
         pid = child
         stdoutFD = outRead
         stderrFD = errRead
     }
 
     deinit {
+        closeInput()
         if !reaped { kill(pid, SIGKILL); _ = wait() }
         close(stdoutFD)
         close(stderrFD)
@@ -102,9 +118,32 @@ final class Child {
         close(fd)
     }
 
-    /// The next line of stdout (of stderr with `errors`), or nil at end of file.
-    func readLine(errors: Bool = false) -> String? {
-        errors ? Child.readLine(stderrFD, &bufferedErrors) : Child.readLine(stdoutFD, &buffered)
+    /// The next line of stdout (of stderr with `errors`), or nil at end of file, or after
+    /// `timeout` seconds without one.
+    func readLine(errors: Bool = false, timeout: Double? = nil) -> String? {
+        let deadline = timeout.map { VirtualSensor.now() + $0 }
+        return errors ? Child.readLine(stderrFD, &bufferedErrors, until: deadline) : Child.readLine(stdoutFD, &buffered, until: deadline)
+    }
+
+    /// Writes `text` to the child's stdin (`openInput`); false if it is closed or gone.
+    @discardableResult
+    func send(_ text: String) -> Bool {
+        guard inputFD >= 0 else { return false }
+        let bytes = Array(text.utf8)
+        var written = 0
+        while written < bytes.count {
+            let count = bytes[written...].withUnsafeBytes { write(inputFD, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return false }
+            written += count
+        }
+        return true
+    }
+
+    /// Ends the child's stdin (`openInput`): it reads end of file.
+    func closeInput() {
+        if inputFD >= 0 { close(inputFD) }
+        inputFD = -1
     }
 
     /// Reads stdout (stderr with `errors`) until a line contains `text`; false at end of file.
@@ -129,12 +168,18 @@ final class Child {
     private var readLines: [UInt8] = []
     private var readErrorLines: [UInt8] = []
 
-    private static func readLine(_ fd: Int32, _ buffer: inout [UInt8]) -> String? {
+    private static func readLine(_ fd: Int32, _ buffer: inout [UInt8], until deadline: Double? = nil) -> String? {
         while true {
             if let newline = buffer.firstIndex(of: 0x0a) {
                 let line = String(decoding: buffer[..<newline], as: UTF8.self)
                 buffer.removeSubrange(...newline)
                 return line
+            }
+            if let deadline {
+                var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                let ready = poll(&entry, 1, Int32(max((deadline - VirtualSensor.now()) * 1000, 0)))
+                if ready < 0 && errno == EINTR { continue }
+                if ready <= 0 { return nil }
             }
             var chunk = [UInt8](repeating: 0, count: 4096)
             let count = read(fd, &chunk, chunk.count)

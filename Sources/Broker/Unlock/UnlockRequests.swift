@@ -1,9 +1,10 @@
 import FingerprintFlows
 import FingersealCore
 
-/// The two ways an unlock request is built. Each channel's permissions are decided here, once:
-/// a PAM host's request comes from the stack's options alone (never a command-line flag), the
-/// command line's from its flags within the site's limits.
+/// The ways an unlock request is built. Each channel's permissions are decided here, once: a
+/// PAM host's request comes from the stack's options alone (never a command-line flag), the
+/// command line's from its flags within the site's limits, an application's from the ways it
+/// allows.
 extension UnlockRequest {
     /// A PAM host's `auth`: the finger, the PIN with `pin` (never with `prompt=none`, whose
     /// hosts answer every prompt with the password), the scan offered as the channel says
@@ -51,7 +52,7 @@ extension UnlockRequest {
             deviceID: nil,
             scan: try call.scanSettings(),
             pinWhileScanning: pin,
-            combinedPrompt: false)
+            pamPrompt: nil)
     }
 
     /// The command line's `unlock`, `token`, `step-up` and `reveal`: the PIN alone with

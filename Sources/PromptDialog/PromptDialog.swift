@@ -1,0 +1,86 @@
+import CGtk
+
+/// The agent's prompt dialog (issue 21 §2) over GTK 4: only GTK lives here. The agent decides
+/// what happens and words every sentence; this target shows them, accessibly.
+///
+/// Main thread only: GTK is single-threaded. Call `initialize()`, make, update and close
+/// dialogs, and run the GLib main loop (which delivers the callbacks) on one thread, the
+/// process's main thread.
+public enum PromptDialog {
+    /// Opens the default display (GTK's `gtk_init_check`). False when there is none that GTK
+    /// can use (no DISPLAY or WAYLAND_DISPLAY, or the server refuses): the caller falls back
+    /// (the application draws its own prompt). Safe to call again; once true, stays true.
+    public static func initialize() -> Bool {
+        if gtk_is_initialized() != 0 { return true }
+        return fs_gtk_init_check() != 0
+    }
+}
+
+/// What the dialog says, every string from the caller, already translated. Button and secret
+/// labels may mark a mnemonic with an underscore ("_Cancel": Alt+C), "__" for an underscore
+/// itself; their accessible names are the same text without the marks. Give each control a
+/// different mnemonic: GTK moves the focus between controls that share one instead of
+/// activating either ("_Use password instead" and "_Unlock" would).
+public struct DialogText: Sendable, Equatable {
+    /// The window's title and the dialog's accessible name ("Unlock").
+    public var title: String
+    /// The first line, large ("Meander wants to unlock with your fingerprint").
+    public var heading: String
+    /// Why, under the heading; with the heading, the dialog's accessible description.
+    public var description: String?
+    public var cancelLabel: String
+    /// nil: no "Use password instead" button.
+    public var usePasswordLabel: String?
+    /// The button that sends the typed PIN or password (Enter in the entry does the same).
+    public var submitLabel: String
+    /// The entry's label when `update` is given `.needsPIN` or `.needsPassword` without one.
+    public var secretLabel: String?
+
+    public init(title: String, heading: String, description: String? = nil, cancelLabel: String,
+                usePasswordLabel: String? = nil, submitLabel: String, secretLabel: String? = nil) {
+        self.title = title
+        self.heading = heading
+        self.description = description
+        self.cancelLabel = cancelLabel
+        self.usePasswordLabel = usePasswordLabel
+        self.submitLabel = submitLabel
+        self.secretLabel = secretLabel
+    }
+}
+
+/// Where the exchange stands. It chooses the focus and which controls are shown; the meaning
+/// is always in the sentence given with it (never in colour alone).
+public enum DialogState: Sendable, Equatable, CaseIterable {
+    case waitingForFinger
+    case retry
+    case noMatch
+    case locked
+    case needsPIN
+    case needsPassword
+    /// Checking what was given: the entry stays, read-only, and cannot be sent again.
+    case working
+    case done
+
+    var asksForSecret: Bool { self == .needsPIN || self == .needsPassword }
+    /// Whether the focus moves to this state's control; while working, or done, it stays put
+    /// so that a screen reader is not sent elsewhere mid-sentence.
+    var movesFocus: Bool { self != .working && self != .done }
+    var acceptsInput: Bool { movesFocus }
+    var isFailure: Bool { self == .noMatch || self == .locked }
+}
+
+/// A mnemonic label's text without its marks: "_Use password" → "Use password", "a__b" → "a_b".
+/// GTK 4.8 puts the marked text into a button's accessible name ("_Use password instead Use
+/// password instead"), so every control gets this as its explicit accessible label.
+func withoutMnemonic(_ label: String) -> String {
+    var plain = ""
+    var characters = label.makeIterator()
+    while let character = characters.next() {
+        if character == "_" {
+            if let next = characters.next() { plain.append(next) }
+        } else {
+            plain.append(character)
+        }
+    }
+    return plain
+}
