@@ -114,8 +114,8 @@ let package = Package(
                                                "QRKit", "LoopbackKit", "PAMKit", "SodiumKit", "SystemKit", "SystemdKit", "TPMKit", "CLinux"]),
         .executableTarget(name: "fingersealed", dependencies: ["Broker", "FingersealWire", "SystemKit"]),
         // The session agent for applications: a thin client of the broker on the session bus.
-        .executableTarget(name: "fingerseal-agent", dependencies: ["FingersealWire", "Localization", "SessionBusKit", "SodiumKit",
-                                                                   "SystemKit", "CLinux"]),
+        .executableTarget(name: "fingerseal-agent", dependencies: ["FingersealWire", "Localization", "PromptDialog", "SessionBusKit",
+                                                                   "SodiumKit", "SystemKit", "CLinux"]),
 
         // The CLI: a thin client of the broker (design §2). The wire protocol, secure memory for
         // typed secrets and the syscall layer, nothing more: no Foundation, no libfprint, libcurl
@@ -205,6 +205,6 @@ let package = Package(
         ),
         // The desktop: PromptDialog's dialog (dialog-demo) on a private X server and AT-SPI
         // bus, as a screen reader and a keyboard user meet it (DesktopSession).
-        .testTarget(name: "DesktopTests", dependencies: ["TestSupport", "dialog-demo"]),
+        .testTarget(name: "DesktopTests", dependencies: ["TestSupport", "dialog-demo", "fingerseal", "fingersealed", "fingerseal-agent"]),
     ]
 )

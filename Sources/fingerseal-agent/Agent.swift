@@ -116,7 +116,8 @@ final class Agent {
         }
         let prompt: PromptSurface?
         if options.prompt == .dialog {
-            guard let dialog = settings.makeDialog(heading(kind, application, reason: reason), options.parentWindow) else {
+            guard let dialog = settings.makeDialog(heading(kind, application, reason: reason), options.parentWindow,
+                                                   passwordAllowed: options.allows(.password)) else {
                 return call.fail(AgentErrors.noDisplay, AgentStrings.noDisplay)
             }
             prompt = dialog

@@ -15,7 +15,7 @@ struct AgentSettings {
     var canShowDialog: Bool { DialogPrompt.available }
 
     /// The agent's dialog for a request, with its heading; nil without a display.
-    func makeDialog(_ heading: String, _ parentWindow: String?) -> DialogPrompt? {
-        DialogPrompt(heading: heading, parentWindow: parentWindow)
+    func makeDialog(_ heading: String, _ parentWindow: String?, passwordAllowed: Bool) -> DialogPrompt? {
+        DialogPrompt(heading: heading, parentWindow: parentWindow, passwordAllowed: passwordAllowed)
     }
 }

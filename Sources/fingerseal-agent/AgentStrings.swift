@@ -16,9 +16,10 @@ enum AgentStrings {
     static func revealHeading(_ application: String, _ context: String) -> String {
         tr("%1$s wants to show protected data for %2$s. Confirm it is you first.", application, context)
     }
-    static var cancel: String { tr("Cancel") }
-    static var usePassword: String { tr("Use password instead") }
-    static var submit: String { tr("Continue") }
+    /// Button labels: an underscore marks the Alt key of each, a different letter for each.
+    static var cancel: String { tr("_Cancel") }
+    static var usePassword: String { tr("_Use password instead") }
+    static var submit: String { tr("C_ontinue") }
     static var pinLabel: String { tr("PIN") }
     static var passwordLabel: String { tr("Password") }
     static var enterPIN: String { tr("Enter your PIN.") }

@@ -1,17 +1,72 @@
 import FingersealWire
+import Glibc
+import PromptDialog
+import SodiumKit
 
-/// The agent's own dialog (GTK 4), for requests that do not draw their own prompt.
+/// The agent's own dialog (GTK 4, `PromptDialog`) for a request that does not draw its own
+/// prompt: it shows the request's state and sentences, takes the PIN or the password, offers
+/// "Use password instead" where the application allows it, and cancels with Esc. Main thread
+/// only.
 final class DialogPrompt: PromptSurface {
-    /// Whether a dialog can be shown in this session.
-    static var available: Bool { false }
+    private let dialog: Dialog
+    private weak var request: AgentRequest?
+    private var presented = false
 
-    init?(heading: String, parentWindow: String?) {
-        return nil
+    /// Whether a dialog can be shown in this session: a display in the agent's environment
+    /// that GTK can open (tried once, on the main thread).
+    static var available: Bool {
+        if let known = knownAvailable { return known }
+        let display = ["DISPLAY", "WAYLAND_DISPLAY"].contains { (name: String) in getenv(name).map { $0.pointee != 0 } ?? false }
+        let available = display && PromptDialog.initialize()
+        knownAvailable = available
+        return available
     }
 
-    func attach(_ request: AgentRequest) {}
+    nonisolated(unsafe) private static var knownAvailable: Bool? = nil
 
-    func show(_ state: RequestState, sentence: String, field: Ask.Purpose?, canUsePassword: Bool) {}
+    /// nil without a display.
+    init?(heading: String, parentWindow: String?, passwordAllowed: Bool) {
+        guard DialogPrompt.available else { return nil }
+        let text = DialogText(title: AgentStrings.dialogTitle, heading: heading, cancelLabel: AgentStrings.cancel,
+                              usePasswordLabel: passwordAllowed ? AgentStrings.usePassword : nil, submitLabel: AgentStrings.submit)
+        guard let dialog = Dialog(text: text, parentWindow: parentWindow) else { return nil }
+        self.dialog = dialog
+    }
 
-    func close() {}
+    /// Wires the person's actions to `request`.
+    func attach(_ request: AgentRequest) {
+        self.request = request
+        dialog.onCancel = { [weak self] in self?.request?.cancel() }
+        dialog.onUsePassword = { [weak self] in self?.request?.usePassword() }
+        dialog.onSecret = { [weak self] typed in
+            // Into secure memory at once; the dialog wipes its own bytes when this returns.
+            guard let request = self?.request, let secret = try? SecureBytes(copying: typed) else { return }
+            request.answer(secret)
+        }
+    }
+
+    func show(_ state: RequestState, sentence: String, field: Ask.Purpose?, canUsePassword: Bool) {
+        let shown: DialogState
+        switch (state, field) {
+        case (_, .pin?): shown = .needsPIN
+        case (_, .accountPassword?): shown = .needsPassword
+        case (.waitingForFinger, _): shown = .waitingForFinger
+        case (.retry, _): shown = .retry
+        case (.noMatch, _): shown = .noMatch
+        case (.locked, _): shown = .locked
+        case (.needsPIN, _): shown = .needsPIN
+        case (.needsPassword, _): shown = .needsPassword
+        case (.checking, _): shown = .working
+        }
+        let label = field == .pin ? AgentStrings.pinLabel : field == .accountPassword ? AgentStrings.passwordLabel : nil
+        dialog.update(state: shown, sentence: sentence, secretLabel: label)
+        if !presented {
+            presented = true
+            dialog.present()
+        }
+    }
+
+    func close() {
+        dialog.close()
+    }
 }

@@ -21,14 +21,22 @@ final class AgentRig {
     }()
 
     let rig: ReaderBroker
-    let bus: PrivateSessionBus
+    /// The private session bus, unless the rig runs on a desktop's (`desktop`).
+    let bus: PrivateSessionBus?
+    /// A desktop's environment (DISPLAY, its session and accessibility buses) the agent and
+    /// the clients run in instead of a private bus of the rig's own.
+    let desktop: [String: String]?
     /// The account the agent, its bus and the clients run as; nil: root.
     let user: String?
     private(set) var agent: Child?
+    /// When the agent was started (monotonic seconds), for the figures.
+    private(set) var agentStarted = 0.0
 
-    init(user: String? = nil, enroll: Bool = true, idleExit: String = "never", brokerConfig: String = "") throws {
+    init(user: String? = nil, enroll: Bool = true, idleExit: String = "never", brokerConfig: String = "",
+         desktop: [String: String]? = nil, agentEnvironment: [String: String] = [:]) throws {
         if let missing = AgentRig.missing { throw TestFailure(missing) }
         self.user = user
+        self.desktop = desktop
         rig = try ReaderBroker(config: brokerConfig)
         var pinSet = ["pin", "set", "--pin-fd", "3"]
         if let user { pinSet += ["--user", user] }
@@ -38,8 +46,8 @@ final class AgentRig {
             let enrolled = try AgentRig.enrollFinger(rig, as: user)
             guard enrolled.status == 0 else { throw TestFailure("enroll failed: \(enrolled.all)") }
         }
-        bus = try PrivateSessionBus(user: user)
-        try startAgent(idleExit: idleExit)
+        bus = desktop == nil ? try PrivateSessionBus(user: user) : nil
+        try startAgent(idleExit: idleExit, environment: agentEnvironment)
     }
 
     deinit { stopAgent() }
@@ -54,8 +62,11 @@ final class AgentRig {
 
     /// The environment the agent and the clients run with: the private bus, the broker.
     func environment(_ extra: [String: String] = [:]) -> [String: String] {
-        bus.environment.merging(["FINGERSEAL_SOCKET": rig.broker.socketPath, "HOME": "/nonexistent"]) { $1 }.merging(extra) { $1 }
+        (desktop ?? bus?.environment ?? [:]).merging(["FINGERSEAL_SOCKET": rig.broker.socketPath]) { $1 }.merging(extra) { $1 }
     }
+
+    /// Where the agent's output goes.
+    private var agentLogPath: String { rig.files.file("agent.log") }
 
     /// `command` as the rig's account.
     private func asUser(_ command: [String]) throws -> [String] {
@@ -67,7 +78,8 @@ final class AgentRig {
     /// Starts the agent and waits (bounded) for its name on the bus.
     func startAgent(idleExit: String = "never", environment extra: [String: String] = [:]) throws {
         let command = try asUser([Paths.agent, "--idle-exit", idleExit])
-        agent = try Child(command[0], Array(command.dropFirst()), environment: environment(extra), logFile: bus.temp.file("agent.log"))
+        agentStarted = VirtualSensor.now()
+        agent = try Child(command[0], Array(command.dropFirst()), environment: environment(extra), logFile: agentLogPath)
         let waited = try gdbus(["wait", "--session", "--timeout", "10", "org.fingerseal.Agent1"])
         guard waited.status == 0 else { throw TestFailure("the agent did not take its name: \(agentLog)") }
     }
@@ -81,7 +93,7 @@ final class AgentRig {
     }
 
     /// What the agent wrote.
-    var agentLog: String { String(decoding: readFile(bus.temp.file("agent.log")) ?? [], as: UTF8.self) }
+    var agentLog: String { String(decoding: readFile(agentLogPath) ?? [], as: UTF8.self) }
 
     /// Starts the example client with `arguments` (`--json` added), `stdin` its input.
     func client(_ arguments: [String], stdin: String = "", environment extra: [String: String] = [:]) throws -> Child {

@@ -82,6 +82,8 @@ enum FingerOrPIN {
             let question = !asks ? "" : takesPIN ? Messages.fingerOrPINPrompt : Messages.fingerThenEnterPrompt
             if call.channel.application == nil {
                 settings.cancelHint = !asks ? .fingerOrPIN : takesPIN ? .fingerOrPINForPAM : .fingerThenEnterForPAM
+            } else if takesPIN {
+                settings.cancelHint = .orTypePIN
             }
             turn = try fingerWhilePIN(call, request, question: question, takesPIN: takesPIN, session: session, ledger: ledger,
                                       settings: settings)

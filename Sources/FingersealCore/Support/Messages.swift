@@ -17,6 +17,8 @@ public enum ScanHint: Sendable {
     case fingerOrPIN
     /// prompt=combined for hosts that show the sentence: Enter alone goes to the password.
     case fingerOrPINForPAM
+    /// "or type your PIN" (an application's dialog, whose field and buttons say the rest)
+    case orTypePIN
     /// A PAM host without Ctrl-C and without the PIN, asked to press Enter while the reader
     /// waits: "then press Enter. Enter alone goes on to the password."
     case fingerThenEnterForPAM
@@ -172,6 +174,8 @@ public enum Messages {
             return tr("Place your finger on the reader, or type your PIN and press Enter. Enter alone goes straight to the PIN.")
         case (true, .fingerOrPIN):
             return tr("Swipe your finger across the reader, or type your PIN and press Enter. Enter alone goes straight to the PIN.")
+        case (false, .orTypePIN): return tr("Place your finger on the reader, or type your PIN.")
+        case (true, .orTypePIN): return tr("Swipe your finger across the reader, or type your PIN.")
         case (false, .fingerOrPINForPAM):
             return tr("Place your finger on the reader, or type your PIN. Enter alone goes on to the password.")
         case (true, .fingerOrPINForPAM):
