@@ -5,10 +5,12 @@
 #   make demo       a walk through fingerseal on this machine, in a throwaway vault
 #   make fuzz       libFuzzer on every parser of untrusted input (FUZZ_SECONDS, default 60)
 #   make completions  regenerate the checked-in bash and zsh completions from the command tree
-#   make deb        the Debian package, build/deb/fingerseal_<version>_<arch>.deb (debian/)
+#   make deb        the Debian packages, build/deb/fingerseal{,-agent}_<version>_<arch>.deb (debian/)
 #   make install    DESTDIR and PREFIX honoured; the module goes to the PAM module directory,
 #                   the broker to PREFIX/libexec/fingerseal (the unit's ExecStart is rewritten
-#                   to match), its units to SYSTEMDUNITDIR, its PAM service to PAMDDIR
+#                   to match), its units to SYSTEMDUNITDIR, its PAM service to PAMDDIR; the
+#                   session agent beside the broker, its user unit to SYSTEMDUSERUNITDIR and its
+#                   D-Bus files to PREFIX/share/dbus-1 (ExecStart and Exec rewritten to match)
 
 PREFIX    ?= /usr/local
 DESTDIR   ?=
@@ -18,6 +20,12 @@ UDEVDIR   ?= /lib/udev
 PAMCONFIGDIR ?= /usr/share/pam-configs
 PAMDDIR   ?= /etc/pam.d
 SYSTEMDUNITDIR ?= /lib/systemd/system
+# Where the user manager looks for units (systemd's pkg-config file says; /usr/lib/systemd/user
+# on Debian 12).
+SYSTEMDUSERUNITDIR ?= $(or $(shell pkg-config --variable=systemduserunitdir systemd 2>/dev/null),/usr/lib/systemd/user)
+# The session bus reads service files from $XDG_DATA_DIRS/dbus-1/services, which holds
+# /usr/local/share and /usr/share by default.
+DBUSDIR   ?= $(PREFIX)/share/dbus-1
 SYSUSERSDIR ?= /usr/lib/sysusers.d
 SYSCONFDIR ?= /etc
 BASHCOMPDIR ?= /usr/share/bash-completion/completions
@@ -37,7 +45,7 @@ deps:
 	@scripts/install-deps
 
 # The products, not every target: TestSupport (the tests' fixtures) builds with the tests only.
-RELEASE_PRODUCTS := fingersealed fingerseal fingerseal-bench verify-latency
+RELEASE_PRODUCTS := fingersealed fingerseal fingerseal-agent fingerseal-bench verify-latency
 build: deps locale module
 	for product in $(RELEASE_PRODUCTS); do $(BUILD_RELEASE) --product $$product || exit 1; done
 
@@ -57,12 +65,13 @@ check: deps module
 	# The guard runs whatever the tests said: a test that replaced /dev/null fails the run.
 	# The tests make their own sessions, so they run outside the runner's (CI's ssh login).
 	status=0; scripts/outside-login-session $(SWIFT) test --skip-build || status=$$?; scripts/guard-dev-null || status=1; exit $$status
-	scripts/test-units
+	scripts/test-units .build/debug/fingerseal-agent
 	$(SWIFT) build --product fingerseal
-	scripts/lint-man .build/debug/fingerseal
+	scripts/lint-man .build/debug/fingerseal .build/debug/fingerseal-agent
 	scripts/outside-login-session scripts/system-test-pam
 	$(BUILD_RELEASE) --product fingerseal
 	$(BUILD_RELEASE) --product fingersealed
+	$(BUILD_RELEASE) --product fingerseal-agent
 	# In a throwaway overlay of /: the tests above leave a fingerseal-rig group (BrokerTests),
 	# which the package's purge would delete on the real machine.
 	scripts/test-deb --overlay
@@ -93,10 +102,21 @@ install: build
 	install -D -m 0644 $(MODULE) $(DESTDIR)$(PAMDIR)/pam_fingerseal.so
 	install -D -m 0755 $(RELEASE)/fingerseal $(DESTDIR)$(PREFIX)/bin/fingerseal
 	install -D -m 0755 $(RELEASE)/fingersealed $(DESTDIR)$(PREFIX)/libexec/fingerseal/fingersealed
+	install -D -m 0755 $(RELEASE)/fingerseal-agent $(DESTDIR)$(PREFIX)/libexec/fingerseal/fingerseal-agent
 	install -D -m 0644 systemd/fingerseal.socket $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.socket
 	sed 's|^ExecStart=/usr/libexec/fingerseal/fingersealed|ExecStart=$(PREFIX)/libexec/fingerseal/fingersealed|' \
 		systemd/fingerseal.service >$(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.service
 	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.service
+	# The session agent: D-Bus activation (the service file) hands the start to the user unit.
+	install -d $(DESTDIR)$(SYSTEMDUSERUNITDIR) $(DESTDIR)$(DBUSDIR)/services $(DESTDIR)$(DBUSDIR)/interfaces
+	sed 's|^ExecStart=/usr/libexec/fingerseal/fingerseal-agent|ExecStart=$(PREFIX)/libexec/fingerseal/fingerseal-agent|' \
+		systemd/fingerseal-agent.service >$(DESTDIR)$(SYSTEMDUSERUNITDIR)/fingerseal-agent.service
+	sed 's|^Exec=/usr/libexec/fingerseal/fingerseal-agent|Exec=$(PREFIX)/libexec/fingerseal/fingerseal-agent|' \
+		dbus/org.fingerseal.Agent1.service >$(DESTDIR)$(DBUSDIR)/services/org.fingerseal.Agent1.service
+	chmod 0644 $(DESTDIR)$(SYSTEMDUSERUNITDIR)/fingerseal-agent.service $(DESTDIR)$(DBUSDIR)/services/org.fingerseal.Agent1.service
+	# The interface as the agent itself defines it (one definition, AgentInterface.swift).
+	$(RELEASE)/fingerseal-agent --print-interface >$(DESTDIR)$(DBUSDIR)/interfaces/org.fingerseal.Agent1.xml
+	chmod 0644 $(DESTDIR)$(DBUSDIR)/interfaces/org.fingerseal.Agent1.xml
 	install -D -m 0644 pam/fingerseal-verify $(DESTDIR)$(PAMDDIR)/fingerseal-verify
 	install -D -m 0644 systemd/fingerseal.sysusers $(DESTDIR)$(SYSUSERSDIR)/fingerseal.conf
 	# The rig group now, on this machine (a package's postinst does this through sysusers).
@@ -109,8 +129,13 @@ install: build
 		$(DESTDIR)$(PREFIX)/share/locale/$$l/LC_MESSAGES/fingerseal.mo; done
 	install -D -m 0644 man/pam_fingerseal.8 $(DESTDIR)$(PREFIX)/share/man/man8/pam_fingerseal.8
 	install -D -m 0644 man/fingersealed.8 $(DESTDIR)$(PREFIX)/share/man/man8/fingersealed.8
+	# Written apart from the agent: installed once it is there.
+	if [ -f man/fingerseal-agent.8 ]; then \
+		install -D -m 0644 man/fingerseal-agent.8 $(DESTDIR)$(PREFIX)/share/man/man8/fingerseal-agent.8; fi
 	install -d $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam
 	install -m 0644 pam/examples/* pam/README.md $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam/
+	install -d $(DESTDIR)$(PREFIX)/share/doc/fingerseal/examples/apps
+	install -m 0644 examples/apps/* $(DESTDIR)$(PREFIX)/share/doc/fingerseal/examples/apps/
 	install -D -m 0644 udev/70-fingerseal.rules $(DESTDIR)$(UDEVDIR)/rules.d/70-fingerseal.rules
 	install -D -m 0644 completions/bash/fingerseal $(DESTDIR)$(BASHCOMPDIR)/fingerseal
 	install -D -m 0644 completions/zsh/_fingerseal $(DESTDIR)$(ZSHCOMPDIR)/_fingerseal
@@ -124,13 +149,17 @@ install: build
 uninstall:
 	rm -f $(DESTDIR)$(PAMDIR)/pam_fingerseal.so $(DESTDIR)$(PREFIX)/bin/fingerseal
 	rm -f $(DESTDIR)$(PREFIX)/libexec/fingerseal/fingersealed $(DESTDIR)$(PAMCONFIGDIR)/fingerseal
+	rm -f $(DESTDIR)$(PREFIX)/libexec/fingerseal/fingerseal-agent $(DESTDIR)$(SYSTEMDUSERUNITDIR)/fingerseal-agent.service
+	rm -f $(DESTDIR)$(DBUSDIR)/services/org.fingerseal.Agent1.service $(DESTDIR)$(DBUSDIR)/interfaces/org.fingerseal.Agent1.xml
 	rm -f $(DESTDIR)$(PAMCONFIGDIR)/fingerseal-session
 	rm -f $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.socket $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.service
 	rm -f $(DESTDIR)$(PAMDDIR)/fingerseal-verify $(DESTDIR)$(SYSUSERSDIR)/fingerseal.conf
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam $(DESTDIR)$(PREFIX)/share/doc/fingerseal/fingerseal.conf
+	rm -rf $(DESTDIR)$(PREFIX)/share/doc/fingerseal/examples/apps
 	# $(SYSCONFDIR)/fingerseal/fingerseal.conf is the administrator's: left in place.
 	rm -f $(DESTDIR)$(PREFIX)/share/man/man1/fingerseal.1 $(DESTDIR)$(PREFIX)/share/man/man5/fingerseal.conf.5
 	rm -f $(DESTDIR)$(PREFIX)/share/man/man8/pam_fingerseal.8 $(DESTDIR)$(PREFIX)/share/man/man8/fingersealed.8
+	rm -f $(DESTDIR)$(PREFIX)/share/man/man8/fingerseal-agent.8
 	for l in $(LINGUAS); do rm -f $(DESTDIR)$(PREFIX)/share/locale/$$l/LC_MESSAGES/fingerseal.mo; done
 	rm -f $(DESTDIR)$(UDEVDIR)/rules.d/70-fingerseal.rules
 	rm -f $(DESTDIR)$(BASHCOMPDIR)/fingerseal $(DESTDIR)$(ZSHCOMPDIR)/_fingerseal
