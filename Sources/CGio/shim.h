@@ -26,6 +26,9 @@ static inline GVariant *fs_variant_array(const char *element_type, GVariant *con
     return g_variant_new_array(G_VARIANT_TYPE(element_type), children, count);
 }
 static inline GVariant *fs_variant_tuple(GVariant *const *children, gsize count) { return g_variant_new_tuple(children, count); }
+static inline GVariant *fs_variant_bytes(const void *bytes, gsize count) {
+    return g_variant_new_fixed_array(G_VARIANT_TYPE_BYTE, bytes, count, 1);
+}
 
 /* The type string of a value ("s", "a{sv}", ...): owned by the value. */
 static inline const char *fs_variant_type(GVariant *value) { return g_variant_get_type_string(value); }

@@ -20,6 +20,8 @@ public indirect enum BusValue: Equatable, Sendable {
     case dictionary([String: BusValue])
     /// `(…)`
     case tuple([BusValue])
+    /// `ay`
+    case bytes([UInt8])
     /// A type the agent does not read (kept so a caller can say so).
     case unsupported(String)
 
@@ -75,6 +77,7 @@ public indirect enum BusValue: Equatable, Sendable {
         case let .array(element, _): return "a" + element
         case .dictionary: return "a{sv}"
         case let .tuple(values): return "(" + values.map(\.signature).joined() + ")"
+        case .bytes: return "ay"
         case let .unsupported(type): return type
         }
     }
@@ -108,6 +111,8 @@ public indirect enum BusValue: Equatable, Sendable {
             return BusValue.container(values.map { $0.makeVariant() }) { children in
                 children.withUnsafeBufferPointer { fs_variant_tuple($0.baseAddress, gsize($0.count)) }
             }
+        case let .bytes(bytes):
+            return bytes.withUnsafeBytes { fs_variant_bytes($0.baseAddress, gsize($0.count)) }
         case .unsupported:
             return nil
         }
@@ -143,6 +148,10 @@ public indirect enum BusValue: Equatable, Sendable {
             guard let inner = g_variant_get_variant(variant) else { self = .unsupported(type); return }
             defer { g_variant_unref(inner) }
             self = .variant(BusValue(reading: inner))
+        case "ay":
+            var count: gsize = 0
+            guard let base = g_variant_get_fixed_array(variant, &count, 1) else { self = .bytes([]); return }
+            self = .bytes(Array(UnsafeRawBufferPointer(start: base, count: Int(count))))
         case "a{sv}":
             var entries: [String: BusValue] = [:]
             for index in 0..<g_variant_n_children(variant) {

@@ -51,16 +51,18 @@ final class Agent {
     private func handle(_ call: MethodCall) {
         switch call.method {
         case "GetCapabilities": capabilities(call)
-        case "Unlock": begin(call, .unlock, options: call.arguments.first)
-        case "StepUp":
+        case "Unlock", "UnlockAndWait":
+            begin(call, .unlock, options: call.arguments.first, waits: call.method.hasSuffix("AndWait"))
+        case "StepUp", "StepUpAndWait":
             guard let context = call.arguments.first?.string else { return call.fail(AgentErrors.invalidArgs, AgentStrings.badContext) }
             begin(call, .stepUp(context: context), options: call.arguments.count > 2 ? call.arguments[2] : nil,
-                  reason: call.arguments.count > 1 ? call.arguments[1].string ?? "" : "")
-        case "Reveal":
+                  reason: call.arguments.count > 1 ? call.arguments[1].string ?? "" : "", waits: call.method.hasSuffix("AndWait"))
+        case "Reveal", "RevealAndWait":
             guard call.arguments.count > 1, let context = call.arguments[1].string else {
                 return call.fail(AgentErrors.invalidArgs, AgentStrings.badContext)
             }
-            begin(call, .reveal(context: context), options: call.arguments.count > 2 ? call.arguments[2] : nil)
+            begin(call, .reveal(context: context), options: call.arguments.count > 2 ? call.arguments[2] : nil,
+                  waits: call.method.hasSuffix("AndWait"))
         case "EndContext":
             guard let context = call.arguments.first?.string, Agent.isValidContext(context) else {
                 return call.fail(AgentErrors.invalidArgs, AgentStrings.badContext)
@@ -82,7 +84,9 @@ final class Agent {
 
     /// Starts one request: the caller identified, its options read, a prompt chosen, the
     /// request object exported (its path is the reply), the broker asked on a thread.
-    private func begin(_ call: MethodCall, _ kind: AgentRequest.Kind, options raw: BusValue?, reason: String = "") {
+    /// `waits`: the *AndWait form, answered when the request ends instead of with its path.
+    private func begin(_ call: MethodCall, _ kind: AgentRequest.Kind, options raw: BusValue?, reason: String = "",
+                       waits: Bool = false) {
         let options: RequestOptions
         do { options = try RequestOptions(raw) } catch let error as OptionProblem { return call.fail(AgentErrors.invalidArgs, error.sentence) } catch {
             return call.fail(AgentErrors.invalidArgs, AgentStrings.badMethods)
@@ -108,11 +112,18 @@ final class Agent {
             context = given
         }
         if case .reveal = kind {
-            guard case let .handle(index)? = call.arguments.first, let fd = call.descriptor(index),
-                  let sealed = SecretFile.read(fd, limit: AgentLimits.sealedFile, dropNewline: false) else {
+            switch call.arguments.first {
+            case let .handle(index)?:
+                guard let fd = call.descriptor(index), let sealed = SecretFile.read(fd, limit: AgentLimits.sealedFile, dropNewline: false)
+                else { return call.fail(AgentErrors.invalidArgs, AgentStrings.badSealedFile) }
+                payload = sealed
+            case let .bytes(bytes)? where bytes.count <= AgentLimits.sealedFile:
+                // Ciphertext: no secret, but it goes where the descriptor's bytes would.
+                guard let sealed = try? SecureBytes(copying: bytes) else { return call.fail(AgentErrors.failed, AgentStrings.badSealedFile) }
+                payload = sealed
+            default:
                 return call.fail(AgentErrors.invalidArgs, AgentStrings.badSealedFile)
             }
-            payload = sealed
         }
         let prompt: PromptSurface?
         if options.prompt == .dialog {
@@ -147,7 +158,7 @@ final class Agent {
             self?.scheduleIdleExit()
         }
         if let dialog = prompt as? DialogPrompt { dialog.attach(request) }
-        call.reply([.objectPath(path)])
+        if waits { request.waiter = call } else { call.reply([.objectPath(path)]) }
         let wire = brokerRequest(kind, application, options, grantKey: grantKey)
         let started = request.start(socketPath: socketPath, request: wire, payload: payload) { [weak self] request, ending in
             self?.finish(request, ending)

@@ -25,35 +25,58 @@ enum PersonAnswer {
     case cancel
 }
 
-/// The answers and the cancel the main thread hands to one exchange, with an eventfd the
-/// exchange waits on (beside the broker's socket).
+/// The answers and the cancel the main thread hands to one exchange: each with an eventfd the
+/// exchange waits on beside the broker's socket (a cancel's while it waits for the broker, an
+/// answer's while a question is open), so that an answer given early waits for its question
+/// without waking the wait for the broker.
 final class AnswerBox: @unchecked Sendable {
     private let lock = ThreadLock()
     private var answers: [PersonAnswer] = []
     private var cancelled = false
-    let fd: Int32
+    /// Readable once an answer waits.
+    let answerFD: Int32
+    /// Readable once cancelled.
+    let cancelFD: Int32
 
     init() throws {
-        fd = try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK)) }
+        answerFD = try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK)) }
+        do {
+            cancelFD = try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK)) }
+        } catch {
+            close(answerFD)
+            throw error
+        }
     }
 
-    deinit { close(fd) }
+    deinit {
+        close(answerFD)
+        close(cancelFD)
+    }
 
     func give(_ answer: PersonAnswer) {
-        lock.locked {
-            if case .cancel = answer { cancelled = true } else { answers.append(answer) }
+        let cancel: Bool = lock.locked {
+            if case .cancel = answer {
+                cancelled = true
+                return true
+            }
+            answers.append(answer)
+            return false
         }
         var one: UInt64 = 1
-        _ = write(fd, &one, 8)
+        _ = write(cancel ? cancelFD : answerFD, &one, 8)
     }
 
     /// The next answer given, a cancel first; nil when none is waiting.
     func take() -> PersonAnswer? {
         var value: UInt64 = 0
-        _ = read(fd, &value, 8)
+        _ = read(answerFD, &value, 8)
         return lock.locked {
             if cancelled { return .cancel }
-            return answers.isEmpty ? nil : answers.removeFirst()
+            guard !answers.isEmpty else { return nil }
+            let next = answers.removeFirst()
+            // More wait: the descriptor stays readable for them.
+            if !answers.isEmpty { var one: UInt64 = 1; _ = write(answerFD, &one, 8) }
+            return next
         }
     }
 
@@ -124,7 +147,7 @@ struct AgentExchange {
         /// What the broker wrote as output (status's JSON), bounded.
         var output = ""
 
-        func watchForCancel() -> Int32? { exchange.answers?.fd }
+        func watchForCancel() -> Int32? { exchange.answers?.cancelFD }
 
         func cancelRequested() -> Bool {
             // Answers given while no question is open are for a question to come.
@@ -170,12 +193,12 @@ struct AgentExchange {
             var side = self
             let deadline = monotonicSeconds() + AgentExchange.messageLimit
             while true {
-                var fds = [pollEntry(answers.fd), pollEntry(conversation.connection.fd)]
+                var fds = [pollEntry(answers.answerFD), pollEntry(answers.cancelFD), pollEntry(conversation.connection.fd)]
                 switch waitReady(&fds, until: deadline) {
                 case .timedOut, .failed: return .cancel
                 case .ready: break
                 }
-                if fds[0].revents != 0, let given = answers.take() {
+                if fds[0].revents != 0 || fds[1].revents != 0, let given = answers.take() {
                     switch given {
                     case .cancel: return .cancel
                     case .skip: return .packet(ClientMessage.answer(Answer(.skip)).encoded())
@@ -188,7 +211,7 @@ struct AgentExchange {
                         return .packet(packet)
                     }
                 }
-                if fds[1].revents != 0 {
+                if fds[2].revents != 0 {
                     // The broker withdrew the question (a match while the PIN was being typed)
                     // or said something meanwhile.
                     switch conversation.next(&side) {

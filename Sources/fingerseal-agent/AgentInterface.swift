@@ -53,6 +53,33 @@ enum AgentInterface {
       <arg type="a{sv}" name="options" direction="in"/>
       <arg type="o" name="handle" direction="out"/>
     </method>
+    <!-- The same three, for a caller that cannot follow a request object (a gdbus or busctl
+         command line): the reply comes when the request ends, with its Response's code and
+         results and, for Unlock and Reveal, the secret's descriptor (an empty one when
+         there is none). RevealAndWait takes the sealed file's bytes (ciphertext, no secret),
+         for callers that cannot pass a descriptor. Call them with a timeout long enough for
+         a person to answer. -->
+    <method name="UnlockAndWait">
+      <arg type="a{sv}" name="options" direction="in"/>
+      <arg type="u" name="code" direction="out"/>
+      <arg type="a{sv}" name="results" direction="out"/>
+      <arg type="h" name="secret" direction="out"/>
+    </method>
+    <method name="StepUpAndWait">
+      <arg type="s" name="context" direction="in"/>
+      <arg type="s" name="reason" direction="in"/>
+      <arg type="a{sv}" name="options" direction="in"/>
+      <arg type="u" name="code" direction="out"/>
+      <arg type="a{sv}" name="results" direction="out"/>
+    </method>
+    <method name="RevealAndWait">
+      <arg type="ay" name="sealed" direction="in"/>
+      <arg type="s" name="context" direction="in"/>
+      <arg type="a{sv}" name="options" direction="in"/>
+      <arg type="u" name="code" direction="out"/>
+      <arg type="a{sv}" name="results" direction="out"/>
+      <arg type="h" name="secret" direction="out"/>
+    </method>
     <!-- The application navigated away: its confirmation for context ends now. -->
     <method name="EndContext">
       <arg type="s" name="context" direction="in"/>

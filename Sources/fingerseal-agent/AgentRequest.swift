@@ -55,6 +55,8 @@ final class AgentRequest {
     private var finished = false
     /// Called once the request is over and unexported.
     var onClosed: (() -> Void)?
+    /// An *AndWait call, answered with the Response's values when the request ends.
+    var waiter: MethodCall?
 
     /// How long a succeeded request keeps its secret for Take.
     static let takeLimit = 60.0
@@ -210,11 +212,29 @@ final class AgentRequest {
         if let method { results["method"] = .string(method) }
         if let expiresAt { results["expires_at"] = .int64(expiresAt) }
         bus.emit(to: owner, path: path, interface: AgentInterface.request, signal: "Response", [.uint32(code), .dictionary(results)])
+        if let waiter {
+            self.waiter = nil
+            answer(waiter, code: code, results: results)
+            return end()
+        }
         if self.secret == nil {
             end()
         } else {
             MainLoop.after(AgentRequest.takeLimit) { [weak self] in self?.end() }
         }
+    }
+
+    /// An *AndWait call's reply: the code and results, and for Unlock and Reveal the secret
+    /// (an empty descriptor when there is none: the signature has one in any case).
+    private func answer(_ call: MethodCall, code: UInt32, results: [String: BusValue]) {
+        guard call.method != "StepUpAndWait" else { return call.reply([.uint32(code), .dictionary(results)]) }
+        let held = secret ?? (try? SecureBytes(count: 0))
+        guard let held, let fd = SecretFile.memfd(held, name: "fingerseal-secret") else {
+            return call.fail(AgentErrors.failed, AgentStrings.nothingToTake)
+        }
+        secret = nil
+        call.reply([.uint32(code), .dictionary(results), .handle(0)], descriptors: [fd])
+        close(fd)
     }
 
     /// Unexports the object; what it held is wiped (SecureBytes frees into zeros).

@@ -181,7 +181,8 @@ import Testing
         #expect(matched.stdout.contains("result: success") && !matched.stdout.contains("ask: "), "\(matched.all)")
 
         let sentence = "info: Swipe your finger across the reader, then press Enter. Enter alone goes on to the password."
-        let question = "ask: secret pin Touch the fingerprint reader and press Enter, or press Enter alone for your password: "
+        // Nothing to type but Enter: no PIN is taken (purpose other).
+        let question = "ask: secret other Touch the fingerprint reader and press Enter, or press Enter alone for your password: "
         for placement: TerminalPlacement? in [.follower, .background, nil] {
             let started = VirtualSensor.now()
             // No answer given: wire-client answers the question with Enter alone.

@@ -144,4 +144,54 @@ import Testing
                                           "{'prompt': <'app'>}"])
         #expect(badContext.status != 0 && badContext.stderr.contains("InvalidArgs"), "\(badContext.all)")
     }
+
+    /// Unlock: a fresh access token from the identity provider, taken on a descriptor (the
+    /// client prints only its length), a new one each time; also through gdbus's
+    /// UnlockAndWait, whose reply carries the descriptor.
+    @Test(.enabled(if: LocalIdP.available)) func unlockGivesAFreshTokenOnADescriptor() throws {
+        let idp = try LocalIdP()
+        let agent = try AgentRig()
+        let login = try agent.rig.cli(["login", "--issuer", idp.issuer, "--client-id", "fingerseal-test", "--flow", "password",
+                                       "--idp-user", "alice", "--password-fd", "3", "--pin-fd", "3"], fd3: "wonderland-7\n\(AgentRig.pin)\n")
+        #expect(login.status == 0, "\(login.all)")
+        let client = try agent.client(["unlock", "--prompt", "app"])
+        #expect(client.waitForLine(containing: "waiting-for-finger"))
+        let scanned = VirtualSensor.now()
+        try VirtualSensor.send("SCAN finger-a", to: agent.rig.sensor)
+        #expect(client.waitForLine(containing: "\"token\""))
+        print("agent: match to the token on the descriptor \(Int((VirtualSensor.now() - scanned) * 1000)) ms (the client's own read included)")
+        let run = ClientRun(client.finish())
+        #expect(run.responses.first?.method == "finger" && run.responses.first?.code == 0, "\(run.result.all)")
+        #expect((run.events.first { $0.event == "token" }?.length ?? 0) >= 10, "\(run.result.stdout)")
+        // gdbus, which cannot read the descriptor, still drives it to the end.
+        let waiting = try agent.gdbusWaiting(["org.fingerseal.Agent1.UnlockAndWait", "{'prompt': <'app'>}"])
+        try VirtualSensor.send("SCAN finger-a", to: agent.rig.sensor)
+        let reply = waiting.finish(limit: 60)
+        #expect(reply.status == 0 && reply.stdout.hasPrefix("(uint32 0, {") && reply.stdout.contains("'method': <'finger'>"),
+                "\(reply.all)")
+        #expect(try idp.familyAlive("alice"), "the rotated chain is alive")
+    }
+
+    /// gdbus, which cannot follow a request object, drives a step-up and a reveal with the
+    /// *AndWait methods.
+    @Test func commandLinesDriveStepUpAndReveal() throws {
+        let agent = try AgentRig()
+        let stepUp = try agent.gdbusWaiting(["org.fingerseal.Agent1.StepUpAndWait", "contacts", "open contact assignments",
+                                             "{'prompt': <'app'>, 'max_age': <uint32 300>}"])
+        try VirtualSensor.send("SCAN finger-a", to: agent.rig.sensor)
+        let stepped = stepUp.finish(limit: 60)
+        #expect(stepped.status == 0 && stepped.stdout.hasPrefix("(uint32 0, {") && stepped.stdout.contains("'method': <'finger'>"),
+                "\(stepped.all)")
+        let plain = agent.rig.files.file("plain"), sealed = agent.rig.files.file("assignment.sealed")
+        writeFile(plain, Array("health details\n".utf8))
+        #expect(try agent.rig.cli(["seal", "--context", "contacts", "--out", sealed, plain]).status == 0)
+        // gdbus cannot pass a descriptor: the sealed file's bytes go in the call.
+        let bytes = (readFile(sealed) ?? []).map { "0x" + String($0, radix: 16) }.joined(separator: ", ")
+        let reveal = try agent.gdbusWaiting(["org.fingerseal.Agent1.RevealAndWait", "[\(bytes)]", "contacts", "{'prompt': <'app'>}"])
+        try VirtualSensor.send("SCAN finger-a", to: agent.rig.sensor)
+        let revealed = reveal.finish(limit: 60)
+        #expect(revealed.status == 0 && revealed.stdout.hasPrefix("(uint32 0, {") && revealed.stdout.contains("'method': <'finger'>"),
+                "\(revealed.all)")
+        #expect(!revealed.all.contains("health"), "the plaintext went on a descriptor, which gdbus does not read")
+    }
 }

@@ -181,7 +181,8 @@ import Testing
         let bus = try PrivateSystemBus.config(socket: "/run/dbus/system_bus_socket", services: work.file("no-services"))
         writeFile(work.file("bus.conf"), Array(bus.utf8), mode: 0o644)
         let question = Messages.fingerThenEnterPrompt
-        let steps = [[question, "\n"], ["Password: ", "secret\n"], ["No session for cookie", ""]]
+        // Typed once the agent reads without echo: it flushes what was typed before.
+        let steps = [[question, "@noecho \n"], ["Password: ", "@noecho secret\n"], ["No session for cookie", ""]]
         let script = """
             set -e
             mount -t tmpfs -o mode=755 tmpfs /run/dbus

@@ -111,6 +111,15 @@ final class AgentRig {
         return ClientRun(child.finish(limit: 60))
     }
 
+    /// `gdbus call` of `method ARGUMENTS…` on the agent's object, started: it waits for the
+    /// request's end. (The broker keeps the reader open between requests, and virtual_device
+    /// queues a scan sent before the verify starts.)
+    func gdbusWaiting(_ methodAndArguments: [String]) throws -> Child {
+        let command = try asUser(["/usr/bin/gdbus", "call", "--session", "--timeout", "60", "--dest", "org.fingerseal.Agent1",
+                                  "--object-path", "/org/fingerseal/Agent1", "--method"] + methodAndArguments)
+        return try Child(command[0], Array(command.dropFirst()), environment: environment())
+    }
+
     /// gdbus against the agent, as the rig's account.
     func gdbus(_ arguments: [String]) throws -> Child.Result {
         let command = try asUser(["/usr/bin/gdbus"] + arguments)

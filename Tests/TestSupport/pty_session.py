@@ -2,7 +2,8 @@
 
 usage: pty_session.py STEPS_JSON -- COMMAND...
 STEPS_JSON is a list of [expect, send]: wait (bounded) until `expect` appears in the output,
-then type `send`. A `send` of "@sensor COMMAND" goes to the virtual_device socket named in
+then type `send`. A `send` of "@noecho TEXT" types TEXT once the terminal no longer echoes (a
+secret prompt is really reading). A `send` of "@sensor COMMAND" goes to the virtual_device socket named in
 PTY_SENSOR (the broker's reader, whose socket the command itself never needs to know; for
 older callers, FP_VIRTUAL_DEVICE) instead of the terminal (a finger on the reader while a
 prompt waits). PTY_SENSOR is not passed on to the command. Prints a JSON object: the whole
@@ -39,9 +40,17 @@ def read_until(needle, deadline):
 
 ok = True
 for expect, send in steps:
-    if not read_until(expect, time.monotonic() + 10):
+    # Generous: a host under a loaded machine (polkitd, pam_unix's delay) may be slow to ask.
+    if not read_until(expect, time.monotonic() + 30):
         ok = False
         break
+    if send.startswith("@noecho "):
+        # A secret prompt: type only once the program has turned echo off. A program that
+        # turns it off with TCSAFLUSH (pkexec's agent) discards what was typed before.
+        send = send[len("@noecho "):]
+        deadline = time.monotonic() + 30
+        while termios.tcgetattr(fd)[3] & termios.ECHO and time.monotonic() < deadline:
+            time.sleep(0.01)
     if send.startswith("@sensor "):
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sensor:
             sensor.settimeout(10)

@@ -201,13 +201,18 @@ enum FingerOrPIN {
                                    prompter: prompter, cancelFDs: [cancelFD, stopFD])
         }
         guard started else { throw FingersealError(.systemError, Messages.systemFailure(.startScan)) }
-        // The reader's sentence goes out before the question: a PAM host shows one message at a
-        // time, and a sentence sent after the question would show only once it is answered. A
-        // scan that ends before it is armed, or a client that cancels or leaves, ends the wait.
-        var waited = [pollEntry(job.armed.rawValue), pollEntry(job.done.rawValue), pollEntry(conversation.cancelFD)]
-        _ = waitReady(&waited, until: monotonicSeconds() + settings.timeout + Conversation.sendLimit)
-        // A scan that ended before the reader was armed (a TPM state, no reader) is not asked about.
-        var endedFirst = waited[1].revents != 0 && waited[0].revents == 0
+        // For a PAM host the reader's sentence goes out before the question: it shows one
+        // message at a time, and a sentence sent after the question would show only once it is
+        // answered. A scan that ends before it is armed, or a client that cancels or leaves,
+        // ends the wait. The command line and a dialog get the question first: the terminal
+        // stops echoing before the sentence that invites the PIN is shown.
+        var endedFirst = false
+        if call.channel.showsOnlyTheConversation {
+            var waited = [pollEntry(job.armed.rawValue), pollEntry(job.done.rawValue), pollEntry(conversation.cancelFD)]
+            _ = waitReady(&waited, until: monotonicSeconds() + settings.timeout + Conversation.sendLimit)
+            // A scan that ended before the reader was armed (a TPM state, no reader) is not asked about.
+            endedFirst = waited[1].revents != 0 && waited[0].revents == 0
+        }
         func matched(_ result: Result<Fingerprint.Match, any Error>?) -> FingerTurn? {
             guard case let .success(match)? = result else { return nil }
             return .unlocked(Unlocked(vault: match.vault, method: .finger, finger: match.finger))
