@@ -47,6 +47,12 @@ static inline void fs_main_post(GSourceFunc fn, gpointer data) {
     g_source_unref(source);
 }
 
+/* The connection's "closed" signal (the bus went away), which Swift cannot connect by name. */
+typedef void (*fs_closed_callback)(GDBusConnection *connection, gboolean remote_peer_vanished, GError *error, gpointer data);
+static inline gulong fs_connection_when_closed(GDBusConnection *connection, fs_closed_callback callback, gpointer data) {
+    return g_signal_connect(connection, "closed", G_CALLBACK(callback), data);
+}
+
 /* Reading a GError's parts, then freeing it. */
 static inline const char *fs_error_message(GError *error) { return error ? error->message : ""; }
 #endif

@@ -166,6 +166,21 @@ public final class SessionBus {
         })
     }
 
+    /// Calls `closed` once the bus is gone (the session ended or the daemon died): with
+    /// nobody left to answer, the caller ends instead of waiting for its idle timer.
+    public func whenClosed(_ closed: @escaping () -> Void) {
+        final class Watch {
+            let body: () -> Void
+            init(_ body: @escaping () -> Void) { self.body = body }
+        }
+        // Lives as long as the connection, which lives as long as the process.
+        let box = Unmanaged.passRetained(Watch(closed)).toOpaque()
+        _ = fs_connection_when_closed(connection, { _, _, _, raw in
+            guard let raw else { return }
+            Unmanaged<Watch>.fromOpaque(raw).takeUnretainedValue().body()
+        }, box)
+    }
+
     public func endWatch(_ id: UInt32) {
         if id != 0 { g_dbus_connection_signal_unsubscribe(connection, id) }
     }

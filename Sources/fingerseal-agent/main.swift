@@ -1,3 +1,4 @@
+import FingersealWire
 import Glibc
 import Localization
 import SessionBusKit
@@ -51,7 +52,7 @@ while let argument = arguments.popFirst() {
         say(AgentInterface.xml)
         exit(0)
     case "--version":
-        say("fingerseal-agent \(AgentInterface.version)\n")
+        say("fingerseal-agent \(Fingerseal.version) (interface \(AgentInterface.busName) version \(AgentInterface.version))\n")
         exit(0)
     case "--help", "-h":
         say(usage)
@@ -78,6 +79,8 @@ do {
 } catch {
     fail("cannot own \(AgentInterface.busName): \(error)")
 }
+// The session's bus gone: no application can reach the agent or hear its answers.
+bus.whenClosed { MainLoop.quit() }
 MainLoop.whenReadable(interrupt.fd) {
     MainLoop.quit()
     return false

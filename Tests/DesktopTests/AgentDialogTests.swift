@@ -32,7 +32,9 @@ struct AgentDialogTests {
         let client = try agent.client(["step-up", "contacts", "open contact assignments", "--app-name", "Meander"])
         #expect(client.waitForLine(containing: "waiting-for-finger"))
         let handle = try Self.dialogHandle(desktop)
-        print("agent dialog: shown \(Int((VirtualSensor.now() - shownAfter) * 1000)) ms after the application asked")
+        let shown = VirtualSensor.now()
+        print("agent dialog: shown \(Int((shown - shownAfter) * 1000)) ms after the application asked, "
+              + "\(Int((shown - agent.agentStarted) * 1000)) ms after the agent started")
         // The finger, or the PIN: the focus is in the PIN's field, the sentence says both.
         let tree = try desktop.accessibleTree(Self.title, focused: "PIN", showing: "Swipe your finger across the reader, or type your PIN.")
         #expect(tree.role == "dialog" && tree.name == Self.title)

@@ -83,15 +83,18 @@ import Testing
         #expect(run.responses.map(\.method) == ["finger", nil], "\(run.result.stdout)")
         #expect(run.events.contains { $0.event == "ended" })
         // The client has left: nothing is held any more, so the agent ends when idle.
-        let agentProcess = try #require(agent.agent)
-        let deadline = VirtualSensor.now() + 15
-        var ended = false
-        while VirtualSensor.now() < deadline && !ended {
-            var status: Int32 = 0
-            ended = waitpid(agentProcess.pid, &status, WNOHANG) == agentProcess.pid
-            if !ended { var pause = timespec(tv_sec: 0, tv_nsec: 50_000_000); nanosleep(&pause, nil) }
-        }
-        #expect(ended, "the agent kept something after the application left: \(agent.agentLog)")
+        #expect(agent.agentEnds(within: 15) == 0, "the agent kept something after the application left: \(agent.agentLog)")
+    }
+
+    @Test func theAgentEndsWhenTheSessionBusGoesAway() throws {
+        let agent = try AgentRig()
+        // A request open and waiting for a finger when the session's bus dies.
+        let client = try agent.client(["step-up", "payroll", "--prompt", "app"])
+        #expect(client.waitForLine(containing: "waiting-for-finger"), "the request never waited for a finger")
+        try #require(agent.bus).stop()
+        #expect(agent.agentEnds(within: 10) == 0, "the agent outlived its session bus: \(agent.agentLog)")
+        // The application hears of it too (its bus is gone) rather than waiting for ever.
+        #expect(client.finish(limit: 10).status != 0)
     }
 
     @Test func aPINTheApplicationTakesOpensTheVault() throws {

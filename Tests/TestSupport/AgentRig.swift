@@ -92,6 +92,23 @@ final class AgentRig {
         self.agent = nil
     }
 
+    /// The agent's exit status once it ends by itself within `limit` seconds; nil while it
+    /// still runs then. Checked every 50 ms: its ending has no other signal to wait on.
+    func agentEnds(within limit: Double) -> Int32? {
+        guard let agent else { return nil }
+        let deadline = VirtualSensor.now() + limit
+        while VirtualSensor.now() < deadline {
+            var status: Int32 = 0
+            if waitpid(agent.pid, &status, WNOHANG) == agent.pid {
+                self.agent = nil
+                return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+            }
+            var pause = timespec(tv_sec: 0, tv_nsec: 50_000_000)
+            nanosleep(&pause, nil)
+        }
+        return nil
+    }
+
     /// What the agent wrote.
     var agentLog: String { String(decoding: readFile(agentLogPath) ?? [], as: UTF8.self) }
 
