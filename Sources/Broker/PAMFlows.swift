@@ -18,6 +18,11 @@ enum PAMFlows {
         if result.outcome == .success, let token = result.token {
             reply.ticket = call.state.sessions.makeTicket(uid: call.account.uid, token: token)
         }
+        // A provisioned account is in use: its expiry starts again (after the answer).
+        if result.outcome == .success {
+            let (state, name) = (call.state, call.account.name)
+            call.after.add { Provisioning.noteUse(name, state: state) }
+        }
         return reply
     }
 
@@ -45,12 +50,16 @@ enum PAMFlows {
     /// A person can answer: a terminal, a display, a caller inside a login session, or a
     /// service the administrator named; never a service named as unattended.
     static func isInteractive(_ call: Call, _ pam: PAMItems) -> Bool {
+        isInteractive(call.options, call.caller, pam)
+    }
+
+    static func isInteractive(_ options: Options, _ caller: Caller, _ pam: PAMItems) -> Bool {
         let service = pam.service ?? ""
-        if call.options.unattendedServices.contains(service) { return false }
-        if call.options.interactiveServices.contains(service) { return true }
+        if options.unattendedServices.contains(service) { return false }
+        if options.interactiveServices.contains(service) { return true }
         if let tty = pam.tty, !tty.isEmpty { return true }
         if let display = pam.xdisplay, !display.isEmpty { return true }
-        return call.caller.inLoginSession
+        return caller.inLoginSession
     }
 
     static func account(_ call: Call) throws -> Reply {

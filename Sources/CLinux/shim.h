@@ -61,6 +61,12 @@ static inline void fs_wipe(void *bytes, size_t count) {
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <signal.h>
+/* pidfd_open has no glibc wrapper in Debian 12's glibc headers either: a descriptor that
+   becomes readable when the process ends (a bounded wait for a child with poll). */
+static inline int fs_pidfd_open(int pid) {
+    return (int)syscall(434 /* SYS_pidfd_open */, pid, 0);
+}
+
 /* pidfd_send_signal has no glibc wrapper in Debian 12's glibc headers. */
 static inline int fs_pidfd_send_signal(int pidfd, int sig) {
     return (int)syscall(424 /* SYS_pidfd_send_signal */, pidfd, sig, (void *)0, 0);

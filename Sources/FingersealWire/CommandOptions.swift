@@ -82,6 +82,9 @@ extension Option {
     public static let out = Option("--out", field: "out", .text)
     // audit
     public static let verify = Option("--verify", field: "verify", .flag)
+    /// `account expire`: judge as if this many days had passed (what a test or an
+    /// administrator checking the rule asks).
+    public static let daysAhead = Option("--days-ahead", field: "days-ahead", .number(0...36_500))
 }
 
 /// Why a command's options were refused. Words come from one place that both ends link
@@ -102,6 +105,7 @@ public enum OptionError: Error, Equatable, Sendable {
     case sealOneFile
     case revealNeedsFile
     case forgetOneOrAll
+    case accountRemoveOne
 }
 
 /// The options of one request as the wire carries them, unchecked: each field once.
@@ -496,6 +500,26 @@ public struct ForgetOptions: OptionGroup {
     }
 }
 
+/// `account remove USER`: one account.
+public struct AccountRemoveOptions: OptionGroup {
+    public init() {}
+    public mutating func code(_ coder: inout OptionCoder) throws(OptionError) {}
+    public func validate(arguments: [String]) throws(OptionError) {
+        guard arguments.count == 1 else { throw .accountRemoveOne }
+    }
+}
+
+/// `account expire`: `--days-ahead`, `--json`.
+public struct AccountExpireOptions: OptionGroup {
+    public var daysAhead: Int? = nil
+    public var output = OutputOptions()
+    public init() {}
+    public mutating func code(_ coder: inout OptionCoder) throws(OptionError) {
+        try coder.number(&daysAhead, .daysAhead)
+        try output.code(&coder)
+    }
+}
+
 public struct CaptureOptions: OptionGroup {
     public var out: String? = nil
     public var scan = ScanOptions()
@@ -537,6 +561,8 @@ public enum CommandOptions: Equatable, Sendable {
     case forget(ForgetOptions)
     case capture(CaptureOptions)
     case audit(AuditOptions)
+    case accountRemove(AccountRemoveOptions)
+    case accountExpire(AccountExpireOptions)
 
     /// `command`'s options from `values`, each checked (`validate(arguments:)` checks them
     /// together).
@@ -544,7 +570,9 @@ public enum CommandOptions: Equatable, Sendable {
         switch command {
         case .pamAuthenticate, .pamAccount, .pamOpenSession, .pamCloseSession, .doctor:
             self = .none(try NoOptions(decoding: values))
-        case .status, .devices, .fingers: self = .output(try OutputOptions(decoding: values))
+        case .status, .devices, .fingers, .accountList: self = .output(try OutputOptions(decoding: values))
+        case .accountRemove: self = .accountRemove(try AccountRemoveOptions(decoding: values))
+        case .accountExpire: self = .accountExpire(try AccountExpireOptions(decoding: values))
         case .pinSet, .pinChange, .pinReset: self = .answers(try AnswerOptions(decoding: values))
         case .logout: self = .outputAnswers(try OutputAnswerOptions(decoding: values))
         case .verify, .selftest: self = .scanReport(try ScanReportOptions(decoding: values))
@@ -586,7 +614,8 @@ public enum CommandOptions: Equatable, Sendable {
         case let .token(group): group.output
         case let .stepUp(group): group.output
         case let .audit(group): group.output
-        case .none, .answers, .reset, .seal, .reveal, .enroll, .forget, .capture: OutputOptions()
+        case let .accountExpire(group): group.output
+        case .none, .answers, .reset, .seal, .reveal, .enroll, .forget, .capture, .accountRemove: OutputOptions()
         }
     }
 
@@ -599,7 +628,8 @@ public enum CommandOptions: Equatable, Sendable {
         case let .reveal(group): group.scan
         case let .enroll(group): group.scan
         case let .capture(group): group.scan
-        case .none, .output, .answers, .outputAnswers, .reset, .login, .seal, .forget, .audit: ScanOptions()
+        case .none, .output, .answers, .outputAnswers, .reset, .login, .seal, .forget, .audit, .accountRemove, .accountExpire:
+            ScanOptions()
         }
     }
 
@@ -615,7 +645,7 @@ public enum CommandOptions: Equatable, Sendable {
         case let .reveal(group): group.answers
         case let .enroll(group): group.answers
         case let .forget(group): group.answers
-        case .none, .output, .scanReport, .seal, .capture, .audit: AnswerOptions()
+        case .none, .output, .scanReport, .seal, .capture, .audit, .accountRemove, .accountExpire: AnswerOptions()
         }
     }
 
@@ -639,6 +669,8 @@ public enum CommandOptions: Equatable, Sendable {
         case let .forget(group): visitor.visit(group)
         case let .capture(group): visitor.visit(group)
         case let .audit(group): visitor.visit(group)
+        case let .accountRemove(group): visitor.visit(group)
+        case let .accountExpire(group): visitor.visit(group)
         }
     }
 }

@@ -19,6 +19,12 @@ public enum Command: String, CaseIterable, Sendable {
     /// What only the broker can see of the caller's setup (reader, vault, sign-in, the
     /// identity provider, the clock), as findings.
     case doctor
+    /// The accounts provisioning made (issue 22 §2): root only.
+    case accountList = "account.list"
+    case accountRemove = "account.remove"
+    /// Removes provisioned accounts unused for `provision_expire_days` now (the broker also
+    /// does it at start and every hour).
+    case accountExpire = "account.expire"
 }
 
 /// The PAM items a module passes (root callers only are believed about the user).

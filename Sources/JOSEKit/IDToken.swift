@@ -6,10 +6,16 @@ public struct IDTokenClaims: Sendable, Equatable {
     public let expiresAt: Int64, issuedAt: Int64
     public let nonce: String?, authorizedParty: String?
     public let preferredUsername: String?, email: String?, emailVerified: Bool?, name: String?
+    /// `groups` and `roles` (a string or an array of strings; not standard OIDC, but what
+    /// providers send for group membership): what an administrator's rule may require.
+    public let groups: [String]?, roles: [String]?
 
     public init(issuer: String, subject: String, audience: [String], expiresAt: Int64, issuedAt: Int64,
                 nonce: String? = nil, authorizedParty: String? = nil, preferredUsername: String? = nil,
-                email: String? = nil, emailVerified: Bool? = nil, name: String? = nil) {
+                email: String? = nil, emailVerified: Bool? = nil, name: String? = nil,
+                groups: [String]? = nil, roles: [String]? = nil) {
+        self.groups = groups
+        self.roles = roles
         self.issuer = issuer
         self.subject = subject
         self.audience = audience
@@ -114,6 +120,8 @@ struct ClaimSet: Decodable {
     let email: String?
     let email_verified: Flag?
     let name: String?
+    let groups: LenientStrings?
+    let roles: LenientStrings?
 
     static func parse(_ bytes: [UInt8], what: JOSEError.Part) throws(JOSEError) -> ClaimSet {
         try JSONObject.decode(ClaimSet.self, bytes, what: what)
@@ -132,7 +140,7 @@ struct ClaimSet: Decodable {
         return IDTokenClaims(issuer: iss ?? "", subject: sub, audience: aud?.values ?? [],
                              expiresAt: exp?.value ?? 0, issuedAt: iat?.value ?? 0, nonce: nonce, authorizedParty: azp,
                              preferredUsername: preferred_username, email: email, emailVerified: email_verified?.value,
-                             name: name)
+                             name: name, groups: groups?.values ?? nil, roles: roles?.values ?? nil)
     }
 
     /// "aud": a string or an array of strings (RFC 7519 4.1.3).
@@ -169,6 +177,20 @@ struct ClaimSet: Decodable {
 
 /// A claim that is one JSON type or, as some providers send it, another: converted by
 /// `init?(fallback:)`, or refused.
+/// A claim that is a string or an array of strings, read leniently: any other shape (a
+/// provider's structured groups) is as if the claim were absent, never a refused identity.
+struct LenientStrings: Decodable {
+    let values: [String]?
+    init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let one = try? container.decode(String.self) {
+            values = [one]
+        } else {
+            values = try? container.decode([String].self)
+        }
+    }
+}
+
 protocol TolerantClaim: Decodable {
     associatedtype Preferred: Decodable
     associatedtype Fallback: Decodable

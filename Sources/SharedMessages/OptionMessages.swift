@@ -25,6 +25,7 @@ extension OptionError {
         case .sealOneFile: tr("Give at most one file to seal.")
         case .revealNeedsFile: tr("Say which sealed file to reveal.")
         case .forgetOneOrAll: tr("Name one finger to forget, or use --all.")
+        case .accountRemoveOne: tr("Name one account to remove, for example: fingerseal account remove NAME")
         }
     }
 }

@@ -27,7 +27,7 @@ enum Commands {
         summary: N_("Unlock your identity-provider sign-in with a fingerprint, with a PIN as fallback."),
         options: [.flag("--version", N_("Show the version."))],
         subcommands: [status, login, unlock, token, logout, stepUp, seal, reveal, pin, reset,
-                      devices, enroll, fingers, forget, verify, capture, selftest, audit, doctor, completion],
+                      devices, enroll, fingers, forget, verify, capture, selftest, audit, doctor, account, completion],
         discussion: N_("Exit codes are listed in the README; 0 always means success.")
     )
 
@@ -58,6 +58,22 @@ enum Commands {
         options: [.wire(.yes, N_("Do not ask to type yes (the PIN is still needed).")), pinFD],
         discussion: N_("Needs the PIN. A forgotten PIN: run fingerseal pin reset."),
         command: .reset)
+
+    // MARK: accounts made at a first sign-in (provisioning)
+
+    static let account = CommandSpec(
+        name: "account", summary: N_("List or remove the accounts made at a first sign-in (root only)."),
+        subcommands: [
+            CommandSpec(name: "list", summary: N_("List the accounts fingerseal made, with when each was made and last used."),
+                        options: [json], command: .accountList),
+            CommandSpec(name: "remove", summary: N_("Remove an account fingerseal made, with its vault."),
+                        arguments: "USER",
+                        discussion: N_("Only accounts fingerseal made can be removed here; its home directory goes too."),
+                        command: .accountRemove),
+            CommandSpec(name: "expire", summary: N_("Remove now the accounts unused for provision_expire_days (the broker also does this every hour)."),
+                        options: [.wire(.daysAhead, "DAYS", N_("Judge as if this many more days had passed.")), json],
+                        command: .accountExpire),
+        ])
 
     // MARK: sign-in and tokens
 

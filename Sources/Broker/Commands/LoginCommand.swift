@@ -124,7 +124,7 @@ enum LoginCommand {
     /// RFC 8628: show the code (and a QR code), poll at the interval, slow down when asked,
     /// stop on expiry, refusal, or the client's cancel or hang-up.
     static func deviceFlow(_ client: OAuthClient, scope: String, _ call: Call) throws -> TokenSet {
-        var authorization = try client.startDeviceAuthorization(scope: scope)
+        let authorization = try client.startDeviceAuthorization(scope: scope)
         let conversation = call.conversation
         if call.json {
             struct Prompt: Encodable {
@@ -146,9 +146,20 @@ enum LoginCommand {
             }
         }
         conversation.info(Messages.waitingForSignIn)
-        let deadline = monotonicSeconds() + Double(authorization.expiresIn)
+        return try awaitApproval(client, authorization, conversation)
+    }
+
+    /// Polls for the device code's approval at the provider's interval (slower when asked),
+    /// until the code expires or `limit` seconds pass; the client's cancel or hang-up throws
+    /// `.cancelled`. With `keepAlive`, each poll tells the client the broker is still there
+    /// (an event a PAM module ignores, which keeps its bound on the broker's silence).
+    static func awaitApproval(_ client: OAuthClient, _ authorization: DeviceAuthorization, _ conversation: Conversation,
+                              limit: Double? = nil, keepAlive: Bool = false) throws -> TokenSet {
+        var authorization = authorization
+        let deadline = monotonicSeconds() + min(Double(authorization.expiresIn), limit ?? .infinity)
         while monotonicSeconds() < deadline {
-            _ = try pause(call, seconds: Double(authorization.interval))
+            if keepAlive { conversation.send(.event(#"{"event":"waiting-for-sign-in"}"#)) }
+            _ = try pause(conversation, seconds: min(Double(authorization.interval), max(deadline - monotonicSeconds(), 0)))
             do throws(TokenFailure) {
                 return try client.pollDevice(authorization)
             } catch {
@@ -165,9 +176,13 @@ enum LoginCommand {
     /// Waits `seconds`, or until `other` is readable (then true). The client's cancel or
     /// hang-up throws `.cancelled`.
     static func pause(_ call: Call, seconds: Double, until other: Int32? = nil) throws -> Bool {
+        try pause(call.conversation, seconds: seconds, until: other)
+    }
+
+    static func pause(_ conversation: Conversation, seconds: Double, until other: Int32? = nil) throws -> Bool {
         let deadline = monotonicSeconds() + seconds
         while true {
-            var fds = [pollEntry(call.conversation.cancelFD)]
+            var fds = [pollEntry(conversation.cancelFD)]
             if let other { fds.append(pollEntry(other)) }
             switch waitReady(&fds, until: deadline) {
             case .timedOut: return false
@@ -175,7 +190,7 @@ enum LoginCommand {
             case .ready: break
             }
             if fds.count > 1 && fds[1].revents != 0 { return true }
-            if fds[0].revents != 0 && call.conversation.takeCancel() { throw FingersealError(.cancelled, Messages.cancelled) }
+            if fds[0].revents != 0 && conversation.takeCancel() { throw FingersealError(.cancelled, Messages.cancelled) }
         }
     }
 

@@ -181,6 +181,8 @@ enum Authorization {
         case ownAccount
         /// Biometric data or reader storage: root, or members of `fingerseal-rig`.
         case rig
+        /// The machine's accounts (`fingerseal account`): root only.
+        case root
     }
 
     static let rigGroup = "fingerseal-rig"
@@ -189,6 +191,7 @@ enum Authorization {
         switch command {
         case .pamAuthenticate, .pamAccount, .pamOpenSession, .pamCloseSession: return .pamHost
         case .capture, .selftest: return .rig
+        case .accountList, .accountRemove, .accountExpire: return .root
         case .status, .login, .unlock, .token, .logout, .audit, .stepUp, .seal, .reveal, .pinSet, .pinChange, .pinReset,
              .reset, .devices, .enroll, .fingers, .forget, .verify, .doctor:
             return .ownAccount
@@ -201,6 +204,9 @@ enum Authorization {
         switch rule(request.command) {
         case .pamHost:
             guard let user = request.pam?.user, !user.isEmpty else { throw FingersealError(.unknownUser, Messages.unknownUser) }
+            named = user
+        case .root:
+            guard caller.isRoot else { throw FingersealError(.notPermitted, Messages.accountRootOnly) }
             named = user
         case .ownAccount, .rig:
             named = user
@@ -267,6 +273,9 @@ enum Dispatcher {
         case .capture: return ReaderCommands.capture
         case .selftest: return ReaderCommands.selftest
         case .doctor: return DoctorCommand.doctor
+        case .accountList: return AccountCommands.list
+        case .accountRemove: return AccountCommands.remove
+        case .accountExpire: return AccountCommands.expire
         }
     }
 
@@ -285,7 +294,21 @@ enum Dispatcher {
             } catch {
                 throw FingersealError(.usage, error.message)
             }
-            let account = try Authorization.account(for: request, named: given.user, caller: caller)
+            let account: UserAccount
+            do {
+                account = try Authorization.account(for: request, named: given.user, caller: caller)
+            } catch let error as FingersealError where error.outcome == .unknownUser {
+                // A name this machine does not know, in a stack that provisions (issue 22 §2):
+                // the first sign-in with the organisation's account makes it.
+                guard let provisioning = try Provisioning.applies(request, caller: caller, channel: channel,
+                                                                  conversation: conversation, state: state, given: given) else {
+                    throw error
+                }
+                let provisioned = provisioning.run()
+                slot?.giveBack()
+                conversation.finish(provisioned)
+                return
+            }
             state.bookkeeping.settle(account.uid)
             let work = AfterReply(uid: account.uid, pending: state.bookkeeping)
             after = work

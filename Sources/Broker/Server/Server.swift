@@ -73,6 +73,10 @@ public final class Server: @unchecked Sendable {
     private var perPrincipal: [Principal: Int] = [:]
     private var lastActivity = monotonicSeconds()
     private var lastSweep = monotonicSeconds()
+    /// When provisioned accounts were last checked for expiry (nil: not yet, at start).
+    private var lastExpiry: Double? = nil
+    /// How often they are.
+    static let expiryInterval = 3600.0
 
     public init(listener: Listener, settings: BrokerSettings) throws {
         self.listener = listener
@@ -85,6 +89,8 @@ public final class Server: @unchecked Sendable {
         let threads = try ConnectionThreads(listenerFD: listener.fd,
                                             serve: { [self] fd in accepted(fd) },
                                             turnAway: { fd in Server.turnAway(WireConnection(owning: fd)) })
+        // Before the first request: half-made accounts of a broker that stopped mid-way go.
+        if let options = try? state.systemOptions().0 { AccountCommands.recover(state: state, options: options) }
         guard threads.start() else { throw BrokerStartError("cannot start a thread to serve connections") }
         defer { threads.stop() }
         ServiceManager.notify("READY=1\nSTATUS=Waiting for requests.")
@@ -109,6 +115,10 @@ public final class Server: @unchecked Sendable {
                 state.sessions.sweep(now: now)
                 lastSweep = monotonicSeconds()
             }
+            if lastExpiry.map({ monotonicSeconds() - $0 >= Server.expiryInterval }) ?? true {
+                lastExpiry = monotonicSeconds()
+                expireAccounts(now: now)
+            }
             state.reader.closeIfIdle(after: ReaderTurns.idleLimit)
             state.tpm.closeIfIdle()
             state.recordAttemptCounts(state.attemptLimiter.takeEnded(now: now))
@@ -120,6 +130,14 @@ public final class Server: @unchecked Sendable {
                 return
             }
         }
+    }
+
+    /// Provisioned accounts unused for `provision_expire_days` go, on a thread of their own
+    /// (userdel may take a moment; the main thread keeps time).
+    private func expireAccounts(now: Int64) {
+        guard let options = try? state.systemOptions().0, options.provisionExpireDays > 0 else { return }
+        let state = self.state
+        startThread { _ = try? AccountCommands.expire(state: state, options: options, now: now) }
     }
 
     /// One accepted connection, on the thread that accepted it: who is calling, whether there

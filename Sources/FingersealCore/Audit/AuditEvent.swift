@@ -17,6 +17,11 @@ public enum AuditChannel: String, Codable, Sendable {
     case application
 }
 
+/// What happened to a provisioned account, or to an attempt to make one.
+public enum ProvisioningEvent: String, Sendable {
+    case refused, cancelled, removed, expired
+}
+
 /// What the audit trail records. Never a secret: names, outcomes and reasons only.
 public enum AuditEvent: Equatable, Sendable {
     /// `fingerseal login` sealed a new sign-in (`flow`: device, password or browser).
@@ -51,6 +56,12 @@ public enum AuditEvent: Equatable, Sendable {
     /// agent named it: its claim, which the system cannot vouch for (the caller the kernel
     /// knows is the agent). `succeeded` places it in the chain of what it accompanies.
     case application(busName: String, executable: String?, appID: String?, name: String?, succeeded: Bool)
+    /// The account was made at its first sign-in (issue 22 §2), with this provider's
+    /// identity (its subject). Recorded in the new account's own trail.
+    case provisioned(issuer: String, subject: String)
+    /// A provisioning event for an account that has no vault (any more): refused, cancelled,
+    /// removed, expired. Logged, never recorded in a vault (there is none to record it in).
+    case provisioning(ProvisioningEvent, reason: String)
 }
 
 /// Where each event's log line goes, besides the audit file.
@@ -174,7 +185,7 @@ extension AuditEvent {
         case let .stepUp(_, result): return result == .success ? .security : .attempts
         case let .application(_, _, _, _, succeeded): return succeeded ? .security : .attempts
         case .signIn, .unlock, .reveal, .lockout, .logout, .pinReset, .fprintdSetConfirmed, .sealedToTPM, .pinLeftTPMLockout,
-             .vaultReplacedAfterTPMChange:
+             .vaultReplacedAfterTPMChange, .provisioned, .provisioning:
             return .security
         }
     }
@@ -224,6 +235,14 @@ extension AuditEvent {
             entry.event = "vault-replaced"
             entry.reason = "tpmChanged"
             entry.file = AuditText.clean(previous)
+        case let .provisioned(issuer, subject):
+            entry.event = "provisioned"
+            entry.issuer = AuditText.clean(issuer)
+            entry.reason = AuditText.clean(subject)
+        case let .provisioning(what, reason):
+            entry.event = "provisioning"
+            entry.result = what.rawValue
+            entry.reason = AuditText.clean(reason)
         case let .application(busName, executable, appID, name, _):
             entry.event = "application"
             entry.bus = AuditText.clean(busName)
@@ -252,6 +271,8 @@ extension AuditEntry {
         case "sealed-to-tpm": return Messages.auditSealedToTPM(slots: (reason ?? "").split(separator: ",").map(String.init))
         case "pin-left-tpm-lockout": return Messages.auditPINLeftTPMLockout
         case "vault-replaced": return Messages.auditVaultReplaced(file ?? "?")
+        case "provisioned": return Messages.auditProvisioned(issuer ?? "?")
+        case "provisioning": return Messages.auditProvisioning(ProvisioningEvent(rawValue: result ?? "") ?? .refused, reason ?? "?")
         case "application": return Messages.auditApplication(name: name, executable: exe, appID: app, busName: bus ?? "?")
         case AuditEntry.rotated: return Messages.auditRotated(trail == AuditChain.attempts.entryTag ? AuditFiles.olderAttempts : AuditFiles.older)
         case AuditEntry.counted:

@@ -84,11 +84,39 @@ public struct Options: Equatable, Sendable {
     public var tpmTCTI = TPMPolicy.defaultTCTI
     /// `tpm_pcrs=`: PCRs of the SHA-256 bank the device keyslot is bound to (none by default).
     public var tpmPCRs: [Int] = []
+    // Provisioning (issue 22 §2): a user name this machine does not know starts a device
+    // sign-in in the PAM conversation and, for someone the administrator's rule admits, a
+    // new local account. `provision=idp` in the stack turns it on; the rest is the
+    // configuration file's `[provision]` section (`provision_*`, file only).
+    /// `provision=idp`: this stack provisions unknown user names (nil: off, the default).
+    public var provision: ProvisionMode? = nil
+    /// `provision_issuer=`, `provision_client_id=`: whom new accounts sign in with (default:
+    /// the configuration's `issuer=` and `client_id=`).
+    public var provisionIssuer: String? = nil
+    public var provisionClientID: String? = nil
+    /// `provision_require=CLAIM:VALUE`: the claim value every new account's identity must
+    /// carry (a string claim equal to it, or an array claim containing it). Required.
+    public var provisionRequire: ClaimRequirement? = nil
+    /// `provision_groups=`: supplementary groups of new accounts.
+    public var provisionGroups: [String] = []
+    /// `provision_per_hour=`: new accounts in any hour, at most.
+    public var provisionPerHour = 5
+    /// `provision_expire_days=`: provisioned accounts unused this many days are removed with
+    /// their vaults (0: never).
+    public var provisionExpireDays = 0
 
     public init() {}
 
+    /// The issuer and client new accounts sign in with.
+    public var provisionProvider: (issuer: String, clientID: String)? {
+        guard let issuer = provisionIssuer ?? self.issuer, let client = provisionClientID ?? clientID else { return nil }
+        return (issuer, client)
+    }
+
     /// Options only the configuration file sets: module arguments naming them are ignored.
-    public static let fileOnly: Set<String> = ["fixed", "tpm", "tpm_tcti", "tpm_pcrs", "stepup_max_ttl"]
+    public static let fileOnly: Set<String> = ["fixed", "tpm", "tpm_tcti", "tpm_pcrs", "stepup_max_ttl", "provision_issuer",
+                                               "provision_client_id", "provision_require", "provision_groups",
+                                               "provision_per_hour", "provision_expire_days"]
 
     /// The TPM settings in force.
     public var tpmPolicy: TPMPolicy { TPMPolicy(mode: tpm, tcti: tpmTCTI, pcrs: tpmPCRs) }
@@ -127,15 +155,33 @@ public struct Options: Equatable, Sendable {
             throw FingersealError(.badConfiguration, Messages.badOption(source, tr("the file is too large")))
         }
         var settings: [String] = []
+        var warnings: [String] = []
+        // `[provision]`: the names below it are provisioning's (`require=` is
+        // `provision_require=`); a name already spelled `provision_…` is the same one.
+        var section: String? = nil
         // isNewline: "\r\n" is a single Character in Swift and would not match "\n".
         for rawLine in text.split(whereSeparator: \.isNewline) {
             let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
+            let trimmed = line.trimmingSpaces
+            if trimmed.hasPrefix("[") && trimmed.hasSuffix("]") {
+                let name = trimmed.dropFirst().dropLast().trimmingSpaces
+                if name == "provision" {
+                    section = name
+                } else {
+                    warnings.append(Messages.unknownSection(name.count > 64 ? String(name.prefix(64)) + "…" : name))
+                    section = "?"
+                }
+                continue
+            }
             let parts = line.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = parts[0].trimmingSpaces
+            var name = parts[0].trimmingSpaces
             if name.isEmpty { continue }
+            // The settings of a section nobody knows are not applied as the main section's.
+            if section == "?" { continue }
+            if section == "provision" && !name.hasPrefix("provision_") { name = "provision_" + name }
             settings.append(parts.count > 1 ? "\(name)=\(parts[1].trimmingSpaces)" : name)
         }
-        return try apply(settings, source: source)
+        return warnings + (try apply(settings, source: source))
     }
 
     /// Returns false for an unknown name.
@@ -237,6 +283,30 @@ public struct Options: Equatable, Sendable {
         case "tpm_pcrs":
             guard let pcrs = value.flatMap(TPMPolicy.pcrs(parsing:)) else { throw FingersealError(.badConfiguration, Messages.badTPMPCRs) }
             tpmPCRs = pcrs
+        case "provision":
+            guard let mode = value.flatMap(ProvisionMode.init(rawValue:)) else {
+                throw FingersealError(.badConfiguration, Messages.badOption(name, tr("use idp")))
+            }
+            provision = mode
+        case "provision_issuer":
+            provisionIssuer = try text(ProviderURL.isValidIssuer, tr("it needs an https URL (plain http only on loopback), without ? or #"))
+        case "provision_client_id":
+            provisionClientID = try text({ $0.utf8.count <= 256 && $0.unicodeScalars.allSatisfy { (0x20...0x7e).contains($0.value) } },
+                                         tr("it needs a client id of printable characters"))
+        case "provision_require":
+            guard let requirement = value.flatMap(ClaimRequirement.init(parsing:)) else {
+                throw FingersealError(.badConfiguration, Messages.badOption(name, tr("it needs CLAIM:VALUE, for example groups:staff")))
+            }
+            provisionRequire = requirement
+        case "provision_groups":
+            let groups = try text({ $0.utf8.count <= 1024 }, tr("it needs group names separated by commas"))
+                .split(separator: ",").map(\.trimmingSpaces).filter { !$0.isEmpty }
+            guard groups.allSatisfy(AccountName.isValid) else {
+                throw FingersealError(.badConfiguration, Messages.badOption(name, tr("it needs group names separated by commas")))
+            }
+            provisionGroups = groups
+        case "provision_per_hour": provisionPerHour = try integer(1...1000)
+        case "provision_expire_days": provisionExpireDays = try integer(0...36500)
         case "fixed":
             let names = try text({ $0.utf8.count <= 1024 }, tr("it needs option names separated by commas"))
                 .split(separator: ",", omittingEmptySubsequences: false).map(\.trimmingSpaces)
@@ -251,6 +321,43 @@ public struct Options: Equatable, Sendable {
         default: return false
         }
         return true
+    }
+}
+
+/// `provision=`: how unknown user names become accounts.
+public enum ProvisionMode: String, Sendable {
+    /// A device sign-in at the configured identity provider.
+    case idp
+}
+
+/// `provision_require=CLAIM:VALUE`: a claim the identity must carry with this value.
+public struct ClaimRequirement: Equatable, Sendable {
+    public let claim: String
+    public let value: String
+
+    public init?(parsing text: String) {
+        guard let colon = text.firstIndex(of: ":") else { return nil }
+        let claim = String(text[..<colon]), value = String(text[text.index(after: colon)...])
+        guard !claim.isEmpty, !value.isEmpty, claim.utf8.count <= 64, value.utf8.count <= 256,
+              claim.unicodeScalars.allSatisfy({ ($0.value >= 0x61 && $0.value <= 0x7a) || $0 == "_" || ($0.value >= 0x30 && $0.value <= 0x39) }),
+              value.unicodeScalars.allSatisfy({ (0x21...0x7e).contains($0.value) }) else { return nil }
+        self.claim = claim
+        self.value = value
+    }
+
+    public var description: String { "\(claim):\(value)" }
+}
+
+/// A POSIX account (or group) name as useradd takes it: a letter or _ first, then letters,
+/// digits, _ . - (no leading -), at most 32 bytes; lower case only, so no two accounts
+/// differ by case.
+public enum AccountName {
+    public static func isValid(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard let first = bytes.first, bytes.count <= 32 else { return false }
+        func lower(_ byte: UInt8) -> Bool { byte >= 0x61 && byte <= 0x7a }
+        guard lower(first) || first == 0x5f else { return false }
+        return bytes.dropFirst().allSatisfy { lower($0) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5f || $0 == 0x2e || $0 == 0x2d }
     }
 }
 

@@ -386,6 +386,7 @@ public enum Messages {
     // Configuration
     public static func badOption(_ option: String, _ why: String) -> String { tr("The option %1$s is not valid: %2$s.", option, embedded(why)) }
     public static func unknownOption(_ option: String) -> String { tr("Unknown option %1$s was ignored.", option) }
+    public static func unknownSection(_ section: String) -> String { tr("Unknown section [%1$s] was ignored, with its settings.", section) }
     public static var unknownUser: String { tr("That user does not exist.") }
     // Fleet configuration: the system file, what it fixes, the client secret it names
     public static func unsafeConfigFile(_ why: String) -> String {

@@ -41,17 +41,21 @@ public enum IdentityBinding {
     /// Whether `identity` may sign in as `user` under `claim` (nil: nothing is enforced).
     public static func check(_ identity: SignedInIdentity, user: String, claim: UserClaim?, map: UserMap?) -> Verdict {
         guard let claim else { return .matches }
-        let named: String?
-        switch claim {
-        case .preferredUsername: named = identity.preferredUsername
-        case .email: named = identity.email
-        case .emailLocalPart: named = identity.email.map { String($0.prefix { $0 != "@" }) }
-        case .sub: named = map?.user(forSubject: identity.subject)
-        }
-        guard let named else {
+        guard let named = mappedName(identity, claim: claim, map: map) else {
             return .refused(Messages.identityClaimMissing(identity.display, claim.rawValue, user))
         }
         return named == user ? .matches : .refused(Messages.identityMismatch(identity.display, user))
+    }
+
+    /// The Linux user name `identity` stands for under `claim`; nil when the claim is missing
+    /// (or the subject is not in the map).
+    public static func mappedName(_ identity: SignedInIdentity, claim: UserClaim, map: UserMap?) -> String? {
+        switch claim {
+        case .preferredUsername: return identity.preferredUsername
+        case .email: return identity.email
+        case .emailLocalPart: return identity.email.map { String($0.prefix { $0 != "@" }) }
+        case .sub: return map?.user(forSubject: identity.subject)
+        }
     }
 
     /// The same under `options` (`user_claim=`, and `user_map=` read when the claim is `sub`).

@@ -13,6 +13,7 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     # Test-only helpers (this IdP exists only for tests).
     path("test/approve-device", views.approve_device),
+    path("test/add-user", views.add_user),
     path("test/deny-device", views.deny_device),
     path("test/expire-device", views.expire_device),
     path("test/revoke-user-tokens", views.revoke_user_tokens),

@@ -7,8 +7,8 @@
    token, so /test/refresh-family-alive can report "reuse_detected".
 3. The /test/switch behaviours that live in DOT's validator: exact redirect URIs
    (exact-redirect-port), ES256 ID tokens (id-token-alg), and the identity claims
-   (preferred_username, email, email_verified, name: always, whatever the scope; another
-   user's with claims-user).
+   (preferred_username, email, email_verified, name, groups: always, whatever the scope;
+   another user's with claims-user).
 """
 
 import hashlib
@@ -62,6 +62,9 @@ class TestIdPValidator(OAuth2Validator):
             "email": user.email,
             "email_verified": True,
             "name": user.get_full_name() or user.username,
+            # Not standard OIDC, but what providers send for membership (issue 22 §2's
+            # provision_require=groups:NAME); /test/add-user puts users in groups.
+            "groups": sorted(g.name for g in user.groups.all()),
         }
 
     def finalize_id_token(self, id_token, token, token_handler, request):

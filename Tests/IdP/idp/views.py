@@ -212,6 +212,27 @@ def login_and_go(request):
     return HttpResponseRedirect(target)
 
 
+# --- users ---------------------------------------------------------------------------------
+
+
+@csrf_exempt
+@require_POST
+def add_user(request):
+    """A new user (password "pw-USERNAME", email USERNAME@example.test), or one that exists,
+    put in the comma-separated groups (made when missing): the groups claim fingerseal's
+    provisioning rule reads."""
+    from django.contrib.auth.models import Group
+
+    username = request.POST.get("username", "")
+    if not username:
+        return _error(400, "no_username", username)
+    user = _user(username) or get_user_model().objects.create_user(username, f"{username}@example.test", "pw-" + username)
+    for name in filter(None, request.POST.get("groups", "").split(",")):
+        group, _ = Group.objects.get_or_create(name=name)
+        user.groups.add(group)
+    return JsonResponse({"username": username, "groups": sorted(g.name for g in user.groups.all())})
+
+
 # --- refresh-token families ----------------------------------------------------------------
 
 

@@ -1,0 +1,119 @@
+import FingersealCore
+import Glibc
+import Localization
+import SystemKit
+
+/// `fingerseal account list|remove|expire` (root only, `Authorization.Rule.root`): the
+/// accounts provisioning made, and the broker's chores for them (`recover` at start,
+/// `expire` at start and every hour).
+enum AccountCommands {
+    struct Listed: Encodable {
+        let name: String
+        let uid: UInt32?
+        let state: String
+        let issuer: String
+        let subject: String?
+        let created: String
+        let lastUsed: String
+        /// When it expires (`provision_expire_days`); nil: never.
+        let expires: String?
+    }
+
+    static func list(_ call: Call) throws -> Reply {
+        let registry = try ProvisionRegistry(stateDirectory: call.state.settings.stateDirectory)
+        let records = try registry.locked { try registry.records() }
+        let days = call.options.provisionExpireDays
+        if call.json {
+            try call.printJSON(["accounts": records.map { record in
+                Listed(name: record.name, uid: record.uid, state: record.state.rawValue, issuer: record.issuer, subject: record.subject,
+                       created: isoTimestamp(record.createdAt), lastUsed: isoTimestamp(record.lastUsed),
+                       expires: days > 0 ? isoTimestamp(record.lastUsed + Int64(days) * 86_400) : nil)
+            }])
+            return Reply(.success)
+        }
+        guard !records.isEmpty else {
+            call.conversation.output(Messages.accountNoneProvisioned)
+            return Reply(.success)
+        }
+        call.conversation.output(records.map {
+            Messages.accountListed($0.name, Localization.localTime($0.createdAt), Localization.localTime($0.lastUsed))
+        }.joined(separator: "\n"))
+        return Reply(.success)
+    }
+
+    static func remove(_ call: Call) throws -> Reply {
+        // Exactly one argument (`AccountRemoveOptions.validate`).
+        let name = call.arguments.first ?? ""
+        let registry = try ProvisionRegistry(stateDirectory: call.state.settings.stateDirectory)
+        guard AccountName.isValid(name), let record = try registry.locked({ try registry.record(name) }) else {
+            throw FingersealError(.usage, Messages.accountNotProvisioned(String(name.prefix(64))))
+        }
+        guard try removeAccount(record, registry: registry, state: call.state, options: call.options) else {
+            throw FingersealError(.unavailable, Messages.accountRemoveFailed(name))
+        }
+        Provisioning.audit(name, .provisioning(.removed, reason: "administrator"))
+        call.conversation.output(Messages.accountRemoved(name))
+        return Reply(.success)
+    }
+
+    static func expire(_ call: Call) throws -> Reply {
+        let ahead = Int64(call.options(for: AccountExpireOptions.self).daysAhead ?? 0) * 86_400
+        let removed = try expire(state: call.state, options: call.options, now: SystemClock().now() + ahead)
+        if call.json {
+            try call.printJSON(["removed": removed])
+            return Reply(.success)
+        }
+        call.conversation.output(removed.isEmpty ? Messages.accountNothingExpired
+                                 : removed.map { Messages.accountExpired($0, call.options.provisionExpireDays) }.joined(separator: "\n"))
+        return Reply(.success)
+    }
+
+    /// Removes the accounts unused for `provision_expire_days` by `now`; returns their names.
+    /// An account that cannot be removed now (signed in) stays, and is tried again later.
+    static func expire(state: BrokerState, options: Options, now: Int64) throws -> [String] {
+        let days = options.provisionExpireDays
+        guard days > 0 else { return [] }
+        let registry = try ProvisionRegistry(stateDirectory: state.settings.stateDirectory)
+        let due = try registry.locked { try registry.records() }
+            .filter { $0.state == .active && $0.lastUsed + Int64(days) * 86_400 <= now }
+        var removed: [String] = []
+        for record in due where try removeAccount(record, registry: registry, state: state, options: options) {
+            Provisioning.audit(record.name, .provisioning(.expired, reason: String(days)))
+            Syslog.log(.notice, "fingersealed: provisioned account \(record.name) removed: unused for \(days) days")
+            removed.append(record.name)
+        }
+        return removed
+    }
+
+    /// At the broker's start: a pending record is an account whose making never finished (the
+    /// broker stopped mid-way). It is removed with its vault, so no half account stays usable.
+    static func recover(state: BrokerState, options: Options) {
+        guard let registry = try? ProvisionRegistry(stateDirectory: state.settings.stateDirectory),
+              let records = try? registry.locked({ try registry.records() }) else { return }
+        for record in records where record.state == .pending {
+            if (try? removeAccount(record, registry: registry, state: state, options: options)) == true {
+                Provisioning.audit(record.name, .provisioning(.cancelled, reason: "brokerStopped"))
+                Syslog.log(.notice, "fingersealed: the half-made account \(record.name) was removed (the broker stopped while making it)")
+            }
+        }
+    }
+
+    /// The account of `record`, its vault and the record. The account is removed only when
+    /// it is still the one made (same uid; for a pending record without a uid yet, the name);
+    /// false when userdel refused.
+    static func removeAccount(_ record: ProvisionRecord, registry: ProvisionRegistry, state: BrokerState,
+                              options: Options) throws -> Bool {
+        let account = try UserAccount.named(record.name)
+        if let account, record.uid == nil || record.uid == account.uid {
+            // The account first: while userdel refuses (signed in), everything stays.
+            guard try SystemAccounts.remove(record.name, removeHome: true) else { return false }
+            Provisioning.removeVault(of: account, state: state, options: options)
+        } else if let uid = record.uid, (try? UserAccount.withID(uid)) ?? nil == nil {
+            // The account is gone already (or is another one now): only the vault of its uid.
+            Provisioning.removeVault(of: UserAccount(name: record.name, uid: uid, gid: uid, home: "/nonexistent"),
+                                     state: state, options: options)
+        }
+        try registry.locked { try registry.remove(record.name) }
+        return true
+    }
+}

@@ -1,0 +1,330 @@
+import FingerprintFlows
+import FingersealCore
+import FoundationEssentials
+import Glibc
+import CurlKit
+import IdentityClient
+import JOSEKit
+import QRKit
+import SodiumKit
+import SystemKit
+
+/// The first sign-in with the organisation's account (issue 22 §2): a PAM authentication for
+/// a user name this machine does not know, in a stack with `provision=idp`, becomes in the
+/// same conversation
+/// 1. a device sign-in (RFC 8628) at the `[provision]` issuer and client: the address and
+///    the code as sentences, and a QR code;
+/// 2. the checks: the identity carries `provision_require`, its `user_claim` names exactly
+///    the name typed (a valid POSIX name, no account or group of that name), fewer than
+///    `provision_per_hour` accounts made in the last hour;
+/// 3. a pending record, then the account (useradd: locked password, the configured groups;
+///    the home directory comes from pam_mkhomedir in the session stack);
+/// 4. a new PIN (asked twice) and the vault with the sign-in sealed in it;
+/// 5. one finger enrolled; the record becomes active, and PAM_SUCCESS.
+/// A refusal creates nothing; a cancel, a timeout or a failure after step 3 removes
+/// everything made (vault, account, record); a crash leaves a pending record that the next
+/// broker start removes with what it names (`recover`). The broker does all of it: the
+/// module only relays the conversation, as for every request.
+struct Provisioning {
+    let caller: Caller
+    let request: Request
+    let channel: Channel
+    let conversation: Conversation
+    let state: BrokerState
+    let options: Options
+    let given: RequestOptions
+    /// The user name typed (PAM_USER), which stays the account's.
+    let name: String
+
+    /// How long the device sign-in may take, at most (the code's own life may be shorter).
+    static let signInLimit = 900.0
+    /// Tries at choosing a new PIN (a mismatch, a PIN the rules refuse).
+    static let pinTries = 3
+
+    /// The provisioning of `request` when it applies: a root PAM host's authentication in a
+    /// stack with `provision=idp`, for a valid name, a person there to answer (not a remote
+    /// login, not a service skipped, prompts allowed). Nil otherwise: the name stays unknown,
+    /// exactly as without provisioning.
+    static func applies(_ request: Request, caller: Caller, channel: Channel, conversation: Conversation,
+                        state: BrokerState, given: RequestOptions) throws -> Provisioning? {
+        guard request.command == .pamAuthenticate, caller.isRoot, channel.isPAMHost,
+              let name = request.pam?.user, AccountName.isValid(name) else { return nil }
+        let (options, _) = try Dispatcher.effectiveOptions(request, caller: caller, state: state)
+        guard options.provision == .idp else { return nil }
+        let pam = channel.pam ?? PAMItems()
+        if options.skipServices.contains(pam.service ?? "") || options.prompt == .none { return nil }
+        guard PAMFlows.isInteractive(options, caller, pam) else { return nil }
+        if LoginOrigin.isRemote(remoteHost: pam.rhost, sshSession: caller.remote) { return nil }
+        return Provisioning(caller: caller, request: request, channel: channel, conversation: conversation, state: state,
+                            options: options, given: given, name: name)
+    }
+
+    /// What was made so far, for the undo.
+    struct Made {
+        var recorded = false
+        var account: UserAccount? = nil
+        var vault = false
+        /// Past the checks: an undo is a cancel, not a refusal.
+        var started = false
+    }
+
+    /// Never throws: every end is an outcome and a sentence, and whatever was made is gone
+    /// unless the outcome is success.
+    func run() -> Reply {
+        var made = Made()
+        do {
+            return try provision(&made)
+        } catch let error as FingersealError {
+            undo(made, reason: error.outcome.rawValue, detail: error.description)
+            let message = made.started && error.outcome != .cancelled
+                ? error.message + " " + Messages.provisionUndone : error.message
+            return Reply(error.outcome, message)
+        } catch {
+            undo(made, reason: Outcome.systemError.rawValue, detail: "\(error)")
+            return Reply(.systemError, Messages.provisionFailed(Messages.systemFailure(.finishRequest)))
+        }
+    }
+
+    private func provision(_ made: inout Made) throws -> Reply {
+        guard let provider = options.provisionProvider, let requirement = options.provisionRequire,
+              let claim = options.userClaim else {
+            throw FingersealError(.badConfiguration, Messages.provisionNotConfigured,
+                                  detail: "provision=idp needs issuer, client_id, provision_require and user_claim")
+        }
+        let registry = try ProvisionRegistry(stateDirectory: state.settings.stateDirectory)
+        // Before anyone signs in for nothing: a reader to enroll with, room in the hour.
+        if state.reader.readerPresent(call(for: placeholder)) == false {
+            throw refusal(.noReader, Messages.provisionNoReader, "noReader")
+        }
+        if try registry.locked({ try registry.madeWithinHour(now: SystemClock().now()) }) >= options.provisionPerHour {
+            throw refusal(.notPermitted, Messages.provisionRateLimited, "rateLimited")
+        }
+
+        // 1. The device sign-in.
+        conversation.info(Messages.provisionStart(name))
+        let http = HTTPClient(options: options)
+        let client: OAuthClient
+        let tokens: TokenSet
+        do {
+            client = OAuthClient(metadata: try Discovery.discover(issuer: provider.issuer, http: http), clientID: provider.clientID,
+                                 http: http)
+            tokens = try deviceSignIn(client)
+        } catch let failure as TokenFailure {
+            throw LoginCommand.loginError(failure)
+        }
+        guard let refreshToken = tokens.refreshToken else { throw FingersealError(.unavailable, Messages.noRefreshToken) }
+
+        // 2. Who signed in, and may they have an account here, under this name?
+        func refuse(_ sentence: String, _ reason: String) -> FingersealError {
+            _ = try? client.revoke(refreshToken)
+            return refusal(.notPermitted, sentence, reason)
+        }
+        let claims: IDTokenClaims?
+        do throws(TokenFailure) {
+            claims = try IdentityVerification.verifiedIdentity(tokens: tokens, metadata: client.metadata, clientID: client.clientID,
+                                                               nonce: nil, http: client.http, cache: state.jwks,
+                                                               now: SystemClock().now())
+        } catch {
+            _ = try? client.revoke(refreshToken)
+            throw LoginCommand.loginError(error)
+        }
+        guard let claims else { throw refuse(Messages.identityUnknown, "identityUnknown") }
+        let identity = SignedInIdentity(claims)
+        guard Provisioning.values(of: requirement.claim, in: claims).contains(requirement.value) else {
+            throw refuse(Messages.provisionNotAllowed(identity.display), "requirement")
+        }
+        let map = claim == .sub ? try UserMap.load(path: options.userMap) : nil
+        guard let mapped = IdentityBinding.mappedName(identity, claim: claim, map: map) else {
+            throw refuse(Messages.provisionNoName(identity.display, claim.rawValue), "noName")
+        }
+        guard AccountName.isValid(mapped) else { throw refuse(Messages.provisionInvalidName(String(mapped.prefix(64))), "invalidName") }
+        if try UserAccount.named(mapped) != nil || SystemAccounts.groupExists(mapped) {
+            throw refuse(Messages.provisionClash(mapped), "nameTaken")
+        }
+        guard mapped == name else { throw refuse(Messages.provisionOtherName(identity.display, mapped, name), "otherName") }
+
+        // 3. The record first, then the account.
+        let now = SystemClock().now()
+        let issuer = client.providerRecord.issuer
+        try registry.locked {
+            // Checked again under the lock: another request may have made it meanwhile.
+            if try registry.record(name) != nil || UserAccount.named(name) != nil || SystemAccounts.groupExists(name) {
+                throw refuse(Messages.provisionClash(name), "nameTaken")
+            }
+            if try registry.madeWithinHour(now: now) >= options.provisionPerHour {
+                throw refuse(Messages.provisionRateLimited, "rateLimited")
+            }
+            try registry.write(ProvisionRecord(name: name, uid: nil, state: .pending, issuer: issuer, subject: identity.subject,
+                                               createdAt: now, lastUsed: now))
+            made.recorded = true
+        }
+        made.started = true
+        do {
+            try SystemAccounts.create(name, groups: options.provisionGroups)
+        } catch {
+            throw FingersealError(.systemError, Messages.provisionFailed(Messages.systemFailure(.finishRequest)),
+                                  detail: "useradd \(name): \(error)")
+        }
+        guard let account = try UserAccount.named(name) else {
+            throw FingersealError(.systemError, Messages.provisionFailed(Messages.systemFailure(.lookUpAccount)), detail: "no account after useradd")
+        }
+        made.account = account
+        try registry.locked {
+            try registry.write(ProvisionRecord(name: name, uid: account.uid, state: .pending, issuer: issuer, subject: identity.subject,
+                                               createdAt: now, lastUsed: now))
+        }
+        let call = call(for: account)
+        let store = call.store
+
+        // 4. The PIN and the vault, with the sign-in sealed in it.
+        conversation.info(Messages.provisionCreated(name))
+        let pin = try askNewPIN(call)
+        made.vault = true
+        let vault = try Vault.create(store, pin: call.pinKeyslot(pin))
+        try vault.update {
+            try $0.signedIn(refreshToken: refreshToken, provider: client.providerRecord, identity: identity, at: SystemClock().now())
+        }
+
+        // 5. One finger.
+        conversation.info(Messages.provisionEnrollNow)
+        // Ctrl-C here ends the making of the account, not a way to a password (there is none yet).
+        var scan = try call.scanSettings()
+        scan.cancelHint = scan.cancelHint == .pressCtrlCForPassword ? .pressCtrlC : .none
+        try state.reader.withReader(call) { reader, turn in
+            do {
+                try Fingerprint.enroll(vault: vault, reader: reader, finger: .rightIndex, settings: scan,
+                                       prompter: conversation, cancelFDs: [conversation.cancelFD, turn.stopFD])
+            } catch let error as FingersealError {
+                throw ReaderCommands.clientCancel(call, error, turn)
+            }
+        }
+        guard try !vault.enrolledFingers().isEmpty else {
+            throw FingersealError(.notEnrolled, Messages.provisionFailed(Messages.noFingerEnrolled))
+        }
+
+        // Done: the record is active; from here the account is a normal one.
+        try registry.locked {
+            try registry.write(ProvisionRecord(name: name, uid: account.uid, state: .active, issuer: issuer, subject: identity.subject,
+                                               createdAt: now, lastUsed: SystemClock().now()))
+            try registry.noteMade(now: now)
+        }
+        AuditTrail(store: store).record(.provisioned(issuer: issuer, subject: identity.subject), vault: vault)
+        Syslog.log(.notice, "fingersealed: provisioned account \(name) (uid \(account.uid)) for \(identity.subject) at \(issuer) "
+                   + "service=\(channel.pam?.service ?? "?") (\(caller))")
+        return Reply(.success, Messages.provisionDone(name))
+    }
+
+    /// RFC 8628 in the PAM conversation: the address and the code as one sentence, then a QR
+    /// code (never the only way), then polling at the provider's interval. While it waits the
+    /// module hears from the broker at each poll (an event it ignores), so its bound on
+    /// silence holds; the person's cancel, or the host ending the conversation, stops it.
+    private func deviceSignIn(_ client: OAuthClient) throws -> TokenSet {
+        let authorization = try client.startDeviceAuthorization(scope: options.scope)
+        conversation.info(Messages.openAndEnter(authorization.verificationURI, authorization.userCode))
+        if let target = authorization.verificationURIComplete, let code = try? QRCode(text: target) {
+            conversation.info(Messages.orScanQR + "\n" + code.renderHalfBlocks())
+        }
+        conversation.info(Messages.provisionWaiting)
+        return try LoginCommand.awaitApproval(client, authorization, conversation, limit: Provisioning.signInLimit, keepAlive: true)
+    }
+
+    /// A new PIN, asked twice; a mismatch or a PIN the rules refuse is said and asked again,
+    /// a few times. An empty answer is a cancel.
+    private func askNewPIN(_ call: Call) throws -> SecureBytes {
+        var tries = 0
+        while true {
+            do {
+                return try PINEntry.askNew(call)
+            } catch let error as FingersealError where error.outcome == .usage {
+                tries += 1
+                if error.message == Messages.pinEmptyInput { throw FingersealError(.cancelled, Messages.cancelled) }
+                guard tries < Provisioning.pinTries else { throw error }
+                conversation.error(error.message)
+            }
+        }
+    }
+
+    /// The values a claim has in the provider's answer (a string, or each of an array's).
+    static func values(of claim: String, in claims: IDTokenClaims) -> [String] {
+        switch claim {
+        case "groups": return claims.groups ?? []
+        case "roles": return claims.roles ?? []
+        case "sub": return [claims.subject]
+        case "email": return claims.email.map { [$0] } ?? []
+        case "email_verified": return claims.emailVerified.map { [$0 ? "true" : "false"] } ?? []
+        case "preferred_username": return claims.preferredUsername.map { [$0] } ?? []
+        case "name": return claims.name.map { [$0] } ?? []
+        default: return []
+        }
+    }
+
+    /// A refusal: said, logged, audited; nothing was made.
+    private func refusal(_ outcome: Outcome, _ sentence: String, _ reason: String) -> FingersealError {
+        FingersealError(outcome, sentence, detail: "provisioning refused: \(reason)")
+    }
+
+    /// Removes whatever `made` says was made, newest first: the vault (and its directory),
+    /// the account (only the one made here: same name and uid), the record. Then the event
+    /// goes to the audit trail (a refusal or a cancel).
+    private func undo(_ made: Made, reason: String, detail: String) {
+        if let account = made.account {
+            Provisioning.removeVault(of: account, state: state, options: options)
+            if (try? UserAccount.named(name))??.uid == account.uid {
+                _ = try? SystemAccounts.remove(name, removeHome: true)
+            }
+        } else if made.recorded, (try? UserAccount.named(name)) ?? nil != nil {
+            // useradd may have made it and failed after (or its answer was lost): the pending
+            // record says it is ours.
+            _ = try? SystemAccounts.remove(name, removeHome: true)
+        }
+        if made.recorded, let registry = try? ProvisionRegistry(stateDirectory: state.settings.stateDirectory) {
+            try? registry.locked { try registry.remove(name) }
+        }
+        let ended = [Outcome.cancelled.rawValue, Outcome.timedOut.rawValue].contains(reason)
+        let event: ProvisioningEvent = made.started || ended ? .cancelled : .refused
+        Provisioning.audit(name, .provisioning(event, reason: reason))
+        Syslog.log(.notice, "fingersealed: provisioning \(name) \(event.rawValue) service=\(channel.pam?.service ?? "?") (\(caller)): \(detail)")
+    }
+
+    /// This request as a call for `account`: what the PIN, the vault and the reader flows take.
+    func call(for account: UserAccount) -> Call {
+        Call(caller: caller, request: request, channel: channel, conversation: conversation, state: state, account: account,
+             options: options, given: given, after: AfterReply(uid: account.uid, pending: state.bookkeeping), applicant: nil)
+    }
+
+    /// Stands for the account before it exists, only to ask whether a reader is there (which
+    /// looks at the caller and the options, never at the account).
+    private var placeholder: UserAccount { UserAccount(name: name, uid: UInt32.max - 1, gid: UInt32.max - 1, home: "/nonexistent") }
+
+    // MARK: what other requests and the broker's chores use
+
+    /// The vault of `account` and its directory, gone.
+    static func removeVault(of account: UserAccount, state: BrokerState, options: Options) {
+        let store = state.store(for: account, tpm: options.tpmPolicy)
+        _ = try? Vault.reset(store)
+        state.sessions.dropUser(account.uid)
+        // What the vault's directory still holds (its lock file, counters) goes with it.
+        if let root = try? SafeDirectory(path: state.settings.stateDirectory, owner: geteuid()),
+           let directory = try? root.subdirectory(String(account.uid)) {
+            for entry in (try? directory.entries()) ?? [] { try? directory.remove(entry) }
+            try? root.removeDirectory(String(account.uid))
+        }
+    }
+
+    /// An event of an account that has no vault (any more): to the log, as the audit trail
+    /// logs what it cannot record.
+    static func audit(_ name: String, _ event: AuditEvent) {
+        let account = UserAccount(name: name, uid: UInt32.max - 1, gid: UInt32.max - 1, home: "/nonexistent")
+        AuditTrail(store: VaultStore(location: .broker(stateDirectory: "/nonexistent", account: account))).log(event)
+    }
+
+    /// A successful authentication of `name`: when provisioning made it, it was used now.
+    static func noteUse(_ name: String, state: BrokerState) {
+        guard let registry = try? ProvisionRegistry(stateDirectory: state.settings.stateDirectory) else { return }
+        try? registry.locked {
+            guard var record = try registry.record(name), record.state == .active else { return }
+            record.lastUsed = SystemClock().now()
+            try registry.write(record)
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import CLinux
+import FingersealCore
+import Glibc
+import SystemKit
+
+/// The system's own tools for accounts (useradd, userdel), run by the broker as root with a
+/// fixed environment, nothing of the caller's in it, and a bounded wait. Only names checked
+/// by `AccountName.isValid` reach their command lines; no secret ever does.
+enum SystemAccounts {
+    static let useradd = "/usr/sbin/useradd"
+    static let userdel = "/usr/sbin/userdel"
+    /// How long one tool may take.
+    static let limit = 30.0
+    /// The comment (GECOS) of every account provisioning makes: an administrator reading
+    /// /etc/passwd sees where it came from.
+    static let comment = "fingerseal provisioned"
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// A new account: no home directory here (pam_mkhomedir makes it at the first session),
+    /// a locked password, its own group (the system's default) and `groups`.
+    static func create(_ name: String, groups: [String]) throws {
+        guard AccountName.isValid(name), groups.allSatisfy(AccountName.isValid) else { throw Failure(description: "invalid name") }
+        var arguments = [useradd, "--no-create-home", "--password", "!", "--comment", comment]
+        if !groups.isEmpty { arguments += ["--groups", groups.joined(separator: ",")] }
+        arguments += ["--", name]
+        let status = try run(arguments)
+        guard status == 0 else { throw Failure(description: "useradd exited with status \(status)") }
+    }
+
+    /// Removes the account (with `removeHome`, its home directory and mail spool too).
+    /// Returns false when userdel refuses (for example while the account is signed in).
+    static func remove(_ name: String, removeHome: Bool) throws -> Bool {
+        guard AccountName.isValid(name) else { throw Failure(description: "invalid name") }
+        let status = try run([userdel] + (removeHome ? ["--remove"] : []) + ["--", name])
+        // 6: no such user (already gone). 12: the home directory could not be removed (none
+        // was made: the account never opened a session).
+        if status == 0 || status == 6 || (removeHome && status == 12) { return true }
+        Syslog.log(.warning, "fingersealed: userdel \(name) exited with status \(status)")
+        return false
+    }
+
+    /// Whether a group of that name exists (useradd would make one of the account's name).
+    static func groupExists(_ name: String) -> Bool {
+        var entry = group()
+        var buffer = [CChar](repeating: 0, count: 16384)
+        var result: UnsafeMutablePointer<group>? = nil
+        let rc = getgrnam_r(name, &entry, &buffer, buffer.count, &result)
+        return rc == 0 && result != nil
+    }
+
+    /// Runs `arguments` (the program first) and returns its exit status; a program still
+    /// running after `limit` is killed (status -1).
+    static func run(_ arguments: [String]) throws -> Int32 {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        for fd in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] {
+            posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY, 0)
+        }
+        let pid = try spawnProgram(arguments[0], arguments: arguments,
+                                   environment: ["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"], actions: &actions)
+        let pidfd = fs_pidfd_open(pid)
+        defer { if pidfd >= 0 { close(pidfd) } }
+        let deadline = monotonicSeconds() + limit
+        var status: Int32 = 0
+        while true {
+            let done = waitpid(pid, &status, WNOHANG)
+            if done == pid { break }
+            if done < 0 && errno != EINTR { throw Failure(description: "waitpid: \(errno)") }
+            if monotonicSeconds() >= deadline {
+                kill(pid, SIGKILL)
+                _ = waitpid(pid, &status, 0)
+                Syslog.log(.warning, "fingersealed: \(arguments[0]) took longer than \(Int(limit)) s and was stopped")
+                return -1
+            }
+            if pidfd >= 0 {
+                var fds = [pollEntry(pidfd)]
+                _ = waitReady(&fds, until: min(deadline, monotonicSeconds() + 1))
+            } else {
+                var fds: [pollfd] = []
+                _ = waitReady(&fds, until: min(deadline, monotonicSeconds() + 0.05))
+            }
+        }
+        // WIFEXITED / WEXITSTATUS are macros.
+        return status & 0x7f == 0 ? (status >> 8) & 0xff : -1
+    }
+}

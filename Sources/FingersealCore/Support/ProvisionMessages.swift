@@ -1,0 +1,74 @@
+import Localization
+
+/// The sentences of provisioning (issue 22 §2): a first sign-in with the organisation's
+/// account that makes a local account, and the administrator's `fingerseal account`.
+extension Messages {
+    public static func provisionStart(_ user: String) -> String {
+        tr("There is no account %1$s on this computer yet. You can make it now by signing in with your organisation's account.", user)
+    }
+    public static var provisionWaiting: String { tr("Waiting for you to finish signing in on the other device.") }
+    public static var provisionNotConfigured: String {
+        tr("New accounts cannot be made on this computer now because its configuration is incomplete. Ask an administrator.")
+    }
+    public static var provisionNoReader: String {
+        tr("New accounts cannot be made without a fingerprint reader, and none is connected.")
+    }
+    public static var provisionRateLimited: String {
+        tr("Too many new accounts were made on this computer in the last hour, so no account was made. Try again later, or ask an administrator.")
+    }
+    public static func provisionNotAllowed(_ who: String) -> String {
+        tr("%1$s may not make an account on this computer, so nothing was made. Ask an administrator if you think this is wrong.", who)
+    }
+    public static func provisionNoName(_ who: String, _ claim: String) -> String {
+        tr("The identity provider did not say which user name %1$s has here (it sent no %2$s), so nothing was made.", who, claim)
+    }
+    public static func provisionInvalidName(_ name: String) -> String {
+        tr("The user name %1$s that the identity provider gave cannot be used on this computer, so nothing was made.", name)
+    }
+    public static func provisionClash(_ name: String) -> String {
+        tr("The name %1$s is already taken on this computer, so no new account was made. Ask an administrator.", name)
+    }
+    public static func provisionOtherName(_ who: String, _ name: String, _ typed: String) -> String {
+        tr("You signed in as %1$s, whose user name here is %2$s, not %3$s, so nothing was made. Sign in again with the user name %2$s.", who, name, typed)
+    }
+    public static func provisionCreated(_ name: String) -> String {
+        tr("The account %1$s was made. Now choose a PIN and enroll a finger; both are needed to finish.", name)
+    }
+    public static var provisionEnrollNow: String { tr("Now enroll a finger: you will touch the reader several times.") }
+    public static func provisionDone(_ name: String) -> String {
+        tr("The account %1$s is ready. From now on, sign in with your finger.", name)
+    }
+    public static var provisionUndone: String { tr("The new account was not finished, so it was removed and nothing was kept.") }
+    public static func provisionFailed(_ why: String) -> String { tr("The new account could not be made: %1$s", why) }
+
+    // fingerseal account
+    public static var accountNoneProvisioned: String { tr("No account was made by fingerseal on this computer.") }
+    public static func accountListed(_ name: String, _ created: String, _ used: String) -> String {
+        tr("%1$s: made %2$s, last used %3$s.", name, created, used)
+    }
+    public static func accountNotProvisioned(_ name: String) -> String {
+        tr("%1$s was not made by fingerseal, so fingerseal does not remove it. Use userdel.", name)
+    }
+    public static func accountRemoved(_ name: String) -> String { tr("The account %1$s and its vault were removed.", name) }
+    public static func accountRemoveFailed(_ name: String) -> String {
+        tr("The account %1$s could not be removed (it may still be signed in). Its vault and record stay; try again later.", name)
+    }
+    public static func accountExpired(_ name: String, _ days: Int) -> String {
+        tr("The account %1$s was removed: it was not used for %2$s days.", name, days)
+    }
+    public static var accountNothingExpired: String { tr("No provisioned account has expired.") }
+    public static var accountRootOnly: String { tr("Only root can manage the accounts fingerseal made.") }
+
+    // the audit trail
+    public static func auditProvisioned(_ issuer: String) -> String {
+        tr("The account was made at its first sign-in with %1$s.", issuer)
+    }
+    public static func auditProvisioning(_ event: ProvisioningEvent, _ reason: String) -> String {
+        switch event {
+        case .refused: return tr("A new account was refused: %1$s.", reason)
+        case .cancelled: return tr("A new account was not finished (%1$s), and everything made for it was removed.", reason)
+        case .removed: return tr("The provisioned account was removed by an administrator.")
+        case .expired: return tr("The provisioned account was removed after %1$s days unused.", reason)
+        }
+    }
+}

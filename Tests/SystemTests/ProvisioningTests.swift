@@ -1,0 +1,313 @@
+import FoundationEssentials
+import Glibc
+import FingersealCore
+import SystemKit
+import Testing
+@testable import TestSupport
+
+/// Provisioning (issue 22 §2) through a real PAM stack: pamtester under pam_wrapper on a
+/// terminal, pam_fingerseal.so with `provision=idp` against a broker of the test's own
+/// (virtual_device reader), the local IdP's device flow approved through its own pages. The
+/// accounts are real (useradd by the broker); every test removes what it made.
+@Suite(.enabled(if: LocalIdP.available && Pamtester.available), .serialized)
+struct ProvisioningTests {
+    static let pin = "4826"
+    static let service = "fingerseal-provision-test"
+    static let group = "peer-mentors"
+
+    final class Rig {
+        let idp: LocalIdP
+        let rig: ReaderBroker
+        let environment: [String: String]
+        /// Names this rig may have made (removed at the end, whatever happened).
+        var names: [String] = []
+        /// The conversation's lines `userCode` read (which `finish` no longer returns).
+        var seen: [String] = []
+
+        init(config extra: String = "", perHour: Int = 5, expireDays: Int = 30, moduleOptions: String = "provision=idp") throws {
+            idp = try LocalIdP()
+            let config = """
+                user_claim=preferred_username
+                \(extra)
+                [provision]
+                issuer=\(idp.issuer)
+                client_id=fingerseal-device
+                require=groups:\(ProvisioningTests.group)
+                groups=users
+                per_hour=\(perHour)
+                expire_days=\(expireDays)
+
+                """
+            rig = try ReaderBroker(config: config)
+            #expect(mkdir(rig.files.file("pam.d"), 0o755) == 0)
+            environment = Pamtester.environment(rig.files.file("pam.d"))
+            let module = "\(Paths.module) socket=\(rig.broker.socketPath) \(moduleOptions)"
+            writeFile(rig.files.file("pam.d") + "/" + ProvisioningTests.service, Array("auth required \(module)\n".utf8), mode: 0o644)
+        }
+
+        deinit {
+            for name in names where getpwnam(name) != nil {
+                _ = Child.runQuietly("/usr/sbin/userdel", ["--remove", name])
+            }
+        }
+
+        /// A fresh name nobody has here (and the IdP user of that name, in `groups`).
+        func newPerson(groups: [String] = [ProvisioningTests.group]) throws -> String {
+            let name = "fsp" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
+            names.append(name)
+            try idp.hook("/test/add-user", [("username", name), ("groups", groups.joined(separator: ","))])
+            return name
+        }
+
+        /// pamtester authenticating `user`, its output line-buffered; `answers` on stdin.
+        /// `openInput`: stdin stays open (a person who has not answered yet).
+        func start(_ user: String, answers: [String], openInput: Bool = false) throws -> Child {
+            let stdin = Array(answers.map { $0 + "\n" }.joined().utf8)
+            return try Child("/usr/bin/stdbuf", ["-oL", "/usr/bin/pamtester", "-I", "tty=/dev/pts/0", ProvisioningTests.service, user,
+                                                 "authenticate"],
+                             environment: environment, stdin: stdin, openInput: openInput, terminal: .leader)
+        }
+
+        /// Reads the conversation up to the device sign-in's sentence; returns the user code.
+        func userCode(_ child: Child) -> String? {
+            while let line = child.readLine(timeout: 30) {
+                seen.append(line)
+                if let range = line.range(of: "enter the code ") {
+                    return String(line[range.upperBound...].prefix { $0 != "." && $0 != " " })
+                }
+            }
+            return nil
+        }
+
+        /// The person approves the code at the provider as `idpUser`.
+        func approve(_ code: String, as idpUser: String) throws {
+            try idp.hook("/test/approve-device", [("user_code", code), ("username", idpUser)])
+        }
+
+        /// The whole first sign-in of `name` (as the IdP user `idpUser`), the PIN typed twice,
+        /// five scans of `print`.
+        func provision(_ name: String, as idpUser: String? = nil, print: String = "finger-a") throws -> Child.Result {
+            let child = try start(name, answers: [ProvisioningTests.pin, ProvisioningTests.pin])
+            guard let code = userCode(child) else { return child.finish() }
+            try approve(code, as: idpUser ?? name)
+            #expect(child.waitForLine(containing: "Now enroll a finger"), "no enrollment")
+            for _ in 0..<5 { try VirtualSensor.send("SCAN \(print)", to: rig.sensor) }
+            return child.finish()
+        }
+
+        /// Nothing of `name` is left: no account, no record, no vault directory beyond `before`.
+        func nothingLeft(_ name: String, vaults before: Set<String>) -> Bool {
+            getpwnam(name) == nil && getgrnam(name) == nil
+                && access(rig.broker.state + "/provisioned/\(name).json", F_OK) != 0
+                && Set(directoryNames(rig.broker.state)) == before
+        }
+
+        var vaults: Set<String> { Set(directoryNames(rig.broker.state)) }
+
+        func cli(_ arguments: [String], as user: String? = nil) throws -> Child.Result { try rig.cli(arguments, as: user) }
+    }
+
+    /// The account exists afterwards with a vault, a PIN and a finger; its second login with
+    /// its user name and that finger works; `account list` shows it, `remove` takes it away.
+    /// The per-hour limit then refuses a second new account (per_hour=1).
+    @Test func aFirstSignInMakesTheAccountAndTheFingerSignsInNext() throws {
+        let rig = try Rig(perHour: 1)
+        let name = try rig.newPerson()
+        let result = try rig.provision(name)
+        #expect(result.status == 0, "\(result.all)")
+        #expect(rig.seen.contains { $0.hasPrefix("To sign in, open \(rig.idp.origin)/o/device/ on any device and enter the code ") },
+                "\(rig.seen)")
+        #expect(rig.seen.contains(Messages.provisionStart(name)), "\(rig.seen)")
+        #expect(result.stdout.contains("Or scan this QR code with your phone:"), "\(result.stdout)")
+        #expect(result.stdout.contains("Scan 2 of 5 done."), "\(result.stdout)")
+        #expect(result.stdout.contains("The account \(name) is ready."), "\(result.stdout)")
+        #expect(result.stderr.contains("New PIN") || result.all.contains("new PIN"), "\(result.all)")
+        let entry = try #require(getpwnam(name))
+        // A locked password, the configured group, no home until a session makes one.
+        #expect(access(String(cString: entry.pointee.pw_dir), F_OK) != 0)
+        #expect(try Child.run("/usr/bin/id", ["-nG", name]).stdout.split(separator: " ").map { $0.trimmingCharacters() }.contains("users"))
+        let shadow = try Child.run("/usr/bin/passwd", ["--status", name]).stdout
+        #expect(shadow.split(separator: " ").dropFirst().first == "L", "\(shadow)")
+
+        let status = try rig.cli(["status", "--user", name, "--json"])
+        #expect(status.status == 0, "\(status.all)")
+        #expect(status.stdout.contains("\"pin_set\" : true"), "\(status.stdout)")
+        #expect(status.stdout.contains("\"right-index-finger\""), "\(status.stdout)")
+        #expect(status.stdout.contains("\"sign_in\" : \"active\""), "\(status.stdout)")
+        #expect(status.stdout.contains("\"signed_in_as\" : \"\(name)@example.test\""), "\(status.stdout)")
+
+        // The second login: the user name and the finger, nothing typed.
+        let again = try rig.start(name, answers: [])
+        try VirtualSensor.send("SCAN finger-a", to: rig.rig.sensor)
+        let second = again.finish()
+        #expect(second.status == 0, "\(second.all)")
+        #expect(!second.all.contains("enter the code"), "\(second.all)")
+
+        let list = try rig.cli(["account", "list", "--json"])
+        #expect(list.status == 0 && list.stdout.contains("\"name\" : \"\(name)\""), "\(list.all)")
+        #expect(list.stdout.contains("\"state\" : \"active\""), "\(list.stdout)")
+        TestUsers.ensure(TestUsers.alice)
+        let notRoot = try rig.cli(["account", "list"], as: TestUsers.alice)
+        #expect(notRoot.status == 13, "\(notRoot.all)")
+
+        // The limit: one new account an hour, so the next name is refused before any sign-in.
+        let other = try rig.newPerson()
+        let limited = try rig.start(other, answers: []).finish()
+        #expect(limited.status != 0, "\(limited.all)")
+        #expect(limited.all.contains(Messages.provisionRateLimited), "\(limited.all)")
+        #expect(!limited.all.contains("enter the code"), "\(limited.all)")
+        #expect(getpwnam(other) == nil)
+
+        let uid = entry.pointee.pw_uid
+        let removed = try rig.cli(["account", "remove", name])
+        #expect(removed.status == 0, "\(removed.all)")
+        #expect(getpwnam(name) == nil)
+        #expect(access(rig.rig.broker.state + "/\(uid)", F_OK) != 0, "the vault went with it")
+        #expect(try rig.cli(["account", "list"]).stdout.contains(Messages.accountNoneProvisioned))
+        // Only accounts fingerseal made.
+        let refused = try rig.cli(["account", "remove", TestUsers.alice])
+        #expect(refused.status == 2 && getpwnam(TestUsers.alice) != nil, "\(refused.all)")
+    }
+
+    /// Ctrl-C while the code is shown: nothing is made.
+    @Test func cancelAtTheCodeLeavesNothing() throws {
+        let rig = try Rig()
+        let before = rig.vaults
+        let name = try rig.newPerson()
+        let child = try rig.start(name, answers: [])
+        #expect(rig.userCode(child) != nil)
+        #expect(ReaderBroker.waitUntil { interruptIsBlocked(child.pid) }, "the module never waited for the broker")
+        child.signal(SIGINT)
+        let result = child.finish()
+        #expect(result.status != 0, "\(result.all)")
+        #expect(rig.nothingLeft(name, vaults: before))
+    }
+
+    /// The PIN is never given (the conversation ends at its question): the account made for
+    /// it is removed again.
+    @Test func cancelAtThePINLeavesNothing() throws {
+        let rig = try Rig()
+        let before = rig.vaults
+        let name = try rig.newPerson()
+        let child = try rig.start(name, answers: [])
+        let code = try #require(rig.userCode(child))
+        try rig.approve(code, as: name)
+        let result = child.finish()
+        #expect(result.status != 0, "\(result.all)")
+        #expect(result.all.contains("The account \(name) was made."), "the account was made before the PIN: \(result.all)")
+        #expect(rig.nothingLeft(name, vaults: before), "\(result.all)")
+    }
+
+    /// Ctrl-C after two of five scans: no half-enrolled finger, no vault, no account.
+    @Test func cancelDuringEnrollmentLeavesNothing() throws {
+        let rig = try Rig()
+        let before = rig.vaults
+        let name = try rig.newPerson()
+        let child = try rig.start(name, answers: [Self.pin, Self.pin])
+        let code = try #require(rig.userCode(child))
+        try rig.approve(code, as: name)
+        #expect(child.waitForLine(containing: "Now enroll a finger"))
+        try VirtualSensor.send("SCAN finger-a", to: rig.rig.sensor)
+        try VirtualSensor.send("SCAN finger-a", to: rig.rig.sensor)
+        #expect(child.waitForLine(containing: "Scan 2 of 5 done."))
+        #expect(ReaderBroker.waitUntil { interruptIsBlocked(child.pid) }, "the module never waited for the broker")
+        child.signal(SIGINT)
+        let result = child.finish()
+        #expect(result.status != 0, "\(result.all)")
+        #expect(rig.nothingLeft(name, vaults: before), "\(result.all)")
+    }
+
+    /// An identity without the required group is refused with a sentence; nothing is made.
+    @Test func anIdentityWithoutTheRequiredClaimIsRefused() throws {
+        let rig = try Rig()
+        let before = rig.vaults
+        let name = try rig.newPerson(groups: ["visitors"])
+        let child = try rig.start(name, answers: [])
+        let code = try #require(rig.userCode(child))
+        try rig.approve(code, as: name)
+        let result = child.finish()
+        #expect(result.status != 0, "\(result.all)")
+        #expect(result.stderr.contains(Messages.provisionNotAllowed("\(name)@example.test")), "\(result.all)")
+        #expect(rig.nothingLeft(name, vaults: before))
+    }
+
+    /// The provider's name for the person is an account that exists here (typed another
+    /// name), or a group has the name typed: refused with a sentence, nothing made.
+    @Test func aNameClashIsRefused() throws {
+        let rig = try Rig()
+        let before = rig.vaults
+        #expect(TestUsers.ensure(TestUsers.alice))
+        try rig.idp.hook("/test/add-user", [("username", TestUsers.alice), ("groups", Self.group)])
+        let typed = try rig.newPerson()
+        let child = try rig.start(typed, answers: [])
+        let code = try #require(rig.userCode(child))
+        try rig.approve(code, as: TestUsers.alice)
+        let result = child.finish()
+        #expect(result.status != 0, "\(result.all)")
+        #expect(result.stderr.contains(Messages.provisionClash(TestUsers.alice)), "\(result.all)")
+        #expect(rig.nothingLeft(typed, vaults: before))
+        #expect(getpwnam(TestUsers.alice) != nil)
+
+        // A group of the name typed (useradd would need that name for the account's group).
+        let grouped = try rig.newPerson()
+        #expect(Child.runQuietly("/usr/sbin/groupadd", [grouped]) == 0)
+        defer { _ = Child.runQuietly("/usr/sbin/groupdel", [grouped]) }
+        let second = try rig.start(grouped, answers: [])
+        let secondCode = try #require(rig.userCode(second))
+        try rig.approve(secondCode, as: grouped)
+        let clash = second.finish()
+        #expect(clash.stderr.contains(Messages.provisionClash(grouped)), "\(clash.all)")
+        #expect(getpwnam(grouped) == nil)
+
+        // The provider names another new account than the one typed.
+        let other = try rig.newPerson()
+        let typedElse = "fspx" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        rig.names.append(typedElse)
+        let third = try rig.start(typedElse, answers: [])
+        let thirdCode = try #require(rig.userCode(third))
+        try rig.approve(thirdCode, as: other)
+        let mismatch = third.finish()
+        #expect(mismatch.stderr.contains(Messages.provisionOtherName("\(other)@example.test", other, typedElse)), "\(mismatch.all)")
+        #expect(getpwnam(typedElse) == nil && getpwnam(other) == nil)
+        #expect(rig.vaults == before)
+    }
+
+    /// Accounts unused for provision_expire_days go with their vaults; sooner, they stay.
+    @Test func expiryRemovesTheAccount() throws {
+        let rig = try Rig(expireDays: 30)
+        let before = rig.vaults
+        let name = try rig.newPerson()
+        let made = try rig.provision(name)
+        #expect(made.status == 0, "\(made.all)")
+        let early = try rig.cli(["account", "expire", "--days-ahead", "29", "--json"])
+        #expect(early.status == 0 && !early.stdout.contains(name), "\(early.all)")
+        #expect(getpwnam(name) != nil)
+        let late = try rig.cli(["account", "expire", "--days-ahead", "31"])
+        #expect(late.status == 0, "\(late.all)")
+        #expect(late.stdout.contains(Messages.accountExpired(name, 30)), "\(late.all)")
+        #expect(rig.nothingLeft(name, vaults: before))
+    }
+
+    /// The broker dies while the account waits for its PIN: the next start removes the
+    /// half-made account (its record said pending).
+    @Test func aBrokerThatDiesMidWayLeavesNoUsableAccount() throws {
+        let rig = try Rig()
+        let before = rig.vaults
+        let name = try rig.newPerson()
+        let child = try rig.start(name, answers: [], openInput: true)
+        let code = try #require(rig.userCode(child))
+        try rig.approve(code, as: name)
+        // The PIN is asked (and not answered: stdin stays open) once the account exists.
+        #expect(child.waitForLine(containing: "The account \(name) was made."))
+        rig.rig.broker.stop() // SIGKILL: no clean-up of its own
+        child.closeInput()
+        _ = child.finish()
+        #expect(getpwnam(name) != nil, "the half-made account is there until the broker starts again")
+        try rig.rig.broker.start()
+        #expect(ReaderBroker.waitUntil { rig.nothingLeft(name, vaults: before) }, "the next start removed it")
+    }
+}
+
+private extension Substring {
+    func trimmingCharacters() -> String { String(filter { !$0.isWhitespace }) }
+}
