@@ -37,6 +37,14 @@ import Testing
             ("tpm_tcti=swtpm:host=127.0.0.1,port=2321", \Options.tpmTCTI, "swtpm:host=127.0.0.1,port=2321"),
             ("tpm_pcrs=7, 14,7", \Options.tpmPCRs, "[7, 14]"),
             ("stepup_max_ttl=60", \Options.stepUpMaxTTL, "60"),
+            ("provision=idp", \Options.provision, "Optional(FingersealCore.ProvisionMode.idp)"),
+            ("provision_issuer=https://idp.example.org/k", \Options.provisionIssuer, "Optional(\"https://idp.example.org/k\")"),
+            ("provision_client_id=kiosk", \Options.provisionClientID, "Optional(\"kiosk\")"),
+            ("provision_require=groups:peer-mentors", \Options.provisionRequire,
+             "Optional(FingersealCore.ClaimRequirement(claim: \"groups\", value: \"peer-mentors\"))"),
+            ("provision_groups=users, video", \Options.provisionGroups, "[\"users\", \"video\"]"),
+            ("provision_per_hour=2", \Options.provisionPerHour, "2"),
+            ("provision_expire_days=90", \Options.provisionExpireDays, "90"),
         ]
         let defaults = Options()
         for (setting, key, expected) in fields {
@@ -75,7 +83,13 @@ import Testing
                       "tpm", "tpm=", "tpm=yes", "tpm_tcti", "tpm_tcti=", "tpm_tcti=nocolon", "tpm_tcti=device:/dev/tpm rm0",
                       "tpm_pcrs=24", "tpm_pcrs=-1", "tpm_pcrs=7,,8", "tpm_pcrs=seven",
                       // Step-up.
-                      "stepup_max_ttl", "stepup_max_ttl=0", "stepup_max_ttl=86401", "ttl=0", "ttl=86401"])
+                      "stepup_max_ttl", "stepup_max_ttl=0", "stepup_max_ttl=86401", "ttl=0", "ttl=86401",
+                      // Provisioning.
+                      "provision", "provision=", "provision=yes", "provision_issuer=http://idp.example.org", "provision_client_id=",
+                      "provision_require", "provision_require=groups", "provision_require=:x", "provision_require=Groups:x",
+                      "provision_require=groups:", "provision_require=groups:a\tb", "provision_groups=", "provision_groups=Users",
+                      "provision_groups=a b", "provision_groups=a:b", "provision_per_hour=0", "provision_per_hour=1001",
+                      "provision_expire_days=-1", "provision_expire_days=36501"])
     func outOfRangeOrGarbageIsAnError(setting: String) {
         var options = Options()
         #expect(throws: FingersealError.self) { try options.apply([setting], source: "test") }
@@ -101,6 +115,40 @@ import Testing
         let warnings = try options.applyArguments(["stepup_max_ttl=86400", "ttl=600"], source: "module arguments")
         #expect(options.stepUpMaxTTL == 120 && options.stepUpTTL == 600)
         #expect(warnings == [Messages.fileOnlyOption("stepup_max_ttl", "module arguments")])
+    }
+
+    /// `[provision]`: its names are provisioning's; another section is a warning and its
+    /// settings apply nowhere. The provision_* settings are the file's alone; `provision=idp`
+    /// is a stack's to give.
+    @Test func theProvisionSection() throws {
+        var options = Options()
+        let warnings = try options.applyConfigFile("""
+            timeout = 20
+            [provision]
+            require = groups:staff
+            provision_per_hour = 3
+            expire_days = 7
+            [elsewhere]
+            timeout = 99
+            """)
+        #expect(options.timeout == 20 && options.provisionRequire == ClaimRequirement(parsing: "groups:staff"))
+        #expect(options.provisionPerHour == 3 && options.provisionExpireDays == 7 && options.provision == nil)
+        #expect(warnings == [Messages.unknownSection("elsewhere")])
+        let refused = try options.applyArguments(["provision=idp", "provision_require=groups:anyone", "provision_per_hour=1000"],
+                                                 source: "module arguments")
+        #expect(options.provision == .idp && options.provisionRequire?.value == "staff" && options.provisionPerHour == 3)
+        #expect(refused == ["provision_require", "provision_per_hour"].map { Messages.fileOnlyOption($0, "module arguments") })
+        // The provider: the section's, else the main issuer and client.
+        #expect(options.provisionProvider == nil)
+        try options.applyConfigFile("issuer=https://idp.example.org/a\nclient_id=main\n[provision]\nclient_id=kiosk\n")
+        #expect(options.provisionProvider?.issuer == "https://idp.example.org/a" && options.provisionProvider?.clientID == "kiosk")
+    }
+
+    @Test func accountNames() {
+        for name in ["fsp1", "_svc", "a.b-c_9", String(repeating: "a", count: 32)] { #expect(AccountName.isValid(name), "\(name)") }
+        for name in ["", "Root", "1abc", "-x", "a/b", "a b", "a:b", "é", ".x", String(repeating: "a", count: 33)] {
+            #expect(!AccountName.isValid(name), "\(name)")
+        }
     }
 
     @Test func hugeOptionIsRefused() {

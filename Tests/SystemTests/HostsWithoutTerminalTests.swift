@@ -85,29 +85,36 @@ import Testing
         let work = host.services
         let stepsFile = work.file("steps.json")
         writeFile(stepsFile, Array(String(decoding: try JSONEncoder().encode(steps), as: UTF8.self).utf8), mode: 0o600)
+        let run = try startGreetd(work, greeter: "root \(stepsFile)").finish()
+        guard let line = run.stdout.split(separator: "\n").first(where: { $0.hasPrefix("{\"messages\"") }) else {
+            throw TestFailure("the greeter said nothing: \(run.all)")
+        }
+        return try JSONDecoder().decode(GreeterTranscript.self, from: Data(line.utf8))
+    }
+
+    /// Starts greetd 0.9 with no VT, its greeter greetd_greeter.py (as root) with `greeter` as
+    /// its arguments, in mount and PID namespaces of its own where `work` (the PAM services,
+    /// to which the greeter's own is added) is /etc/pam.d. It exits once its greeter does
+    /// without starting a session.
+    static func startGreetd(_ work: TempDirectory, greeter arguments: String) throws -> Child {
         let config = """
             [terminal]
             vt = "none"
             [general]
             runfile = "\(work.file("greetd.run"))"
             [default_session]
-            command = "/usr/bin/python3 \(support)/greetd_greeter.py root \(stepsFile)"
+            command = "/usr/bin/python3 \(support)/greetd_greeter.py \(arguments)"
             user = "root"
 
             """
         writeFile(work.file("greetd-greeter"), Array("auth required pam_permit.so\naccount required pam_permit.so\nsession required pam_permit.so\n".utf8),
                   mode: 0o644)
         writeFile(work.file("greetd.toml"), Array(config.utf8), mode: 0o644)
-        // greetd exits once its greeter does without starting a session.
-        let run = try Child.run("/usr/bin/unshare", [
+        return try Child("/usr/bin/unshare", [
             "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child", "--", "/bin/sh", "-c",
             #"mount --bind "$0" /etc/pam.d && exec "$1" --config "$2" --socket-path "$3""#,
             work.path, greetd, work.file("greetd.toml"), work.file("greetd.sock"),
         ])
-        guard let line = run.stdout.split(separator: "\n").first(where: { $0.hasPrefix("{\"messages\"") }) else {
-            throw TestFailure("the greeter said nothing: \(run.all)")
-        }
-        return try JSONDecoder().decode(GreeterTranscript.self, from: Data(line.utf8))
     }
 
     static var greetdMissing: String? { access(greetd, X_OK) == 0 ? nil : "greetd is missing (scripts/install-deps installs it)" }

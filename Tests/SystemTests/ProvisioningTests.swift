@@ -9,7 +9,7 @@ import Testing
 /// terminal, pam_fingerseal.so with `provision=idp` against a broker of the test's own
 /// (virtual_device reader), the local IdP's device flow approved through its own pages. The
 /// accounts are real (useradd by the broker); every test removes what it made.
-@Suite(.enabled(if: LocalIdP.available && Pamtester.available), .serialized)
+@Suite(.enabled(if: LocalIdP.available && Pamtester.available && SyslogCapture.availableAnywhere), .serialized)
 struct ProvisioningTests {
     static let pin = "4826"
     static let service = "fingerseal-provision-test"
@@ -23,6 +23,10 @@ struct ProvisioningTests {
         var names: [String] = []
         /// The conversation's lines `userCode` read (which `finish` no longer returns).
         var seen: [String] = []
+        /// The broker's syslog (where the audit trail logs what no vault records).
+        let logs: TempDirectory
+        let capture: SyslogCapture
+        private var logged: [String] = []
 
         init(config extra: String = "", perHour: Int = 5, expireDays: Int = 30, moduleOptions: String = "provision=idp") throws {
             idp = try LocalIdP()
@@ -38,7 +42,9 @@ struct ProvisioningTests {
                 expire_days=\(expireDays)
 
                 """
-            rig = try ReaderBroker(config: config)
+            logs = try TempDirectory()
+            capture = try SyslogCapture(directory: logs.path)
+            rig = try ReaderBroker(config: config, wrap: capture.wrap)
             #expect(mkdir(rig.files.file("pam.d"), 0o755) == 0)
             environment = Pamtester.environment(rig.files.file("pam.d"))
             let module = "\(Paths.module) socket=\(rig.broker.socketPath) \(moduleOptions)"
@@ -62,6 +68,7 @@ struct ProvisioningTests {
         /// pamtester authenticating `user`, its output line-buffered; `answers` on stdin.
         /// `openInput`: stdin stays open (a person who has not answered yet).
         func start(_ user: String, answers: [String], openInput: Bool = false) throws -> Child {
+            drain()
             let stdin = Array(answers.map { $0 + "\n" }.joined().utf8)
             return try Child("/usr/bin/stdbuf", ["-oL", "/usr/bin/pamtester", "-I", "tty=/dev/pts/0", ProvisioningTests.service, user,
                                                  "authenticate"],
@@ -81,6 +88,7 @@ struct ProvisioningTests {
 
         /// The person approves the code at the provider as `idpUser`.
         func approve(_ code: String, as idpUser: String) throws {
+            drain()
             try idp.hook("/test/approve-device", [("user_code", code), ("username", idpUser)])
         }
 
@@ -91,20 +99,38 @@ struct ProvisioningTests {
             guard let code = userCode(child) else { return child.finish() }
             try approve(code, as: idpUser ?? name)
             #expect(child.waitForLine(containing: "Now enroll a finger"), "no enrollment")
+            drain()
             for _ in 0..<5 { try VirtualSensor.send("SCAN \(print)", to: rig.sensor) }
             return child.finish()
         }
 
         /// Nothing of `name` is left: no account, no record, no vault directory beyond `before`.
         func nothingLeft(_ name: String, vaults before: Set<String>) -> Bool {
-            getpwnam(name) == nil && getgrnam(name) == nil
+            drain()
+            return getpwnam(name) == nil && getgrnam(name) == nil
                 && access(rig.broker.state + "/provisioned/\(name).json", F_OK) != 0
                 && Set(directoryNames(rig.broker.state)) == before
         }
 
         var vaults: Set<String> { Set(directoryNames(rig.broker.state)) }
 
-        func cli(_ arguments: [String], as user: String? = nil) throws -> Child.Result { try rig.cli(arguments, as: user) }
+        /// Takes what reached the log socket: its queue holds only 10 datagrams
+        /// (net.unix.max_dgram_qlen), and a full one blocks whoever logs next (the broker,
+        /// useradd, userdel). Every step of the rig drains it first.
+        func drain() { logged += capture.messages() }
+
+        /// Whether the broker logged the audit sentence of `event` for `name` (LOG_AUTHPRIV,
+        /// LOG_NOTICE: <85>).
+        func audited(_ name: String, _ event: ProvisioningEvent, _ reason: String) -> Bool {
+            drain()
+            let sentence = "audit: user \(name): " + Messages.auditProvisioning(event, reason)
+            return logged.contains { $0.hasPrefix("<85>") && $0.contains(sentence) }
+        }
+
+        func cli(_ arguments: [String], as user: String? = nil) throws -> Child.Result {
+            drain()
+            return try rig.cli(arguments, as: user)
+        }
     }
 
     /// The account exists afterwards with a vault, a PIN and a finger; its second login with
@@ -143,6 +169,9 @@ struct ProvisioningTests {
         #expect(second.status == 0, "\(second.all)")
         #expect(!second.all.contains("enter the code"), "\(second.all)")
 
+        let trail = try rig.cli(["audit", "--user", name])
+        #expect(trail.stdout.contains(Messages.auditProvisioned(rig.idp.issuer)), "\(trail.all)")
+
         let list = try rig.cli(["account", "list", "--json"])
         #expect(list.status == 0 && list.stdout.contains("\"name\" : \"\(name)\""), "\(list.all)")
         #expect(list.stdout.contains("\"state\" : \"active\""), "\(list.stdout)")
@@ -163,6 +192,8 @@ struct ProvisioningTests {
         #expect(removed.status == 0, "\(removed.all)")
         #expect(getpwnam(name) == nil)
         #expect(access(rig.rig.broker.state + "/\(uid)", F_OK) != 0, "the vault went with it")
+        #expect(rig.audited(name, .removed, "administrator"))
+        #expect(rig.audited(other, .refused, "rateLimited"))
         #expect(try rig.cli(["account", "list"]).stdout.contains(Messages.accountNoneProvisioned))
         // Only accounts fingerseal made.
         let refused = try rig.cli(["account", "remove", TestUsers.alice])
@@ -181,6 +212,7 @@ struct ProvisioningTests {
         let result = child.finish()
         #expect(result.status != 0, "\(result.all)")
         #expect(rig.nothingLeft(name, vaults: before))
+        #expect(rig.audited(name, .cancelled, "cancelled"))
     }
 
     /// The PIN is never given (the conversation ends at its question): the account made for
@@ -196,6 +228,7 @@ struct ProvisioningTests {
         #expect(result.status != 0, "\(result.all)")
         #expect(result.all.contains("The account \(name) was made."), "the account was made before the PIN: \(result.all)")
         #expect(rig.nothingLeft(name, vaults: before), "\(result.all)")
+        #expect(rig.audited(name, .cancelled, "cancelled"))
     }
 
     /// Ctrl-C after two of five scans: no half-enrolled finger, no vault, no account.
@@ -229,6 +262,7 @@ struct ProvisioningTests {
         #expect(result.status != 0, "\(result.all)")
         #expect(result.stderr.contains(Messages.provisionNotAllowed("\(name)@example.test")), "\(result.all)")
         #expect(rig.nothingLeft(name, vaults: before))
+        #expect(rig.audited(name, .refused, "requirement"))
     }
 
     /// The provider's name for the person is an account that exists here (typed another
@@ -286,6 +320,47 @@ struct ProvisioningTests {
         #expect(late.status == 0, "\(late.all)")
         #expect(late.stdout.contains(Messages.accountExpired(name, 30)), "\(late.all)")
         #expect(rig.nothingLeft(name, vaults: before))
+        #expect(rig.audited(name, .expired, "30"))
+    }
+
+    /// greetd (no VT, so no PAM_TTY: `interactive_services=greetd`) given a name it does not
+    /// know by its greeter over its IPC (greetd_greeter.py): the sentences reach the greeter
+    /// as info messages, the PIN questions as secret ones, and the account is made.
+    @Test(.enabled(if: getuid() == 0 && access(HostsWithoutTerminalTests.greetd, X_OK) == 0))
+    func greetdProvisionsTheNameItWasGiven() throws {
+        let rig = try Rig(config: "interactive_services=greetd")
+        let name = try rig.newPerson()
+        let work = try TempDirectory()
+        #expect(chmod(work.path, 0o755) == 0)
+        let stack = """
+            auth required \(Paths.module) socket=\(rig.rig.broker.socketPath) provision=idp
+            account required pam_permit.so
+            session required pam_permit.so
+
+            """
+        writeFile(work.file("greetd"), Array(stack.utf8), mode: 0o644)
+        writeFile(work.file("other"), Array("auth required pam_deny.so\naccount required pam_deny.so\n".utf8), mode: 0o644)
+        let steps = work.file("steps.json"), log = work.file("greeter.log")
+        writeFile(steps, Array(#"[["answer", "\#(Self.pin)"], ["answer", "\#(Self.pin)"]]"#.utf8), mode: 0o600)
+        let greetd = try HostsWithoutTerminalTests.startGreetd(work, greeter: "\(name) \(steps) \(log)")
+        func logged(_ text: String) -> String? {
+            String(decoding: readFile(log) ?? [], as: UTF8.self).split(separator: "\n").first { $0.contains(text) }.map(String.init)
+        }
+        #expect(ReaderBroker.waitUntil(30) { logged("enter the code ") != nil }, "no code reached the greeter")
+        let line = try #require(logged("enter the code "))
+        let code = try #require(line.range(of: "enter the code ").map { String(line[$0.upperBound...].prefix { $0 != "." && $0 != " " }) })
+        try rig.approve(code, as: name)
+        #expect(ReaderBroker.waitUntil(30) { logged("Now enroll a finger") != nil }, "no enrollment")
+        for _ in 0..<5 { try VirtualSensor.send("SCAN finger-g", to: rig.rig.sensor) }
+        let run = greetd.finish()
+        let transcript = try #require(run.stdout.split(separator: "\n").first { $0.hasPrefix("{\"messages\"") })
+        #expect(transcript.contains(#""result": "success""#), "\(transcript)")
+        #expect(transcript.contains(#""type": "info", "text": "\#(Messages.provisionStart(name))""#), "\(transcript)")
+        #expect(transcript.contains(#""type": "secret""#), "the PIN was asked as a secret: \(transcript)")
+        #expect(!transcript.contains("Ctrl-C"), "greetd's greeter has no Ctrl-C: \(transcript)")
+        #expect(getpwnam(name) != nil)
+        let status = try rig.cli(["status", "--user", name, "--json"])
+        #expect(status.stdout.contains("\"right-index-finger\""), "\(status.all)")
     }
 
     /// The broker dies while the account waits for its PIN: the next start removes the
@@ -305,6 +380,7 @@ struct ProvisioningTests {
         #expect(getpwnam(name) != nil, "the half-made account is there until the broker starts again")
         try rig.rig.broker.start()
         #expect(ReaderBroker.waitUntil { rig.nothingLeft(name, vaults: before) }, "the next start removed it")
+        #expect(ReaderBroker.waitUntil { rig.audited(name, .cancelled, "brokerStopped") })
     }
 }
 

@@ -1,7 +1,7 @@
 """A greeter for greetd 0.9 that plays a script over greetd's IPC (greetd-ipc(7)): each message
 is a 4-byte length in native byte order, then that much JSON.
 
-usage: greetd_greeter.py USER STEPS_FILE
+usage: greetd_greeter.py USER STEPS_FILE [LOG]
 Creates a session for USER (create_session), acknowledges every info and error message
 (post_auth_message_response with no response), and answers each question (a secret or
 visible auth message) with the next steps of STEPS_FILE, a JSON list of actions taken in
@@ -14,7 +14,9 @@ A question with no steps left is answered with cancel_session. Prints one JSON o
 message greetd sent and each answer ({"type", "text", "at"}: "answered" for an answer;
 "at" in monotonic seconds), the final "result" ("success", or the error's description) and
 "ok" (false when a step or a wait failed). greetd clears its greeter's environment but for
-GREETD_SOCK; standard output is greetd's own.
+GREETD_SOCK; standard output is greetd's own. With LOG, each message is also appended to that
+file as it comes, one JSON object a line (for a test that acts on a sentence meanwhile, such
+as a sign-in code).
 """
 import json, os, socket, struct, sys, time
 
@@ -22,6 +24,7 @@ LIMIT = 20.0
 user = sys.argv[1]
 with open(sys.argv[2]) as file:
     steps = json.load(file)
+log_path = sys.argv[3] if len(sys.argv) > 3 else None
 messages = []
 outcome = {"messages": messages, "result": None, "ok": True}
 
@@ -87,6 +90,9 @@ try:
             if response["type"] == "auth_message":
                 kind = response["auth_message_type"]
                 messages.append({"type": kind, "text": response["auth_message"], "at": time.monotonic()})
+                if log_path:
+                    with open(log_path, "a") as log:
+                        log.write(json.dumps(messages[-1]) + "\n")
                 if kind in ("secret", "visible"):
                     answer_question(connection)
                 else:

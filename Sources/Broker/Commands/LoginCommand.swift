@@ -158,8 +158,13 @@ enum LoginCommand {
         var authorization = authorization
         let deadline = monotonicSeconds() + min(Double(authorization.expiresIn), limit ?? .infinity)
         while monotonicSeconds() < deadline {
-            if keepAlive { conversation.send(.event(#"{"event":"waiting-for-sign-in"}"#)) }
-            _ = try pause(conversation, seconds: min(Double(authorization.interval), max(deadline - monotonicSeconds(), 0)))
+            // The interval, in pieces of at most 10 s with keepAlive (a provider may ask for a
+            // longer one than the module's bound on silence).
+            let next = min(monotonicSeconds() + Double(authorization.interval), deadline)
+            repeat {
+                if keepAlive { conversation.send(.event(#"{"event":"waiting-for-sign-in"}"#)) }
+                _ = try pause(conversation, seconds: min(keepAlive ? 10 : .infinity, max(next - monotonicSeconds(), 0)))
+            } while monotonicSeconds() < next
             do throws(TokenFailure) {
                 return try client.pollDevice(authorization)
             } catch {

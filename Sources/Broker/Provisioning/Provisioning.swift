@@ -68,14 +68,24 @@ struct Provisioning {
         var started = false
     }
 
+    /// A refusal: its sentence, and the reason the audit trail gives (`Messages.auditReason`).
+    struct Refusal: Error {
+        let error: FingersealError
+        let reason: String
+    }
+
     /// Never throws: every end is an outcome and a sentence, and whatever was made is gone
     /// unless the outcome is success.
     func run() -> Reply {
         var made = Made()
         do {
             return try provision(&made)
+        } catch let refusal as Refusal {
+            undo(made, reason: refusal.reason, detail: refusal.error.description)
+            return Reply(refusal.error.outcome, refusal.error.message)
         } catch let error as FingersealError {
-            undo(made, reason: error.outcome.rawValue, detail: error.description)
+            // The provider's refusal of the sign-in is no fingerprint's.
+            undo(made, reason: error.outcome == .noMatch ? "signInRefused" : error.outcome.rawValue, detail: error.description)
             let message = made.started && error.outcome != .cancelled
                 ? error.message + " " + Messages.provisionUndone : error.message
             return Reply(error.outcome, message)
@@ -111,11 +121,13 @@ struct Provisioning {
             tokens = try deviceSignIn(client)
         } catch let failure as TokenFailure {
             throw LoginCommand.loginError(failure)
+        } catch let error as FingersealError where error.outcome == .timedOut {
+            throw FingersealError(.timedOut, Messages.provisionCodeExpired, detail: error.description)
         }
         guard let refreshToken = tokens.refreshToken else { throw FingersealError(.unavailable, Messages.noRefreshToken) }
 
         // 2. Who signed in, and may they have an account here, under this name?
-        func refuse(_ sentence: String, _ reason: String) -> FingersealError {
+        func refuse(_ sentence: String, _ reason: String) -> Refusal {
             _ = try? client.revoke(refreshToken)
             return refusal(.notPermitted, sentence, reason)
         }
@@ -259,8 +271,8 @@ struct Provisioning {
     }
 
     /// A refusal: said, logged, audited; nothing was made.
-    private func refusal(_ outcome: Outcome, _ sentence: String, _ reason: String) -> FingersealError {
-        FingersealError(outcome, sentence, detail: "provisioning refused: \(reason)")
+    private func refusal(_ outcome: Outcome, _ sentence: String, _ reason: String) -> Refusal {
+        Refusal(error: FingersealError(outcome, sentence, detail: "provisioning refused: \(reason)"), reason: reason)
     }
 
     /// Removes whatever `made` says was made, newest first: the vault (and its directory),

@@ -340,7 +340,7 @@ public struct ClaimRequirement: Equatable, Sendable {
         let claim = String(text[..<colon]), value = String(text[text.index(after: colon)...])
         guard !claim.isEmpty, !value.isEmpty, claim.utf8.count <= 64, value.utf8.count <= 256,
               claim.unicodeScalars.allSatisfy({ ($0.value >= 0x61 && $0.value <= 0x7a) || $0 == "_" || ($0.value >= 0x30 && $0.value <= 0x39) }),
-              value.unicodeScalars.allSatisfy({ (0x21...0x7e).contains($0.value) }) else { return nil }
+              value.unicodeScalars.allSatisfy({ (0x20...0x7e).contains($0.value) }) else { return nil }
         self.claim = claim
         self.value = value
     }

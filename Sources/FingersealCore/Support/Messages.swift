@@ -519,6 +519,16 @@ public enum Messages {
         case "tpmPCRsChanged": return tr("the firmware or boot software changed since the key was sealed")
         case "tpmNotSealed": return tr("the key the finger opens is not sealed to the TPM yet (tpm=require)")
         case "accountPasswordRefused": return tr("the account password was not accepted")
+        // Provisioning (issue 22 §2).
+        case "rateLimited": return tr("too many new accounts in the last hour")
+        case "requirement": return tr("the identity lacks the claim value this computer requires")
+        case "nameTaken": return tr("the name is taken here")
+        case "otherName": return tr("the identity provider names another user name")
+        case "noName": return tr("the identity provider gave no user name")
+        case "invalidName": return tr("the user name cannot be used here")
+        case "identityUnknown": return tr("the identity provider did not say who signed in")
+        case "brokerStopped": return tr("the broker stopped while making it")
+        case "signInRefused": return tr("the identity provider refused the sign-in")
         default: return reason
         }
     }

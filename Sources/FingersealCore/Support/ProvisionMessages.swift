@@ -38,6 +38,7 @@ extension Messages {
     public static func provisionDone(_ name: String) -> String {
         tr("The account %1$s is ready. From now on, sign in with your finger.", name)
     }
+    public static var provisionCodeExpired: String { tr("The sign-in code expired before it was used, so nothing was made.") }
     public static var provisionUndone: String { tr("The new account was not finished, so it was removed and nothing was kept.") }
     public static func provisionFailed(_ why: String) -> String { tr("The new account could not be made: %1$s", why) }
 
@@ -65,8 +66,8 @@ extension Messages {
     }
     public static func auditProvisioning(_ event: ProvisioningEvent, _ reason: String) -> String {
         switch event {
-        case .refused: return tr("A new account was refused: %1$s.", reason)
-        case .cancelled: return tr("A new account was not finished (%1$s), and everything made for it was removed.", reason)
+        case .refused: return tr("A new account was refused: %1$s.", auditReason(reason))
+        case .cancelled: return tr("A new account was not finished (%1$s), and everything made for it was removed.", auditReason(reason))
         case .removed: return tr("The provisioned account was removed by an administrator.")
         case .expired: return tr("The provisioned account was removed after %1$s days unused.", reason)
         }
