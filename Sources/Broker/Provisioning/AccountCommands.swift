@@ -48,6 +48,7 @@ enum AccountCommands {
         guard AccountName.isValid(name), let record = try registry.locked({ try registry.record(name) }) else {
             throw FingersealError(.usage, Messages.accountNotProvisioned(String(name.prefix(64))))
         }
+        guard !Provisioning.inFlight.contains(name) else { throw FingersealError(.unavailable, Messages.accountBeingMade(name)) }
         guard try removeAccount(record, registry: registry, state: call.state, options: call.options) else {
             throw FingersealError(.unavailable, Messages.accountRemoveFailed(name))
         }

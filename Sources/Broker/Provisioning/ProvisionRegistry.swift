@@ -93,3 +93,14 @@ final class ProvisionRegistry {
         return (try? JSONDecoder().decode([Int64].self, from: Data(bytes))) ?? []
     }
 }
+
+/// The names whose accounts this broker is making right now: `account remove` waits for
+/// them to be finished (or undone) rather than pull an account from under its making.
+final class NamesInFlight: @unchecked Sendable {
+    private let lock = ThreadLock()
+    private var names: Set<String> = []
+
+    func begin(_ name: String) { lock.locked { _ = names.insert(name) } }
+    func end(_ name: String) { lock.locked { _ = names.remove(name) } }
+    func contains(_ name: String) -> Bool { lock.locked { names.contains(name) } }
+}

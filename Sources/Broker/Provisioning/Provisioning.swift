@@ -36,6 +36,9 @@ struct Provisioning {
     /// The user name typed (PAM_USER), which stays the account's.
     let name: String
 
+    /// The accounts being made now (by any request).
+    static let inFlight = NamesInFlight()
+
     /// How long the device sign-in may take, at most (the code's own life may be shorter).
     static let signInLimit = 900.0
     /// Tries at choosing a new PIN (a mismatch, a PIN the rules refuse).
@@ -78,6 +81,7 @@ struct Provisioning {
     /// unless the outcome is success.
     func run() -> Reply {
         var made = Made()
+        defer { if made.recorded { Provisioning.inFlight.end(name) } }
         do {
             return try provision(&made)
         } catch let refusal as Refusal {
@@ -109,6 +113,9 @@ struct Provisioning {
         if try registry.locked({ try registry.madeWithinHour(now: SystemClock().now()) }) >= options.provisionPerHour {
             throw refusal(.notPermitted, Messages.provisionRateLimited, "rateLimited")
         }
+        // The name typed is the account's: a group of that name (useradd would need the name
+        // for the account's own group) is known to clash before anyone signs in.
+        if SystemAccounts.groupExists(name) { throw refusal(.notPermitted, Messages.provisionClash(name), "nameTaken") }
 
         // 1. The device sign-in.
         conversation.info(Messages.provisionStart(name))
@@ -142,7 +149,7 @@ struct Provisioning {
         }
         guard let claims else { throw refuse(Messages.identityUnknown, "identityUnknown") }
         let identity = SignedInIdentity(claims)
-        guard Provisioning.values(of: requirement.claim, in: claims).contains(requirement.value) else {
+        guard try carries(requirement, claims, tokens, client) else {
             throw refuse(Messages.provisionNotAllowed(identity.display), "requirement")
         }
         let map = claim == .sub ? try UserMap.load(path: options.userMap) : nil
@@ -169,6 +176,7 @@ struct Provisioning {
             try registry.write(ProvisionRecord(name: name, uid: nil, state: .pending, issuer: issuer, subject: identity.subject,
                                                createdAt: now, lastUsed: now))
             made.recorded = true
+            Provisioning.inFlight.begin(name)
         }
         made.started = true
         do {
@@ -256,6 +264,21 @@ struct Provisioning {
         }
     }
 
+    /// Whether the identity carries the required claim value: in the ID token's claims, or,
+    /// when the ID token lacks it, in the userinfo answer for the same subject (providers put
+    /// groups in one or the other).
+    private func carries(_ requirement: ClaimRequirement, _ claims: IDTokenClaims, _ tokens: TokenSet,
+                         _ client: OAuthClient) throws -> Bool {
+        if Provisioning.values(of: requirement.claim, in: claims).contains(requirement.value) { return true }
+        guard tokens.idToken != nil, client.metadata.userinfoEndpoint != nil else { return false }
+        do throws(TokenFailure) {
+            let info = try client.userInfo(accessToken: tokens.accessToken)
+            return info.subject == claims.subject && Provisioning.values(of: requirement.claim, in: info).contains(requirement.value)
+        } catch {
+            throw LoginCommand.loginError(error)
+        }
+    }
+
     /// The values a claim has in the provider's answer (a string, or each of an array's).
     static func values(of claim: String, in claims: IDTokenClaims) -> [String] {
         switch claim {
@@ -279,17 +302,20 @@ struct Provisioning {
     /// the account (only the one made here: same name and uid), the record. Then the event
     /// goes to the audit trail (a refusal or a cancel).
     private func undo(_ made: Made, reason: String, detail: String) {
+        var accountGone = true
         if let account = made.account {
             Provisioning.removeVault(of: account, state: state, options: options)
             if (try? UserAccount.named(name))??.uid == account.uid {
-                _ = try? SystemAccounts.remove(name, removeHome: true)
+                accountGone = (try? SystemAccounts.remove(name, removeHome: true)) == true
             }
-        } else if made.recorded, (try? UserAccount.named(name)) ?? nil != nil {
-            // useradd may have made it and failed after (or its answer was lost): the pending
-            // record says it is ours.
-            _ = try? SystemAccounts.remove(name, removeHome: true)
+        } else if made.recorded {
+            // useradd may have made it and failed after, or its account not be seen yet: the
+            // pending record says the name is ours (it was free under the registry's lock).
+            accountGone = (try? SystemAccounts.remove(name, removeHome: true)) == true
         }
-        if made.recorded, let registry = try? ProvisionRegistry(stateDirectory: state.settings.stateDirectory) {
+        // An account userdel would not remove keeps its pending record: the next broker start
+        // tries again (it has no vault and a locked password meanwhile).
+        if made.recorded, accountGone, let registry = try? ProvisionRegistry(stateDirectory: state.settings.stateDirectory) {
             try? registry.locked { try registry.remove(name) }
         }
         let ended = [Outcome.cancelled.rawValue, Outcome.timedOut.rawValue].contains(reason)

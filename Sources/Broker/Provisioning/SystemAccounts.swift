@@ -51,9 +51,25 @@ enum SystemAccounts {
         return rc == 0 && result != nil
     }
 
-    /// Runs `arguments` (the program first) and returns its exit status; a program still
-    /// running after `limit` is killed (status -1).
+    /// Where systemd is the service manager, the tools run as a transient unit of their own
+    /// (`systemd-run --wait`): the broker's unit (ProtectSystem=strict, no CAP_CHOWN, the
+    /// @privileged system calls filtered) cannot write /etc or remove a home directory, and
+    /// must not be loosened for everything else it does. Elsewhere (containers, the tests:
+    /// systemd not running) they run directly, as the broker's children.
+    static let systemdRun = "/usr/bin/systemd-run"
+    static var underSystemd: Bool { access("/run/systemd/system", F_OK) == 0 && access(systemdRun, X_OK) == 0 }
+
+    /// How `arguments` (the program first) is started: directly, or through systemd-run.
+    static func command(_ arguments: [String], underSystemd: Bool) -> [String] {
+        guard underSystemd else { return arguments }
+        return [systemdRun, "--wait", "--quiet", "--collect", "--service-type=exec",
+                "--property=RuntimeMaxSec=\(Int(limit))", "--description=fingerseal: \(arguments[0])", "--"] + arguments
+    }
+
+    /// Runs `arguments` (the program first) and returns its exit status (systemd-run --wait
+    /// returns its unit's); a program still running after `limit` is killed (status -1).
     static func run(_ arguments: [String]) throws -> Int32 {
+        let arguments = command(arguments, underSystemd: underSystemd)
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }

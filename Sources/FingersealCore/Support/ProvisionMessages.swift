@@ -54,6 +54,9 @@ extension Messages {
     public static func accountRemoveFailed(_ name: String) -> String {
         tr("The account %1$s could not be removed (it may still be signed in). Its vault and record stay; try again later.", name)
     }
+    public static func accountBeingMade(_ name: String) -> String {
+        tr("The account %1$s is being made right now. Try again once that has ended.", name)
+    }
     public static func accountExpired(_ name: String, _ days: Int) -> String {
         tr("The account %1$s was removed: it was not used for %2$s days.", name, days)
     }
