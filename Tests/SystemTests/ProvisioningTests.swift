@@ -170,6 +170,7 @@ struct ProvisioningTests {
         #expect(second.status == 0, "\(second.all)")
         #expect(!second.all.contains("enter the code"), "\(second.all)")
 
+        #expect(try rig.idp.familyAlive(name), "the sealed sign-in is alive: \((try? rig.idp.family(name)) ?? "?")")
         let trail = try rig.cli(["audit", "--user", name])
         #expect(trail.stdout.contains(Messages.auditProvisioned(rig.idp.issuer)), "\(trail.all)")
 
@@ -230,6 +231,7 @@ struct ProvisioningTests {
         #expect(result.all.contains("The account \(name) was made."), "the account was made before the PIN: \(result.all)")
         #expect(rig.nothingLeft(name, vaults: before), "\(result.all)")
         #expect(rig.audited(name, .cancelled, "cancelled"))
+        #expect(!(try rig.idp.familyAlive(name)), "the sign-in was ended at the provider: \((try? rig.idp.family(name)) ?? "?")")
     }
 
     /// Ctrl-C after two of five scans: no half-enrolled finger, no vault, no account.
@@ -264,6 +266,7 @@ struct ProvisioningTests {
         #expect(result.stderr.contains(Messages.provisionNotAllowed("\(name)@example.test")), "\(result.all)")
         #expect(rig.nothingLeft(name, vaults: before))
         #expect(rig.audited(name, .refused, "requirement"))
+        #expect(!(try rig.idp.familyAlive(name)), "the sign-in was ended at the provider: \((try? rig.idp.family(name)) ?? "?")")
     }
 
     /// The provider's name for the person is an account that exists here (typed another

@@ -69,6 +69,8 @@ struct Provisioning {
         var vault = false
         /// Past the checks: an undo is a cancel, not a refusal.
         var started = false
+        /// Ends the sign-in at the provider (best effort): nothing of it is kept here.
+        var revoke: (() -> Void)? = nil
     }
 
     /// A refusal: its sentence, and the reason the audit trail gives (`Messages.auditReason`).
@@ -132,11 +134,11 @@ struct Provisioning {
             throw FingersealError(.timedOut, Messages.provisionCodeExpired, detail: error.description)
         }
         guard let refreshToken = tokens.refreshToken else { throw FingersealError(.unavailable, Messages.noRefreshToken) }
+        made.revoke = { _ = try? client.revoke(refreshToken) }
 
         // 2. Who signed in, and may they have an account here, under this name?
         func refuse(_ sentence: String, _ reason: String) -> Refusal {
-            _ = try? client.revoke(refreshToken)
-            return refusal(.notPermitted, sentence, reason)
+            refusal(.notPermitted, sentence, reason)
         }
         let claims: IDTokenClaims?
         do throws(TokenFailure) {
@@ -144,7 +146,6 @@ struct Provisioning {
                                                                nonce: nil, http: client.http, cache: state.jwks,
                                                                now: SystemClock().now())
         } catch {
-            _ = try? client.revoke(refreshToken)
             throw LoginCommand.loginError(error)
         }
         guard let claims else { throw refuse(Messages.identityUnknown, "identityUnknown") }
@@ -298,10 +299,12 @@ struct Provisioning {
         Refusal(error: FingersealError(outcome, sentence, detail: "provisioning refused: \(reason)"), reason: reason)
     }
 
-    /// Removes whatever `made` says was made, newest first: the vault (and its directory),
+    /// Ends the sign-in at the provider, then removes whatever `made` says was made, newest
+    /// first: the vault (and its directory),
     /// the account (only the one made here: same name and uid), the record. Then the event
     /// goes to the audit trail (a refusal or a cancel).
     private func undo(_ made: Made, reason: String, detail: String) {
+        made.revoke?()
         var accountGone = true
         if let account = made.account {
             Provisioning.removeVault(of: account, state: state, options: options)
