@@ -29,7 +29,8 @@ struct ProvisioningTests {
         let capture: SyslogCapture
         private var logged: [String] = []
 
-        init(config extra: String = "", perHour: Int = 5, expireDays: Int = 30, moduleOptions: String = "provision=idp") throws {
+        init(config extra: String = "", perHour: Int = 5, expireDays: Int = 30, groups: String = "users",
+             moduleOptions: String = "provision=idp") throws {
             idp = try LocalIdP()
             let config = """
                 user_claim=preferred_username
@@ -38,7 +39,7 @@ struct ProvisioningTests {
                 issuer=\(idp.issuer)
                 client_id=fingerseal-device
                 require=groups:\(ProvisioningTests.group)
-                groups=users
+                groups=\(groups)
                 per_hour=\(perHour)
                 expire_days=\(expireDays)
 
@@ -251,6 +252,44 @@ struct ProvisioningTests {
         let result = child.finish()
         #expect(result.status != 0, "\(result.all)")
         #expect(rig.nothingLeft(name, vaults: before), "\(result.all)")
+    }
+
+    /// The code expires before anyone approves it, and later no finger comes while the reader
+    /// waits (timeout=1): each ends with a sentence and nothing made.
+    @Test func timeoutsLeaveNothing() throws {
+        let rig = try Rig(moduleOptions: "provision=idp timeout=1")
+        let before = rig.vaults
+        let name = try rig.newPerson()
+        let child = try rig.start(name, answers: [])
+        let code = try #require(rig.userCode(child))
+        try rig.idp.hook("/test/expire-device", [("user_code", code)])
+        let expired = child.finish()
+        #expect(expired.status != 0 && expired.stderr.contains(Messages.provisionCodeExpired), "\(expired.all)")
+        #expect(rig.nothingLeft(name, vaults: before))
+        #expect(rig.audited(name, .cancelled, "timedOut"))
+
+        let second = try rig.newPerson()
+        let enrolling = try rig.start(second, answers: [Self.pin, Self.pin])
+        try rig.approve(try #require(rig.userCode(enrolling)), as: second)
+        let result = enrolling.finish()
+        #expect(result.status != 0, "\(result.all)")
+        #expect(result.all.contains("Now enroll a finger") && result.all.contains(Messages.provisionUndone), "\(result.all)")
+        #expect(rig.nothingLeft(second, vaults: before), "\(result.all)")
+    }
+
+    /// useradd fails (a group in provision_groups does not exist): said, and nothing made.
+    @Test func aFailingUseraddLeavesNothing() throws {
+        let rig = try Rig(config: "", groups: "users,fingerseal-no-such-group")
+        let before = rig.vaults
+        let name = try rig.newPerson()
+        let child = try rig.start(name, answers: [Self.pin, Self.pin])
+        try rig.approve(try #require(rig.userCode(child)), as: name)
+        let result = child.finish()
+        #expect(result.status != 0, "\(result.all)")
+        #expect(result.stderr.contains(Messages.provisionFailed(Messages.systemFailure(.finishRequest))), "\(result.all)")
+        #expect(!result.all.contains("New PIN"), "\(result.all)")
+        #expect(rig.nothingLeft(name, vaults: before))
+        #expect(rig.audited(name, .cancelled, "systemError"))
     }
 
     /// An identity without the required group is refused with a sentence; nothing is made.
