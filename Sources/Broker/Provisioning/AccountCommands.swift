@@ -20,8 +20,9 @@ enum AccountCommands {
     }
 
     static func list(_ call: Call) throws -> Reply {
-        let registry = try ProvisionRegistry(stateDirectory: call.state.settings.stateDirectory)
-        let records = try registry.locked { try registry.records() }
+        // No registry: nothing was ever provisioned here.
+        let records = try ProvisionRegistry.existing(stateDirectory: call.state.settings.stateDirectory)
+            .map { registry in try registry.locked { try registry.records() } } ?? []
         let days = call.options.provisionExpireDays
         if call.json {
             try call.printJSON(["accounts": records.map { record in
@@ -44,8 +45,8 @@ enum AccountCommands {
     static func remove(_ call: Call) throws -> Reply {
         // Exactly one argument (`AccountRemoveOptions.validate`).
         let name = call.arguments.first ?? ""
-        let registry = try ProvisionRegistry(stateDirectory: call.state.settings.stateDirectory)
-        guard AccountName.isValid(name), let record = try registry.locked({ try registry.record(name) }) else {
+        guard AccountName.isValid(name), let registry = try ProvisionRegistry.existing(stateDirectory: call.state.settings.stateDirectory),
+              let record = try registry.locked({ try registry.record(name) }) else {
             throw FingersealError(.usage, Messages.accountNotProvisioned(String(name.prefix(64))))
         }
         guard !Provisioning.inFlight.contains(name) else { throw FingersealError(.unavailable, Messages.accountBeingMade(name)) }
@@ -73,8 +74,7 @@ enum AccountCommands {
     /// An account that cannot be removed now (signed in) stays, and is tried again later.
     static func expire(state: BrokerState, options: Options, now: Int64) throws -> [String] {
         let days = options.provisionExpireDays
-        guard days > 0 else { return [] }
-        let registry = try ProvisionRegistry(stateDirectory: state.settings.stateDirectory)
+        guard days > 0, let registry = try ProvisionRegistry.existing(stateDirectory: state.settings.stateDirectory) else { return [] }
         let due = try registry.locked { try registry.records() }
             .filter { $0.state == .active && $0.lastUsed + Int64(days) * 86_400 <= now }
         var removed: [String] = []
@@ -89,7 +89,7 @@ enum AccountCommands {
     /// At the broker's start: a pending record is an account whose making never finished (the
     /// broker stopped mid-way). It is removed with its vault, so no half account stays usable.
     static func recover(state: BrokerState, options: Options) {
-        guard let registry = try? ProvisionRegistry(stateDirectory: state.settings.stateDirectory),
+        guard let registry = try? ProvisionRegistry.existing(stateDirectory: state.settings.stateDirectory),
               let records = try? registry.locked({ try registry.records() }) else { return }
         for record in records where record.state == .pending {
             if (try? removeAccount(record, registry: registry, state: state, options: options)) == true {

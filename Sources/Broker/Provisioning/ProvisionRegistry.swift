@@ -31,10 +31,18 @@ final class ProvisionRegistry {
 
     let directory: SafeDirectory
 
+    /// The registry, made when missing (only provisioning makes it).
     init(stateDirectory: String) throws {
         let root = try SafeDirectory(path: stateDirectory, owner: geteuid())
         directory = try root.makeSubdirectory(ProvisionRegistry.directoryName, mode: 0o700)
         _ = fchmodat(AT_FDCWD, stateDirectory + "/" + ProvisionRegistry.directoryName, 0o700, 0)
+    }
+
+    private init(directory: SafeDirectory) { self.directory = directory }
+
+    /// The registry if provisioning ever made it; nil otherwise (nothing was provisioned).
+    static func existing(stateDirectory: String) throws -> ProvisionRegistry? {
+        try SafeDirectory(path: stateDirectory, owner: geteuid()).subdirectory(directoryName).map(ProvisionRegistry.init(directory:))
     }
 
     /// Runs `body` holding the registry's lock (at most 10 s to get it).

@@ -318,7 +318,7 @@ struct Provisioning {
         }
         // An account userdel would not remove keeps its pending record: the next broker start
         // tries again (it has no vault and a locked password meanwhile).
-        if made.recorded, accountGone, let registry = try? ProvisionRegistry(stateDirectory: state.settings.stateDirectory) {
+        if made.recorded, accountGone, let registry = try? ProvisionRegistry.existing(stateDirectory: state.settings.stateDirectory) {
             try? registry.locked { try registry.remove(name) }
         }
         let ended = [Outcome.cancelled.rawValue, Outcome.timedOut.rawValue].contains(reason)
@@ -361,7 +361,9 @@ struct Provisioning {
 
     /// A successful authentication of `name`: when provisioning made it, it was used now.
     static func noteUse(_ name: String, state: BrokerState) {
-        guard let registry = try? ProvisionRegistry(stateDirectory: state.settings.stateDirectory) else { return }
+        // Most accounts were not provisioned: nothing is locked or written for them.
+        guard let registry = try? ProvisionRegistry.existing(stateDirectory: state.settings.stateDirectory),
+              (try? registry.record(name)) ?? nil != nil else { return }
         try? registry.locked {
             guard var record = try registry.record(name), record.state == .active else { return }
             record.lastUsed = SystemClock().now()
