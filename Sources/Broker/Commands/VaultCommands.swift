@@ -234,6 +234,25 @@ enum VaultCommands {
     /// Deletes the vault. Needs the PIN, or for a damaged vault (which cannot check one) a
     /// typed yes; a caller other than root whose PIN fails may give the account password
     /// instead (a forgotten PIN).
+    /// `identify on|off`: whether touch to sign in may find this account (design §3,
+    /// kiosk). The PIN confirms it, a finger must be enrolled to turn it on, and the trail
+    /// records it. Only the administrator's `identify_group` decides who is in the gallery
+    /// at all; this is the account's own consent.
+    static func identify(_ call: Call, on: Bool) throws -> Reply {
+        let store = call.store
+        guard let status = try Vault.status(store) else { throw FingersealError(.noVault, Messages.noVault) }
+        if on && status.fingers.isEmpty { throw FingersealError(.notEnrolled, Messages.identifyNeedsFinger) }
+        if status.identify == on {
+            call.conversation.output(on ? Messages.identifyAlreadyOn : Messages.identifyAlreadyOff)
+            return Reply(.success)
+        }
+        let vault = try recordingFailure("identify", AuditTrail(store: store)) { try PINEntry.unlock(call, store: store) }
+        try vault.update { $0.setIdentify(on) }
+        AuditTrail(store: store).record(.identifySetting(on: on), vault: vault)
+        call.conversation.output(on ? Messages.identifyTurnedOn : Messages.identifyTurnedOff)
+        return Reply(.success)
+    }
+
     static func reset(_ call: Call) throws -> Reply {
         let store = call.store
         let damaged: Bool

@@ -26,6 +26,8 @@ final class BrokerState: @unchecked Sendable {
     let attemptLimiter = AttemptLimiter()
     /// The configuration file as last parsed, while it stays the same file.
     let configuration = SystemConfigCache()
+    /// Touch to sign in pauses after fingers nobody matched (`IdentifyPause`).
+    let identifyPause = IdentifyPause()
 
     init(settings: BrokerSettings) throws {
         self.settings = settings
