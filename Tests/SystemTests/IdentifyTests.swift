@@ -139,6 +139,8 @@ import Testing
             #expect(login.user == name, "\(login.shown)")
             #expect(!login.shown.contains { if case .promptEchoOn = $0 { return true } else { return false } }, "\(login.shown)")
         }
+        let status = try rig.rig.cli(["status", "--user", IdentifyTests.members[0]])
+        #expect(status.stdout.contains(Messages.statusIdentifyOn), "\(status.all)")
         // Each account's trail has the unlock.
         for name in IdentifyTests.members {
             let trail = try rig.rig.cli(["audit", "--user", name])
@@ -214,6 +216,34 @@ import Testing
         let login = try rig.login(touch: "id-" + name)
         #expect(login.user == nil, "\(login.shown)")
         #expect(login.status != PAM_SUCCESS)
+    }
+
+    /// Fingers nobody matched, five in a row: touch to sign in pauses for the whole machine
+    /// (the user name is asked at once, with the reason), so a stranger cannot try finger
+    /// after finger against the gallery.
+    @Test func unknownFingersPauseIdentify() throws {
+        let rig = try Rig()
+        for attempt in 1...5 {
+            let login = try rig.login(touch: "id-stranger-\(attempt)")
+            #expect(login.shown.contains(.errorMessage(Messages.identifyNoMatch)), "\(login.shown)")
+        }
+        let paused = try rig.login(touch: "id-" + IdentifyTests.members[0])
+        #expect(paused.user == nil, "\(paused.shown)")
+        #expect(paused.shown.first == .textInfo(Messages.identifyPaused), "\(paused.shown)")
+        let prompts = [false, true].flatMap { swipe in
+            [ScanHint.none, .pressCtrlCForPassword].map { PAMClient.Message.textInfo(Messages.identifyPrompt(swipe: swipe, cancelHint: $0)) }
+        }
+        #expect(!paused.shown.contains { prompts.contains($0) }, "no scan while paused: \(paused.shown)")
+    }
+
+    /// Only root's hosts (login, a display manager) may identify: a PAM host a user runs is
+    /// refused, and so learns nothing of who a finger is.
+    @Test func aUsersOwnHostCannotIdentify() throws {
+        TestUsers.ensure(TestUsers.alice)
+        let rig = try Rig()
+        let asked = try rig.rig.broker.wire(["pam.identify", "option=identify", "option=identify_group=\(IdentifyTests.group)"],
+                                            as: TestUsers.alice)
+        #expect(asked.stdout == "result: notPermitted \(Messages.identifyOnlyForSystemHosts)\n", "\(asked.all)")
     }
 
     /// `identify on` needs an enrolled finger, and says so.

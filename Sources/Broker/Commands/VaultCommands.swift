@@ -36,6 +36,8 @@ enum VaultCommands {
         /// Who the identity provider said signed in (`Signed in as …`).
         var signedInAs: String? = nil
         var lockout: Lockout? = nil
+        /// Touch to sign in is on for the account (`identify on`).
+        var identify: Bool? = nil
         /// "fprintd" when fprintd holds the fingers (then `fprintdFingers` and `fingersChanged`).
         var reader: String? = nil
         /// For an application (the session agent's GetCapabilities): what can answer now.
@@ -112,6 +114,7 @@ enum VaultCommands {
             }
             report.tpm = call.options.tpm.rawValue
             report.fingers = status.fingers
+            report.identify = status.identify
             report.signIn = status.signIn.rawValue
             report.issuer = status.provider?.issuer
             report.clientId = status.provider?.clientID
@@ -137,6 +140,7 @@ enum VaultCommands {
         } else {
             lines.append(Messages.statusFingers(status.fingers))
         }
+        lines.append(status.identify ? Messages.statusIdentifyOn : Messages.identifyTurnedOff)
         lines.append(describe(status.signIn, status.provider.map { ($0.issuer, $0.clientID) }))
         if status.signIn != .none, let identity = status.identity { lines.append(Messages.signedInAs(identity.display)) }
         lines.append(status.lockout.fingerLocked ? Messages.statusFingerLocked : Messages.statusFingerNotLocked(status.lockout.fingerFailures))

@@ -641,6 +641,7 @@ public enum Messages {
     public static var identifyNotOnThisReader: String { tr("This fingerprint reader cannot tell whose finger it is. Type your user name to sign in.") }
     public static var identifyOnlyForSystemHosts: String { tr("Touch to sign in is only for the system's own login screens.") }
     public static var identifyTurnedOn: String { tr("Touch to sign in is on for your account: where a login screen offers it, touching the reader signs you in without your user name.") }
+    public static var statusIdentifyOn: String { tr("Touch to sign in is on for your account.") }
     public static var identifyTurnedOff: String { tr("Touch to sign in is off for your account.") }
     public static var identifyAlreadyOn: String { tr("Touch to sign in is already on for your account.") }
     public static var identifyAlreadyOff: String { tr("Touch to sign in is already off for your account.") }
