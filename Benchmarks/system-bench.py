@@ -437,6 +437,8 @@ class Broker:
             f.write(config)
         notify_path = os.path.join(self.work, "notify")
         notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        if os.path.exists(notify_path):  # a restart (identify-bench.py)
+            os.unlink(notify_path)
         notify.bind(notify_path)
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8", "NOTIFY_SOCKET": notify_path,
                # What libfprint sees: the virtual reader only.

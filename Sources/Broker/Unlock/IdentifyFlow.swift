@@ -27,24 +27,19 @@ enum IdentifyFlow {
             Syslog.log(.warning, "fingersealed: identify without identify_group=: nobody takes part; the user name is asked")
             return Reply(.unavailable)
         }
-        if let until = call.state.identifyPause.pausedUntil() {
+        if let until = call.state.identifyHistory.pausedUntil() {
             call.conversation.info(Messages.identifyPaused)
             PAMFlows.log(call, AuthenticationResult(.unavailable, "identify paused for \(Int(until.rounded(.up))) s after fingers nobody matched"))
             return Reply(.unavailable)
         }
-        let gallery = Gallery(call, group: group)
-        guard !gallery.accounts.isEmpty else {
-            PAMFlows.log(call, AuthenticationResult(.notEnrolled, "nobody in \(group) takes part in identify"))
-            return Reply(.notEnrolled)
-        }
         let found: Found
         do {
-            found = try scan(call, gallery)
+            found = try scan(call, group: group)
         } catch let error as FingersealError {
             PAMFlows.log(call, AuthenticationResult(error.outcome, "identify: \(error.description)"))
             return Reply(error.outcome)
         }
-        return try unlock(call, found, gallery)
+        return try unlock(call, found)
     }
 
     /// One account of the gallery: its vault session (read once, opened through the device
@@ -82,6 +77,12 @@ enum IdentifyFlow {
                 accounts.append(account)
                 sessions[uid] = session
             }
+            // Whoever signed in by touch most recently first: a matcher that stops at the first
+            // match (libfprint's on the host compares print by print) finds a returning person
+            // sooner. The order never decides who is found: a finger matches one account or
+            // is refused as ambiguous.
+            let recent = call.state.identifyHistory.recency()
+            accounts.sort { (recent[$0.uid] ?? 0, $1.uid) > (recent[$1.uid] ?? 0, $0.uid) }
         }
 
         /// The members' prints this reader can match, each vault opened through its device
@@ -112,9 +113,10 @@ enum IdentifyFlow {
         let finger: String
     }
 
-    /// The scan: libfprint's identify over every member's prints, up to `max_tries` scans in
-    /// the timeout. A match found among more than one account's prints signs nobody in.
-    static func scan(_ call: Call, _ gallery: Gallery) throws -> Found {
+    /// The scan: libfprint's identify over every member's prints (the gallery read in the
+    /// reader's turn, once the reader is known to identify), up to `max_tries` scans in the
+    /// timeout. A match found among more than one account's prints signs nobody in.
+    static func scan(_ call: Call, group: String) throws -> Found {
         try call.state.reader.withReader(call) { reader, turn in
             guard case let .libfprint(device) = reader else {
                 call.conversation.info(Messages.identifyNotWithFprintd)
@@ -123,6 +125,10 @@ enum IdentifyFlow {
             guard device.info.features.contains(.identify) else {
                 call.conversation.info(Messages.identifyNotOnThisReader)
                 throw FingersealError(.unavailable, Messages.identifyNotOnThisReader, detail: "the reader has no identify")
+            }
+            let gallery = Gallery(call, group: group)
+            guard !gallery.accounts.isEmpty else {
+                throw FingersealError(.notEnrolled, Messages.notEnrolled, detail: "nobody in \(group) takes part in identify")
             }
             let members = gallery.members(for: device)
             let entries = members.enumerated().flatMap { index, member in member.prints.map { (member: index, finger: $0.finger, print: $0.print) } }
@@ -149,7 +155,7 @@ enum IdentifyFlow {
                 switch result {
                 case let .identified(index?) where entries.indices.contains(index):
                     let matched = entries[index]
-                    call.state.identifyPause.matched()
+                    call.state.identifyHistory.matched(members[matched.member].account.uid)
                     // libfprint names one print; the same template held by another account
                     // (one finger enrolled twice) makes the answer ambiguous.
                     let others = Set(entries.filter { $0.member != matched.member && $0.print.isSame(as: matched.print) }.map(\.member))
@@ -159,7 +165,7 @@ enum IdentifyFlow {
                     return Found(member: members[matched.member], finger: matched.finger)
                 case .identified:
                     failures += 1
-                    let paused = call.state.identifyPause.noMatch()
+                    let paused = call.state.identifyHistory.noMatch()
                     call.conversation.scanOutcome(.noMatch)
                     if paused { break }
                     if failures < settings.maxTries { call.conversation.error(Messages.noMatchTryAgain) }
@@ -173,7 +179,7 @@ enum IdentifyFlow {
                 default:
                     throw FingersealError(.unavailable, Messages.readerUnexpectedResult)
                 }
-                if call.state.identifyPause.pausedUntil() != nil { break }
+                if call.state.identifyHistory.pausedUntil() != nil { break }
             }
             call.conversation.error(Messages.identifyNoMatch)
             throw FingersealError(.noMatch, Messages.identifyNoMatch, detail: "no account matched \(failures) scan(s)")
@@ -193,7 +199,7 @@ enum IdentifyFlow {
 
     /// The identified account's unlock, as for a typed user name, with the finger already
     /// matched; the reply names the account.
-    static func unlock(_ call: Call, _ found: Found, _ gallery: Gallery) throws -> Reply {
+    static func unlock(_ call: Call, _ found: Found) throws -> Reply {
         let account = found.member.account
         call.after.actingOn(account.uid)
         let identified = Call(caller: call.caller, request: call.request, channel: call.channel, conversation: call.conversation,
@@ -205,15 +211,19 @@ enum IdentifyFlow {
     }
 }
 
-/// Touch to sign in, for the whole machine: fingers nobody matched in a row. After
-/// `limit` of them identify pauses for `pause` seconds (the user name is asked), so a
-/// stranger cannot try finger after finger against the whole gallery.
-final class IdentifyPause: @unchecked Sendable {
+/// Touch to sign in, for the whole machine: fingers nobody matched in a row (after `limit`
+/// of them identify pauses for `pause` seconds and the user name is asked, so a stranger
+/// cannot try finger after finger against the whole gallery), and when each account was last
+/// found (the gallery's order). In memory only, bounded by the gallery's own limit.
+final class IdentifyHistory: @unchecked Sendable {
     static let limit = 5
     static let pause = 60.0
     private let lock = ThreadLock()
     private var misses = 0
     private var until: Double? = nil
+    /// uid → a number that grows with each account found (no clock needed to order them).
+    private var found: [UInt32: UInt64] = [:]
+    private var counter: UInt64 = 0
 
     /// Seconds left of a pause; nil when identify may run.
     func pausedUntil() -> Double? {
@@ -233,14 +243,27 @@ final class IdentifyPause: @unchecked Sendable {
     func noMatch() -> Bool {
         lock.locked {
             misses += 1
-            guard misses >= IdentifyPause.limit else { return false }
-            until = monotonicSeconds() + IdentifyPause.pause
+            guard misses >= IdentifyHistory.limit else { return false }
+            until = monotonicSeconds() + IdentifyHistory.pause
             return true
         }
     }
 
-    func matched() {
-        lock.locked { misses = 0 }
+    func matched(_ uid: UInt32) {
+        lock.locked {
+            misses = 0
+            counter += 1
+            if found.count >= IdentifyFlow.maxAccounts, found[uid] == nil,
+               let oldest = found.min(by: { $0.value < $1.value })?.key {
+                found[oldest] = nil
+            }
+            found[uid] = counter
+        }
+    }
+
+    /// When each account was last found, as an order.
+    func recency() -> [UInt32: UInt64] {
+        lock.locked { found }
     }
 }
 
