@@ -91,13 +91,14 @@ enum PAMFlows {
     }
 
     /// One line per decision at LOG_AUTHPRIV; never a secret. Quiet outcomes only with debug.
-    /// Written after the reply: syslog's socket is no reason to keep a person waiting.
+    /// As with the audit trail, a success's line is written after the reply (syslog's socket
+    /// is no reason to keep a person waiting), anything else's before it.
     static func log(_ call: Call, _ result: AuthenticationResult) {
         let quiet: Set<Outcome> = [.noVault, .remoteSession, .notEnrolled, .notApplicable]
         if quiet.contains(result.outcome) && !call.options.debug { return }
         let level: Syslog.Level = result.outcome.pamReturn == .authError ? .warning : .notice
         let line = "fingersealed: \(call.request.command.rawValue) \(result.outcome.rawValue) for user=\(call.account.name) "
             + "service=\(call.channel.pam?.service ?? "?") (\(call.caller)): \(result.detail)"
-        call.after.add { Syslog.log(level, line) }
+        if result.outcome == .success { call.after.add { Syslog.log(level, line) } } else { Syslog.log(level, line) }
     }
 }

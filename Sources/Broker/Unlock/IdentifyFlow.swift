@@ -27,9 +27,9 @@ enum IdentifyFlow {
             Syslog.log(.warning, "fingersealed: identify without identify_group=: nobody takes part; the user name is asked")
             return Reply(.unavailable)
         }
-        if let until = call.state.identifyHistory.pausedUntil() {
+        if let left = call.state.identifyHistory.pauseLeft() {
             call.conversation.info(Messages.identifyPaused)
-            PAMFlows.log(call, AuthenticationResult(.unavailable, "identify paused for \(Int(until.rounded(.up))) s after fingers nobody matched"))
+            PAMFlows.log(call, AuthenticationResult(.unavailable, "identify paused for \(Int(left.rounded(.up))) s after fingers nobody matched"))
             return Reply(.unavailable)
         }
         let found: Found
@@ -179,7 +179,7 @@ enum IdentifyFlow {
                 default:
                     throw FingersealError(.unavailable, Messages.readerUnexpectedResult)
                 }
-                if call.state.identifyHistory.pausedUntil() != nil { break }
+                if call.state.identifyHistory.pauseLeft() != nil { break }
             }
             call.conversation.error(Messages.identifyNoMatch)
             throw FingersealError(.noMatch, Messages.identifyNoMatch, detail: "no account matched \(failures) scan(s)")
@@ -226,7 +226,7 @@ final class IdentifyHistory: @unchecked Sendable {
     private var counter: UInt64 = 0
 
     /// Seconds left of a pause; nil when identify may run.
-    func pausedUntil() -> Double? {
+    func pauseLeft() -> Double? {
         lock.locked {
             guard let until else { return nil }
             let left = until - monotonicSeconds()
