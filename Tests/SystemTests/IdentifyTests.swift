@@ -246,6 +246,42 @@ import Testing
         #expect(asked.stdout == "result: notPermitted \(Messages.identifyOnlyForSystemHosts)\n", "\(asked.all)")
     }
 
+    /// login(1) on a console (Debian's, from shadow) through pam_wrapper, on a terminal it
+    /// leads: it starts PAM with no user name, the prompt offers Ctrl-C for the user name, the
+    /// finger signs the member in, and login starts their shell.
+    @Test func loginOnAConsoleSignsInByTouch() throws {
+        let rig = try Rig()
+        let name = IdentifyTests.members[2]
+        let security = "/lib/\(Pamtester.multiarch)/security"
+        let module = "\(Paths.module) socket=\(rig.rig.broker.socketPath) identify identify_group=\(IdentifyTests.group) max_tries=1"
+        writeFile(rig.services + "/login", Array("""
+            auth required \(module)
+            account required \(security)/pam_permit.so
+            session required \(security)/pam_permit.so
+            password required \(security)/pam_deny.so
+
+            """.utf8), mode: 0o644)
+        struct Session: Decodable {
+            let ok: Bool
+            let transcript: String
+            let status: Int32
+        }
+        let prompt = Messages.identifyPrompt(swipe: true, cancelHint: .pressCtrlCForPassword)
+        let steps = [[prompt, "@sensor SCAN id-\(name)"], ["$ ", "id -un; exit\r"]]
+        var environment = Pamtester.environment(rig.services)
+        environment["PTY_SENSOR"] = rig.rig.sensor
+        environment["TERM"] = "dumb"
+        let script = Paths.packageRoot + "/Tests/TestSupport/pty_session.py"
+        let run = try Child.run("/usr/bin/python3", [script, String(decoding: try JSONEncoder().encode(steps), as: UTF8.self),
+                                                     "--", "/bin/login"], environment: environment)
+        #expect(run.status == 0, "\(run.all)")
+        let session = try JSONDecoder().decode(Session.self, from: Data(run.stdout.utf8))
+        #expect(session.ok, "\(session.transcript)")
+        #expect(session.transcript.contains(prompt), "\(session.transcript)")
+        #expect(!session.transcript.contains("login:"), "no user name was asked: \(session.transcript)")
+        #expect(session.transcript.contains("\n\(name)\r") || session.transcript.contains("\n\(name)\n"), "\(session.transcript)")
+    }
+
     /// `identify on` needs an enrolled finger, and says so.
     @Test func turningOnNeedsAFinger() throws {
         try IdentifyTests.ensureAccounts([])
