@@ -155,13 +155,13 @@ enum IdentifyFlow {
                 switch result {
                 case let .identified(index?) where entries.indices.contains(index):
                     let matched = entries[index]
-                    call.state.identifyHistory.matched(members[matched.member].account.uid)
                     // libfprint names one print; the same template held by another account
                     // (one finger enrolled twice) makes the answer ambiguous.
                     let others = Set(entries.filter { $0.member != matched.member && $0.print.isSame(as: matched.print) }.map(\.member))
                     guard others.isEmpty else {
                         try ambiguous(call, [members[matched.member]] + others.sorted().map { members[$0] })
                     }
+                    call.state.identifyHistory.matched(members[matched.member].account.uid)
                     return Found(member: members[matched.member], finger: matched.finger)
                 case .identified:
                     failures += 1
