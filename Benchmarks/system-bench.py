@@ -21,6 +21,7 @@ SIGINT/SIGTERM/SIGHUP; every wait is bounded. Readiness: the broker's READY=1 ov
 NOTIFY_SOCKET, dbus-daemon's --print-address, bus names through `gdbus wait`.
 """
 import argparse
+import fcntl
 import json
 import math
 import os
@@ -33,6 +34,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import termios
 import time
 import urllib.parse
 import urllib.request
@@ -200,8 +202,11 @@ def run_on_pty(argv, env, sensor, scan=f"SCAN {FINGER_ID}", stdout_pipe=False, l
     process = None
     try:
         timed.start = now()
+        # The pty is the host's controlling terminal and the host its foreground group, as under
+        # a login: then Ctrl-C reaches it and the module's prompt need not wait for Enter.
         process = subprocess.Popen(argv, env=env, stdin=slave, stdout=subprocess.PIPE if stdout_pipe else slave,
-                                   stderr=slave, start_new_session=True)
+                                   stderr=slave, start_new_session=True,
+                                   preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
         os.close(slave)
         slave = None
         pidfd = os.pidfd_open(process.pid)
@@ -432,6 +437,8 @@ class Broker:
             f.write(config)
         notify_path = os.path.join(self.work, "notify")
         notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        if os.path.exists(notify_path):  # a restart (identify-bench.py)
+            os.unlink(notify_path)
         notify.bind(notify_path)
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8", "NOTIFY_SOCKET": notify_path,
                # What libfprint sees: the virtual reader only.

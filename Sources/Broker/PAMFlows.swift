@@ -6,12 +6,16 @@ enum PAMFlows {
     /// `auth`: whether fingerseal is for this request at all (`admission`), then the one
     /// unlock flow with the stack's request; a PAM host is told the token step's sentence in
     /// the conversation, and a success's token goes on to the session through a ticket.
-    static func authenticate(_ call: Call) throws -> Reply {
+    /// `identified`: touch to sign in already matched this account's finger, in the vault
+    /// session it read (`IdentifyFlow`).
+    static func authenticate(_ call: Call, identified: (finger: String, session: VaultSession)?) throws -> Reply {
         if let refusal = admission(call) {
             log(call, refusal)
             return Reply(refusal.outcome)
         }
-        let result = UnlockFlow.run(call, UnlockRequest.forPAMHost(call))
+        var request = UnlockRequest.forPAMHost(call)
+        request.identified = identified?.finger
+        let result = UnlockFlow.run(call, request, session: identified?.session)
         if result.sentenceIsTheToken { call.conversation.error(result.sentence) }
         log(call, AuthenticationResult(result.outcome, result.detail))
         var reply = Reply(result.outcome)
@@ -32,6 +36,16 @@ enum PAMFlows {
     /// server using common-auth), an account outside `only_group`, a remote login without
     /// `allow_remote`.
     static func admission(_ call: Call) -> AuthenticationResult? {
+        if let refusal = hostAdmission(call) { return refusal }
+        if let group = call.options.onlyGroup, !call.account.isMember(ofGroup: group) {
+            return AuthenticationResult(.unavailable, "not a member of \(group)")
+        }
+        return nil
+    }
+
+    /// The part of `admission` that is the host's, whoever the account: what touch to sign
+    /// in checks before it knows the account.
+    static func hostAdmission(_ call: Call) -> AuthenticationResult? {
         let pam = call.channel.pam ?? PAMItems()
         let options = call.options
         if options.skipServices.contains(pam.service ?? "") {
@@ -39,9 +53,6 @@ enum PAMFlows {
         }
         guard isInteractive(call, pam) else {
             return AuthenticationResult(.unavailable, "no person to answer (no tty, no display, no login session)")
-        }
-        if let group = options.onlyGroup, !call.account.isMember(ofGroup: group) {
-            return AuthenticationResult(.unavailable, "not a member of \(group)")
         }
         if call.isRemote && !options.allowRemote { return AuthenticationResult(.remoteSession, "remote session") }
         return nil
@@ -89,11 +100,14 @@ enum PAMFlows {
     }
 
     /// One line per decision at LOG_AUTHPRIV; never a secret. Quiet outcomes only with debug.
+    /// As with the audit trail, a success's line is written after the reply (syslog's socket
+    /// is no reason to keep a person waiting), anything else's before it.
     static func log(_ call: Call, _ result: AuthenticationResult) {
         let quiet: Set<Outcome> = [.noVault, .remoteSession, .notEnrolled, .notApplicable]
         if quiet.contains(result.outcome) && !call.options.debug { return }
         let level: Syslog.Level = result.outcome.pamReturn == .authError ? .warning : .notice
-        Syslog.log(level, "fingersealed: \(call.request.command.rawValue) \(result.outcome.rawValue) for user=\(call.account.name) "
-                   + "service=\(call.channel.pam?.service ?? "?") (\(call.caller)): \(result.detail)")
+        let line = "fingersealed: \(call.request.command.rawValue) \(result.outcome.rawValue) for user=\(call.account.name) "
+            + "service=\(call.channel.pam?.service ?? "?") (\(call.caller)): \(result.detail)"
+        if result.outcome == .success { call.after.add { Syslog.log(level, line) } } else { Syslog.log(level, line) }
     }
 }

@@ -568,12 +568,12 @@ public enum CommandOptions: Equatable, Sendable {
     /// together).
     public init(_ command: Command, decoding values: OptionValues) throws(OptionError) {
         switch command {
-        case .pamAuthenticate, .pamAccount, .pamOpenSession, .pamCloseSession, .doctor:
+        case .pamAuthenticate, .pamIdentify, .pamAccount, .pamOpenSession, .pamCloseSession, .doctor:
             self = .none(try NoOptions(decoding: values))
         case .status, .devices, .fingers, .accountList: self = .output(try OutputOptions(decoding: values))
         case .accountRemove: self = .accountRemove(try AccountRemoveOptions(decoding: values))
         case .accountExpire: self = .accountExpire(try AccountExpireOptions(decoding: values))
-        case .pinSet, .pinChange, .pinReset: self = .answers(try AnswerOptions(decoding: values))
+        case .pinSet, .pinChange, .pinReset, .identifyOn, .identifyOff: self = .answers(try AnswerOptions(decoding: values))
         case .logout: self = .outputAnswers(try OutputAnswerOptions(decoding: values))
         case .verify, .selftest: self = .scanReport(try ScanReportOptions(decoding: values))
         case .reset: self = .reset(try ResetOptions(decoding: values))
@@ -740,7 +740,7 @@ public struct RequestOptions: Equatable, Sendable {
 extension Command {
     public var isPAM: Bool {
         switch self {
-        case .pamAuthenticate, .pamAccount, .pamOpenSession, .pamCloseSession: true
+        case .pamAuthenticate, .pamIdentify, .pamAccount, .pamOpenSession, .pamCloseSession: true
         default: false
         }
     }

@@ -6,12 +6,17 @@ public enum Command: String, CaseIterable, Sendable {
     case pamAccount = "pam.account"
     case pamOpenSession = "pam.open-session"
     case pamCloseSession = "pam.close-session"
+    /// A login host with no user name yet (`identify`): the finger says who it is.
+    case pamIdentify = "pam.identify"
     // The CLI.
     case status, login, unlock, token, logout, audit
     case stepUp = "step-up"
     case seal, reveal
     case pinSet = "pin.set"
     case pinChange = "pin.change"
+    /// Touch to sign in for the account, on or off (the PIN confirms it).
+    case identifyOn = "identify.on"
+    case identifyOff = "identify.off"
     /// A forgotten PIN: the account password (root: nothing) and the vault's device slot.
     case pinReset = "pin.reset"
     case reset
@@ -167,9 +172,13 @@ public struct Reply: Sendable {
     /// How an unlock or a confirmation was made: finger, pin, password, or held (a
     /// confirmation already held answered). For clients that draw their own words.
     public var method: String?
+    /// pam.identify: the account the finger was identified as, for PAM_USER; nil when nobody
+    /// was (the host then asks for the user name).
+    public var user: String?
 
     public init(_ outcome: Outcome, _ message: String = "", token: [UInt8]? = nil, expiresAt: Int64? = nil,
-                ticket: String? = nil, method: String? = nil) {
+                ticket: String? = nil, method: String? = nil, user: String? = nil) {
+        self.user = user
         self.outcome = outcome
         self.message = message
         self.token = token
@@ -353,6 +362,7 @@ extension BrokerMessage {
             fields.add("expires-at", reply.expiresAt)
             fields.add("ticket", reply.ticket)
             fields.add("method", reply.method)
+            fields.add("user", reply.user)
         }
         return Wire.encode(kind: kind.rawValue, fields)
     }
@@ -380,7 +390,7 @@ extension BrokerMessage {
             guard let outcome = Outcome(rawValue: try fields.required("outcome")) else { throw .badValue("outcome") }
             return .result(Reply(outcome, try fields.string("message") ?? "", token: try fields.bytes("token"),
                                  expiresAt: try fields.integer("expires-at"), ticket: try fields.string("ticket"),
-                                 method: try fields.string("method")))
+                                 method: try fields.string("method"), user: try fields.string("user")))
         default:
             throw .unknownKind(rawKind)
         }

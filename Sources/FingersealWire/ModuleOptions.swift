@@ -52,6 +52,9 @@ public struct ModuleOptions: Equatable, Sendable {
     /// `backstop=N`: replaces the computed wait bound (for tests, and IdPs slower than the
     /// defaults allow for). Not advertised: the broker's own bounds are what a site sets.
     public var backstop: Int? = nil
+    /// `identify`: with no user name yet, the broker identifies the finger (the user name is
+    /// asked only when that finds nobody).
+    public var identify = false
 
     /// The ranges of `timeout=` and `backstop=`.
     public static let timeoutRange = 1...300
@@ -79,6 +82,7 @@ public struct ModuleOptions: Equatable, Sendable {
             case "debug": debug = try ModuleOptions.flag(argument)
             case "timeout": timeout = try ModuleOptions.integer(argument, ModuleOptions.timeoutRange)
             case "backstop": backstop = try ModuleOptions.integer(argument, ModuleOptions.backstopRange)
+            case "identify": identify = try ModuleOptions.flag(argument)
             default: continue
             }
         }

@@ -26,13 +26,42 @@ struct ModuleCall {
     func authenticate() -> Outcome {
         // A ticket from an earlier authentication on this handle must not outlive this one.
         pam.removeData(ModuleCall.ticketData)
-        return ask(.pamAuthenticate, whenUnreachable: .unavailable) { reply in
-            guard let ticket = reply.ticket else { return }
-            var bytes = Array(ticket.utf8)
-            defer { Wire.wipe(&bytes) }
-            if !bytes.withUnsafeBytes({ pam.setSecretData(ModuleCall.ticketData, $0) }) {
-                pam.log(.warning, "the broker's ticket could not be kept for the session")
+        if let identified = identify() { return identified }
+        return ask(.pamAuthenticate, whenUnreachable: .unavailable) { keepTicket($0) }
+    }
+
+    /// With `identify` and no user name yet, the broker identifies the finger: an account
+    /// found becomes PAM_USER and its unlock's outcome is the answer. Nil when nobody was
+    /// identified (no match, cancel, timeout, no broker): the user name is asked as without it.
+    private func identify() -> Outcome? {
+        guard (try? ModuleOptions(parsing: arguments))?.identify == true, (pam.item(.user) ?? "").isEmpty else { return nil }
+        var identified: Outcome? = nil
+        let outcome = ask(.pamIdentify, whenUnreachable: .unavailable) { reply in
+            guard let user = reply.user, ModuleCall.isUserName(user) else { return }
+            guard pam.setUser(user) else {
+                pam.log(.error, "the identified account could not be set as PAM_USER")
+                identified = .systemError
+                return
             }
+            identified = reply.outcome
+            keepTicket(reply)
+        }
+        return identified.map { $0 == .systemError ? $0 : outcome }
+    }
+
+    /// A name the broker gave is a name (no control bytes, bounded) before it is PAM_USER.
+    private static func isUserName(_ name: String) -> Bool {
+        let bytes = name.utf8
+        return (1...256).contains(bytes.count) && bytes.allSatisfy { $0 > 0x20 && $0 != 0x7f && $0 != UInt8(ascii: ":") }
+    }
+
+    /// Keeps the broker's ticket with the handle, for open_session.
+    private func keepTicket(_ reply: Reply) {
+        guard let ticket = reply.ticket else { return }
+        var bytes = Array(ticket.utf8)
+        defer { Wire.wipe(&bytes) }
+        if !bytes.withUnsafeBytes({ pam.setSecretData(ModuleCall.ticketData, $0) }) {
+            pam.log(.warning, "the broker's ticket could not be kept for the session")
         }
     }
 
@@ -52,8 +81,9 @@ struct ModuleCall {
     }
 
     /// The items the broker is told about (it believes them from root callers only).
-    private func items() -> PAMItems {
-        PAMItems(user: pam.user(), service: pam.item(.service), tty: pam.item(.tty), rhost: pam.item(.rhost),
+    private func items(_ command: Command) -> PAMItems {
+        // pam.identify goes before any user name: pam_get_user would ask for one.
+        PAMItems(user: command == .pamIdentify ? nil : pam.user(), service: pam.item(.service), tty: pam.item(.tty), rhost: pam.item(.rhost),
                  ruser: pam.item(.ruser), xdisplay: pam.item(.xdisplay))
     }
 
@@ -80,7 +110,7 @@ struct ModuleCall {
             return .badConfiguration
         }
         var request = Request(command)
-        request.pam = items()
+        request.pam = items(command)
         request.moduleOptions = arguments
         request.ticket = ticket
         request.language = language()

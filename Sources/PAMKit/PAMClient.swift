@@ -47,12 +47,14 @@ public final class PAMClient {
 
     /// Starts a transaction for `service` from `configDirectory`, or from the system's
     /// configuration (/etc/pam.d) when it is nil; `converse` answers its conversation.
-    public static func start(service: String, user: String, configDirectory: String? = nil,
+    /// `user` nil: the transaction starts with no user name (a login screen before anyone
+    /// typed one).
+    public static func start(service: String, user: String?, configDirectory: String? = nil,
                              converse: @escaping Converser) throws -> PAMClient {
         try PAMClient(service: service, user: user, configDirectory: configDirectory, box: ConversationBox(converse))
     }
 
-    private init(service: String, user: String, configDirectory: String?, box: ConversationBox) throws {
+    private init(service: String, user: String?, configDirectory: String?, box: ConversationBox) throws {
         self.box = box
         conversation = pam_conv(conv: PAMClient.converse, appdata_ptr: Unmanaged.passUnretained(box).toOpaque())
         var raw: OpaquePointer? = nil
@@ -79,6 +81,13 @@ public final class PAMClient {
     /// Sets a variable in the PAM environment (pam_putenv).
     public func setEnvironment(_ name: String, _ value: String) -> Int32 {
         pam_putenv(handle, "\(name)=\(value)")
+    }
+
+    /// PAM_USER as the stack left it (what a login host would sign in).
+    public func user() -> String? {
+        var value: UnsafeRawPointer? = nil
+        guard pam_get_item(handle, PAM_USER, &value) == PAM_SUCCESS, let value else { return nil }
+        return String(cString: value.assumingMemoryBound(to: CChar.self))
     }
 
     public func setItem(_ item: PAMHandle.Item, _ value: String) -> Int32 {

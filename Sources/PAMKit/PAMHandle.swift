@@ -34,6 +34,12 @@ public struct PAMHandle {
         return String(cString: name)
     }
 
+    /// Sets PAM_USER (the account the broker identified the finger as).
+    @discardableResult
+    public func setUser(_ name: String) -> Bool {
+        pam_set_item(raw, PAM_USER, name) == PAM_SUCCESS
+    }
+
     public func item(_ item: Item) -> String? {
         var value: UnsafePointer<CChar>? = nil
         guard fs_pam_get_string_item(raw, item.code, &value) == PAM_SUCCESS, let value else { return nil }

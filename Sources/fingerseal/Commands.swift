@@ -26,7 +26,7 @@ enum Commands {
         name: "fingerseal",
         summary: N_("Unlock your identity-provider sign-in with a fingerprint, with a PIN as fallback."),
         options: [.flag("--version", N_("Show the version."))],
-        subcommands: [status, login, unlock, token, logout, stepUp, seal, reveal, pin, reset,
+        subcommands: [status, login, unlock, token, logout, stepUp, seal, reveal, pin, identify, reset,
                       devices, enroll, fingers, forget, verify, capture, selftest, audit, doctor, account, completion],
         discussion: N_("Exit codes are listed in the README; 0 always means success.")
     )
@@ -51,6 +51,17 @@ enum Commands {
                         options: [pinFD, passwordFD],
                         discussion: N_("With --pin-fd, the first line is the new PIN."),
                         command: .pinReset),
+        ])
+
+    static let identify = CommandSpec(
+        name: "identify", summary: N_("Turn touch to sign in on or off for your account (kiosks: sign in by touching the reader)."),
+        subcommands: [
+            CommandSpec(name: "on", summary: N_("Let a login screen that offers touch to sign in find your account by your finger."),
+                        options: [pinFD],
+                        discussion: N_("Needs the PIN and an enrolled finger. The administrator decides which login screens offer it, and for which group."),
+                        command: .identifyOn),
+            CommandSpec(name: "off", summary: N_("Stop touch to sign in for your account; you type your user name again."),
+                        options: [pinFD], discussion: N_("Needs the PIN."), command: .identifyOff),
         ])
 
     static let reset = CommandSpec(

@@ -1,6 +1,8 @@
+import CPAM
 import Glibc
 import Testing
 import FingersealCore
+import PAMKit
 @testable import TestSupport
 
 /// The broker through fprintd (issue 11 §1, §5): fprintd on a private system bus (dbusmock
@@ -218,5 +220,26 @@ import FingersealCore
             #expect(VirtualSensor.now() - started < 5)
             #expect(access(broker.sensor, F_OK) != 0)
         }
+    }
+
+    /// Touch to sign in through fprintd: fprintd offers no identify to other programs, so the
+    /// person is told so and the user name is asked; the broker opens no reader of its own.
+    @Test(.enabled(if: skip == nil)) func identifyThroughFprintdSaysItIsUnavailable() throws {
+        let rig = try Rig()
+        writeFile(rig.services.file("fs-identify"),
+                  Array("auth required \(Paths.module) socket=\(rig.broker.broker.socketPath) identify identify_group=root\n".utf8),
+                  mode: 0o644)
+        var shown: [PAMClient.Message] = []
+        let client = try PAMClient.start(service: "fs-identify", user: nil, configDirectory: rig.services.path) { message in
+            shown.append(message)
+            if case .promptEchoOn = message { return .abort }
+            return .none
+        }
+        #expect(client.setItem(.tty, "/dev/pts/0") == PAM_SUCCESS)
+        #expect(client.authenticate() != PAM_SUCCESS)
+        #expect(client.user() == nil)
+        #expect(shown.first == .textInfo(Messages.identifyNotWithFprintd), "\(shown)")
+        #expect(shown.contains { if case .promptEchoOn = $0 { return true } else { return false } }, "\(shown)")
+        rig.brokerOpenedNoDevice()
     }
 }

@@ -192,13 +192,13 @@ import Testing
         var rig = try Rig(wrap: brokerCapture.wrap)
         let matched = try rig.authenticate(answers: [], sensor: ["SCAN finger-a"])
         #expect(matched.status == 0, "\(matched.all)")
+        // The broker answers first and records the match (and its log line) right after; a
+        // request of the same user starts only once that is written, so both are read after it.
+        #expect(try rig.status().contains("Fingers enrolled: right-index-finger"))
         let matchLog = brokerCapture.messages().joined(separator: "\n")
         #expect(matchLog.contains("pam.authenticate success for user=\(rig.user)"), "\(matchLog)")
         #expect(matchLog.contains("service=\(ModuleFingerprintTests.service)"))
 
-        // The broker answers first and records the match right after; a request of the same
-        // user starts only once that is written, so the file is read after it.
-        #expect(try rig.status().contains("Fingers enrolled: right-index-finger"))
         let vault = try rig.store.location.directory + "/vault"
         var bytes = try #require(readFile(vault))
         bytes[bytes.count / 2] ^= 0x04

@@ -1,7 +1,9 @@
 @testable import Broker
+import CPAM
 import FoundationEssentials
 import Glibc
 import FingersealCore
+import PAMKit
 import SystemKit
 import Testing
 @testable import TestSupport
@@ -29,8 +31,10 @@ struct ProvisioningTests {
         let capture: SyslogCapture
         private var logged: [String] = []
 
+        /// `storage`: libfprint's virtual_device_storage, a reader that identifies (touch to
+        /// sign in); else virtual_device.
         init(config extra: String = "", perHour: Int = 5, expireDays: Int = 30, groups: String = "users",
-             moduleOptions: String = "provision=idp") throws {
+             moduleOptions: String = "provision=idp", storage: Bool = false) throws {
             idp = try LocalIdP()
             let config = """
                 user_claim=preferred_username
@@ -46,7 +50,9 @@ struct ProvisioningTests {
                 """
             logs = try TempDirectory()
             capture = try SyslogCapture(directory: logs.path)
-            rig = try ReaderBroker(config: config, wrap: capture.wrap)
+            rig = storage ? try ReaderBroker(driver: "virtual_device_storage", variable: "FP_VIRTUAL_DEVICE_STORAGE", config: config,
+                                             wrap: capture.wrap)
+                : try ReaderBroker(config: config, wrap: capture.wrap)
             #expect(mkdir(rig.files.file("pam.d"), 0o755) == 0)
             environment = Pamtester.environment(rig.files.file("pam.d"))
             let module = "\(Paths.module) socket=\(rig.broker.socketPath) \(moduleOptions)"
@@ -254,6 +260,64 @@ struct ProvisioningTests {
         let result = child.finish()
         #expect(result.status != 0, "\(result.all)")
         #expect(rig.nothingLeft(name, vaults: before), "\(result.all)")
+    }
+
+    /// The kiosk of issue 22: one stack with `identify` and `provision=idp`, a reader that
+    /// identifies. A newcomer turns from the touch prompt to the user name, types it, signs in once with the organisation's account, chooses a PIN and enrolls a finger,
+    /// all in one PAM conversation started with no user name; the account is in
+    /// `identify_group` and opted in, and the next login is a touch alone.
+    @Test func aNewcomerAtTheKioskSignsInOnceThenByTouch() throws {
+        let group = "fsp-touch"
+        if getgrnam(group) == nil { #expect(Child.runQuietly("/usr/sbin/groupadd", [group]) == 0) }
+        let rig = try Rig(moduleOptions: "provision=idp identify identify_group=\(group) max_tries=1", storage: true)
+        let name = try rig.newPerson()
+        let services = rig.rig.files.file("pam.d")
+        func login(first: Bool) throws -> (status: Int32, user: String?, shown: [PAMClient.Message]) {
+            var shown: [PAMClient.Message] = []
+            var touched = false, scanned = false
+            let client = try PAMClient.start(service: ProvisioningTests.service, user: nil, configDirectory: services) { message in
+                shown.append(message)
+                switch message {
+                case let .textInfo(text) where !touched && text.contains("to sign in"):
+                    // The identify prompt. The first time the newcomer turns to the user name
+                    // (the gallery is empty: a touch would be taken by nobody); after, the touch.
+                    touched = true
+                    if first { return .abort }
+                    _ = try? VirtualSensor.send("SCAN id-\(name)", to: rig.rig.sensor)
+                case let .textInfo(text) where text.contains("enter the code "):
+                    if let range = text.range(of: "enter the code ") {
+                        try? rig.approve(String(text[range.upperBound...].prefix { $0 != "." && $0 != " " }), as: name)
+                    }
+                case let .textInfo(text) where !scanned && (text.hasPrefix("Place your finger") || text.hasPrefix("Swipe your finger")):
+                    scanned = true
+                    for _ in 0..<5 { _ = try? VirtualSensor.send("SCAN id-\(name)", to: rig.rig.sensor) }
+                case .promptEchoOn:
+                    return .text(name)
+                case let .promptEchoOff(text) where text.contains("PIN"):
+                    return .text(ProvisioningTests.pin)
+                default:
+                    break
+                }
+                return .none
+            }
+            #expect(client.setItem(.tty, "/dev/pts/0") == PAM_SUCCESS)
+            rig.drain()
+            return (client.authenticate(), client.user(), shown)
+        }
+        let first = try login(first: true)
+        #expect(first.status == PAM_SUCCESS, "\(first.shown)")
+        #expect(first.user == name, "\(first.shown)")
+        #expect(first.shown.contains { if case .promptEchoOn = $0 { return true } else { return false } }, "\(first.shown)")
+        #expect(first.shown.contains(.textInfo(Messages.provisionDoneTouch(name))), "\(first.shown)")
+        #expect(try Child.run("/usr/bin/id", ["-nG", name]).stdout.contains(group))
+        let status = try rig.cli(["status", "--user", name])
+        #expect(status.stdout.contains(Messages.statusIdentifyOn), "\(status.all)")
+
+        let second = try login(first: false)
+        #expect(second.status == PAM_SUCCESS, "\(second.shown)")
+        #expect(second.user == name, "the finger alone named the account: \(second.shown)")
+        #expect(!second.shown.contains { if case .promptEchoOn = $0 { return true } else { return false } }, "\(second.shown)")
+        #expect(!second.shown.contains { if case let .textInfo(text) = $0 { return text.contains("enter the code") } else { return false } })
     }
 
     /// The code expires before anyone approves it, and later no finger comes while the reader

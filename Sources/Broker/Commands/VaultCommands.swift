@@ -36,6 +36,8 @@ enum VaultCommands {
         /// Who the identity provider said signed in (`Signed in as …`).
         var signedInAs: String? = nil
         var lockout: Lockout? = nil
+        /// Touch to sign in is on for the account (`identify on`).
+        var identify: Bool? = nil
         /// "fprintd" when fprintd holds the fingers (then `fprintdFingers` and `fingersChanged`).
         var reader: String? = nil
         /// For an application (the session agent's GetCapabilities): what can answer now.
@@ -112,6 +114,7 @@ enum VaultCommands {
             }
             report.tpm = call.options.tpm.rawValue
             report.fingers = status.fingers
+            report.identify = status.identify
             report.signIn = status.signIn.rawValue
             report.issuer = status.provider?.issuer
             report.clientId = status.provider?.clientID
@@ -137,6 +140,7 @@ enum VaultCommands {
         } else {
             lines.append(Messages.statusFingers(status.fingers))
         }
+        lines.append(status.identify ? Messages.statusIdentifyOn : Messages.identifyTurnedOff)
         lines.append(describe(status.signIn, status.provider.map { ($0.issuer, $0.clientID) }))
         if status.signIn != .none, let identity = status.identity { lines.append(Messages.signedInAs(identity.display)) }
         lines.append(status.lockout.fingerLocked ? Messages.statusFingerLocked : Messages.statusFingerNotLocked(status.lockout.fingerFailures))
@@ -234,6 +238,25 @@ enum VaultCommands {
     /// Deletes the vault. Needs the PIN, or for a damaged vault (which cannot check one) a
     /// typed yes; a caller other than root whose PIN fails may give the account password
     /// instead (a forgotten PIN).
+    /// `identify on|off`: whether touch to sign in may find this account (design §3,
+    /// kiosk). The PIN confirms it, a finger must be enrolled to turn it on, and the trail
+    /// records it. Only the administrator's `identify_group` decides who is in the gallery
+    /// at all; this is the account's own consent.
+    static func identify(_ call: Call, on: Bool) throws -> Reply {
+        let store = call.store
+        guard let status = try Vault.status(store) else { throw FingersealError(.noVault, Messages.noVault) }
+        if on && status.fingers.isEmpty { throw FingersealError(.notEnrolled, Messages.identifyNeedsFinger) }
+        if status.identify == on {
+            call.conversation.output(on ? Messages.identifyAlreadyOn : Messages.identifyAlreadyOff)
+            return Reply(.success)
+        }
+        let vault = try recordingFailure("identify", AuditTrail(store: store)) { try PINEntry.unlock(call, store: store) }
+        try vault.update { $0.setIdentify(on) }
+        AuditTrail(store: store).record(.identifySetting(on: on), vault: vault)
+        call.conversation.output(on ? Messages.identifyTurnedOn : Messages.identifyTurnedOff)
+        return Reply(.success)
+    }
+
     static func reset(_ call: Call) throws -> Reply {
         let store = call.store
         let damaged: Bool

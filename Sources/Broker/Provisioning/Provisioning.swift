@@ -163,7 +163,10 @@ struct Provisioning {
         }
         guard mapped == name else { throw refuse(Messages.provisionOtherName(identity.display, mapped, name), "otherName") }
 
-        // 3. The record first, then the account.
+        // 3. The record first, then the account: in `provision_groups`, and, where this stack
+        // also signs in by touch, in `identify_group` (so the next login is a touch).
+        let groups = options.provisionGroups
+            + (options.identify ? options.identifyGroup.map { [$0] } ?? [] : []).filter { !options.provisionGroups.contains($0) }
         let now = SystemClock().now()
         let issuer = client.providerRecord.issuer
         try registry.locked {
@@ -181,7 +184,7 @@ struct Provisioning {
         }
         made.started = true
         do {
-            try SystemAccounts.create(name, groups: options.provisionGroups)
+            try SystemAccounts.create(name, groups: groups)
         } catch {
             throw FingersealError(.systemError, Messages.provisionFailed(Messages.systemFailure(.finishRequest)),
                                   detail: "useradd \(name): \(error)")
@@ -223,16 +226,23 @@ struct Provisioning {
             throw FingersealError(.notEnrolled, Messages.provisionFailed(Messages.noFingerEnrolled))
         }
 
+        // Touch to sign in, where this stack offers it: the person chose the PIN and enrolled
+        // the finger in this very conversation, which is what `fingerseal identify on` asks.
+        if options.identify {
+            try vault.update { $0.setIdentify(true) }
+        }
+
         // Done: the record is active; from here the account is a normal one.
         try registry.locked {
             try registry.write(ProvisionRecord(name: name, uid: account.uid, state: .active, issuer: issuer, subject: identity.subject,
                                                createdAt: now, lastUsed: SystemClock().now()))
             try registry.noteMade(now: now)
         }
-        AuditTrail(store: store).record(.provisioned(issuer: issuer, subject: identity.subject), vault: vault)
+        AuditTrail(store: store).record([.provisioned(issuer: issuer, subject: identity.subject)]
+                                        + (options.identify ? [.identifySetting(on: true)] : []), vault: vault)
         Syslog.log(.notice, "fingersealed: provisioned account \(name) (uid \(account.uid)) for \(identity.subject) at \(issuer) "
                    + "service=\(channel.pam?.service ?? "?") (\(caller))")
-        return Reply(.success, Messages.provisionDone(name))
+        return Reply(.success, options.identify ? Messages.provisionDoneTouch(name) : Messages.provisionDone(name))
     }
 
     /// RFC 8628 in the PAM conversation: the address and the code as one sentence, then a QR

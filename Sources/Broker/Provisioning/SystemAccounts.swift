@@ -22,12 +22,19 @@ enum SystemAccounts {
     /// A new account: no home directory here (pam_mkhomedir makes it at the first session),
     /// a locked password, its own group (the system's default) and `groups`.
     static func create(_ name: String, groups: [String]) throws {
-        guard AccountName.isValid(name), groups.allSatisfy(AccountName.isValid) else { throw Failure(description: "invalid name") }
+        guard AccountName.isValid(name), groups.allSatisfy(isSafeGroup) else { throw Failure(description: "invalid name") }
         var arguments = [useradd, "--no-create-home", "--password", "!", "--comment", comment]
         if !groups.isEmpty { arguments += ["--groups", groups.joined(separator: ",")] }
         arguments += ["--", name]
         let status = try run(arguments)
         guard status == 0 else { throw Failure(description: "useradd exited with status \(status)") }
+    }
+
+    /// A group name useradd's --groups can take as one item (the administrator's
+    /// `identify_group=` is any group name): no separator, space or leading dash.
+    static func isSafeGroup(_ group: String) -> Bool {
+        !group.isEmpty && group.utf8.count <= 256 && !group.hasPrefix("-")
+            && !group.unicodeScalars.contains { $0 == "," || $0 == ":" || $0.value <= 0x20 || $0.value == 0x7f }
     }
 
     /// Removes the account (with `removeHome`, its home directory and mail spool too).

@@ -26,6 +26,8 @@ final class BrokerState: @unchecked Sendable {
     let attemptLimiter = AttemptLimiter()
     /// The configuration file as last parsed, while it stays the same file.
     let configuration = SystemConfigCache()
+    /// Touch to sign in: the pause after fingers nobody matched, the gallery's order (`IdentifyHistory`).
+    let identifyHistory = IdentifyHistory()
 
     init(settings: BrokerSettings) throws {
         self.settings = settings

@@ -91,7 +91,7 @@ final class ReaderTurns: @unchecked Sendable {
 
     /// How `call` ranks, and whom its turn counts against.
     static func rank(_ call: Call) -> (Priority, Principal) {
-        let seat = call.request.command == .pamAuthenticate && call.applicant == nil
+        let seat = [.pamAuthenticate, .pamIdentify].contains(call.request.command) && call.applicant == nil
         return (seat ? .seat : .background, call.caller.principal)
     }
 

@@ -109,9 +109,11 @@ struct Call {
 /// - `hold`: a step-up made for a command, which lasts until the client hangs up.
 /// Everything here must be bounded in time.
 final class AfterReply: @unchecked Sendable {
-    private let uid: UInt32
+    /// The account bookkeeping added now is counted for: the request's, or the one touch to
+    /// sign in identified (`actingOn`).
+    private var uid: UInt32
     private let pending: Bookkeeping
-    private var work: [() -> Void] = []
+    private var work: [(uid: UInt32, run: () -> Void)] = []
     private var holding: (() -> Void)? = nil
 
     init(uid: UInt32, pending: Bookkeeping) {
@@ -121,8 +123,11 @@ final class AfterReply: @unchecked Sendable {
 
     func add(_ next: @escaping () -> Void) {
         pending.begin(uid)
-        work.append(next)
+        work.append((uid, next))
     }
+
+    /// Bookkeeping added from now on is `uid`'s (touch to sign in found the account).
+    func actingOn(_ uid: UInt32) { self.uid = uid }
 
     func hold(_ until: @escaping () -> Void) { holding = until }
 
@@ -133,8 +138,8 @@ final class AfterReply: @unchecked Sendable {
         let due = work
         work = []
         for next in due {
-            next()
-            pending.end(uid)
+            next.run()
+            pending.end(next.uid)
         }
         holding?()
         holding = nil
@@ -183,6 +188,9 @@ enum Authorization {
         case rig
         /// The machine's accounts (`fingerseal account`): root only.
         case root
+        /// A login host of the system with no user name yet (touch to sign in): root only,
+        /// acting as itself until the finger says who it is.
+        case seat
     }
 
     static let rigGroup = "fingerseal-rig"
@@ -192,7 +200,9 @@ enum Authorization {
         case .pamAuthenticate, .pamAccount, .pamOpenSession, .pamCloseSession: return .pamHost
         case .capture, .selftest: return .rig
         case .accountList, .accountRemove, .accountExpire: return .root
+        case .pamIdentify: return .seat
         case .status, .login, .unlock, .token, .logout, .audit, .stepUp, .seal, .reveal, .pinSet, .pinChange, .pinReset,
+             .identifyOn, .identifyOff,
              .reset, .devices, .enroll, .fingers, .forget, .verify, .doctor:
             return .ownAccount
         }
@@ -208,6 +218,9 @@ enum Authorization {
         case .root:
             guard caller.isRoot else { throw FingersealError(.notPermitted, Messages.accountRootOnly) }
             named = user
+        case .seat:
+            guard caller.isRoot else { throw FingersealError(.notPermitted, Messages.identifyOnlyForSystemHosts) }
+            named = nil
         case .ownAccount, .rig:
             named = user
             if named != nil && !caller.isRoot { throw FingersealError(.notPermitted, Messages.onlyRootNamesUser) }
@@ -248,7 +261,8 @@ enum Dispatcher {
 
     static func handler(_ command: Command) -> Handler {
         switch command {
-        case .pamAuthenticate: return PAMFlows.authenticate
+        case .pamAuthenticate: return { try PAMFlows.authenticate($0, identified: nil) }
+        case .pamIdentify: return IdentifyFlow.authenticate
         case .pamAccount: return PAMFlows.account
         case .pamOpenSession: return PAMFlows.openSession
         case .pamCloseSession: return PAMFlows.closeSession
@@ -256,6 +270,8 @@ enum Dispatcher {
         case .pinSet: return VaultCommands.pinSet
         case .pinChange: return VaultCommands.pinChange
         case .pinReset: return VaultCommands.pinReset
+        case .identifyOn: return { try VaultCommands.identify($0, on: true) }
+        case .identifyOff: return { try VaultCommands.identify($0, on: false) }
         case .reset: return VaultCommands.reset
         case .login: return LoginCommand.login
         case .unlock: return TokenCommands.unlock

@@ -21,7 +21,7 @@ enum Channel {
     case application(Application)
 
     init(_ request: Request, from caller: Caller) {
-        if case .pamHost = Authorization.rule(request.command) {
+        if request.command.isPAM {
             self = .pamHost(request.pam ?? PAMItems(), host: caller)
         } else if let application = request.application {
             self = .application(application)

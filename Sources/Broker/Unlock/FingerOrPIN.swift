@@ -54,6 +54,7 @@ enum FingerOrPIN {
             return try PasswordEntry.unlock(call, session: session)
         }
         if use == .only || !request.finger { return try fallback(after: nil) }
+        if let finger = request.identified { return try identified(call, finger, session: session, status: status) }
         if status.fingers.isEmpty && status.fprintd?.fingers.isEmpty ?? true {
             // Nothing to scan: the PIN, or (PAM without it) on to the password, silently.
             if use == .fallback || request.password { return try fallback(after: nil) }
@@ -101,6 +102,20 @@ enum FingerOrPIN {
             }
         case let .fallback(failure): return try fallback(after: failure)
         }
+    }
+
+    /// The finger touch to sign in matched (`IdentifyFlow`): the vault through its device
+    /// slot, as after a verify, and the failures counted before it reset after the answer.
+    /// A finger locked since the gallery was read is still locked.
+    private static func identified(_ call: Call, _ finger: String, session: VaultSession, status: VaultStatus) throws -> Unlocked {
+        let counters = status.lockout.counters(for: call.applicant)
+        if counters.fingerLocked { throw FingersealError(.lockedOut, Messages.fingerLocked) }
+        let vault = try session.unlockWithDevice()
+        if counters.fingerFailures > 0 {
+            let ledger = call.ledger(session.store)
+            call.after.add { try? ledger.fingerSucceeded() }
+        }
+        return Unlocked(vault: vault, method: .finger, finger: finger)
     }
 
     /// What a skipped PIN while the reader waited leaves as its detail.

@@ -46,6 +46,8 @@ struct UnlockRequest {
     var purpose: Purpose
     var confirmation: Confirmation?
     var tokens: TokenPolicy
+    /// Touch to sign in matched this finger of the account already: no scan is asked for.
+    var identified: String? = nil
     /// Whether a finger is asked for at all (an application may allow only the PIN or the
     /// password).
     var finger = true

@@ -52,6 +52,11 @@ public enum AuditEvent: Equatable, Sendable {
     /// A vault sealed to a TPM this computer no longer has was replaced by a new one (the
     /// account password and a new PIN); `previous` is the old vault's id.
     case vaultReplacedAfterTPMChange(previous: String)
+    /// Touch to sign in was turned on or off for the account (the PIN confirmed it).
+    case identifySetting(on: Bool)
+    /// A finger touch to sign in found matched this account and `otherAccounts` more:
+    /// nobody was signed in.
+    case identifyAmbiguous(otherAccounts: Int)
     /// The request the events beside it record came from an application, as the session
     /// agent named it: its claim, which the system cannot vouch for (the caller the kernel
     /// knows is the agent). `succeeded` places it in the chain of what it accompanies.
@@ -185,7 +190,7 @@ extension AuditEvent {
         case let .stepUp(_, result): return result == .success ? .security : .attempts
         case let .application(_, _, _, _, succeeded): return succeeded ? .security : .attempts
         case .signIn, .unlock, .reveal, .lockout, .logout, .pinReset, .fprintdSetConfirmed, .sealedToTPM, .pinLeftTPMLockout,
-             .vaultReplacedAfterTPMChange, .provisioned, .provisioning:
+             .vaultReplacedAfterTPMChange, .provisioned, .provisioning, .identifySetting, .identifyAmbiguous:
             return .security
         }
     }
@@ -243,6 +248,12 @@ extension AuditEvent {
             entry.event = "provisioning"
             entry.result = what.rawValue
             entry.reason = AuditText.clean(reason)
+        case let .identifySetting(on):
+            entry.event = "identify"
+            entry.result = on ? "on" : "off"
+        case let .identifyAmbiguous(others):
+            entry.event = "identify-ambiguous"
+            entry.reason = String(others)
         case let .application(busName, executable, appID, name, _):
             entry.event = "application"
             entry.bus = AuditText.clean(busName)
@@ -273,6 +284,8 @@ extension AuditEntry {
         case "vault-replaced": return Messages.auditVaultReplaced(file ?? "?")
         case "provisioned": return Messages.auditProvisioned(issuer ?? "?")
         case "provisioning": return Messages.auditProvisioning(ProvisioningEvent(rawValue: result ?? "") ?? .refused, reason ?? "?")
+        case "identify": return result == "on" ? Messages.auditIdentifyOn : Messages.auditIdentifyOff
+        case "identify-ambiguous": return Messages.auditIdentifyAmbiguous(Int(reason ?? "") ?? 0)
         case "application": return Messages.auditApplication(name: name, executable: exe, appID: app, busName: bus ?? "?")
         case AuditEntry.rotated: return Messages.auditRotated(trail == AuditChain.attempts.entryTag ? AuditFiles.olderAttempts : AuditFiles.older)
         case AuditEntry.counted:

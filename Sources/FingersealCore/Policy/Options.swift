@@ -5,6 +5,10 @@ import Localization
 /// arguments (which win, except over what the file lists in `fixed=`). Values are
 /// range-checked; unknown options are reported as warnings, not errors.
 public struct Options: Equatable, Sendable {
+    static func isGroupName(_ name: String) -> Bool {
+        name.utf8.count <= 256 && !name.contains(where: { $0 == ":" || $0 == "\n" })
+    }
+
     public var debug = false
     /// Seconds to wait for a finger.
     public var timeout = 15
@@ -16,6 +20,11 @@ public struct Options: Equatable, Sendable {
     public var pin = false
     public var allowRemote = false
     public var onlyGroup: String? = nil
+    /// `identify` (a stack's choice): a login that starts with no user name identifies the
+    /// finger among `identify_group`'s members who opted in.
+    public var identify = false
+    /// `identify_group=`: the accounts touch to sign in may find; none, nobody.
+    public var identifyGroup: String? = nil
     public var requireToken = false
     /// Seconds after the last successful refresh during which an unreachable IdP is tolerated.
     public var offlineGrace = 7 * 24 * 3600
@@ -215,9 +224,9 @@ public struct Options: Equatable, Sendable {
         case "max_fails": maxFails = try integer(1...100)
         case "pin": pin = try flag()
         case "allow_remote": allowRemote = try flag()
-        case "only_group":
-            onlyGroup = try text({ $0.utf8.count <= 256 && !$0.contains(where: { $0 == ":" || $0 == "\n" }) },
-                                 tr("it needs a group name"))
+        case "only_group": onlyGroup = try text(Options.isGroupName, tr("it needs a group name"))
+        case "identify": identify = try flag()
+        case "identify_group": identifyGroup = try text(Options.isGroupName, tr("it needs a group name"))
         case "require_token": requireToken = try flag()
         case "offline_grace": offlineGrace = try integer(0...(365 * 24 * 3600))
         case "connect_timeout": connectTimeout = try integer(1...60)

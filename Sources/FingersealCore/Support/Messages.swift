@@ -543,6 +543,12 @@ public enum Messages {
             "%1$s more attempts since %2$s are counted and not listed one by one; the count is recorded as one entry when it ends, at %3$s.",
             Int(clamping: total), total, since, until)
     }
+    public static var auditIdentifyOn: String { tr("Touch to sign in was turned on; the PIN confirmed it.") }
+    public static var auditIdentifyOff: String { tr("Touch to sign in was turned off; the PIN confirmed it.") }
+    public static func auditIdentifyAmbiguous(_ others: Int) -> String {
+        trn("At touch to sign in, a finger matched this account and %1$s other account, so nobody was signed in.",
+            "At touch to sign in, a finger matched this account and %1$s other accounts, so nobody was signed in.", others, others)
+    }
     public static func auditFprintdSetConfirmed(_ fingers: Int) -> String {
         trn("The PIN confirmed the %1$s finger now enrolled in fprintd.", "The PIN confirmed the %1$s fingers now enrolled in fprintd.", fingers, fingers)
     }
@@ -628,6 +634,30 @@ public enum Messages {
     }
     public static var answerTimedOut: String { tr("No answer came in time.") }
     public static var badAnswer: String { tr("The answer could not be read.") }
+    // Touch to sign in (identify)
+    /// The identify scan's prompt, one whole sentence per reader and host.
+    public static func identifyPrompt(swipe: Bool, cancelHint: ScanHint) -> String {
+        let ctrlC = cancelHint == .pressCtrlC || cancelHint == .pressCtrlCForPassword
+        switch (swipe, ctrlC) {
+        case (false, false): return tr("Touch the fingerprint reader to sign in.")
+        case (true, false): return tr("Swipe your finger across the reader to sign in.")
+        case (false, true): return tr("Touch the fingerprint reader to sign in, or press Ctrl-C to type your user name.")
+        case (true, true): return tr("Swipe your finger across the reader to sign in, or press Ctrl-C to type your user name.")
+        }
+    }
+    public static var identifyNoMatch: String { tr("No account was found for this finger. Type your user name to sign in.") }
+    public static var identifyAmbiguous: String { tr("This finger matches more than one account, so nobody was signed in. Type your user name to sign in.") }
+    public static var identifyPaused: String { tr("Touch to sign in is paused for a minute after several unknown fingers. Type your user name to sign in.") }
+    public static var identifyNotWithFprintd: String { tr("Touch to sign in is not available when fprintd runs the reader. Type your user name to sign in.") }
+    public static var identifyNotOnThisReader: String { tr("This fingerprint reader cannot tell whose finger it is. Type your user name to sign in.") }
+    public static var identifyOnlyForSystemHosts: String { tr("Touch to sign in is only for the system's own login screens.") }
+    public static var identifyTurnedOn: String { tr("Touch to sign in is on for your account: where a login screen offers it, touching the reader signs you in without your user name.") }
+    public static var statusIdentifyOn: String { tr("Touch to sign in is on for your account.") }
+    public static var identifyTurnedOff: String { tr("Touch to sign in is off for your account.") }
+    public static var identifyAlreadyOn: String { tr("Touch to sign in is already on for your account.") }
+    public static var identifyAlreadyOff: String { tr("Touch to sign in is already off for your account.") }
+    public static var identifyNeedsFinger: String { tr("Touch to sign in needs an enrolled finger. Run: fingerseal enroll") }
+
     public static var onlyRootNamesUser: String { tr("Only root can act for another user.") }
     public static var notYourAccount: String { tr("You can act only for your own account.") }
     public static func rigOnly(_ group: String) -> String {

@@ -39,6 +39,9 @@ extension Messages {
         tr("The account %1$s is ready. From now on, sign in with your finger.", name)
     }
     public static var provisionCodeExpired: String { tr("The sign-in code expired before it was used, so nothing was made.") }
+    public static func provisionDoneTouch(_ name: String) -> String {
+        tr("The account %1$s is ready. From now on, touch the reader to sign in; you need not type your user name.", name)
+    }
     public static var provisionUndone: String { tr("The new account was not finished, so it was removed and nothing was kept.") }
     public static func provisionFailed(_ why: String) -> String { tr("The new account could not be made: %1$s", why) }
 

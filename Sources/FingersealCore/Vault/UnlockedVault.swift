@@ -45,6 +45,11 @@ public final class UnlockedVault {
         try withDocument(exclusive: false) { document, _ in document.fingers }
     }
 
+    /// Whether the account takes part in touch to sign in (verified with the vault's MAC).
+    public func takesPartInIdentify() throws -> Bool {
+        try withDocument(exclusive: false) { document, _ in document.identify ?? false }
+    }
+
     /// fprintd's enrolled set the device slot is bound to (verified with the vault's MAC).
     public func fprintdSet() throws -> FprintdSet? {
         try withDocument(exclusive: false) { document, _ in document.fprintd }

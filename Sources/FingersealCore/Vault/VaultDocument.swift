@@ -145,6 +145,9 @@ struct VaultDocument: Codable, Equatable {
     var fprintd: FprintdSet? = nil
     /// Who the identity provider said signed in, when it said (verified ID token or userinfo).
     var identity: SignedInIdentity? = nil
+    /// The account takes part in touch to sign in (`fingerseal identify on`, the PIN
+    /// confirmed it); absent: it does not.
+    var identify: Bool? = nil
     var mac: String
 
     func keyslot(_ kind: KeyslotKind) -> KeyslotRecord? {

@@ -38,6 +38,11 @@ public struct VaultEditor {
 
     public var signIn: SignInState { document.signIn }
 
+    /// Touch to sign in for this account, on or off.
+    public mutating func setIdentify(_ on: Bool) {
+        document.identify = on ? true : nil
+    }
+
     public var lastRefreshAt: Int64? { document.lastRefreshAt }
 
     public var provider: ProviderRecord? { document.provider }

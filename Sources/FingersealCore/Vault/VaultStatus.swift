@@ -44,6 +44,9 @@ public struct VaultStatus: Equatable, Sendable {
     /// When the identity provider last renewed the sign-in (what `doctor` checks the clock by).
     public var lastRefreshAt: Int64? = nil
     public let lockout: LockoutState
+    /// The account takes part in touch to sign in, as the file says (its MAC is checked only
+    /// when the vault is opened: `UnlockedVault.takesPartInIdentify`).
+    public var identify = false
 
     public var pinSet: Bool { keyslots.contains { $0.kind == .pin } }
 }
