@@ -84,7 +84,7 @@ final class AgentRequest {
     func start(socketPath: String, request: Request, payload: SecureBytes?,
                finish: @escaping (AgentRequest, AgentExchange.Ending) -> Void) -> Bool {
         // Held weakly, and touched on the main thread only.
-        weak var weakSelf = self
+        weak let weakSelf = self
         let owner = MainOnly({ weakSelf })
         let finished = MainOnly(finish)
         let exchange = AgentExchange(socketPath: socketPath, request: request, payload: payload, answers: answers) { note in

@@ -259,7 +259,7 @@ struct DeviceKeyslot: Keyslot {
         defer { Sodium.wipe(&body) }
         var file = try Container.encode(.deviceKey, body: body)
         defer { Sodium.wipe(&file) }
-        try VaultStore.guarded(.writeDeviceKey) { try directory.replace(VaultFiles.deviceKey(keyID), with: file) }
+        _ = try VaultStore.guarded(.writeDeviceKey) { try directory.replace(VaultFiles.deviceKey(keyID), with: file) }
         let slot = KeyslotRecord(kind: .device, protection: .filePermissions, salt: nil, opsLimit: nil, memLimit: nil,
                                  binding: binding, keyID: keyID, nonce: "", wrappedKey: "")
         return (slot, key)
