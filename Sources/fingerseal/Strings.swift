@@ -31,6 +31,8 @@ enum Strings {
     static func tooLargeToSeal(_ limitMiB: Int) -> String { SharedMessages.tooLargeToSeal(limitMiB: limitMiB) }
     static func tooLargeToBeSealed(_ path: String) -> String { tr("%1$s is too large to be a sealed file.", path) }
     static func cannotReadClientSecret(_ path: String) -> String { tr("Cannot read the client secret file %1$s.", path) }
+    /// What starts the line that says why a command failed ("fingerseal: error: …").
+    static var errorLabel: String { tr("error:") }
     static var standardInput: String { tr("standard input") }
     static var standardOutput: String { tr("standard output") }
 

@@ -21,7 +21,9 @@ struct Output {
 
     /// The reason a command failed.
     func error(_ text: String) {
-        let prefix = emphasis ? "\u{1b}[1mfingerseal: error:\u{1b}[0m " : "fingerseal: error: "
+        // The label from the catalog ("feil:"); the program's name stays as typed.
+        let label = "fingerseal: " + Strings.errorLabel
+        let prefix = emphasis ? "\u{1b}[1m" + label + "\u{1b}[0m " : label + " "
         Output.write(STDERR_FILENO, prefix + text + "\n")
     }
 

@@ -106,6 +106,8 @@ import Testing
         #expect(unlock.stderr.contains("Denne kontoen er ikke logget inn hos en identitetsleverandør."), "\(unlock.all)")
         let wrong = try home.run(["pin", "change", "--pin-fd", "3"], fd3: "0000\n5678\n", environment: norwegian)
         #expect(wrong.stderr.contains("PIN-koden er feil."), "\(wrong.all)")
+        // The CLI's prefix too.
+        #expect(wrong.stderr.hasPrefix("fingerseal: feil: "), "\(wrong.all)")
 
         // The CLI's own sentences follow LANG the same way.
         let bogus = try home.run(["bogus"], environment: Self.locale.merging(["LANG": "nb_NO.UTF-8"]) { $1 })
@@ -117,6 +119,7 @@ import Testing
         #expect(english.stdout.contains("PIN: set"), "\(english.stdout)")
         let wrongEnglish = try home.run(["pin", "change", "--pin-fd", "3"], fd3: "0000\n5678\n", environment: Self.locale)
         #expect(wrongEnglish.stderr.contains("The PIN is not correct."), "\(wrongEnglish.all)")
+        #expect(wrongEnglish.stderr.hasPrefix("fingerseal: error: "), "\(wrongEnglish.all)")
     }
 
     /// --help in Norwegian: summaries, discussions, option help and the fixed words come from
