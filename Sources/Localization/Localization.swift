@@ -203,6 +203,27 @@ public enum Localization {
         return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// How `seconds` lies from `now` in local days, for "today at 20:09": the day (0 today,
+    /// 1 yesterday, nil further or in the future) and the clock time to the minute.
+    public static func localDay(_ seconds: Int64, now: Int64) -> (daysAgo: Int?, clock: String) {
+        var time = time_t(seconds), current = time_t(now)
+        var then = tm(), today = tm()
+        guard localtime_r(&time, &then) != nil, localtime_r(&current, &today) != nil else { return (nil, String(seconds)) }
+        let clock = String(format2(then.tm_hour)) + ":" + String(format2(then.tm_min))
+        if then.tm_year == today.tm_year && then.tm_yday == today.tm_yday { return (0, clock) }
+        // Yesterday: the local day before today's (across a year's end too).
+        var before = current - 86_400
+        var yesterday = tm()
+        if localtime_r(&before, &yesterday) != nil, then.tm_year == yesterday.tm_year, then.tm_yday == yesterday.tm_yday {
+            return (1, clock)
+        }
+        return (nil, clock)
+    }
+
+    private static func format2(_ value: Int32) -> String {
+        value < 10 ? "0" + String(value) : String(value)
+    }
+
     // MARK: Internals
 
     /// Languages whose locale is not `xx_XX` (nb → nb_NO). "no" is Norwegian's old code.

@@ -82,6 +82,7 @@ import Testing
         #expect(status.stdout.contains("device key protected by file permissions only"))
         #expect(status.stdout.contains("PIN: set"))
         #expect(status.stdout.contains("Enabled since "))
+        #expect(status.stdout.contains("Last verified: never."), "\(status.stdout)")
         #expect(status.stdout.contains("Fingers enrolled: none"))
         #expect(status.stdout.contains("Sign-in: not signed in"))
         let json = try home.run(["status", "--json"])

@@ -141,6 +141,10 @@ import Testing
         }
         let status = try rig.rig.cli(["status", "--user", IdentifyTests.members[0]])
         #expect(status.stdout.contains(Messages.statusIdentifyOn), "\(status.all)")
+        // The touch is the account's last verification: today, at the minute it was made.
+        #expect(status.stdout.contains("Last verified: today at "), "\(status.all)")
+        let json = try rig.rig.cli(["status", "--json", "--user", IdentifyTests.members[0]])
+        #expect(json.stdout.contains("\"last_verified\" : \""), "\(json.all)")
         // Each account's trail has the unlock.
         for name in IdentifyTests.members {
             let trail = try rig.rig.cli(["audit", "--user", name])

@@ -98,6 +98,7 @@ import Testing
         let status = try home.run(["status"], environment: norwegian)
         #expect(status.status == 0, "\(status.all)")
         #expect(status.stdout.contains("Aktivert siden "), "\(status.stdout)")
+        #expect(status.stdout.contains("Sist verifisert: aldri."), "\(status.stdout)")
         #expect(status.stdout.contains("PIN-kode: satt"), "\(status.stdout)")
         #expect(status.stdout.contains("Pålogging: ikke logget inn"), "\(status.stdout)")
 

@@ -38,6 +38,8 @@ enum VaultCommands {
         var lockout: Lockout? = nil
         /// Touch to sign in is on for the account (`identify on`).
         var identify: Bool? = nil
+        /// The newest unlock or step-up confirmation the audit trail holds.
+        var lastVerified: String? = nil
         /// "fprintd" when fprintd holds the fingers (then `fprintdFingers` and `fingersChanged`).
         var reader: String? = nil
         /// For an application (the session agent's GetCapabilities): what can answer now.
@@ -106,6 +108,7 @@ enum VaultCommands {
                 report.fingersChanged = changed
             }
             report.enabledSince = isoTimestamp(status.createdAt)
+            report.lastVerified = lastVerified(store).map(isoTimestamp)
             report.pinSet = status.pinSet
             report.keyslots = status.keyslots.map { slot in
                 .init(kind: slot.kind.rawValue, protection: slot.protection.rawValue,
@@ -129,6 +132,7 @@ enum VaultCommands {
         var lines = [
             Messages.statusVault(status.directory),
             Messages.statusEnabledSince(Localization.localTime(status.createdAt)),
+            Messages.statusLastVerified(lastVerified(store), now: SystemClock().now()),
             status.pinSet ? Messages.statusPINSet : Messages.statusPINNotSet,
             Messages.statusKeyslots,
         ]
@@ -147,6 +151,13 @@ enum VaultCommands {
         lines.append(status.lockout.pinLocked ? Messages.statusPINLocked : Messages.statusPINNotLocked(status.lockout.pinFailures))
         call.conversation.output(lines.joined(separator: "\n"))
         return Reply(.success)
+    }
+
+    /// When the account last confirmed it is them (an unlock, a step-up that succeeded), from
+    /// the audit trail as stored; nil when it holds none or cannot be read (status only shows it).
+    static func lastVerified(_ store: VaultStore) -> Int64? {
+        guard let listing = try? AuditTrail(store: store).list() else { return nil }
+        return listing.records.last { $0.chain == .security && ($0.event == "unlock" || $0.event == "step-up") }?.time
     }
 
     /// What can unlock for an application now: a finger (enrolled, a reader there, not

@@ -745,6 +745,16 @@ public enum Messages {
     // so a translation may reword each line freely).
     public static func statusVault(_ directory: String) -> String { tr("Vault: %1$s", directory) }
     public static func statusEnabledSince(_ time: String) -> String { tr("Enabled since %1$s.", time) }
+    /// The newest finger, PIN or password confirmation, in the person's words ("today at 20:09").
+    public static func statusLastVerified(_ seconds: Int64?, now: Int64) -> String {
+        guard let seconds else { return tr("Last verified: never.") }
+        let (daysAgo, clock) = Localization.localDay(seconds, now: now)
+        switch daysAgo {
+        case 0?: return tr("Last verified: today at %1$s.", clock)
+        case 1?: return tr("Last verified: yesterday at %1$s.", clock)
+        default: return tr("Last verified: %1$s.", Localization.localTime(seconds))
+        }
+    }
     public static var statusPINSet: String { tr("PIN: set") }
     public static var statusPINNotSet: String { tr("PIN: not set") }
     public static var statusKeyslots: String { tr("Keyslots:") }
