@@ -573,7 +573,8 @@ public enum CommandOptions: Equatable, Sendable {
         case .status, .devices, .fingers, .accountList: self = .output(try OutputOptions(decoding: values))
         case .accountRemove: self = .accountRemove(try AccountRemoveOptions(decoding: values))
         case .accountExpire: self = .accountExpire(try AccountExpireOptions(decoding: values))
-        case .pinSet, .pinChange, .pinReset, .identifyOn, .identifyOff: self = .answers(try AnswerOptions(decoding: values))
+        case .pinSet, .pinChange, .pinReset, .identifyOn, .identifyOff, .fingerOn, .fingerOff:
+            self = .answers(try AnswerOptions(decoding: values))
         case .logout: self = .outputAnswers(try OutputAnswerOptions(decoding: values))
         case .verify, .selftest: self = .scanReport(try ScanReportOptions(decoding: values))
         case .reset: self = .reset(try ResetOptions(decoding: values))

@@ -17,6 +17,9 @@ public enum Command: String, CaseIterable, Sendable {
     /// Touch to sign in for the account, on or off (the PIN confirms it).
     case identifyOn = "identify.on"
     case identifyOff = "identify.off"
+    /// Fingerprint unlock for the account, on or off: the person's own switch.
+    case fingerOn = "finger.on"
+    case fingerOff = "finger.off"
     /// A forgotten PIN: the account password (root: nothing) and the vault's device slot.
     case pinReset = "pin.reset"
     case reset

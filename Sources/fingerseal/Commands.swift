@@ -26,7 +26,7 @@ enum Commands {
         name: "fingerseal",
         summary: N_("Unlock your identity-provider sign-in with a fingerprint, with a PIN as fallback."),
         options: [.flag("--version", N_("Show the version."))],
-        subcommands: [status, login, unlock, token, logout, stepUp, seal, reveal, pin, identify, reset,
+        subcommands: [status, login, unlock, token, logout, stepUp, seal, reveal, pin, fingerOn, fingerOff, identify, reset,
                       devices, enroll, fingers, forget, verify, capture, selftest, audit, doctor, account, completion],
         discussion: N_("Exit codes are listed in the README; 0 always means success.")
     )
@@ -52,6 +52,17 @@ enum Commands {
                         discussion: N_("With --pin-fd, the first line is the new PIN."),
                         command: .pinReset),
         ])
+
+    static let fingerOn = CommandSpec(
+        name: "on", summary: N_("Turn fingerprint unlock back on for your account."),
+        options: [pinFD], discussion: N_("Needs the PIN (fingerprint unlock is off until this succeeds)."),
+        command: .fingerOn)
+
+    static let fingerOff = CommandSpec(
+        name: "off", summary: N_("Turn fingerprint unlock off for your account; the PIN and the password still work."),
+        options: [pinFD],
+        discussion: N_("Needs a finger or the PIN. Your vault and enrolled fingers are kept; fingerseal on turns it back on."),
+        command: .fingerOff)
 
     static let identify = CommandSpec(
         name: "identify", summary: N_("Turn touch to sign in on or off for your account (kiosks: sign in by touching the reader)."),

@@ -115,6 +115,33 @@ import Testing
         #expect(!result.stderr.contains("PIN: ") && !result.stderr.contains("Password: "))
     }
 
+    /// The person's own switch (`fingerseal off`, `on`): while fingerprint unlock is off, the
+    /// host is told so and goes on to the PIN, with no scan and the refusal audited; the vault
+    /// and the finger are kept, and `on` (the PIN confirms it) brings the finger back.
+    @Test(.enabled(if: available)) func fingerprintUnlockTurnedOffRefusesTheFinger() throws {
+        let rig = try Rig()
+        let pin = ModuleFingerprintTests.pin + "\n"
+        let off = try rig.rig.cli(["off", "--pin-fd", "3"], fd3: pin)
+        #expect(off.status == 0, "\(off.all)")
+        #expect(off.stdout.contains(Messages.fingerUnlockTurnedOff), "\(off.all)")
+        #expect(try rig.status().contains(Messages.statusFingerUnlockOff))
+        let refused = try rig.authenticate(answers: [ModuleFingerprintTests.pin], sensor: [])
+        #expect(refused.status == 0, "the PIN still works: \(refused.all)")
+        #expect(refused.all.contains(Messages.fingerUnlockOff), "\(refused.all)")
+        #expect(!refused.all.contains("Swipe your finger"), "no scan is offered: \(refused.all)")
+        let trail = try rig.rig.cli(["audit"])
+        #expect(trail.stdout.contains(Messages.auditFingerUnlockOff), "\(trail.all)")
+        #expect(trail.stdout.contains(Messages.auditReason("fingerUnlockOff")), "\(trail.all)")
+        #expect(try rig.status().contains("Fingers enrolled: right-index-finger"), "the finger is kept")
+
+        let on = try rig.rig.cli(["on", "--pin-fd", "3"], fd3: pin)
+        #expect(on.status == 0, "\(on.all)")
+        #expect(on.stdout.contains(Messages.fingerUnlockTurnedOn), "\(on.all)")
+        let matched = try rig.authenticate(answers: [], sensor: ["SCAN finger-a"])
+        #expect(matched.status == 0, "\(matched.all)")
+        #expect(try rig.rig.cli(["audit"]).stdout.contains(Messages.auditFingerUnlockOn))
+    }
+
     @Test(.enabled(if: available)) func failedMatchesFallBackToPINThenPassword() throws {
         let rig = try Rig()
         let result = try rig.authenticate(answers: ["", "secret"], misses: 3)

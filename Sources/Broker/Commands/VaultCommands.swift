@@ -38,6 +38,8 @@ enum VaultCommands {
         var lockout: Lockout? = nil
         /// Touch to sign in is on for the account (`identify on`).
         var identify: Bool? = nil
+        /// Fingerprint unlock is on (the person's own switch: `on`, `off`).
+        var fingerUnlock: Bool? = nil
         /// The newest unlock or step-up confirmation the audit trail holds.
         var lastVerified: String? = nil
         /// "fprintd" when fprintd holds the fingers (then `fprintdFingers` and `fingersChanged`).
@@ -118,6 +120,7 @@ enum VaultCommands {
             report.tpm = call.options.tpm.rawValue
             report.fingers = status.fingers
             report.identify = status.identify
+            report.fingerUnlock = !status.fingerOff
             report.signIn = status.signIn.rawValue
             report.issuer = status.provider?.issuer
             report.clientId = status.provider?.clientID
@@ -144,6 +147,7 @@ enum VaultCommands {
         } else {
             lines.append(Messages.statusFingers(status.fingers))
         }
+        lines.append(status.fingerOff ? Messages.statusFingerUnlockOff : Messages.statusFingerUnlockOn)
         lines.append(status.identify ? Messages.statusIdentifyOn : Messages.identifyTurnedOff)
         lines.append(describe(status.signIn, status.provider.map { ($0.issuer, $0.clientID) }))
         if status.signIn != .none, let identity = status.identity { lines.append(Messages.signedInAs(identity.display)) }
@@ -161,14 +165,14 @@ enum VaultCommands {
     }
 
     /// What can unlock for an application now: a finger (enrolled, a reader there, not
-    /// locked, not a remote session), the PIN (set, not locked), the account password.
+    /// locked, not turned off, not a remote session), the PIN (set, not locked), the account password.
     static func capabilities(_ call: Call, _ status: VaultStatus, fprintd: FprintdSet?) -> StatusReport.Capabilities {
         let counters = status.lockout.counters(for: call.applicant)
         let remote = call.isRemote && !call.options.allowRemote
         let reader = remote ? .unknown : call.state.reader.readerState(call)
         let enrolled = !(fprintd?.fingers ?? status.fingers).isEmpty
         var methods: [String] = []
-        if enrolled && reader == .present && !counters.fingerLocked && !remote { methods.append("finger") }
+        if enrolled && reader == .present && !counters.fingerLocked && !status.fingerOff && !remote { methods.append("finger") }
         if status.pinSet && !counters.pinLocked { methods.append("pin") }
         methods.append("password")
         return .init(methods: methods, reader: reader.rawValue, remote: call.isRemote)
@@ -266,6 +270,25 @@ enum VaultCommands {
         AuditTrail(store: store).record(.identifySetting(on: on), vault: vault)
         call.conversation.output(on ? Messages.identifyTurnedOn : Messages.identifyTurnedOff)
         return Reply(.success)
+    }
+
+    /// `on` and `off`: the person's own switch for fingerprint unlock (the phone's settings
+    /// toggle). A fresh finger or the PIN confirms it (with fingerprint unlock off, the PIN);
+    /// the vault and the enrolled fingers are kept, and the trail records it. While it is
+    /// off, every unlock by finger is refused with a sentence (`FingerOrPIN`).
+    static func fingerUnlock(_ call: Call, on: Bool) throws -> Reply {
+        guard let status = try Vault.status(call.store) else { throw FingersealError(.noVault, Messages.noVault) }
+        if status.fingerOff != on {
+            call.conversation.output(on ? Messages.fingerUnlockAlreadyOn : Messages.fingerUnlockAlreadyOff)
+            return Reply(.success)
+        }
+        let result = UnlockFlow.run(call, try UnlockRequest.forChannel(call, .confirmation))
+        if let error = result.error { throw error }
+        guard let vault = result.vault else { throw FingersealError(.systemError, Messages.systemFailure(.finishRequest)) }
+        try vault.update { $0.setFingerUnlock(on) }
+        AuditTrail(store: call.store).record(.fingerUnlockSetting(on: on), vault: vault)
+        call.conversation.output(on ? Messages.fingerUnlockTurnedOn : Messages.fingerUnlockTurnedOff)
+        return Reply(.success, method: result.method)
     }
 
     static func reset(_ call: Call) throws -> Reply {

@@ -202,7 +202,7 @@ enum Authorization {
         case .accountList, .accountRemove, .accountExpire: return .root
         case .pamIdentify: return .seat
         case .status, .login, .unlock, .token, .logout, .audit, .stepUp, .seal, .reveal, .pinSet, .pinChange, .pinReset,
-             .identifyOn, .identifyOff,
+             .identifyOn, .identifyOff, .fingerOn, .fingerOff,
              .reset, .devices, .enroll, .fingers, .forget, .verify, .doctor:
             return .ownAccount
         }
@@ -272,6 +272,8 @@ enum Dispatcher {
         case .pinReset: return VaultCommands.pinReset
         case .identifyOn: return { try VaultCommands.identify($0, on: true) }
         case .identifyOff: return { try VaultCommands.identify($0, on: false) }
+        case .fingerOn: return { try VaultCommands.fingerUnlock($0, on: true) }
+        case .fingerOff: return { try VaultCommands.fingerUnlock($0, on: false) }
         case .reset: return VaultCommands.reset
         case .login: return LoginCommand.login
         case .unlock: return TokenCommands.unlock

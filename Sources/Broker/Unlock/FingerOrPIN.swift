@@ -60,6 +60,10 @@ enum FingerOrPIN {
             if use == .fallback || request.password { return try fallback(after: nil) }
             throw FingersealError(.notEnrolled, Messages.notEnrolled)
         }
+        if status.fingerOff {
+            call.conversation.error(Messages.fingerUnlockOff)
+            return try fallback(after: FingersealError(.unavailable, Messages.fingerUnlockOff, cause: .fingerUnlockOff))
+        }
         if status.lockout.counters(for: call.applicant).fingerLocked {
             call.conversation.error(Messages.fingerLocked)
             call.conversation.scanOutcome(.fingerLocked)
@@ -108,6 +112,7 @@ enum FingerOrPIN {
     /// slot, as after a verify, and the failures counted before it reset after the answer.
     /// A finger locked since the gallery was read is still locked.
     private static func identified(_ call: Call, _ finger: String, session: VaultSession, status: VaultStatus) throws -> Unlocked {
+        if status.fingerOff { throw FingersealError(.unavailable, Messages.fingerUnlockOff, cause: .fingerUnlockOff) }
         let counters = status.lockout.counters(for: call.applicant)
         if counters.fingerLocked { throw FingersealError(.lockedOut, Messages.fingerLocked) }
         let vault = try session.unlockWithDevice()

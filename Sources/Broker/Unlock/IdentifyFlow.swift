@@ -72,7 +72,7 @@ enum IdentifyFlow {
                       account.isMember(ofGroup: group) else { continue }
                 call.state.bookkeeping.settle(uid)
                 let session = VaultSession(call.state.store(for: account, tpm: call.options.tpmPolicy))
-                guard let status = try? session.status(), status.identify, !status.fingers.isEmpty,
+                guard let status = try? session.status(), status.identify, !status.fingerOff, !status.fingers.isEmpty,
                       !status.lockout.counters(for: nil).fingerLocked else { continue }
                 accounts.append(account)
                 sessions[uid] = session

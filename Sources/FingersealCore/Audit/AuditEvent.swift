@@ -52,6 +52,8 @@ public enum AuditEvent: Equatable, Sendable {
     /// A vault sealed to a TPM this computer no longer has was replaced by a new one (the
     /// account password and a new PIN); `previous` is the old vault's id.
     case vaultReplacedAfterTPMChange(previous: String)
+    /// The person turned fingerprint unlock on or off (a finger or the PIN confirmed it).
+    case fingerUnlockSetting(on: Bool)
     /// Touch to sign in was turned on or off for the account (the PIN confirmed it).
     case identifySetting(on: Bool)
     /// A finger touch to sign in found matched this account and `otherAccounts` more:
@@ -190,7 +192,7 @@ extension AuditEvent {
         case let .stepUp(_, result): return result == .success ? .security : .attempts
         case let .application(_, _, _, _, succeeded): return succeeded ? .security : .attempts
         case .signIn, .unlock, .reveal, .lockout, .logout, .pinReset, .fprintdSetConfirmed, .sealedToTPM, .pinLeftTPMLockout,
-             .vaultReplacedAfterTPMChange, .provisioned, .provisioning, .identifySetting, .identifyAmbiguous:
+             .vaultReplacedAfterTPMChange, .provisioned, .provisioning, .identifySetting, .identifyAmbiguous, .fingerUnlockSetting:
             return .security
         }
     }
@@ -248,6 +250,9 @@ extension AuditEvent {
             entry.event = "provisioning"
             entry.result = what.rawValue
             entry.reason = AuditText.clean(reason)
+        case let .fingerUnlockSetting(on):
+            entry.event = "finger-unlock"
+            entry.result = on ? "on" : "off"
         case let .identifySetting(on):
             entry.event = "identify"
             entry.result = on ? "on" : "off"
@@ -284,6 +289,7 @@ extension AuditEntry {
         case "vault-replaced": return Messages.auditVaultReplaced(file ?? "?")
         case "provisioned": return Messages.auditProvisioned(issuer ?? "?")
         case "provisioning": return Messages.auditProvisioning(ProvisioningEvent(rawValue: result ?? "") ?? .refused, reason ?? "?")
+        case "finger-unlock": return result == "on" ? Messages.auditFingerUnlockOn : Messages.auditFingerUnlockOff
         case "identify": return result == "on" ? Messages.auditIdentifyOn : Messages.auditIdentifyOff
         case "identify-ambiguous": return Messages.auditIdentifyAmbiguous(Int(reason ?? "") ?? 0)
         case "application": return Messages.auditApplication(name: name, executable: exe, appID: app, busName: bus ?? "?")

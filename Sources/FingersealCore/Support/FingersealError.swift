@@ -23,6 +23,8 @@ public struct FingersealError: Error, Equatable, CustomStringConvertible, Sendab
         case tpmNotSealed
         /// The broker's own check refused the account password (not a fingerprint's verdict).
         case accountPasswordRefused
+        /// The person turned fingerprint unlock off (`fingerseal off`).
+        case fingerUnlockOff
     }
 
     public init(_ outcome: Outcome, _ message: String, detail: String? = nil, milliseconds: Double? = nil,

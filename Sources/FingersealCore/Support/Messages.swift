@@ -519,6 +519,7 @@ public enum Messages {
         case "tpmPCRsChanged": return tr("the firmware or boot software changed since the key was sealed")
         case "tpmNotSealed": return tr("the key the finger opens is not sealed to the TPM yet (tpm=require)")
         case "accountPasswordRefused": return tr("the account password was not accepted")
+        case "fingerUnlockOff": return tr("fingerprint unlock is turned off")
         // Provisioning (issue 22 §2).
         case "rateLimited": return tr("too many new accounts in the last hour")
         case "requirement": return tr("the identity lacks the claim value this computer requires")
@@ -543,6 +544,8 @@ public enum Messages {
             "%1$s more attempts since %2$s are counted and not listed one by one; the count is recorded as one entry when it ends, at %3$s.",
             Int(clamping: total), total, since, until)
     }
+    public static var auditFingerUnlockOn: String { tr("Fingerprint unlock was turned on.") }
+    public static var auditFingerUnlockOff: String { tr("Fingerprint unlock was turned off.") }
     public static var auditIdentifyOn: String { tr("Touch to sign in was turned on; the PIN confirmed it.") }
     public static var auditIdentifyOff: String { tr("Touch to sign in was turned off; the PIN confirmed it.") }
     public static func auditIdentifyAmbiguous(_ others: Int) -> String {
@@ -634,6 +637,15 @@ public enum Messages {
     }
     public static var answerTimedOut: String { tr("No answer came in time.") }
     public static var badAnswer: String { tr("The answer could not be read.") }
+    // Fingerprint unlock, the person's own switch (fingerseal on / off)
+    public static var fingerUnlockOff: String { tr("Fingerprint unlock is off for your account, by your choice. Use your PIN or password; fingerseal on turns it back on.") }
+    public static var fingerUnlockTurnedOff: String { tr("Fingerprint unlock is off. Your vault and enrolled fingers are kept; fingerseal on turns it back on.") }
+    public static var fingerUnlockTurnedOn: String { tr("Fingerprint unlock is on again.") }
+    public static var fingerUnlockAlreadyOn: String { tr("Fingerprint unlock is already on.") }
+    public static var fingerUnlockAlreadyOff: String { tr("Fingerprint unlock is already off.") }
+    public static var statusFingerUnlockOn: String { tr("Fingerprint unlock is on.") }
+    public static var statusFingerUnlockOff: String { tr("Fingerprint unlock is off, by your choice. Run: fingerseal on") }
+
     // Touch to sign in (identify)
     /// The identify scan's prompt, one whole sentence per reader and host.
     public static func identifyPrompt(swipe: Bool, cancelHint: ScanHint) -> String {

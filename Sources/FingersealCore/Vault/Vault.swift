@@ -28,7 +28,8 @@ public enum Vault {
             return VaultStatus(directory: store.location.directory, createdAt: document.createdAt, keyslots: slots,
                                fingers: document.fingers, fprintd: document.fprintd, identity: document.identity,
                                signIn: document.signIn, provider: document.provider,
-                               lastRefreshAt: document.lastRefreshAt, lockout: lockout, identify: document.identify ?? false)
+                               lastRefreshAt: document.lastRefreshAt, lockout: lockout, identify: document.identify ?? false,
+                               fingerOff: document.fingerOff ?? false)
         }
         return result ?? nil
     }

@@ -148,6 +148,8 @@ struct VaultDocument: Codable, Equatable {
     /// The account takes part in touch to sign in (`fingerseal identify on`, the PIN
     /// confirmed it); absent: it does not.
     var identify: Bool? = nil
+    /// The person turned fingerprint unlock off (`fingerseal off`); absent: it is on.
+    var fingerOff: Bool? = nil
     var mac: String
 
     func keyslot(_ kind: KeyslotKind) -> KeyslotRecord? {

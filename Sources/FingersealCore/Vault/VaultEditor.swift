@@ -38,6 +38,11 @@ public struct VaultEditor {
 
     public var signIn: SignInState { document.signIn }
 
+    /// Fingerprint unlock for this account, on or off (the person's own switch).
+    public mutating func setFingerUnlock(_ on: Bool) {
+        document.fingerOff = on ? nil : true
+    }
+
     /// Touch to sign in for this account, on or off.
     public mutating func setIdentify(_ on: Bool) {
         document.identify = on ? true : nil

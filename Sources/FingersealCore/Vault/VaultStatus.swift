@@ -47,6 +47,8 @@ public struct VaultStatus: Equatable, Sendable {
     /// The account takes part in touch to sign in, as the file says (its MAC is checked only
     /// when the vault is opened: `UnlockedVault.takesPartInIdentify`).
     public var identify = false
+    /// The person turned fingerprint unlock off (`fingerseal off`): the PIN and the password only.
+    public var fingerOff = false
 
     public var pinSet: Bool { keyslots.contains { $0.kind == .pin } }
 }
