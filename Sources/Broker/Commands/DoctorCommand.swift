@@ -46,7 +46,7 @@ enum DoctorCommand {
     /// section's setting that a host running as the user does not get says so.
     static func serviceSettings(_ call: Call, _ service: String) throws -> [Finding] {
         guard Options.isServiceName(service) else {
-            throw FingersealError(.usage, Messages.badServiceName(service.count > 64 ? String(service.prefix(64)) + "…" : service))
+            throw FingersealError(.usage, Messages.badServiceName(Options.shown(service)))
         }
         let (system, _) = try call.state.systemOptions()
         let origins = system.origins(service: service)

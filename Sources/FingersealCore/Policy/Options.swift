@@ -16,6 +16,9 @@ public struct Options: Equatable, Sendable {
         !name.isEmpty && name.utf8.count <= 1024 && !name.contains(where: { $0 == "\n" || $0 == " " || $0 == "," })
     }
 
+    /// A name from the file or a caller as a sentence quotes it: at most 64 characters.
+    public static func shown(_ name: String) -> String { name.count > 64 ? String(name.prefix(64)) + "…" : name }
+
     public var debug = false
     /// Seconds to wait for a finger.
     public var timeout = 15
@@ -123,10 +126,10 @@ public struct Options: Equatable, Sendable {
     // Settings per PAM service (issue 23 §3).
     /// The file's top-level settings as written (`[provision]`'s with their prefix), in order:
     /// what `origins(service:)` reports as the file's.
-    public var fileSettings: [String] = []
+    public private(set) var fileSettings: [String] = []
     /// `[service NAME]` sections: each service's settings as written, in order, already
     /// checked by the parser when the file was read; `forService` applies them.
-    public var serviceSections: [String: [String]] = [:]
+    public private(set) var serviceSections: [String: [String]] = [:]
 
     public init() {}
 
@@ -164,7 +167,7 @@ public struct Options: Equatable, Sendable {
             let argument = ModuleArgument(setting)
             let name = argument.name
             if try !applyOne(name: name, value: argument.value) {
-                warnings.append(Messages.unknownOption(name.count > 64 ? String(name.prefix(64)) + "…" : name))
+                warnings.append(Messages.unknownOption(Options.shown(name)))
             }
         }
         return warnings
@@ -200,13 +203,12 @@ public struct Options: Equatable, Sendable {
                     // value is: its settings would otherwise silently apply to nothing.
                     let service = words.count > 1 ? words[1].trimmingSpaces : ""
                     guard Options.isServiceName(service) else {
-                        throw FingersealError(.badConfiguration, Messages.badServiceSection(service.count > 64 ? String(service.prefix(64)) + "…" : service),
-                                              detail: source)
+                        throw FingersealError(.badConfiguration, Messages.badServiceSection(Options.shown(service)), detail: source)
                     }
                     section = .service(service)
                     sections.append((service, []))
                 } else {
-                    warnings.append(Messages.unknownSection(name.count > 64 ? String(name.prefix(64)) + "…" : name))
+                    warnings.append(Messages.unknownSection(Options.shown(name)))
                     section = .unknown
                 }
                 continue
@@ -243,7 +245,7 @@ public struct Options: Equatable, Sendable {
         for setting in written {
             let name = ModuleArgument(setting).name
             if Options.fileOnly.contains(name) {
-                warnings.append(Messages.fileOnlyInServiceSection(name.count > 64 ? String(name.prefix(64)) + "…" : name, service))
+                warnings.append(Messages.fileOnlyInServiceSection(Options.shown(name), service))
             } else {
                 kept.append(setting)
             }
