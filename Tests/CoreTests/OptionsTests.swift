@@ -33,6 +33,12 @@ import Testing
         ("interactive_services=vpn,smtp", \Options.interactiveServices, "[\"vpn\", \"smtp\"]"),
         ("unattended_services=imap", \Options.unattendedServices, "[\"imap\"]"),
         ("only_group=fingerprint", \Options.onlyGroup, "Optional(\"fingerprint\")"),
+        ("identify", \Options.identify, "true"),
+        ("identify_group=kiosk", \Options.identifyGroup, "Optional(\"kiosk\")"),
+        ("connect_timeout=9", \Options.connectTimeout, "9"),
+        ("idp_timeout=20", \Options.idpTimeout, "20"),
+        ("stepup=sudo", \Options.stepUp, "Optional(\"sudo\")"),
+        ("ttl=60", \Options.stepUpTTL, "60"),
         ("reader=fprintd", \Options.reader, "fprintd"),
         ("fprintd_storage=/srv/fprint", \Options.fprintdStorage, "/srv/fprint"),
         ("reader_location=external", \Options.readerLocation, "external"),
@@ -176,8 +182,42 @@ import Testing
                 #expect(elsewhere == options)
             }
             #expect(sudo.readerLocation == (top == "reader_location=builtin" ? .builtin : .external), "\(setting): the top level stays")
+
+            // A module argument wins over the section; unless the top level fixed the option.
+            guard let argument = Self.anotherValue[Self.name(setting)] else {
+                #expect(Self.name(setting) == "provision", "\(setting) needs another value to give as an argument")
+                continue
+            }
+            var alone = Options()
+            try alone.apply([argument], source: "test")
+            let argued = "\(alone[keyPath: key])"
+            #expect(argued != expected, "\(argument)")
+            var withArgument = sudo
+            #expect(try withArgument.applyArguments([argument], source: "module arguments").isEmpty)
+            #expect("\(withArgument[keyPath: key])" == argued, "\(argument) over [service sudo] \(setting)")
+            var fixed = Options()
+            try fixed.applyConfigFile("fixed=\(Self.name(setting))\n[service sudo]\n\(setting)\n")
+            var fixedSudo = try fixed.forService("sudo")
+            #expect(try fixedSudo.applyArguments([argument], source: "module arguments")
+                    == [Messages.fixedOptionIgnored(Self.name(setting), "module arguments")])
+            #expect("\(fixedSudo[keyPath: key])" == expected, "fixed: \(setting) stays the section's")
         }
     }
+
+    /// For each option a section may set, a value other than the table's and the default's:
+    /// what a module argument gives over the section. (`provision` has one value only.)
+    static let anotherValue: [String: String] = [
+        "debug": "debug=no", "timeout": "timeout=16", "max_tries": "max_tries=4", "max_fails": "max_fails=6", "pin": "pin=no",
+        "allow_remote": "allow_remote=no", "require_token": "require_token=no", "offline_grace": "offline_grace=61",
+        "interactive_services": "interactive_services=other", "unattended_services": "unattended_services=other",
+        "only_group": "only_group=other", "identify": "identify=no", "identify_group": "identify_group=other",
+        "connect_timeout": "connect_timeout=10", "idp_timeout": "idp_timeout=21", "stepup": "stepup=other", "ttl": "ttl=61",
+        "reader": "reader=libfprint", "fprintd_storage": "fprintd_storage=/other", "reader_location": "reader_location=builtin",
+        "skip_services": "skip_services=other", "prompt": "prompt=combined", "user_claim": "user_claim=sub",
+        "user_map": "user_map=/other", "redirect_port": "redirect_port=8766", "issuer": "issuer=https://other.example.org",
+        "client_id": "client_id=other", "client_secret_file": "client_secret_file=/other", "scope": "scope=openid",
+        "flow": "flow=password",
+    ]
 
     /// The section over the top level, the module arguments over the section, and `fixed=`
     /// over the module arguments (not over the section: both are the administrator's file).
