@@ -85,6 +85,9 @@ extension Option {
     /// `account expire`: judge as if this many days had passed (what a test or an
     /// administrator checking the rule asks).
     public static let daysAhead = Option("--days-ahead", field: "days-ahead", .number(0...36_500))
+    // doctor
+    /// The PAM service whose settings in force the broker reports (the broker checks the name).
+    public static let service = Option("--service", field: "service", .text)
 }
 
 /// Why a command's options were refused. Words come from one place that both ends link
@@ -540,6 +543,13 @@ public struct AuditOptions: OptionGroup {
     }
 }
 
+/// `doctor --service NAME`.
+public struct DoctorOptions: OptionGroup {
+    public var service: String? = nil
+    public init() {}
+    public mutating func code(_ coder: inout OptionCoder) throws(OptionError) { coder.text(&service, .service) }
+}
+
 // MARK: one request's
 
 /// The options of one command, typed: which group is decided by the command alone.
@@ -563,13 +573,15 @@ public enum CommandOptions: Equatable, Sendable {
     case audit(AuditOptions)
     case accountRemove(AccountRemoveOptions)
     case accountExpire(AccountExpireOptions)
+    case doctor(DoctorOptions)
 
     /// `command`'s options from `values`, each checked (`validate(arguments:)` checks them
     /// together).
     public init(_ command: Command, decoding values: OptionValues) throws(OptionError) {
         switch command {
-        case .pamAuthenticate, .pamIdentify, .pamAccount, .pamOpenSession, .pamCloseSession, .doctor:
+        case .pamAuthenticate, .pamIdentify, .pamAccount, .pamOpenSession, .pamCloseSession:
             self = .none(try NoOptions(decoding: values))
+        case .doctor: self = .doctor(try DoctorOptions(decoding: values))
         case .status, .devices, .fingers, .accountList: self = .output(try OutputOptions(decoding: values))
         case .accountRemove: self = .accountRemove(try AccountRemoveOptions(decoding: values))
         case .accountExpire: self = .accountExpire(try AccountExpireOptions(decoding: values))
@@ -616,7 +628,7 @@ public enum CommandOptions: Equatable, Sendable {
         case let .stepUp(group): group.output
         case let .audit(group): group.output
         case let .accountExpire(group): group.output
-        case .none, .answers, .reset, .seal, .reveal, .enroll, .forget, .capture, .accountRemove: OutputOptions()
+        case .none, .answers, .reset, .seal, .reveal, .enroll, .forget, .capture, .accountRemove, .doctor: OutputOptions()
         }
     }
 
@@ -629,7 +641,8 @@ public enum CommandOptions: Equatable, Sendable {
         case let .reveal(group): group.scan
         case let .enroll(group): group.scan
         case let .capture(group): group.scan
-        case .none, .output, .answers, .outputAnswers, .reset, .login, .seal, .forget, .audit, .accountRemove, .accountExpire:
+        case .none, .output, .answers, .outputAnswers, .reset, .login, .seal, .forget, .audit, .accountRemove, .accountExpire,
+             .doctor:
             ScanOptions()
         }
     }
@@ -646,7 +659,7 @@ public enum CommandOptions: Equatable, Sendable {
         case let .reveal(group): group.answers
         case let .enroll(group): group.answers
         case let .forget(group): group.answers
-        case .none, .output, .scanReport, .seal, .capture, .audit, .accountRemove, .accountExpire: AnswerOptions()
+        case .none, .output, .scanReport, .seal, .capture, .audit, .accountRemove, .accountExpire, .doctor: AnswerOptions()
         }
     }
 
@@ -672,6 +685,7 @@ public enum CommandOptions: Equatable, Sendable {
         case let .audit(group): visitor.visit(group)
         case let .accountRemove(group): visitor.visit(group)
         case let .accountExpire(group): visitor.visit(group)
+        case let .doctor(group): visitor.visit(group)
         }
     }
 }

@@ -298,13 +298,16 @@ enum Commands {
 
     static let doctor = CommandSpec(
         name: "doctor", summary: N_("Check everything fingerprint unlock needs here, and say how to fix what is wrong."),
-        options: [json.local],
+        options: [json.local,
+                  .wire(.service, "NAME", N_("Also show the settings in force for this PAM service that differ from the defaults, and where each was set."))],
         discussion: N_("""
             One line per finding, led by OK, Warning or Problem, each problem with its fix. This side checks the \
             service's socket and units, the PAM module and profiles, the udev rules, the group fingerseal-rig, the TPM \
             and the clock; the service checks your reader, vault, PIN, fingers, sign-in, identity provider and the \
-            clock against your vault. Exit status: 0 when nothing blocks fingerprint unlock (warnings may remain); 8 \
-            when something does.
+            clock against your vault. With --service NAME, the service also lists each setting in force for that PAM \
+            service that differs from the defaults, and whether the configuration file's top level or its section \
+            [service NAME] set it (module arguments in the PAM stack still win over both). Exit status: 0 when \
+            nothing blocks fingerprint unlock (warnings may remain); 8 when something does.
             """),
         command: .doctor, run: Doctor.run)
 

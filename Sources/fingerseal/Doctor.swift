@@ -14,7 +14,7 @@ enum Doctor {
         guard parsed.positionals.isEmpty else { throw CLIError(.usage, Strings.unexpectedArgument(String(parsed.positionals[0].prefix(64)))) }
         let invocation = try Invocation(Commands.doctor, .doctor, parsed)
         let system = SystemFiles(root: Invocation.environment("FINGERSEAL_DOCTOR_ROOT") ?? "")
-        let (service, fromBroker) = ask(invocation, output, system)
+        let (service, fromBroker) = try ask(invocation, output, system)
         var findings = service
         findings.append(units(system))
         findings.append(module(system))
@@ -34,8 +34,9 @@ enum Doctor {
 
     // MARK: the service
 
-    /// The service's findings, after one saying whether it answered.
-    static func ask(_ invocation: Invocation, _ output: Output, _ system: SystemFiles) -> ([Finding], [Finding]) {
+    /// The service's findings, after one saying whether it answered. A request it refuses as
+    /// wrongly asked (`--service` naming no PAM service) is the usage error it is, not a finding.
+    static func ask(_ invocation: Invocation, _ output: Output, _ system: SystemFiles) throws(CLIError) -> ([Finding], [Finding]) {
         var invocation = invocation
         let sink = FindingSink()
         invocation.findings = sink
@@ -51,6 +52,7 @@ enum Doctor {
             case Strings.serviceRefused(path):
                 return ([Finding("service", .problem, Strings.doctorServiceRefused(path), fix: Strings.doctorFixServiceRefused)], [])
             default:
+                if error.outcome == .usage { throw error }
                 return ([Finding("service", .ok, Strings.doctorServiceAnswers(path)),
                          Finding("service-checks", .problem, Strings.doctorServiceFailed(error.message),
                                  fix: Strings.doctorFixServiceFailed)], sink.findings)

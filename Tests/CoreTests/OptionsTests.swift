@@ -7,45 +7,7 @@ import Testing
     /// Each option flipped away from its default, one at a time (pam-u2f tests/cfg.c style):
     /// the named field changes, and every other field keeps its default.
     @Test func eachOptionChangesOnlyItself() throws {
-        let fields: [(String, PartialKeyPath<Options>, String)] = [
-            ("debug", \Options.debug, "true"),
-            ("timeout=30", \Options.timeout, "30"),
-            ("max_tries=7", \Options.maxTries, "7"),
-            ("max_fails=9", \Options.maxFails, "9"),
-            ("pin", \Options.pin, "true"),
-            ("allow_remote", \Options.allowRemote, "true"),
-            ("require_token", \Options.requireToken, "true"),
-            ("offline_grace=60", \Options.offlineGrace, "60"),
-            ("interactive_services=vpn,smtp", \Options.interactiveServices, "[\"vpn\", \"smtp\"]"),
-            ("unattended_services=imap", \Options.unattendedServices, "[\"imap\"]"),
-            ("only_group=fingerprint", \Options.onlyGroup, "Optional(\"fingerprint\")"),
-            ("reader=fprintd", \Options.reader, "fprintd"),
-            ("fprintd_storage=/srv/fprint", \Options.fprintdStorage, "/srv/fprint"),
-            ("reader_location=external", \Options.readerLocation, "external"),
-            ("skip_services=gdm-password", \Options.skipServices, "[\"gdm-password\"]"),
-            ("prompt=none", \Options.prompt, "none"),
-            ("user_claim=email_local", \Options.userClaim, "Optional(FingersealCore.UserClaim.emailLocalPart)"),
-            ("user_map=/srv/users.map", \Options.userMap, "/srv/users.map"),
-            ("redirect_port=8765", \Options.redirectPort, "Optional(8765)"),
-            ("issuer=https://idp.example.org/realms/staff", \Options.issuer, "Optional(\"https://idp.example.org/realms/staff\")"),
-            ("client_id=fleet", \Options.clientID, "Optional(\"fleet\")"),
-            ("client_secret_file=/etc/fingerseal/secret", \Options.clientSecretFile, "Optional(\"/etc/fingerseal/secret\")"),
-            ("scope=openid  email", \Options.scope, "openid email"),
-            ("flow=browser", \Options.flow, "browser"),
-            ("fixed=issuer", \Options.fixed, "[\"issuer\"]"),
-            ("tpm=require", \Options.tpm, "require"),
-            ("tpm_tcti=swtpm:host=127.0.0.1,port=2321", \Options.tpmTCTI, "swtpm:host=127.0.0.1,port=2321"),
-            ("tpm_pcrs=7, 14,7", \Options.tpmPCRs, "[7, 14]"),
-            ("stepup_max_ttl=60", \Options.stepUpMaxTTL, "60"),
-            ("provision=idp", \Options.provision, "Optional(FingersealCore.ProvisionMode.idp)"),
-            ("provision_issuer=https://idp.example.org/k", \Options.provisionIssuer, "Optional(\"https://idp.example.org/k\")"),
-            ("provision_client_id=kiosk", \Options.provisionClientID, "Optional(\"kiosk\")"),
-            ("provision_require=groups:peer-mentors", \Options.provisionRequire,
-             "Optional(FingersealCore.ClaimRequirement(claim: \"groups\", value: \"peer-mentors\"))"),
-            ("provision_groups=users, video", \Options.provisionGroups, "[\"users\", \"video\"]"),
-            ("provision_per_hour=2", \Options.provisionPerHour, "2"),
-            ("provision_expire_days=90", \Options.provisionExpireDays, "90"),
-        ]
+        let fields = Self.table
         let defaults = Options()
         for (setting, key, expected) in fields {
             var options = Options()
@@ -58,6 +20,53 @@ import Testing
         }
     }
 
+    /// Every option flipped from its default, the field it sets, and the field's value then.
+    static var table: [(String, PartialKeyPath<Options>, String)] { [
+        ("debug", \Options.debug, "true"),
+        ("timeout=30", \Options.timeout, "30"),
+        ("max_tries=7", \Options.maxTries, "7"),
+        ("max_fails=9", \Options.maxFails, "9"),
+        ("pin", \Options.pin, "true"),
+        ("allow_remote", \Options.allowRemote, "true"),
+        ("require_token", \Options.requireToken, "true"),
+        ("offline_grace=60", \Options.offlineGrace, "60"),
+        ("interactive_services=vpn,smtp", \Options.interactiveServices, "[\"vpn\", \"smtp\"]"),
+        ("unattended_services=imap", \Options.unattendedServices, "[\"imap\"]"),
+        ("only_group=fingerprint", \Options.onlyGroup, "Optional(\"fingerprint\")"),
+        ("identify", \Options.identify, "true"),
+        ("identify_group=kiosk", \Options.identifyGroup, "Optional(\"kiosk\")"),
+        ("connect_timeout=9", \Options.connectTimeout, "9"),
+        ("idp_timeout=20", \Options.idpTimeout, "20"),
+        ("stepup=sudo", \Options.stepUp, "Optional(\"sudo\")"),
+        ("ttl=60", \Options.stepUpTTL, "60"),
+        ("reader=fprintd", \Options.reader, "fprintd"),
+        ("fprintd_storage=/srv/fprint", \Options.fprintdStorage, "/srv/fprint"),
+        ("reader_location=external", \Options.readerLocation, "external"),
+        ("skip_services=gdm-password", \Options.skipServices, "[\"gdm-password\"]"),
+        ("prompt=none", \Options.prompt, "none"),
+        ("user_claim=email_local", \Options.userClaim, "Optional(FingersealCore.UserClaim.emailLocalPart)"),
+        ("user_map=/srv/users.map", \Options.userMap, "/srv/users.map"),
+        ("redirect_port=8765", \Options.redirectPort, "Optional(8765)"),
+        ("issuer=https://idp.example.org/realms/staff", \Options.issuer, "Optional(\"https://idp.example.org/realms/staff\")"),
+        ("client_id=fleet", \Options.clientID, "Optional(\"fleet\")"),
+        ("client_secret_file=/etc/fingerseal/secret", \Options.clientSecretFile, "Optional(\"/etc/fingerseal/secret\")"),
+        ("scope=openid  email", \Options.scope, "openid email"),
+        ("flow=browser", \Options.flow, "browser"),
+        ("fixed=issuer", \Options.fixed, "[\"issuer\"]"),
+        ("tpm=require", \Options.tpm, "require"),
+        ("tpm_tcti=swtpm:host=127.0.0.1,port=2321", \Options.tpmTCTI, "swtpm:host=127.0.0.1,port=2321"),
+        ("tpm_pcrs=7, 14,7", \Options.tpmPCRs, "[7, 14]"),
+        ("stepup_max_ttl=60", \Options.stepUpMaxTTL, "60"),
+        ("provision=idp", \Options.provision, "Optional(FingersealCore.ProvisionMode.idp)"),
+        ("provision_issuer=https://idp.example.org/k", \Options.provisionIssuer, "Optional(\"https://idp.example.org/k\")"),
+        ("provision_client_id=kiosk", \Options.provisionClientID, "Optional(\"kiosk\")"),
+        ("provision_require=groups:peer-mentors", \Options.provisionRequire,
+         "Optional(FingersealCore.ClaimRequirement(claim: \"groups\", value: \"peer-mentors\"))"),
+        ("provision_groups=users, video", \Options.provisionGroups, "[\"users\", \"video\"]"),
+        ("provision_per_hour=2", \Options.provisionPerHour, "2"),
+        ("provision_expire_days=90", \Options.provisionExpireDays, "90"),
+    ] }
+
     @Test func defaults() {
         let options = Options()
         #expect(options.timeout == 15 && options.maxTries == 3 && options.maxFails == 5)
@@ -65,7 +74,13 @@ import Testing
         #expect(options.offlineGrace == 7 * 24 * 3600 && options.interactiveServices.isEmpty && options.onlyGroup == nil)
     }
 
-    @Test(arguments: ["timeout=0", "timeout=301", "timeout=-1", "timeout=", "timeout", "max_tries=0", "max_tries=21",
+    @Test(arguments: Self.garbage)
+    func outOfRangeOrGarbageIsAnError(setting: String) {
+        var options = Options()
+        #expect(throws: FingersealError.self) { try options.apply([setting], source: "test") }
+    }
+
+    static let garbage = ["timeout=0", "timeout=301", "timeout=-1", "timeout=", "timeout", "max_tries=0", "max_tries=21",
                       "max_fails=0", "max_fails=101", "offline_grace=99999999999", "debug=maybe", "only_group=", "only_group=a:b", "timeout=1e3", "timeout= 5", "socket=relative", "socket=/run/../tmp/x", "interactive_services=a b",
                       "reader=both", "reader=", "fprintd_storage=relative", "fprintd_storage=/var/../etc", "reader_location=lid",
                       "prompt=", "prompt", "prompt=quiet", "skip_services=",
@@ -89,11 +104,7 @@ import Testing
                       "provision_require", "provision_require=groups", "provision_require=:x", "provision_require=Groups:x",
                       "provision_require=groups:", "provision_require=groups:a\tb", "provision_groups=", "provision_groups=Users",
                       "provision_groups=a b", "provision_groups=a:b", "provision_per_hour=0", "provision_per_hour=1001",
-                      "provision_expire_days=-1", "provision_expire_days=36501"])
-    func outOfRangeOrGarbageIsAnError(setting: String) {
-        var options = Options()
-        #expect(throws: FingersealError.self) { try options.apply([setting], source: "test") }
-    }
+                      "provision_expire_days=-1", "provision_expire_days=36501"]
 
     @Test func theTPMSettingsAreTheConfigurationFilesAlone() throws {
         var options = Options()
@@ -142,6 +153,190 @@ import Testing
         #expect(options.provisionProvider == nil)
         try options.applyConfigFile("issuer=https://idp.example.org/a\nclient_id=main\n[provision]\nclient_id=kiosk\n")
         #expect(options.provisionProvider?.issuer == "https://idp.example.org/a" && options.provisionProvider?.clientID == "kiosk")
+    }
+
+    // MARK: settings per service (issue 23 §3)
+
+    /// The name of a table row's option.
+    static func name(_ setting: String) -> String { String(setting.prefix { $0 != "=" }) }
+
+    /// Each option a section may set, flipped in `[service sudo]` alone: sudo gets it, every
+    /// other field of sudo's stays the top level's, and another service (and a command, with
+    /// no service) keeps the top level. The top level sets something of its own too, which
+    /// the section leaves alone.
+    @Test func eachOptionInAServiceSectionChangesOnlyThatService() throws {
+        let defaults = Options()
+        let perService = Self.table.filter { !Options.fileOnly.contains(Self.name($0.0)) }
+        #expect(perService.count == Self.table.count - Options.fileOnly.count, "every file-only option is in the table")
+        for (setting, key, expected) in perService {
+            let top = setting.hasPrefix("reader_location") ? "reader=libfprint" : "reader_location=builtin"
+            var options = Options()
+            #expect(try options.applyConfigFile("\(top)\n[service sudo]\n\(setting)\n").isEmpty, "\(setting)")
+            let sudo = try options.forService("sudo")
+            #expect("\(sudo[keyPath: key])" == expected, "\(setting)")
+            for (_, other, _) in Self.table where other != key {
+                #expect("\(sudo[keyPath: other])" == "\(options[keyPath: other])", "\(setting) changed \(other) for sudo")
+            }
+            for elsewhere in [try options.forService("login"), try options.forService(nil)] {
+                #expect("\(elsewhere[keyPath: key])" == "\(defaults[keyPath: key])", "\(setting) leaked to another service")
+                #expect(elsewhere == options)
+            }
+            #expect(sudo.readerLocation == (top == "reader_location=builtin" ? .builtin : .external), "\(setting): the top level stays")
+
+            // A module argument wins over the section; unless the top level fixed the option.
+            guard let argument = Self.anotherValue[Self.name(setting)] else {
+                #expect(Self.name(setting) == "provision", "\(setting) needs another value to give as an argument")
+                continue
+            }
+            var alone = Options()
+            try alone.apply([argument], source: "test")
+            let argued = "\(alone[keyPath: key])"
+            #expect(argued != expected, "\(argument)")
+            var withArgument = sudo
+            #expect(try withArgument.applyArguments([argument], source: "module arguments").isEmpty)
+            #expect("\(withArgument[keyPath: key])" == argued, "\(argument) over [service sudo] \(setting)")
+            var fixed = Options()
+            try fixed.applyConfigFile("fixed=\(Self.name(setting))\n[service sudo]\n\(setting)\n")
+            var fixedSudo = try fixed.forService("sudo")
+            #expect(try fixedSudo.applyArguments([argument], source: "module arguments")
+                    == [Messages.fixedOptionIgnored(Self.name(setting), "module arguments")])
+            #expect("\(fixedSudo[keyPath: key])" == expected, "fixed: \(setting) stays the section's")
+        }
+    }
+
+    /// For each option a section may set, a value other than the table's and the default's:
+    /// what a module argument gives over the section. (`provision` has one value only.)
+    static let anotherValue: [String: String] = [
+        "debug": "debug=no", "timeout": "timeout=16", "max_tries": "max_tries=4", "max_fails": "max_fails=6", "pin": "pin=no",
+        "allow_remote": "allow_remote=no", "require_token": "require_token=no", "offline_grace": "offline_grace=61",
+        "interactive_services": "interactive_services=other", "unattended_services": "unattended_services=other",
+        "only_group": "only_group=other", "identify": "identify=no", "identify_group": "identify_group=other",
+        "connect_timeout": "connect_timeout=10", "idp_timeout": "idp_timeout=21", "stepup": "stepup=other", "ttl": "ttl=61",
+        "reader": "reader=libfprint", "fprintd_storage": "fprintd_storage=/other", "reader_location": "reader_location=builtin",
+        "skip_services": "skip_services=other", "prompt": "prompt=combined", "user_claim": "user_claim=sub",
+        "user_map": "user_map=/other", "redirect_port": "redirect_port=8766", "issuer": "issuer=https://other.example.org",
+        "client_id": "client_id=other", "client_secret_file": "client_secret_file=/other", "scope": "scope=openid",
+        "flow": "flow=password",
+    ]
+
+    /// The section over the top level, the module arguments over the section, and `fixed=`
+    /// over the module arguments (not over the section: both are the administrator's file).
+    @Test func theOrderDefaultsFileSectionArgumentsAndFixed() throws {
+        var options = Options()
+        try options.applyConfigFile("""
+            timeout = 20
+            prompt = combined
+            max_fails = 8
+            fixed = max_fails, pin
+            [service swaylock]
+            prompt = none
+            timeout = 30
+            max_fails = 3
+            pin
+            """)
+        #expect(options.prompt == .combined && options.timeout == 20 && options.maxFails == 8 && !options.pin)
+        var swaylock = try options.forService("swaylock")
+        #expect(swaylock.prompt == .none && swaylock.timeout == 30 && swaylock.maxFails == 3 && swaylock.pin)
+        let warnings = try swaylock.applyArguments(["timeout=9", "prompt=normal", "max_fails=50", "pin=no"], source: "module arguments")
+        #expect(swaylock.timeout == 9 && swaylock.prompt == .normal, "module arguments win over the section")
+        #expect(swaylock.maxFails == 3 && swaylock.pin, "fixed names keep the section's value")
+        #expect(warnings == ["max_fails", "pin"].map { Messages.fixedOptionIgnored($0, "module arguments") })
+        let sudo = try options.forService("sudo")
+        #expect(sudo.prompt == .combined && sudo.timeout == 20 && sudo.maxFails == 8)
+        // A section repeated adds up, later lines winning; `only` applies just the names given.
+        try options.applyConfigFile("[service swaylock]\ntimeout=40\n")
+        #expect(try options.forService("swaylock").timeout == 40 && options.forService("swaylock").prompt == .none)
+        let presentation = try options.forService("swaylock", only: ["prompt"])
+        #expect(presentation.prompt == .none && presentation.timeout == 20 && presentation.maxFails == 8 && !presentation.pin)
+    }
+
+    /// A bad value in a section is the error it is at the top level (and a fine one fine): one
+    /// parser for both.
+    @Test(arguments: Self.garbage + Self.table.map(\.0))
+    func aSectionValueIsCheckedAsAtTheTopLevel(setting: String) throws {
+        var inSection = Options()
+        if Options.fileOnly.contains(Self.name(setting)) {
+            // Never applied there: only ever a warning, whatever the value.
+            let warnings = try inSection.applyConfigFile("[service sudo]\n\(setting)\n")
+            #expect(warnings == [Messages.fileOnlyInServiceSection(Self.name(setting), "sudo")])
+            #expect(try inSection.forService("sudo") == inSection)
+            return
+        }
+        var topLevel = Options()
+        let topMessage: String?
+        do { try topLevel.applyConfigFile(setting + "\n"); topMessage = nil } catch let error as FingersealError { topMessage = error.message }
+        let sectionMessage: String?
+        do {
+            try inSection.applyConfigFile("[service sudo]\n\(setting)\n")
+            sectionMessage = nil
+        } catch let error as FingersealError {
+            sectionMessage = error.message
+        }
+        #expect(sectionMessage == topMessage, "\(setting)")
+    }
+
+    /// Unknown names are warnings in a section as at the top level; the whole machine's
+    /// settings (the TPM, the step-up ceiling, provisioning, fixed=) are refused there with a
+    /// warning of their own and never applied; a service name is checked as skip_services=
+    /// checks one.
+    @Test func unknownAndFileOnlyNamesInASection() throws {
+        var options = Options()
+        let warnings = try options.applyConfigFile("""
+            [service sudo]
+            nullok
+            frobnicate = 3
+            tpm = off
+            stepup_max_ttl = 86400
+            fixed = prompt
+            provision_per_hour = 1000
+            prompt = none
+            """)
+        #expect(warnings == ["tpm", "stepup_max_ttl", "fixed", "provision_per_hour"].map { Messages.fileOnlyInServiceSection($0, "sudo") }
+                + [Messages.unknownOption("nullok"), Messages.unknownOption("frobnicate")], "\(warnings)")
+        let sudo = try options.forService("sudo")
+        #expect(sudo.prompt == .none && sudo.tpm == .auto && sudo.stepUpMaxTTL == 900 && sudo.fixed.isEmpty && sudo.provisionPerHour == 5)
+        var top = Options()
+        #expect(try top.applyConfigFile("nullok\nfrobnicate = 3\n") == [Messages.unknownOption("nullok"), Messages.unknownOption("frobnicate")])
+        // Service names: what skip_services= takes, one at a time.
+        for name in ["sudo", "gdm-password", "kde-fingerprint", "polkit-1", "x.y_z"] {
+            var fine = Options()
+            #expect(try fine.applyConfigFile("[service \(name)]\ntimeout=9\n").isEmpty, "\(name)")
+            #expect(try fine.forService(name).timeout == 9)
+            #expect(try fine.apply(["skip_services=\(name)"], source: "test").isEmpty)
+        }
+        for header in ["[service]", "[service ]", "[service a,b]", "[service a b]", "[service \(String(repeating: "s", count: 1025))]"] {
+            var bad = Options()
+            #expect(throws: FingersealError.self, "\(header)") { try bad.applyConfigFile(header + "\ntimeout=9\n") }
+        }
+        #expect(!Options.isServiceName("a b") && !Options.isServiceName("a,b") && !Options.isServiceName(""))
+        var other = Options()
+        #expect(try other.applyConfigFile("[services sudo]\ntimeout=9\n") == [Messages.unknownSection("services sudo")])
+        #expect(other.timeout == 15 && other.serviceSections.isEmpty)
+    }
+
+    /// What `doctor --service` reports: each setting that differs from the defaults, once, as
+    /// last written, and whether the section wrote it.
+    @Test func originsOfTheSettingsForAService() throws {
+        var options = Options()
+        try options.applyConfigFile("""
+            timeout = 20
+            timeout = 25
+            prompt = combined
+            pin
+            [provision]
+            per_hour = 2
+            [service swaylock]
+            prompt = none
+            pin = no
+            max_fails = 3
+            frobnicate
+            """)
+        let swaylock = options.origins(service: "swaylock").map { "\($0.setting) \($0.fromSection)" }
+        #expect(swaylock == ["timeout=25 false", "provision_per_hour=2 false", "prompt=none true",
+                             "max_fails=3 true"], "\(swaylock)")
+        let sudo = options.origins(service: "sudo").map { "\($0.setting) \($0.fromSection)" }
+        #expect(sudo == ["timeout=25 false", "prompt=combined false", "pin false", "provision_per_hour=2 false"], "\(sudo)")
+        #expect(Options().origins(service: "sudo").isEmpty)
     }
 
     @Test func accountNames() {

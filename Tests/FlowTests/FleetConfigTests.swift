@@ -34,6 +34,17 @@ import Testing
             var options = Options()
             #expect(throws: Never.self, "\(line)") { try options.applyConfigFile(String(line.dropFirst()), source: "example") }
         }
+        // The per-service example at its end, uncommented: the lock screens get prompt=none,
+        // every other service the top level.
+        let perService = try #require(text.range(of: "# --- Settings per PAM service"))
+        let uncommented = text[perService.upperBound...].split(separator: "\n").filter { $0.hasPrefix("#") && !$0.hasPrefix("# ") }
+            .map { $0.dropFirst() }.joined(separator: "\n")
+        var sections = Options()
+        #expect(try sections.applyConfigFile("pin\n" + uncommented, source: "example").isEmpty)
+        for service in ["swaylock", "i3lock", "sddm", "kde"] {
+            #expect(try sections.forService(service).prompt == .none && sections.forService(service).pin, "\(service)")
+        }
+        #expect(try sections.forService("sudo").prompt == .normal && sections.forService("sudo").pin)
     }
 
     /// The broker's parsed configuration is reused only while the file is the same one,

@@ -222,6 +222,50 @@ struct DoctorRun {
         #expect(run.problems.count == 1, "\(result.all)")
     }
 
+    /// `doctor --service NAME` (issue 23 §3): the settings in force for that PAM service that
+    /// differ from the defaults, each with where it was set, in text and in JSON; another
+    /// service shows the top level only; a name skip_services= would refuse is a usage error;
+    /// without --service nothing of it is said.
+    @Test func doctorShowsTheSettingsOfAService() throws {
+        let system = try DoctorSystem()
+        let broker = try ReaderBroker(driver: "none", reader: false, config: """
+            timeout = 20
+            prompt = combined
+            [service swaylock]
+            prompt = none
+            max_fails = 3
+            """)
+        let run = { (arguments: [String], extra: [String: String]) in try broker.cli(arguments, environment: extra) }
+        let swaylock = DoctorRun(result: try run(["doctor", "--service", "swaylock"], system.environment))
+        swaylock.line("OK", "Settings for the PAM service swaylock that differ from the defaults")
+        swaylock.line("OK", "timeout=20, from the configuration file.")
+        swaylock.line("OK", "prompt=none, from the section [service swaylock].")
+        swaylock.line("OK", "max_fails=3, from the section [service swaylock], for hosts running as root only")
+        #expect(!swaylock.result.stdout.contains("prompt=combined"), "\(swaylock.result.all)")
+
+        let sudo = DoctorRun(result: try run(["doctor", "--service", "sudo"], system.environment))
+        sudo.line("OK", "prompt=combined, from the configuration file.")
+        #expect(!sudo.result.stdout.contains("[service"), "\(sudo.result.all)")
+
+        let json = try run(["doctor", "--service", "swaylock", "--json"], system.environment)
+        let report = try JSONDecoder().decode(Report.self, from: Data(json.stdout.utf8))
+        let settings = report.findings.filter { $0.check.hasPrefix("setting:") }
+        #expect(settings.map(\.check) == ["setting:timeout", "setting:prompt", "setting:max_fails"], "\(json.all)")
+        #expect(settings.map(\.status) == ["ok", "ok", "ok"])
+        #expect(settings.first { $0.check == "setting:prompt" }?.message == "prompt=none, from the section [service swaylock].")
+        #expect(report.findings.contains { $0.check == "pam-service" })
+
+        let defaults = try ReaderBroker(driver: "none", reader: false)
+        let plain = DoctorRun(result: try defaults.cli(["doctor", "--service", "gdm-password"], environment: system.environment))
+        plain.line("OK", "Every setting for the PAM service gdm-password is its default")
+
+        let bad = try run(["doctor", "--service", "a b"], system.environment)
+        #expect(bad.status == 2, "\(bad.all)")
+        #expect(bad.stderr.contains("a b is not a PAM service name"), "\(bad.all)")
+        let without = try run(["doctor"], system.environment)
+        #expect(!without.stdout.contains("PAM service") && !without.stdout.contains("from the configuration file"), "\(without.all)")
+    }
+
     /// The service's checks, each broken: no vault, no finger, no reader.
     @Test func noVaultNoFingerNoReader() throws {
         let system = try DoctorSystem()

@@ -173,6 +173,47 @@ import SystemKit
         }
     }
 
+    /// `[service swaylock] prompt=none` (issue 23 §3): the profile's one module line (`pin`)
+    /// for every service, and the lock screen's section in the broker's configuration. Through
+    /// a real PAM stack, swaylock's host is asked nothing (the password it would type is never
+    /// counted as a wrong PIN), while another service on the same line still gets the PIN
+    /// prompt, and its PIN unlocks.
+    @Test func aServiceSectionChangesWhatOnlyThatServiceIsShown() throws {
+        let stack = try ModuleAuthenticationTests.Stack(options: "pin", config: "[service swaylock]\nprompt = none\ntimeout = 2\n")
+        writeFile(stack.services + "/swaylock", Array("auth required \(Paths.module) socket=\(stack.socket) pin\n".utf8), mode: 0o644)
+        var seen: [PAMClient.Message] = []
+        let lock = try PAMClient(service: "swaylock", user: stack.user.name, configDirectory: stack.services) { message in
+            seen.append(message)
+            if case .promptEchoOff = message { return "correct horse" }
+            return nil
+        }
+        #expect(lock.setItem(.tty, "/dev/pts/0") == PAM_SUCCESS)
+        #expect(lock.authenticate() != PAM_SUCCESS)
+        #expect(!seen.contains { if case .promptEchoOff = $0 { return true }; return false }, "\(seen)")
+        #expect(try stack.pinFailures() == 0)
+        #expect(try stack.authenticate(answer: ModuleAuthenticationTests.pin) == PAM_SUCCESS)
+        #expect(stack.prompted, "fingerseal-test has no section: the PIN prompt, as the line says")
+    }
+
+    /// A host running as the user names its PAM service itself, so from a section it gets the
+    /// presentation settings (here skip_services=) and not its policy (here
+    /// unattended_services=), which a root host of that service does get.
+    @Test(.enabled(if: getuid() == 0)) func aHostRunningAsTheUserGetsOnlyASectionsPresentation() throws {
+        try #require(TestUsers.ensure(TestUsers.alice))
+        let broker = try TestBroker(config: "[service kde]\nskip_services = kde\n[service xlock]\nunattended_services = xlock\n")
+        let ask = { (service: String, user: String?) in
+            try broker.wire(["pam.authenticate", "pam.user=\(TestUsers.alice)", "pam.service=\(service)", "pam.tty=/dev/pts/0"], as: user)
+        }
+        for user in [nil, TestUsers.alice] {
+            let skipped = try ask("kde", user)
+            #expect(skipped.stdout.contains("result: notApplicable"), "\(user ?? "root"): \(skipped.all)")
+        }
+        let root = try ask("xlock", nil)
+        #expect(root.stdout.contains("result: unavailable"), "\(root.all)")
+        let asUser = try ask("xlock", TestUsers.alice)
+        #expect(!asUser.stdout.contains("result: unavailable") && asUser.stdout.contains("result: "), "\(asUser.all)")
+    }
+
     /// prompt=combined: one PIN prompt, asked while the reader waits, whose text says the
     /// finger works too; the PIN typed there unlocks, and so does a finger touched while the
     /// host waits for Enter.

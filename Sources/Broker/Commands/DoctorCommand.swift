@@ -14,6 +14,7 @@ enum DoctorCommand {
 
     static func doctor(_ call: Call) throws -> Reply {
         let say = call.conversation.finding
+        if let service = call.options(for: DoctorOptions.self).service { try serviceSettings(call, service).forEach(say) }
         reader(call).forEach(say)
         let status: VaultStatus?
         do {
@@ -37,6 +38,32 @@ enum DoctorCommand {
         provider(call, issuer: status.provider?.issuer ?? call.options.issuer, signedIn: status.signIn == .active).map(say)
         say(clock(now: SystemClock().now(), status))
         return Reply(.success)
+    }
+
+    /// `--service NAME`: the settings in force for a PAM service that differ from the defaults,
+    /// and where each was set (the file's top level, or its `[service NAME]` section), as
+    /// `Dispatcher.effectiveOptions` puts them together before a stack's module arguments. A
+    /// section's setting that a host running as the user does not get says so.
+    static func serviceSettings(_ call: Call, _ service: String) throws -> [Finding] {
+        guard Options.isServiceName(service) else {
+            throw FingersealError(.usage, Messages.badServiceName(Options.shown(service)))
+        }
+        let (system, _) = try call.state.systemOptions()
+        let origins = system.origins(service: service)
+        var found = [Finding("pam-service", .ok, origins.isEmpty ? Messages.doctorServiceDefaults(service)
+                                                                 : Messages.doctorServiceSettings(service))]
+        for origin in origins {
+            let message: String
+            if !origin.fromSection {
+                message = Messages.doctorSettingFromFile(origin.setting)
+            } else if Authorization.optionsForUserHosts.contains(origin.name) {
+                message = Messages.doctorSettingFromSection(origin.setting, service)
+            } else {
+                message = Messages.doctorSettingFromSectionRootHosts(origin.setting, service)
+            }
+            found.append(Finding("setting:" + origin.name, .ok, message))
+        }
+        return found
     }
 
     /// The backend and the readers it sees (waiting, bounded, for a scan in progress).

@@ -374,11 +374,23 @@ enum Dispatcher {
         else { throw FingersealError(.usage, Messages.badApplication) }
     }
 
-    /// The system configuration, then the module arguments of a PAM request (all of them
-    /// from a root host, presentation only from a host running as the user), except what
-    /// the file fixed (`Options.applyArguments`).
+    /// The one order of settings (issue 23 §3): defaults, the system file's top level, its
+    /// `[service NAME]` section for the PAM service of a PAM request, then the request's module
+    /// arguments (all of them from a root host, presentation only from a host running as the
+    /// user), except what the file fixed (`Options.applyArguments`).
+    ///
+    /// A section is the administrator's, so it reaches hosts running as the user too, but not
+    /// all of it: such a host names its PAM service itself (pam_start's first argument), so it
+    /// could pick whichever section is loosest (`[service sshd] allow_remote=yes`, a higher
+    /// `max_fails`) for its own account. From a section it gets what it could be given as
+    /// module arguments (`optionsForUserHosts`: presentation, skipping); a section's policy
+    /// reaches hosts running as root only, whose service name is the system's. What only the
+    /// whole machine sets is refused in a section when the file is read (`fileOnly`).
     static func effectiveOptions(_ request: Request, caller: Caller, state: BrokerState) throws -> (Options, [String]) {
         var (options, warnings) = try state.systemOptions()
+        if let service = request.pam?.service {
+            options = try options.forService(service, only: caller.isRoot ? nil : Authorization.optionsForUserHosts)
+        }
         let arguments = caller.isRoot ? request.moduleOptions : request.moduleOptions.filter { option in
             Authorization.optionsForUserHosts.contains(String(option.prefix { $0 != "=" }))
         }

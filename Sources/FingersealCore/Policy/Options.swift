@@ -1,13 +1,23 @@
 import Localization
 
 /// Settings shared by the PAM module and the CLI. Order: defaults, then the system file
-/// (/etc/fingerseal/fingerseal.conf, else /etc/security/fingerseal.conf), then module
+/// (/etc/fingerseal/fingerseal.conf, else /etc/security/fingerseal.conf), then the file's
+/// `[service NAME]` section for the request's PAM service (`forService`), then module
 /// arguments (which win, except over what the file lists in `fixed=`). Values are
 /// range-checked; unknown options are reported as warnings, not errors.
 public struct Options: Equatable, Sendable {
     static func isGroupName(_ name: String) -> Bool {
         name.utf8.count <= 256 && !name.contains(where: { $0 == ":" || $0 == "\n" })
     }
+
+    /// One PAM service name as `skip_services=` and its kind take them (one item of their
+    /// comma-separated list), and as `[service NAME]` names it.
+    public static func isServiceName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 1024 && !name.contains(where: { $0 == "\n" || $0 == " " || $0 == "," })
+    }
+
+    /// A name from the file or a caller as a sentence quotes it: at most 64 characters.
+    public static func shown(_ name: String) -> String { name.count > 64 ? String(name.prefix(64)) + "…" : name }
 
     public var debug = false
     /// Seconds to wait for a finger.
@@ -113,6 +123,13 @@ public struct Options: Equatable, Sendable {
     /// `provision_expire_days=`: provisioned accounts unused this many days are removed with
     /// their vaults (0: never).
     public var provisionExpireDays = 0
+    // Settings per PAM service (issue 23 §3).
+    /// The file's top-level settings as written (`[provision]`'s with their prefix), in order:
+    /// what `origins(service:)` reports as the file's.
+    public private(set) var fileSettings: [String] = []
+    /// `[service NAME]` sections: each service's settings as written, in order, already
+    /// checked by the parser when the file was read; `forService` applies them.
+    public private(set) var serviceSections: [String: [String]] = [:]
 
     public init() {}
 
@@ -150,14 +167,16 @@ public struct Options: Equatable, Sendable {
             let argument = ModuleArgument(setting)
             let name = argument.name
             if try !applyOne(name: name, value: argument.value) {
-                warnings.append(Messages.unknownOption(name.count > 64 ? String(name.prefix(64)) + "…" : name))
+                warnings.append(Messages.unknownOption(Options.shown(name)))
             }
         }
         return warnings
     }
 
     /// Parses the text of a configuration file: one `name` or `name=value` per line, `#`
-    /// comments, blank lines ignored, whitespace around names and values trimmed.
+    /// comments, blank lines ignored, whitespace around names and values trimmed. Sections:
+    /// `[provision]` (provisioning's settings) and `[service NAME]` (one PAM service's), each
+    /// running to the next section or the end.
     @discardableResult
     public mutating func applyConfigFile(_ text: String, source: String = Options.configPath) throws -> [String] {
         guard text.utf8.count <= Options.maxConfigSize else {
@@ -167,30 +186,106 @@ public struct Options: Equatable, Sendable {
         var warnings: [String] = []
         // `[provision]`: the names below it are provisioning's (`require=` is
         // `provision_require=`); a name already spelled `provision_…` is the same one.
-        var section: String? = nil
+        enum Section: Equatable { case top, provision, service(String), unknown }
+        var section = Section.top
+        var sections: [(service: String, settings: [String])] = []
         // isNewline: "\r\n" is a single Character in Swift and would not match "\n".
         for rawLine in text.split(whereSeparator: \.isNewline) {
             let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
             let trimmed = line.trimmingSpaces
             if trimmed.hasPrefix("[") && trimmed.hasSuffix("]") {
                 let name = trimmed.dropFirst().dropLast().trimmingSpaces
+                let words = name.split(maxSplits: 1, whereSeparator: { $0 == " " || $0 == "\t" })
                 if name == "provision" {
-                    section = name
+                    section = .provision
+                } else if words.first == "service" {
+                    // A name the parser would refuse in skip_services= is an error, as a bad
+                    // value is: its settings would otherwise silently apply to nothing.
+                    let service = words.count > 1 ? words[1].trimmingSpaces : ""
+                    guard Options.isServiceName(service) else {
+                        throw FingersealError(.badConfiguration, Messages.badServiceSection(Options.shown(service)), detail: source)
+                    }
+                    section = .service(service)
+                    sections.append((service, []))
                 } else {
-                    warnings.append(Messages.unknownSection(name.count > 64 ? String(name.prefix(64)) + "…" : name))
-                    section = "?"
+                    warnings.append(Messages.unknownSection(Options.shown(name)))
+                    section = .unknown
                 }
                 continue
             }
             let parts = line.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             var name = parts[0].trimmingSpaces
             if name.isEmpty { continue }
+            switch section {
             // The settings of a section nobody knows are not applied as the main section's.
-            if section == "?" { continue }
-            if section == "provision" && !name.hasPrefix("provision_") { name = "provision_" + name }
-            settings.append(parts.count > 1 ? "\(name)=\(parts[1].trimmingSpaces)" : name)
+            case .unknown: continue
+            case .provision: if !name.hasPrefix("provision_") { name = "provision_" + name }
+            case .top, .service: break
+            }
+            let setting = parts.count > 1 ? "\(name)=\(parts[1].trimmingSpaces)" : name
+            if case .service = section { sections[sections.count - 1].settings.append(setting) } else { settings.append(setting) }
         }
-        return warnings + (try apply(settings, source: source))
+        warnings += try apply(settings, source: source)
+        fileSettings += settings
+        for (service, written) in sections { warnings += try addServiceSection(service, written, source: source) }
+        return warnings
+    }
+
+    /// Checks a `[service NAME]` section with the one parser, over the top level, and keeps
+    /// it: a bad value is an error and an unknown name a warning, exactly as at the top level.
+    /// Refused here, with a warning: what only the file's top level sets (`fileOnly`:
+    /// `fixed=`, the TPM, the step-up ceiling, provisioning's rule), since those are the
+    /// machine's, not a service's: a host names its own PAM service (one running as the user
+    /// names any it likes), so a per-service TPM mode, ceiling or provisioning rule would be
+    /// the host's to choose. What of a section reaches a host running as the user is decided
+    /// in the broker (`Dispatcher.effectiveOptions`).
+    private mutating func addServiceSection(_ service: String, _ written: [String], source: String) throws -> [String] {
+        var warnings: [String] = []
+        var kept: [String] = []
+        for setting in written {
+            let name = ModuleArgument(setting).name
+            if Options.fileOnly.contains(name) {
+                warnings.append(Messages.fileOnlyInServiceSection(Options.shown(name), service))
+            } else {
+                kept.append(setting)
+            }
+        }
+        var checked = self
+        warnings += try checked.apply(kept, source: "\(source) [service \(service)]")
+        serviceSections[service, default: []] += kept
+        return warnings
+    }
+
+    /// The settings in force for PAM service `service` (nil: a command, not a PAM host):
+    /// these, with the service's `[service NAME]` section applied over them. `only`: apply
+    /// just the section's settings with these names.
+    public func forService(_ service: String?, only allowed: Set<String>? = nil) throws -> Options {
+        guard let service, let section = serviceSections[service] else { return self }
+        var options = self
+        let settings = allowed.map { names in section.filter { names.contains(ModuleArgument($0).name) } } ?? section
+        // Checked when the file was read; unknown names were reported then.
+        try options.apply(settings, source: "[service \(service)]")
+        return options
+    }
+
+    /// Where the settings in force for `service` that differ from the defaults came from:
+    /// each option once, as last written (`name=value`), and whether its section wrote it.
+    /// Options the file sets back to their default, and names the parser does not know, are
+    /// left out.
+    public func origins(service: String?) -> [(setting: String, name: String, fromSection: Bool)] {
+        var latest: [(setting: String, name: String, fromSection: Bool)] = []
+        let section = service.flatMap { serviceSections[$0] } ?? []
+        for (setting, fromSection) in fileSettings.map({ ($0, false) }) + section.map({ ($0, true) }) {
+            let name = ModuleArgument(setting).name
+            var alone = Options()
+            guard (try? alone.apply([setting], source: "")) != nil, alone != Options() else {
+                latest.removeAll { $0.name == name } // set back to its default
+                continue
+            }
+            latest.removeAll { $0.name == name }
+            latest.append((setting, name, fromSection))
+        }
+        return latest
     }
 
     /// Returns false for an unknown name.
@@ -214,7 +309,7 @@ public struct Options: Equatable, Sendable {
             return value
         }
         func services() throws -> [String] {
-            try text({ $0.utf8.count <= 1024 && !$0.contains(where: { $0 == "\n" || $0 == " " }) },
+            try text({ $0.utf8.count <= 1024 && $0.split(separator: ",").allSatisfy { Options.isServiceName(String($0)) } },
                      tr("it needs service names separated by commas")).split(separator: ",").map(String.init)
         }
         switch name {

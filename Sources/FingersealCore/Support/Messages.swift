@@ -387,6 +387,16 @@ public enum Messages {
     public static func badOption(_ option: String, _ why: String) -> String { tr("The option %1$s is not valid: %2$s.", option, embedded(why)) }
     public static func unknownOption(_ option: String) -> String { tr("Unknown option %1$s was ignored.", option) }
     public static func unknownSection(_ section: String) -> String { tr("Unknown section [%1$s] was ignored, with its settings.", section) }
+    public static func badServiceSection(_ service: String) -> String {
+        tr("The section [service %1$s] is not valid: it needs one PAM service name, without spaces or commas.", service)
+    }
+    public static func fileOnlyInServiceSection(_ option: String, _ service: String) -> String {
+        tr("The option %1$s in the section [service %2$s] was ignored: it is set for the whole machine, at the top of the file, not per service.",
+           option, service)
+    }
+    public static func badServiceName(_ service: String) -> String {
+        tr("%1$s is not a PAM service name: it needs one name, without spaces or commas.", service)
+    }
     public static var unknownUser: String { tr("That user does not exist.") }
     // Fleet configuration: the system file, what it fixes, the client secret it names
     public static func unsafeConfigFile(_ why: String) -> String {
@@ -856,6 +866,20 @@ public enum Messages {
     public static var doctorFixSignIn: String { tr("Sign in with: fingerseal login") }
     public static func doctorSignedIn(_ who: String, _ issuer: String) -> String { tr("Signed in as %1$s at %2$s.", who, issuer) }
     public static func doctorSignedInTo(_ issuer: String) -> String { tr("Signed in to %1$s.", issuer) }
+    public static func doctorServiceDefaults(_ service: String) -> String {
+        tr("Every setting for the PAM service %1$s is its default (module arguments in its stack may still change some).", service)
+    }
+    public static func doctorServiceSettings(_ service: String) -> String {
+        tr("Settings for the PAM service %1$s that differ from the defaults (module arguments in its stack may still change some):", service)
+    }
+    public static func doctorSettingFromFile(_ setting: String) -> String { tr("%1$s, from the configuration file.", setting) }
+    public static func doctorSettingFromSection(_ setting: String, _ service: String) -> String {
+        tr("%1$s, from the section [service %2$s].", setting, service)
+    }
+    public static func doctorSettingFromSectionRootHosts(_ setting: String, _ service: String) -> String {
+        tr("%1$s, from the section [service %2$s], for hosts running as root only: a host running as the user (a lock screen) names its service itself, so it gets only a section's presentation settings.",
+           setting, service)
+    }
     public static var doctorNoProvider: String { tr("No identity provider is configured or signed in to, so none was asked.") }
     public static func doctorProviderAnswers(_ issuer: String) -> String { tr("The identity provider %1$s answers.", issuer) }
     /// One whole sentence per way the discovery request failed.
