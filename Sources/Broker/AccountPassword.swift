@@ -20,16 +20,18 @@ enum AccountPassword {
 
     /// Runs pam_authenticate and pam_acct_mgmt for the account acted on, after saying `why`.
     /// Throws `.noMatch` when PAM refuses, `.cancelled`/`.timedOut` when the client cancels,
-    /// leaves or does not answer, `.systemError` when PAM cannot be started.
-    static func check(_ call: Call, why: String = Messages.accountPasswordNeeded) throws {
+    /// leaves or does not answer, `.systemError` when PAM cannot be started. Returns the
+    /// password PAM was given (nil if it asked for none).
+    @discardableResult
+    static func check(_ call: Call, why: String = Messages.accountPasswordNeeded) throws -> SecureBytes? {
         let conversation = call.conversation
         // Counted before PAM is asked (a killed check still counts), per account, with the
         // PIN's delays: so the broker is no faster an oracle than a login prompt.
         let tries = LockoutLedger(store: call.store, options: call.options)
         try tries.beginPasswordAttempt()
         conversation.info(why)
-        // Whether PAM's question was answered: a cancel before it gives the try back.
-        var answered = false
+        // PAM's hidden question's answer: a cancel before it gives the try back.
+        var answered: SecureBytes? = nil
         // The first error of the conversation (a cancel), rethrown instead of PAM's refusal.
         var interrupted: FingersealError? = nil
         let converse: PAMClient.Converser = { message in
@@ -38,7 +40,7 @@ enum AccountPassword {
                 switch message {
                 case let .promptEchoOff(prompt):
                     guard let secret = try conversation.askSecret(.accountPassword, prompt) else { return .text("") }
-                    answered = true
+                    answered = secret
                     guard let owned = cString(secret) else {
                         interrupted = FingersealError(.systemError, Messages.secureMemory)
                         return .abort
@@ -61,6 +63,65 @@ enum AccountPassword {
                 return .abort
             }
         }
+        let status = try run(call, converse)
+        if let interrupted {
+            if answered == nil { tries.passwordNotChecked() }
+            throw interrupted
+        }
+        guard status == 0 else {
+            Syslog.log(.notice, "fingersealed: \(call.request.command.rawValue): the account password of user=\(call.account.name) "
+                       + "was not accepted (\(call.caller)): \(PAMClient.describe(status))")
+            throw FingersealError(.noMatch, Messages.accountPasswordRefused, cause: .accountPasswordRefused)
+        }
+        tries.passwordSucceeded(boot: call.state.bootID)
+        return answered
+    }
+
+    /// Checks a password a PAM host already holds (its PAM_AUTHTOK after the stack's password
+    /// module, a new one after a change), asking nobody and saying nothing. `counted`: the
+    /// try counts as at a prompt (a host the user runs could otherwise test guesses for
+    /// free); a root host's does not, since its password already passed its own stack (one
+    /// that another module accepted must not cost the account tries). True when PAM accepts
+    /// it; then the password rule counts from now (`PasswordRule`).
+    static func verify(_ call: Call, _ secret: SecureBytes, counted: Bool) -> Bool {
+        let tries = LockoutLedger(store: call.store, options: call.options)
+        if counted {
+            do { try tries.beginPasswordAttempt() } catch {
+                Syslog.log(.notice, "fingersealed: \(call.request.command.rawValue): the account password of user=\(call.account.name) "
+                           + "was not checked (\(call.caller)): \(error)")
+                return false
+            }
+        }
+        var given = false
+        let converse: PAMClient.Converser = { message in
+            // One answer: the password, to the first hidden question; nothing else is answered.
+            switch message {
+            case .promptEchoOff where !given:
+                guard let owned = cString(secret) else { return .abort }
+                given = true
+                return .owned(owned)
+            case .promptEchoOff, .promptEchoOn: return .abort
+            case .textInfo, .errorMessage: return .none
+            }
+        }
+        let status: Int32
+        do { status = try run(call, converse) } catch {
+            Syslog.log(.warning, "fingersealed: \(call.request.command.rawValue): \(error)")
+            if counted { tries.passwordNotChecked() }
+            return false
+        }
+        guard status == 0 else {
+            Syslog.log(.notice, "fingersealed: \(call.request.command.rawValue): the account password of user=\(call.account.name) "
+                       + "given by the host was not accepted (\(call.caller)): \(PAMClient.describe(status))")
+            return false
+        }
+        tries.passwordSucceeded(boot: call.state.bootID)
+        return true
+    }
+
+    /// pam_authenticate and pam_acct_mgmt of `fingerseal-verify` for the account acted on;
+    /// PAM's status. Throws `.systemError` when PAM cannot be started.
+    private static func run(_ call: Call, _ converse: @escaping PAMClient.Converser) throws -> Int32 {
         let pam: PAMClient
         do {
             pam = try PAMClient.start(service: service, user: call.account.name,
@@ -72,16 +133,7 @@ enum AccountPassword {
         if let asking = try? UserAccount.withID(call.caller.uid) { _ = pam.setItem(.ruser, asking.name) }
         var status = pam.authenticate()
         if status == 0 { status = pam.accountManagement() }
-        if let interrupted {
-            if !answered { tries.passwordNotChecked() }
-            throw interrupted
-        }
-        guard status == 0 else {
-            Syslog.log(.notice, "fingersealed: \(call.request.command.rawValue): the account password of user=\(call.account.name) "
-                       + "was not accepted (\(call.caller)): \(PAMClient.describe(status))")
-            throw FingersealError(.noMatch, Messages.accountPasswordRefused, cause: .accountPasswordRefused)
-        }
-        tries.passwordSucceeded()
+        return status
     }
 
     /// A malloc'd, NUL-terminated copy of `secret` for PAM, which frees it (after wiping, as

@@ -22,6 +22,7 @@ enum PAMFlows {
         if result.outcome == .success, let token = result.token {
             reply.ticket = call.state.sessions.makeTicket(uid: call.account.uid, token: token)
         }
+        reply.authtok = KeyringCommands.handOff(call, result)
         // A provisioned account is in use: its expiry starts again (after the answer).
         if result.outcome == .success {
             let (state, name) = (call.state, call.account.name)
@@ -71,6 +72,37 @@ enum PAMFlows {
         if let tty = pam.tty, !tty.isEmpty { return true }
         if let display = pam.xdisplay, !display.isEmpty { return true }
         return caller.inLoginSession
+    }
+
+    /// pam.setcred (another module, the password, signed the person in) and pam.chauthtok
+    /// (a new password was set): the host's PAM_AUTHTOK, taken only when the broker needs it
+    /// (a password rule in force, the keyring's copy) and checked by the broker itself, so
+    /// nothing a host claims counts. A checked password starts the password rule's time again
+    /// and replaces a keyring copy that differs. At setcred the check waits until after the
+    /// reply (the person's login is not delayed); after a change it is made first.
+    static func passwordTaken(_ call: Call, changed: Bool) throws -> Reply {
+        guard let status = try? Vault.status(call.store),
+              status.keyring || PasswordRule(call.options).isInForce || call.options.setsPasswordRuleInSections else {
+            return Reply(.notApplicable)
+        }
+        guard let password = try call.conversation.askSecret(.accountPassword, "") else { return Reply(.notApplicable) }
+        // A host the user runs could otherwise test guesses without a delay.
+        let counted = !call.caller.isRoot
+        let check = {
+            guard AccountPassword.verify(call, password, counted: counted) else { return false }
+            KeyringCommands.passwordChecked(call, password)
+            return true
+        }
+        if !changed {
+            call.after.add { _ = check() }
+            return Reply(.success)
+        }
+        guard check() else {
+            Syslog.log(.notice, "fingersealed: pam.chauthtok for user=\(call.account.name): the new password is not the account's "
+                       + "yet; pam_fingerseal belongs after the module that sets it")
+            return Reply(.notApplicable)
+        }
+        return Reply(.success)
     }
 
     static func account(_ call: Call) throws -> Reply {

@@ -183,3 +183,9 @@ struct fs_inet_diag_request {
 /* INET_DIAG_NOCOOKIE is (~0U), which Swift does not import. */
 static const unsigned int FS_INET_DIAG_NOCOOKIE = ~0U;
 #endif
+
+#ifndef FINGERSEAL_CLINUX_SHADOW
+#define FINGERSEAL_CLINUX_SHADOW
+/* The broker notices a changed password entry (the keyring's sealed copy). */
+#include <shadow.h>
+#endif

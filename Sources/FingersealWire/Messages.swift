@@ -8,6 +8,12 @@ public enum Command: String, CaseIterable, Sendable {
     case pamCloseSession = "pam.close-session"
     /// A login host with no user name yet (`identify`): the finger says who it is.
     case pamIdentify = "pam.identify"
+    /// After the stack's password module signed the person in: the module hands the host's
+    /// PAM_AUTHTOK over when asked, and the broker checks it itself (the password rule, the
+    /// keyring's copy).
+    case pamSetcred = "pam.setcred"
+    /// After a password change through PAM: the new PAM_AUTHTOK, the same way.
+    case pamChauthtok = "pam.chauthtok"
     // The CLI.
     case status, login, unlock, token, logout, audit
     case stepUp = "step-up"
@@ -20,6 +26,9 @@ public enum Command: String, CaseIterable, Sendable {
     /// Fingerprint unlock for the account, on or off: the person's own switch.
     case fingerOn = "finger.on"
     case fingerOff = "finger.off"
+    /// The login password sealed in the vault for the keyring, or removed (issue 23 §1).
+    case keyringOn = "keyring.on"
+    case keyringOff = "keyring.off"
     /// A forgotten PIN: the account password (root: nothing) and the vault's device slot.
     case pinReset = "pin.reset"
     case reset
@@ -178,6 +187,9 @@ public struct Reply: Sendable {
     /// pam.identify: the account the finger was identified as, for PAM_USER; nil when nobody
     /// was (the host then asks for the user name).
     public var user: String?
+    /// pam.authenticate, to a root host of a service `keyring_services=` lists: the login
+    /// password the account sealed, for PAM_AUTHTOK. Wiped by whoever consumes it.
+    public var authtok: [UInt8]?
 
     public init(_ outcome: Outcome, _ message: String = "", token: [UInt8]? = nil, expiresAt: Int64? = nil,
                 ticket: String? = nil, method: String? = nil, user: String? = nil) {
@@ -366,6 +378,7 @@ extension BrokerMessage {
             fields.add("ticket", reply.ticket)
             fields.add("method", reply.method)
             fields.add("user", reply.user)
+            if let authtok = reply.authtok { fields.add("authtok", authtok) }
         }
         return Wire.encode(kind: kind.rawValue, fields)
     }
@@ -391,9 +404,11 @@ extension BrokerMessage {
                                     fix: try fields.string("fix") ?? ""))
         case .result?:
             guard let outcome = Outcome(rawValue: try fields.required("outcome")) else { throw .badValue("outcome") }
-            return .result(Reply(outcome, try fields.string("message") ?? "", token: try fields.bytes("token"),
-                                 expiresAt: try fields.integer("expires-at"), ticket: try fields.string("ticket"),
-                                 method: try fields.string("method"), user: try fields.string("user")))
+            var reply = Reply(outcome, try fields.string("message") ?? "", token: try fields.bytes("token"),
+                              expiresAt: try fields.integer("expires-at"), ticket: try fields.string("ticket"),
+                              method: try fields.string("method"), user: try fields.string("user"))
+            reply.authtok = try fields.bytes("authtok")
+            return .result(reply)
         default:
             throw .unknownKind(rawKind)
         }

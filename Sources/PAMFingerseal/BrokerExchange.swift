@@ -24,6 +24,17 @@ struct BrokerExchange {
 
     let pam: PAMHandle
     let options: ModuleOptions
+    let answering: Answering
+
+    /// Who answers the broker's questions.
+    enum Answering {
+        /// The person, through the PAM conversation.
+        case person
+        /// Nobody: the broker's one question, the account password, is answered with the
+        /// host's PAM_AUTHTOK (setcred, chauthtok); anything else is cancelled, and nothing is
+        /// shown.
+        case fromAuthtok
+    }
 
     /// How long connecting may wait (a broker with a full backlog); a missing broker fails at once.
     static let connectWait = 2.0
@@ -87,6 +98,7 @@ struct BrokerExchange {
         /// A conversation the host ended (gdm when the person turned to the password): a
         /// cancel, never a failure; the broker counts nothing and the stack goes on.
         mutating func show(_ message: BrokerMessage) -> Bool {
+            if exchange.answering == .fromAuthtok { return true }
             switch message {
             case let .info(text):
                 exchange.debug("info")
@@ -122,17 +134,26 @@ struct BrokerExchange {
     /// conversation failed or gave nothing back (a graphical host that ended it: the person
     /// chose the password), which the caller turns into a cancel.
     private func answer(_ ask: Ask) -> [UInt8]? {
+        if answering == .fromAuthtok {
+            guard ask.kind == .secret, ask.purpose == .accountPassword else { return nil }
+            return pam.withAuthtok { BrokerExchange.packet(.secret, $0) }
+        }
         let kind: Answer.Content = ask.kind == .secret ? .secret : .text
         let packet = pam.withAnswer(ask.prompt, echo: ask.kind == .visible) { raw -> [UInt8]? in
-            guard raw.count > 0 else { return ClientMessage.answer(Answer(.skip)).encoded() }
-            var answer = Answer(kind, Array(raw))
-            let packet = ClientMessage.answer(answer).encoded()
-            // The message above was a temporary: `answer.value` is ours alone again, so this
-            // wipes the copy in place rather than a copy of it.
-            Wire.wipe(&answer.value)
-            return packet
+            BrokerExchange.packet(kind, raw)
         }
         return packet ?? nil
+    }
+
+    /// The answer packet of `raw` (an empty answer is a skip); the copy made on the way is wiped.
+    private static func packet(_ kind: Answer.Content, _ raw: UnsafeRawBufferPointer) -> [UInt8] {
+        guard raw.count > 0 else { return ClientMessage.answer(Answer(.skip)).encoded() }
+        var answer = Answer(kind, Array(raw))
+        let packet = ClientMessage.answer(answer).encoded()
+        // The message above was a temporary: `answer.value` is ours alone again, so this
+        // wipes the copy in place rather than a copy of it.
+        Wire.wipe(&answer.value)
+        return packet
     }
 
     /// The result's own sentence, if the broker gave one.

@@ -21,8 +21,14 @@ public func pam_sm_authenticate(_ raw: OpaquePointer?, _ flags: Int32, _ argc: I
 
 @_cdecl("pam_sm_setcred")
 public func pam_sm_setcred(_ raw: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv: PAMArguments) -> Int32 {
-    // No credentials of our own to establish; the session's token is the broker's, in open_session.
-    Outcome.success.pamReturn.rawValue
+    // No credentials of our own (the session's token is the broker's, in open_session); the
+    // broker may want the password another module signed the person in with.
+    dispatch(raw, argc, argv) { $0.setCredentials(deleting: PAMFlags.deletesCredentials(flags)) }
+}
+
+@_cdecl("pam_sm_chauthtok")
+public func pam_sm_chauthtok(_ raw: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv: PAMArguments) -> Int32 {
+    dispatch(raw, argc, argv) { $0.passwordChanged(updating: PAMFlags.updatesAuthtok(flags)) }
 }
 
 @_cdecl("pam_sm_acct_mgmt")

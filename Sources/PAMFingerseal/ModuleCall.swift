@@ -11,6 +11,9 @@ struct ModuleCall {
     /// The PAM data under which authentication keeps the broker's ticket for open_session
     /// (wiped and freed by libpam at pam_end, or when replaced).
     static let ticketData = "fingerseal-ticket"
+    /// The PAM data that says this module's authentication succeeded in this transaction
+    /// (setcred then has no password of another module to hand over).
+    static let authenticatedData = "fingerseal-authenticated"
 
     init(pam: PAMHandle, argc: Int32, argv: PAMArguments) {
         self.pam = pam
@@ -26,8 +29,41 @@ struct ModuleCall {
     func authenticate() -> Outcome {
         // A ticket from an earlier authentication on this handle must not outlive this one.
         pam.removeData(ModuleCall.ticketData)
+        pam.removeData(ModuleCall.authenticatedData)
         if let identified = identify() { return identified }
-        return ask(.pamAuthenticate, whenUnreachable: .unavailable) { keepTicket($0) }
+        return ask(.pamAuthenticate, whenUnreachable: .unavailable) { keep($0) }
+    }
+
+    /// After a success (the PAM stack goes on, or the session opens): the broker's ticket, the
+    /// login password for the keyring (`keyring_services=`), and the mark that this module
+    /// signed the person in.
+    private func keep(_ reply: Reply) {
+        keepTicket(reply)
+        if let authtok = reply.authtok {
+            if reply.outcome == .success, !authtok.withUnsafeBytes({ pam.setAuthtok($0) }) {
+                pam.log(.warning, "the sealed login password could not be handed on as PAM_AUTHTOK")
+            }
+            Wire.wipeStorage(authtok)
+        }
+        if reply.outcome == .success { _ = [UInt8(1)].withUnsafeBytes { pam.setSecretData(ModuleCall.authenticatedData, $0) } }
+    }
+
+    /// pam_setcred after a stack that another module answered (the password): the broker is
+    /// offered the host's PAM_AUTHTOK, which it takes only when it needs it (the password rule,
+    /// the keyring's copy) and checks itself. Never changes the outcome: credentials are the
+    /// other modules' business.
+    func setCredentials(deleting: Bool) -> Outcome {
+        guard !deleting, !pam.hasData(ModuleCall.authenticatedData), pam.withAuthtok({ $0.count > 0 }) == true else { return .success }
+        _ = ask(.pamSetcred, whenUnreachable: .success, answering: .fromAuthtok)
+        return .success
+    }
+
+    /// pam_chauthtok's update pass, after the password module set the new password: the broker
+    /// is offered it the same way (it replaces the keyring's copy). Never fails a change.
+    func passwordChanged(updating: Bool) -> Outcome {
+        guard updating, pam.withAuthtok({ $0.count > 0 }) == true else { return .notApplicable }
+        _ = ask(.pamChauthtok, whenUnreachable: .notApplicable, answering: .fromAuthtok)
+        return .notApplicable
     }
 
     /// With `identify` and no user name yet, the broker identifies the finger: an account
@@ -44,7 +80,7 @@ struct ModuleCall {
                 return
             }
             identified = reply.outcome
-            keepTicket(reply)
+            keep(reply)
         }
         return identified.map { $0 == .systemError ? $0 : outcome }
     }
@@ -101,7 +137,7 @@ struct ModuleCall {
     /// Sends `command` with the PAM items and every module argument, and returns what the
     /// broker decided; `keep` sees the broker's reply (and only a reply: nothing else is success).
     private func ask(_ command: Command, ticket: String? = nil, whenUnreachable: Outcome,
-                     _ keep: (Reply) -> Void = { _ in }) -> Outcome {
+                     answering: BrokerExchange.Answering = .person, _ keep: (Reply) -> Void = { _ in }) -> Outcome {
         let options: ModuleOptions
         do {
             options = try ModuleOptions(parsing: arguments)
@@ -115,7 +151,7 @@ struct ModuleCall {
         request.ticket = ticket
         request.language = language()
         let outcome: Outcome
-        switch BrokerExchange(pam: pam, options: options).run(request) {
+        switch BrokerExchange(pam: pam, options: options, answering: answering).run(request) {
         case .unreachable:
             outcome = whenUnreachable
         case let .failed(failure):

@@ -3,6 +3,14 @@ import CPAM
 import Glibc
 #endif
 
+/// The flags libpam passes a module, as far as the module reads them.
+public enum PAMFlags {
+    /// pam_setcred(PAM_DELETE_CRED): credentials go, none are made.
+    public static func deletesCredentials(_ flags: Int32) -> Bool { flags & Int32(PAM_DELETE_CRED) != 0 }
+    /// pam_chauthtok's second pass, when the new password is set (the first only checks).
+    public static func updatesAuthtok(_ flags: Int32) -> Bool { flags & Int32(PAM_UPDATE_AUTHTOK) != 0 }
+}
+
 /// The PAM handle a module is given. PAM owns it; this only borrows it for one call.
 public struct PAMHandle {
     private let raw: OpaquePointer
@@ -44,6 +52,34 @@ public struct PAMHandle {
         var value: UnsafePointer<CChar>? = nil
         guard fs_pam_get_string_item(raw, item.code, &value) == PAM_SUCCESS, let value else { return nil }
         return String(cString: value)
+    }
+
+    /// Lends the host's PAM_AUTHTOK (the password a module of the stack took, or the new one
+    /// in a password change) to `body`, never as a String; nil when there is none.
+    public func withAuthtok<T>(_ body: (UnsafeRawBufferPointer) -> T) -> T? {
+        var value: UnsafePointer<CChar>? = nil
+        guard fs_pam_get_string_item(raw, PAM_AUTHTOK, &value) == PAM_SUCCESS, let value else { return nil }
+        return body(UnsafeRawBufferPointer(start: value, count: strlen(value)))
+    }
+
+    /// Sets PAM_AUTHTOK for the modules below (pam_gnome_keyring). libpam keeps a copy of its
+    /// own and wipes it at pam_end; the NUL-terminated temporary made here is wiped at once.
+    @discardableResult
+    public func setAuthtok(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        // A NUL inside would cut the password short: nothing is set rather than a shorter one.
+        guard !bytes.contains(0), let buffer = malloc(bytes.count + 1) else { return false }
+        if let base = bytes.baseAddress { memcpy(buffer, base, bytes.count) }
+        buffer.storeBytes(of: 0, toByteOffset: bytes.count, as: UInt8.self)
+        let stored = pam_set_item(raw, PAM_AUTHTOK, buffer) == PAM_SUCCESS
+        explicit_bzero(buffer, bytes.count + 1)
+        free(buffer)
+        return stored
+    }
+
+    /// Whether a call of this transaction kept data under `name` (`setSecretData`).
+    public func hasData(_ name: String) -> Bool {
+        var data: UnsafeRawPointer? = nil
+        return pam_get_data(raw, name, &data) == PAM_SUCCESS && data != nil
     }
 
     /// A variable of the PAM environment (pam_getenv): what pam_env and the host put there

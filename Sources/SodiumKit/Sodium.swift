@@ -35,4 +35,15 @@ public enum Sodium {
         guard a.count == b.count else { return false }
         return sodium_memcmp(a, b, a.count) == 0
     }
+
+    /// Constant-time comparison of two secrets, in place.
+    public static func equal(_ a: SecureBytes, _ b: SecureBytes) -> Bool {
+        a.withUnsafeBytes { first in
+            b.withUnsafeBytes { second in
+                guard first.count == second.count else { return false }
+                guard let x = first.baseAddress, let y = second.baseAddress else { return first.count == 0 }
+                return sodium_memcmp(x, y, first.count) == 0
+            }
+        }
+    }
 }

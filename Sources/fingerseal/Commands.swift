@@ -26,7 +26,7 @@ enum Commands {
         name: "fingerseal",
         summary: N_("Unlock your identity-provider sign-in with a fingerprint, with a PIN as fallback."),
         options: [.flag("--version", N_("Show the version."))],
-        subcommands: [status, login, unlock, token, logout, stepUp, seal, reveal, pin, fingerOn, fingerOff, identify, reset,
+        subcommands: [status, login, unlock, token, logout, stepUp, seal, reveal, pin, fingerOn, fingerOff, identify, keyring, reset,
                       devices, enroll, fingers, forget, verify, capture, selftest, audit, doctor, account, completion],
         discussion: N_("Exit codes are listed in the README; 0 always means success.")
     )
@@ -73,6 +73,19 @@ enum Commands {
                         command: .identifyOn),
             CommandSpec(name: "off", summary: N_("Stop touch to sign in for your account; you type your user name again."),
                         options: [pinFD], discussion: N_("Needs the PIN."), command: .identifyOff),
+        ])
+
+    static let keyring = CommandSpec(
+        name: "keyring", summary: N_("Let a finger or PIN at sign-in unlock your login keyring too, or stop it."),
+        subcommands: [
+            CommandSpec(name: "on", summary: N_("Seal your account password in your vault, so a finger or PIN at sign-in unlocks your keyring."),
+                        options: [passwordFD],
+                        discussion: N_("""
+                            Needs your account password. The administrator lists the sign-in services that hand it on                             (keyring_services=). A password change through PAM replaces the sealed copy.
+                            """),
+                        command: .keyringOn),
+            CommandSpec(name: "off", summary: N_("Remove your account password from your vault; the keyring asks for it again."),
+                        options: [pinFD], discussion: N_("Needs a finger or the PIN."), command: .keyringOff),
         ])
 
     static let reset = CommandSpec(

@@ -3,6 +3,7 @@
 //
 //   fingersealed                               under systemd (fingerseal.socket)
 //   fingersealed --socket PATH --state DIR [--config FILE] [--idle-exit SECONDS] [--pam-dir DIR]
+//                [--boot-id-file FILE]
 //                                              in the foreground (tests, the demo, containers)
 //
 // The configuration: FILE, else /etc/fingerseal/fingerseal.conf, else (only when that does
@@ -37,6 +38,7 @@ while let argument = arguments.first {
     case "--state": settings.stateDirectory = value()
     case "--config": settings.configPath = value()
     case "--pam-dir": settings.pamServiceDirectory = value()
+    case "--boot-id-file": settings.bootIDPath = value()
     case "--idle-exit":
         guard let seconds = Double(value()), seconds > 0 else { fail("--idle-exit needs a number of seconds.") }
         settings.idleExit = seconds
@@ -44,7 +46,7 @@ while let argument = arguments.first {
         print("fingersealed \(Fingerseal.version)")
         exit(0)
     case "--help":
-        print("Usage: fingersealed [--socket PATH --state DIR] [--config FILE] [--idle-exit SECONDS] [--pam-dir DIR]")
+        print("Usage: fingersealed [--socket PATH --state DIR] [--config FILE] [--idle-exit SECONDS] [--pam-dir DIR] [--boot-id-file FILE]")
         exit(0)
     default: fail("Unknown option \(argument.prefix(64)).")
     }

@@ -34,10 +34,28 @@ enum DoctorCommand {
         say(sealing(call, status))
         say(fingers(call, status))
         lockout(status.lockout).forEach(say)
+        try passwordAndKeyring(call, status).forEach(say)
         say(signIn(call, status))
         provider(call, issuer: status.provider?.issuer ?? call.options.issuer, signedIn: status.signIn == .active).map(say)
         say(clock(now: SystemClock().now(), status))
         return Reply(.success)
+    }
+
+    /// When the account password is next needed (the rule of `--service NAME`, else the
+    /// file's), and whether a keyring copy sealed in the vault is handed on anywhere.
+    static func passwordAndKeyring(_ call: Call, _ status: VaultStatus) throws -> [Finding] {
+        var options = call.options
+        if let service = call.options(for: DoctorOptions.self).service { options = try call.state.systemOptions().0.forService(service) }
+        var found: [Finding] = []
+        if let next = PasswordRule(options).next(status.lockout.passwordSeen, boot: call.state.bootID, now: SystemClock().now()) {
+            found.append(Finding("password", .ok, Messages.statusPasswordNext(next)))
+        }
+        if status.keyring {
+            found.append(options.keyringServices.isEmpty
+                ? Finding("keyring", .warning, Messages.doctorKeyringNoServices, fix: Messages.doctorFixKeyringNoServices)
+                : Finding("keyring", .ok, Messages.doctorKeyring(options.keyringServices)))
+        }
+        return found
     }
 
     /// `--service NAME`: the settings in force for a PAM service that differ from the defaults,

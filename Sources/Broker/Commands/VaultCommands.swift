@@ -42,6 +42,21 @@ enum VaultCommands {
         var fingerUnlock: Bool? = nil
         /// The newest unlock or step-up confirmation the audit trail holds.
         var lastVerified: String? = nil
+        /// The login password is sealed for the keyring (`keyring on`).
+        var keyring: Bool? = nil
+        /// When the account password is next needed (a password rule in force); nil, never.
+        var password: PasswordNext? = nil
+
+        struct PasswordNext: Encodable {
+            /// At the next sign-in.
+            let neededNow: Bool
+            /// after-boot or after-time, when needed now.
+            let reason: String?
+            /// When it will be needed (password_after), if not now.
+            let neededOn: String?
+            /// After the next restart (password_after_boot).
+            let afterRestart: Bool
+        }
         /// "fprintd" when fprintd holds the fingers (then `fprintdFingers` and `fingersChanged`).
         var reader: String? = nil
         /// For an application (the session agent's GetCapabilities): what can answer now.
@@ -121,6 +136,14 @@ enum VaultCommands {
             report.fingers = status.fingers
             report.identify = status.identify
             report.fingerUnlock = !status.fingerOff
+            report.keyring = status.keyring
+            report.password = passwordNext(call, status).map { next in
+                switch next {
+                case let .now(reason): return .init(neededNow: true, reason: reason.rawValue, neededOn: nil, afterRestart: false)
+                case let .later(at, afterRestart): return .init(neededNow: false, reason: nil, neededOn: at.map(isoTimestamp),
+                                                                afterRestart: afterRestart)
+                }
+            }
             report.signIn = status.signIn.rawValue
             report.issuer = status.provider?.issuer
             report.clientId = status.provider?.clientID
@@ -149,12 +172,19 @@ enum VaultCommands {
         }
         lines.append(status.fingerOff ? Messages.statusFingerUnlockOff : Messages.statusFingerUnlockOn)
         lines.append(status.identify ? Messages.statusIdentifyOn : Messages.identifyTurnedOff)
+        lines.append(status.keyring ? Messages.statusKeyringOn : Messages.statusKeyringOff)
+        if let next = passwordNext(call, status) { lines.append(Messages.statusPasswordNext(next)) }
         lines.append(describe(status.signIn, status.provider.map { ($0.issuer, $0.clientID) }))
         if status.signIn != .none, let identity = status.identity { lines.append(Messages.signedInAs(identity.display)) }
         lines.append(status.lockout.fingerLocked ? Messages.statusFingerLocked : Messages.statusFingerNotLocked(status.lockout.fingerFailures))
         lines.append(status.lockout.pinLocked ? Messages.statusPINLocked : Messages.statusPINNotLocked(status.lockout.pinFailures))
         call.conversation.output(lines.joined(separator: "\n"))
         return Reply(.success)
+    }
+
+    /// When the account password is next needed under the rule in force (`PasswordRule`).
+    static func passwordNext(_ call: Call, _ status: VaultStatus) -> PasswordRule.Next? {
+        PasswordRule(call.options).next(status.lockout.passwordSeen, boot: call.state.bootID, now: SystemClock().now())
     }
 
     /// When the account last confirmed it is them (an unlock, a step-up that succeeded), from

@@ -1,6 +1,7 @@
 import CLinux
 import FingersealCore
 import IdentityClient
+import SodiumKit
 import Glibc
 import SystemKit
 
@@ -28,6 +29,8 @@ final class BrokerState: @unchecked Sendable {
     let configuration = SystemConfigCache()
     /// Touch to sign in: the pause after fingers nobody matched, the gallery's order (`IdentifyHistory`).
     let identifyHistory = IdentifyHistory()
+    /// This boot, as the kernel names it (the password rule's "after a restart"): read once.
+    let bootID: String
 
     init(settings: BrokerSettings) throws {
         self.settings = settings
@@ -39,6 +42,19 @@ final class BrokerState: @unchecked Sendable {
             throw BrokerStartError("cannot set the mode of \(settings.stateDirectory)")
         }
         BrokerState.warnIfLockedMemoryIsShort()
+        bootID = BrokerState.readBootID(settings.bootIDPath)
+    }
+
+    /// The kernel's boot id; where it cannot be read, one of this start's own, so a restart
+    /// of the broker counts as one of the machine (the password is asked for again, never
+    /// spared).
+    static func readBootID(_ path: String) -> String {
+        if let text = Caller.readSmall(path, keepLines: false, limit: 128) {
+            let id = text.filter { $0.isHexDigit }
+            if id.count == 32 { return id.lowercased() }
+        }
+        Syslog.log(.warning, "fingersealed: cannot read the boot id from \(path): a restart of the broker counts as a restart")
+        return "start-" + Encoding.hex((try? Sodium.randomBytes(8)) ?? [0])
     }
 
     /// libsodium locks its memory where it can and says nothing where it cannot: past

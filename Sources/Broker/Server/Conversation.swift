@@ -220,6 +220,8 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
         send(.result(reply))
         if var token = reply.token { Wire.wipe(&token) }
         reply.token = nil
+        if let authtok = reply.authtok { Wire.wipeStorage(authtok) }
+        reply.authtok = nil
     }
 
     /// Waits until the client hangs up (a grant held for a command), at most `limit` seconds.

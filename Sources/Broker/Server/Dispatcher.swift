@@ -197,12 +197,12 @@ enum Authorization {
 
     static func rule(_ command: Command) -> Rule {
         switch command {
-        case .pamAuthenticate, .pamAccount, .pamOpenSession, .pamCloseSession: return .pamHost
+        case .pamAuthenticate, .pamAccount, .pamOpenSession, .pamCloseSession, .pamSetcred, .pamChauthtok: return .pamHost
         case .capture, .selftest: return .rig
         case .accountList, .accountRemove, .accountExpire: return .root
         case .pamIdentify: return .seat
         case .status, .login, .unlock, .token, .logout, .audit, .stepUp, .seal, .reveal, .pinSet, .pinChange, .pinReset,
-             .identifyOn, .identifyOff, .fingerOn, .fingerOff,
+             .identifyOn, .identifyOff, .fingerOn, .fingerOff, .keyringOn, .keyringOff,
              .reset, .devices, .enroll, .fingers, .forget, .verify, .doctor:
             return .ownAccount
         }
@@ -266,6 +266,8 @@ enum Dispatcher {
         case .pamAccount: return PAMFlows.account
         case .pamOpenSession: return PAMFlows.openSession
         case .pamCloseSession: return PAMFlows.closeSession
+        case .pamSetcred: return { try PAMFlows.passwordTaken($0, changed: false) }
+        case .pamChauthtok: return { try PAMFlows.passwordTaken($0, changed: true) }
         case .status: return VaultCommands.status
         case .pinSet: return VaultCommands.pinSet
         case .pinChange: return VaultCommands.pinChange
@@ -274,6 +276,8 @@ enum Dispatcher {
         case .identifyOff: return { try VaultCommands.identify($0, on: false) }
         case .fingerOn: return { try VaultCommands.fingerUnlock($0, on: true) }
         case .fingerOff: return { try VaultCommands.fingerUnlock($0, on: false) }
+        case .keyringOn: return KeyringCommands.on
+        case .keyringOff: return KeyringCommands.off
         case .reset: return VaultCommands.reset
         case .login: return LoginCommand.login
         case .unlock: return TokenCommands.unlock

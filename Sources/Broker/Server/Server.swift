@@ -21,6 +21,9 @@ public struct BrokerSettings: Sendable {
     /// nil: the system's /etc/pam.d. The broker's command line only, for tests and
     /// containers: no caller names it.
     public var pamServiceDirectory: String? = nil
+    /// Where the kernel says which boot this is (`--boot-id-file`, for tests that start "after
+    /// a restart"); read once, when the broker starts. The broker's command line only.
+    public var bootIDPath = "/proc/sys/kernel/random/boot_id"
 
     public init(stateDirectory: String, idleExit: Double? = nil) {
         self.stateDirectory = stateDirectory

@@ -73,7 +73,8 @@ enum IdentifyFlow {
                 call.state.bookkeeping.settle(uid)
                 let session = VaultSession(call.state.store(for: account, tpm: call.options.tpmPolicy))
                 guard let status = try? session.status(), status.identify, !status.fingerOff, !status.fingers.isEmpty,
-                      !status.lockout.counters(for: nil).fingerLocked else { continue }
+                      !status.lockout.counters(for: nil).fingerLocked,
+                      PasswordDue.reason(call, status, now: SystemClock().now()) == nil else { continue }
                 accounts.append(account)
                 sessions[uid] = session
             }

@@ -202,7 +202,12 @@ enum UnlockFlow {
         if let wanted = request.confirmation, request.purpose == .confirmation {
             call.conversation.info(Messages.stepUpPrompt(wanted.context))
         }
-        let unlocked = try FingerOrPIN.open(call, request, session: session, status: status)
+        let unlocked: Unlocked
+        if let reason = PasswordDue.reason(call, status, now: request.clock.now()) {
+            unlocked = try PasswordDue.unlock(call, reason, session: session)
+        } else {
+            unlocked = try FingerOrPIN.open(call, request, session: session, status: status)
+        }
         session.opened(unlocked.vault)
         return unlocked
     }

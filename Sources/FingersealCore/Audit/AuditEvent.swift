@@ -56,6 +56,9 @@ public enum AuditEvent: Equatable, Sendable {
     case fingerUnlockSetting(on: Bool)
     /// Touch to sign in was turned on or off for the account (the PIN confirmed it).
     case identifySetting(on: Bool)
+    /// The login password sealed for the keyring: turned on or off, replaced by a new one, or
+    /// dropped because it no longer was the password.
+    case keyring(KeyringChange)
     /// A finger touch to sign in found matched this account and `otherAccounts` more:
     /// nobody was signed in.
     case identifyAmbiguous(otherAccounts: Int)
@@ -192,7 +195,7 @@ extension AuditEvent {
         case let .stepUp(_, result): return result == .success ? .security : .attempts
         case let .application(_, _, _, _, succeeded): return succeeded ? .security : .attempts
         case .signIn, .unlock, .reveal, .lockout, .logout, .pinReset, .fprintdSetConfirmed, .sealedToTPM, .pinLeftTPMLockout,
-             .vaultReplacedAfterTPMChange, .provisioned, .provisioning, .identifySetting, .identifyAmbiguous, .fingerUnlockSetting:
+             .vaultReplacedAfterTPMChange, .provisioned, .provisioning, .identifySetting, .identifyAmbiguous, .fingerUnlockSetting, .keyring:
             return .security
         }
     }
@@ -256,6 +259,9 @@ extension AuditEvent {
         case let .identifySetting(on):
             entry.event = "identify"
             entry.result = on ? "on" : "off"
+        case let .keyring(change):
+            entry.event = "keyring"
+            entry.result = change.rawValue
         case let .identifyAmbiguous(others):
             entry.event = "identify-ambiguous"
             entry.reason = String(others)
@@ -291,6 +297,7 @@ extension AuditEntry {
         case "provisioning": return Messages.auditProvisioning(ProvisioningEvent(rawValue: result ?? "") ?? .refused, reason ?? "?")
         case "finger-unlock": return result == "on" ? Messages.auditFingerUnlockOn : Messages.auditFingerUnlockOff
         case "identify": return result == "on" ? Messages.auditIdentifyOn : Messages.auditIdentifyOff
+        case "keyring": return Messages.auditKeyring(KeyringChange(rawValue: result ?? "") ?? .dropped)
         case "identify-ambiguous": return Messages.auditIdentifyAmbiguous(Int(reason ?? "") ?? 0)
         case "application": return Messages.auditApplication(name: name, executable: exe, appID: app, busName: bus ?? "?")
         case AuditEntry.rotated: return Messages.auditRotated(trail == AuditChain.attempts.entryTag ? AuditFiles.olderAttempts : AuditFiles.older)
@@ -323,4 +330,13 @@ enum AuditText {
         }
         return String(out)
     }
+}
+
+/// What happened to the login password sealed for the keyring.
+public enum KeyringChange: String, Sendable {
+    case on, off
+    /// A password change (or a sign-in with a password the copy no longer matched) replaced it.
+    case updated
+    /// It no longer was the password, and was removed.
+    case dropped
 }

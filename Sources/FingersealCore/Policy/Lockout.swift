@@ -41,6 +41,9 @@ public struct LockoutState: Codable, Equatable, Sendable {
     /// before each check like the PIN's, and when the last was.
     public var passwordFailures: Int? = nil
     public var passwordLastFailureAt: Int64? = nil
+    /// When the broker last checked the account password itself, and in which boot
+    /// (`PasswordRule`); absent: not since this record began.
+    public var passwordSeen: PasswordSeen? = nil
 
     /// At most this many other accounts are remembered; the one that failed longest ago goes.
     static let maxOthers = 64
@@ -92,6 +95,7 @@ public struct LockoutState: Codable, Equatable, Sendable {
         let times = Int64(0)...(Int64(1) << 40)
         let all = [state.counters(for: nil)] + Array((state.others ?? [:]).values)
         guard (state.others?.count ?? 0) <= maxOthers, counts.contains(state.passwordFailures ?? 0),
+              state.passwordSeen?.isPlausible ?? true,
               times.contains(state.passwordLastFailureAt ?? 0), (state.others ?? [:]).keys.allSatisfy({ UInt32($0) != nil }),
               all.allSatisfy({ counts.contains($0.fingerFailures) && counts.contains($0.pinFailures)
                   && times.contains($0.pinLastFailureAt ?? 0) && times.contains($0.lastFailureAt ?? 0) }) else {
@@ -273,11 +277,13 @@ public struct LockoutLedger: Sendable {
         }
     }
 
-    /// The account password was right: its count starts again.
-    public func passwordSucceeded() {
-        _ = try? modifyRecord { state in
+    /// The account password was right: its count starts again, and (`boot`, the kernel's
+    /// boot id) the password rule counts from now.
+    public func passwordSucceeded(boot: String? = nil) {
+        _ = try? modifyRecord(create: boot != nil) { state in
             state.passwordFailures = nil
             state.passwordLastFailureAt = nil
+            if let boot { state.passwordSeen = PasswordSeen(boot: boot, at: clock.now()) }
         }
     }
 

@@ -123,6 +123,18 @@ public struct Options: Equatable, Sendable {
     /// `provision_expire_days=`: provisioned accounts unused this many days are removed with
     /// their vaults (0: never).
     public var provisionExpireDays = 0
+    // The password's place in the day (issue 23 §1): the phone's rule, per account, kept by
+    // the broker (`PasswordRule`); the finger and the PIN wait until the password was given.
+    /// `password_after_boot=`: the first sign-in of each account after a restart needs the
+    /// account password.
+    public var passwordAfterBoot = false
+    /// `password_after=`: seconds without the account password after which it is needed
+    /// again (`48h`, `2d`, `90m`); nil (`off`): never.
+    public var passwordAfter: Int? = nil
+    /// `keyring_services=`: the PAM services (a root host's) to which a finger or PIN match
+    /// hands the login password an account sealed (`fingerseal keyring on`) as PAM_AUTHTOK,
+    /// for pam_gnome_keyring or pam_kwallet5 further down the stack. None by default.
+    public var keyringServices: [String] = []
     // Settings per PAM service (issue 23 §3).
     /// The file's top-level settings as written (`[provision]`'s with their prefix), in order:
     /// what `origins(service:)` reports as the file's.
@@ -142,7 +154,13 @@ public struct Options: Equatable, Sendable {
     /// Options only the configuration file sets: module arguments naming them are ignored.
     public static let fileOnly: Set<String> = ["fixed", "tpm", "tpm_tcti", "tpm_pcrs", "stepup_max_ttl", "provision_issuer",
                                                "provision_client_id", "provision_require", "provision_groups",
-                                               "provision_per_hour", "provision_expire_days"]
+                                               "provision_per_hour", "provision_expire_days", "keyring_services"]
+
+    /// A `[service NAME]` section sets a password rule (`password_after_boot`,
+    /// `password_after`): the broker learns of passwords whichever service saw them.
+    public var setsPasswordRuleInSections: Bool {
+        serviceSections.values.contains { $0.contains { ModuleArgument($0).name.hasPrefix("password_after") } }
+    }
 
     /// The TPM settings in force.
     public var tpmPolicy: TPMPolicy { TPMPolicy(mode: tpm, tcti: tpmTCTI, pcrs: tpmPCRs) }
@@ -409,6 +427,21 @@ public struct Options: Equatable, Sendable {
                 throw FingersealError(.badConfiguration, Messages.badOption(name, tr("it needs group names separated by commas")))
             }
             provisionGroups = groups
+        case "password_after_boot": passwordAfterBoot = try flag()
+        case "password_after":
+            guard let value else {
+                throw FingersealError(.badConfiguration, Messages.badOption(name, tr("it needs a duration such as 48h, 7d or 90m, or off")))
+            }
+            if value == "off" || value == "no" {
+                passwordAfter = nil
+            } else {
+                guard let seconds = DurationSetting.seconds(parsing: value), PasswordRule.afterRange.contains(seconds) else {
+                    throw FingersealError(.badConfiguration,
+                                          Messages.badOption(name, tr("it needs a duration from 1 hour to 365 days, such as 48h, 7d or 90m, or off")))
+                }
+                passwordAfter = seconds
+            }
+        case "keyring_services": keyringServices = try services()
         case "provision_per_hour": provisionPerHour = try integer(1...1000)
         case "provision_expire_days": provisionExpireDays = try integer(0...36500)
         case "fixed":

@@ -25,6 +25,10 @@ public struct FingersealError: Error, Equatable, CustomStringConvertible, Sendab
         case accountPasswordRefused
         /// The person turned fingerprint unlock off (`fingerseal off`).
         case fingerUnlockOff
+        /// The first sign-in after a restart needs the account password (`password_after_boot`).
+        case passwordAfterBoot
+        /// The account password was not used for `password_after`.
+        case passwordAfter
     }
 
     public init(_ outcome: Outcome, _ message: String, detail: String? = nil, milliseconds: Double? = nil,

@@ -530,6 +530,8 @@ public enum Messages {
         case "tpmNotSealed": return tr("the key the finger opens is not sealed to the TPM yet (tpm=require)")
         case "accountPasswordRefused": return tr("the account password was not accepted")
         case "fingerUnlockOff": return tr("fingerprint unlock is turned off")
+        case "passwordAfterBoot": return tr("the first sign-in after a restart needs the account password")
+        case "passwordAfter": return tr("the account password was not used for too long")
         // Provisioning (issue 22 §2).
         case "rateLimited": return tr("too many new accounts in the last hour")
         case "requirement": return tr("the identity lacks the claim value this computer requires")
@@ -553,6 +555,14 @@ public enum Messages {
         trn("%1$s more attempt since %2$s is counted and not listed one by one; the count is recorded as one entry when it ends, at %3$s.",
             "%1$s more attempts since %2$s are counted and not listed one by one; the count is recorded as one entry when it ends, at %3$s.",
             Int(clamping: total), total, since, until)
+    }
+    public static func auditKeyring(_ change: KeyringChange) -> String {
+        switch change {
+        case .on: return tr("The login password was sealed for the keyring.")
+        case .off: return tr("The login password sealed for the keyring was removed.")
+        case .updated: return tr("The login password sealed for the keyring was replaced by the new one.")
+        case .dropped: return tr("The login password sealed for the keyring no longer worked and was removed.")
+        }
     }
     public static var auditFingerUnlockOn: String { tr("Fingerprint unlock was turned on.") }
     public static var auditFingerUnlockOff: String { tr("Fingerprint unlock was turned off.") }
@@ -651,6 +661,39 @@ public enum Messages {
     public static var fingerUnlockOff: String { tr("Fingerprint unlock is off for your account, by your choice. Use your PIN or password; fingerseal on turns it back on.") }
     public static var fingerUnlockTurnedOff: String { tr("Fingerprint unlock is off. Your vault and enrolled fingers are kept; fingerseal on turns it back on.") }
     public static var fingerUnlockTurnedOn: String { tr("Fingerprint unlock is on again.") }
+    // The keyring, unlocked by the finger (issue 23 §1).
+    public static var keyringNeedsPassword: String { tr("To unlock your keyring with your finger, fingerseal keeps your account password sealed in your vault. Give your account password.") }
+    public static var keyringTurnedOn: String { tr("Your account password is sealed in your vault. A finger or PIN at sign-in now unlocks your keyring too.") }
+    public static var keyringNoServices: String { tr("No sign-in service hands it on yet: your administrator lists them in keyring_services= in fingerseal.conf.") }
+    public static var keyringTurnedOff: String { tr("Your account password is no longer kept in your vault. Your keyring stays locked after a finger or PIN sign-in.") }
+    public static var keyringAlreadyOff: String { tr("Your account password is not kept in your vault.") }
+    public static var keyringDropped: String { tr("The account password sealed for your keyring no longer works, so fingerseal removed it. Type your password to unlock the keyring; fingerseal keyring on seals the new one.") }
+    public static var statusKeyringOn: String { tr("Keyring: unlocked by your finger or PIN at sign-in (your account password is sealed in the vault).") }
+    public static var statusKeyringOff: String { tr("Keyring: not unlocked by fingerseal.") }
+    public static var doctorKeyringNoServices: String { tr("Your account password is sealed for the keyring, but no sign-in service hands it on.") }
+    public static var doctorFixKeyringNoServices: String { tr("The administrator lists the services in keyring_services= in fingerseal.conf; or run: fingerseal keyring off") }
+    public static func doctorKeyring(_ services: [String]) -> String {
+        tr("Your account password is sealed for the keyring and handed on at sign-in by: %1$s.", services.joined(separator: ", "))
+    }
+    // The password's place in the day (issue 23 §1).
+    public static func passwordDue(_ reason: PasswordRule.Reason) -> String {
+        switch reason {
+        case .afterBoot:
+            return tr("Your account password is needed for the first sign-in after a restart. Your finger works again after that.")
+        case .afterTime:
+            return tr("Your account password is needed, as it has not been used for a while. Your finger works again after that.")
+        }
+    }
+    /// `status`: when the account password will next be needed.
+    public static func statusPasswordNext(_ next: PasswordRule.Next) -> String {
+        switch next {
+        case .now(.afterBoot): return tr("Account password: needed at the next sign-in, the first since the restart.")
+        case .now(.afterTime): return tr("Account password: needed at the next sign-in, as it has not been used for a while.")
+        case let .later(at?, true): return tr("Account password: needed again after the next restart, or on %1$s if that comes first.", Localization.localTime(at))
+        case let .later(at?, false): return tr("Account password: needed again on %1$s.", Localization.localTime(at))
+        case .later(nil, _): return tr("Account password: needed again after the next restart.")
+        }
+    }
     public static var fingerUnlockAlreadyOn: String { tr("Fingerprint unlock is already on.") }
     public static var fingerUnlockAlreadyOff: String { tr("Fingerprint unlock is already off.") }
     public static var statusFingerUnlockOn: String { tr("Fingerprint unlock is on.") }

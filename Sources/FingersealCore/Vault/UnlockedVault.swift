@@ -50,6 +50,15 @@ public final class UnlockedVault {
         try withDocument(exclusive: false) { document, _ in document.identify ?? false }
     }
 
+    /// The login password sealed for the keyring, and what is known of it; nil when none is.
+    public func loginPassword() throws -> (password: SecureBytes, record: LoginPasswordRecord)? {
+        try withDocument(exclusive: false) { document, _ in
+            guard let record = document.loginPassword,
+                  let password = try open(document, VaultEditor.loginPasswordRecord) else { return nil }
+            return (password, record)
+        }
+    }
+
     /// fprintd's enrolled set the device slot is bound to (verified with the vault's MAC).
     public func fprintdSet() throws -> FprintdSet? {
         try withDocument(exclusive: false) { document, _ in document.fprintd }

@@ -29,7 +29,7 @@ public enum Vault {
                                fingers: document.fingers, fprintd: document.fprintd, identity: document.identity,
                                signIn: document.signIn, provider: document.provider,
                                lastRefreshAt: document.lastRefreshAt, lockout: lockout, identify: document.identify ?? false,
-                               fingerOff: document.fingerOff ?? false)
+                               fingerOff: document.fingerOff ?? false, keyring: document.loginPassword != nil)
         }
         return result ?? nil
     }

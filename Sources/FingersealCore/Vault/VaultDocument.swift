@@ -113,6 +113,20 @@ struct KeyslotRecord: Codable, Equatable {
     }
 }
 
+/// What the vault knows of the login password it holds for the keyring.
+public struct LoginPasswordRecord: Codable, Equatable, Sendable {
+    public var sealedAt: Int64
+    /// A digest of the account's password entry (its hash and last change) when the copy was
+    /// last known to be the password; nil where the system keeps none (the copy is then
+    /// checked with PAM at each use).
+    public var entry: String?
+
+    public init(sealedAt: Int64, entry: String?) {
+        self.sealedAt = sealedAt
+        self.entry = entry
+    }
+}
+
 /// An encrypted secret.
 struct SealedRecord: Codable, Equatable {
     var nonce: String
@@ -150,6 +164,9 @@ struct VaultDocument: Codable, Equatable {
     var identify: Bool? = nil
     /// The person turned fingerprint unlock off (`fingerseal off`); absent: it is on.
     var fingerOff: Bool? = nil
+    /// The login password is sealed for the keyring (`fingerseal keyring on`); its secret is
+    /// the `login-password` record. Absent: it is not.
+    var loginPassword: LoginPasswordRecord? = nil
     var mac: String
 
     func keyslot(_ kind: KeyslotKind) -> KeyslotRecord? {

@@ -43,6 +43,25 @@ public struct VaultEditor {
         document.fingerOff = on ? nil : true
     }
 
+    /// The record that holds the login password for the keyring.
+    public static let loginPasswordRecord = "login-password"
+
+    /// Seals the login password for the keyring (`entry`: the password entry it matches).
+    public mutating func setLoginPassword(_ password: SecureBytes, entry: String?, at time: Int64) throws {
+        try setSecret(VaultEditor.loginPasswordRecord, password)
+        document.loginPassword = LoginPasswordRecord(sealedAt: time, entry: entry)
+    }
+
+    /// The copy held is still the password, now that the password entry reads `entry`.
+    public mutating func confirmLoginPassword(entry: String?) {
+        document.loginPassword?.entry = entry
+    }
+
+    public mutating func removeLoginPassword() {
+        removeSecret(VaultEditor.loginPasswordRecord)
+        document.loginPassword = nil
+    }
+
     /// Touch to sign in for this account, on or off.
     public mutating func setIdentify(_ on: Bool) {
         document.identify = on ? true : nil

@@ -49,6 +49,8 @@ public struct VaultStatus: Equatable, Sendable {
     public var identify = false
     /// The person turned fingerprint unlock off (`fingerseal off`): the PIN and the password only.
     public var fingerOff = false
+    /// The login password is sealed for the keyring (`fingerseal keyring on`), as the file says.
+    public var keyring = false
 
     public var pinSet: Bool { keyslots.contains { $0.kind == .pin } }
 }
