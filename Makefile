@@ -123,6 +123,7 @@ install: build
 	if [ -z "$(DESTDIR)" ]; then groupadd -f -r fingerseal-rig; fi
 	install -D -m 0644 pam/fingerseal.pam-config $(DESTDIR)$(PAMCONFIGDIR)/fingerseal
 	install -D -m 0644 pam/fingerseal-session.pam-config $(DESTDIR)$(PAMCONFIGDIR)/fingerseal-session
+	install -D -m 0644 pam/fingerseal-password.pam-config $(DESTDIR)$(PAMCONFIGDIR)/fingerseal-password
 	install -D -m 0644 man/fingerseal.1 $(DESTDIR)$(PREFIX)/share/man/man1/fingerseal.1
 	install -D -m 0644 man/fingerseal.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/fingerseal.conf.5
 	for l in $(LINGUAS); do install -D -m 0644 .build/locale/$$l/LC_MESSAGES/fingerseal.mo \
@@ -151,7 +152,7 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/libexec/fingerseal/fingersealed $(DESTDIR)$(PAMCONFIGDIR)/fingerseal
 	rm -f $(DESTDIR)$(PREFIX)/libexec/fingerseal/fingerseal-agent $(DESTDIR)$(SYSTEMDUSERUNITDIR)/fingerseal-agent.service
 	rm -f $(DESTDIR)$(DBUSDIR)/services/org.fingerseal.Agent1.service $(DESTDIR)$(DBUSDIR)/interfaces/org.fingerseal.Agent1.xml
-	rm -f $(DESTDIR)$(PAMCONFIGDIR)/fingerseal-session
+	rm -f $(DESTDIR)$(PAMCONFIGDIR)/fingerseal-session $(DESTDIR)$(PAMCONFIGDIR)/fingerseal-password
 	rm -f $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.socket $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.service
 	rm -f $(DESTDIR)$(PAMDDIR)/fingerseal-verify $(DESTDIR)$(SYSUSERSDIR)/fingerseal.conf
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam $(DESTDIR)$(PREFIX)/share/doc/fingerseal/fingerseal.conf

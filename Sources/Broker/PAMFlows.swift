@@ -74,12 +74,12 @@ enum PAMFlows {
         return caller.inLoginSession
     }
 
-    /// pam.setcred (another module, the password, signed the person in) and pam.chauthtok
-    /// (a new password was set): the host's PAM_AUTHTOK, taken only when the broker needs it
-    /// (a password rule in force, the keyring's copy) and checked by the broker itself, so
-    /// nothing a host claims counts. A checked password starts the password rule's time again
-    /// and replaces a keyring copy that differs. At setcred the check waits until after the
-    /// reply (the person's login is not delayed); after a change it is made first.
+    /// pam.password-used (the `password_used` line after the password module) and
+    /// pam.chauthtok (a new password was set): the host's PAM_AUTHTOK, taken only when the
+    /// broker needs it (a password rule in force, the keyring's copy) and checked by the broker
+    /// itself, so nothing a host claims counts. A checked password starts the password rule's
+    /// time again and replaces a keyring copy that differs. At sign-in the check waits until
+    /// after the reply (the person's login is not delayed); after a change it is made first.
     static func passwordTaken(_ call: Call, changed: Bool) throws -> Reply {
         guard let status = try? Vault.status(call.store),
               status.keyring || PasswordRule(call.options).isInForce || call.options.setsPasswordRuleInSections else {

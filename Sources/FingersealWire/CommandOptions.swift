@@ -579,13 +579,13 @@ public enum CommandOptions: Equatable, Sendable {
     /// together).
     public init(_ command: Command, decoding values: OptionValues) throws(OptionError) {
         switch command {
-        case .pamAuthenticate, .pamIdentify, .pamAccount, .pamOpenSession, .pamCloseSession, .pamSetcred, .pamChauthtok:
+        case .pamAuthenticate, .pamIdentify, .pamAccount, .pamOpenSession, .pamCloseSession, .pamPasswordUsed, .pamChauthtok, .keyringOn:
             self = .none(try NoOptions(decoding: values))
         case .doctor: self = .doctor(try DoctorOptions(decoding: values))
         case .status, .devices, .fingers, .accountList: self = .output(try OutputOptions(decoding: values))
         case .accountRemove: self = .accountRemove(try AccountRemoveOptions(decoding: values))
         case .accountExpire: self = .accountExpire(try AccountExpireOptions(decoding: values))
-        case .pinSet, .pinChange, .pinReset, .identifyOn, .identifyOff, .fingerOn, .fingerOff, .keyringOn, .keyringOff:
+        case .pinSet, .pinChange, .pinReset, .identifyOn, .identifyOff, .fingerOn, .fingerOff, .keyringOff:
             self = .answers(try AnswerOptions(decoding: values))
         case .logout: self = .outputAnswers(try OutputAnswerOptions(decoding: values))
         case .verify, .selftest: self = .scanReport(try ScanReportOptions(decoding: values))
@@ -755,7 +755,7 @@ public struct RequestOptions: Equatable, Sendable {
 extension Command {
     public var isPAM: Bool {
         switch self {
-        case .pamAuthenticate, .pamIdentify, .pamAccount, .pamOpenSession, .pamCloseSession, .pamSetcred, .pamChauthtok: true
+        case .pamAuthenticate, .pamIdentify, .pamAccount, .pamOpenSession, .pamCloseSession, .pamPasswordUsed, .pamChauthtok: true
         default: false
         }
     }

@@ -8,10 +8,10 @@ public enum Command: String, CaseIterable, Sendable {
     case pamCloseSession = "pam.close-session"
     /// A login host with no user name yet (`identify`): the finger says who it is.
     case pamIdentify = "pam.identify"
-    /// After the stack's password module signed the person in: the module hands the host's
-    /// PAM_AUTHTOK over when asked, and the broker checks it itself (the password rule, the
-    /// keyring's copy).
-    case pamSetcred = "pam.setcred"
+    /// The module's `password_used` line, after the stack's password module: the host's
+    /// PAM_AUTHTOK is handed over when the broker asks, and the broker checks it itself (the
+    /// password rule, the keyring's copy).
+    case pamPasswordUsed = "pam.password-used"
     /// After a password change through PAM: the new PAM_AUTHTOK, the same way.
     case pamChauthtok = "pam.chauthtok"
     // The CLI.

@@ -55,6 +55,10 @@ public struct ModuleOptions: Equatable, Sendable {
     /// `identify`: with no user name yet, the broker identifies the finger (the user name is
     /// asked only when that finds nobody).
     public var identify = false
+    /// `password_used`: this line comes after the stack's password module. It asks nothing:
+    /// when the password signed the person in, the broker may take it to check it itself
+    /// (the password rule, the keyring's copy), and the line answers PAM_IGNORE.
+    public var passwordUsed = false
 
     /// The ranges of `timeout=` and `backstop=`.
     public static let timeoutRange = 1...300
@@ -83,6 +87,7 @@ public struct ModuleOptions: Equatable, Sendable {
             case "timeout": timeout = try ModuleOptions.integer(argument, ModuleOptions.timeoutRange)
             case "backstop": backstop = try ModuleOptions.integer(argument, ModuleOptions.backstopRange)
             case "identify": identify = try ModuleOptions.flag(argument)
+            case "password_used": passwordUsed = try ModuleOptions.flag(argument)
             default: continue
             }
         }

@@ -21,9 +21,10 @@ public func pam_sm_authenticate(_ raw: OpaquePointer?, _ flags: Int32, _ argc: I
 
 @_cdecl("pam_sm_setcred")
 public func pam_sm_setcred(_ raw: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv: PAMArguments) -> Int32 {
-    // No credentials of our own (the session's token is the broker's, in open_session); the
-    // broker may want the password another module signed the person in with.
-    dispatch(raw, argc, argv) { $0.setCredentials(deleting: PAMFlags.deletesCredentials(flags)) }
+    // No credentials of our own to establish; the session's token is the broker's, in open_session.
+    // (The password is gone by now: libpam wipes PAM_AUTHTOK when pam_authenticate returns,
+    // which is why the `password_used` line takes it during authentication.)
+    Outcome.success.pamReturn.rawValue
 }
 
 @_cdecl("pam_sm_chauthtok")

@@ -28,6 +28,7 @@ struct ModuleCall {
 
     func authenticate() -> Outcome {
         // A ticket from an earlier authentication on this handle must not outlive this one.
+        if (try? ModuleOptions(parsing: arguments))?.passwordUsed == true { return passwordUsed() }
         pam.removeData(ModuleCall.ticketData)
         pam.removeData(ModuleCall.authenticatedData)
         if let identified = identify() { return identified }
@@ -48,14 +49,14 @@ struct ModuleCall {
         if reply.outcome == .success { _ = [UInt8(1)].withUnsafeBytes { pam.setSecretData(ModuleCall.authenticatedData, $0) } }
     }
 
-    /// pam_setcred after a stack that another module answered (the password): the broker is
-    /// offered the host's PAM_AUTHTOK, which it takes only when it needs it (the password rule,
-    /// the keyring's copy) and checks itself. Never changes the outcome: credentials are the
-    /// other modules' business.
-    func setCredentials(deleting: Bool) -> Outcome {
-        guard !deleting, !pam.hasData(ModuleCall.authenticatedData), pam.withAuthtok({ $0.count > 0 }) == true else { return .success }
-        _ = ask(.pamSetcred, whenUnreachable: .success, answering: .fromAuthtok)
-        return .success
+    /// The `password_used` line, after the password module: when this module did not sign the
+    /// person in and a password did (PAM_AUTHTOK, which libpam wipes once authentication
+    /// ends), the broker is offered it; it takes it only when it needs it (the password rule,
+    /// the keyring's copy) and checks it itself. Never changes the outcome.
+    private func passwordUsed() -> Outcome {
+        guard !pam.hasData(ModuleCall.authenticatedData), pam.withAuthtok({ $0.count > 0 }) == true else { return .notApplicable }
+        _ = ask(.pamPasswordUsed, whenUnreachable: .notApplicable, answering: .fromAuthtok)
+        return .notApplicable
     }
 
     /// pam_chauthtok's update pass, after the password module set the new password: the broker

@@ -5,8 +5,6 @@ import Glibc
 
 /// The flags libpam passes a module, as far as the module reads them.
 public enum PAMFlags {
-    /// pam_setcred(PAM_DELETE_CRED): credentials go, none are made.
-    public static func deletesCredentials(_ flags: Int32) -> Bool { flags & Int32(PAM_DELETE_CRED) != 0 }
     /// pam_chauthtok's second pass, when the new password is set (the first only checks).
     public static func updatesAuthtok(_ flags: Int32) -> Bool { flags & Int32(PAM_UPDATE_AUTHTOK) != 0 }
 }

@@ -65,6 +65,9 @@ import Testing
         ("provision_groups=users, video", \Options.provisionGroups, "[\"users\", \"video\"]"),
         ("provision_per_hour=2", \Options.provisionPerHour, "2"),
         ("provision_expire_days=90", \Options.provisionExpireDays, "90"),
+        ("password_after_boot=yes", \Options.passwordAfterBoot, "true"),
+        ("password_after=48h", \Options.passwordAfter, "Optional(172800)"),
+        ("keyring_services=gdm-password,login", \Options.keyringServices, "[\"gdm-password\", \"login\"]"),
     ] }
 
     @Test func defaults() {
@@ -85,6 +88,10 @@ import Testing
                       "reader=both", "reader=", "fprintd_storage=relative", "fprintd_storage=/var/../etc", "reader_location=lid",
                       "prompt=", "prompt", "prompt=quiet", "skip_services=",
                       "user_claim=name", "user_claim=", "user_map=relative",
+                      // The password rule and the keyring.
+                      "password_after_boot=maybe", "password_after", "password_after=", "password_after=59m", "password_after=366d",
+                      "password_after=2w", "password_after=-1h", "password_after=h", "password_after=99999999999999d",
+                      "keyring_services=", "keyring_services=a b",
                       // Fleet configuration.
                       "issuer", "issuer=", "issuer=http://idp.example.org", "issuer=ftp://idp.example.org", "issuer=https://",
                       "issuer=https://idp.example.org/o?x=1", "issuer=https://idp.example.org/#f", "issuer=https://me@idp.example.org",
@@ -216,7 +223,7 @@ import Testing
         "skip_services": "skip_services=other", "prompt": "prompt=combined", "user_claim": "user_claim=sub",
         "user_map": "user_map=/other", "redirect_port": "redirect_port=8766", "issuer": "issuer=https://other.example.org",
         "client_id": "client_id=other", "client_secret_file": "client_secret_file=/other", "scope": "scope=openid",
-        "flow": "flow=password",
+        "flow": "flow=password", "password_after_boot": "password_after_boot=no", "password_after": "password_after=2h",
     ]
 
     /// The section over the top level, the module arguments over the section, and `fixed=`
@@ -445,5 +452,48 @@ import Testing
         #expect(Outcome.badConfiguration.pamReturn == .serviceError)
         for outcome in [Outcome.lockedOut, .signInRequired, .wrongPIN, .noMatch] { #expect(outcome.pamReturn == .authError) }
         #expect(Outcome.conversationAgain.pamReturn == .incomplete)
+    }
+}
+
+/// The phone's rule (issue 23 §1), judged by the broker's own record of the password, its
+/// boot id and its clock (a test clock here: the times are given).
+@Suite struct PasswordRuleTests {
+    let boot = "0123456789abcdef0123456789abcdef"
+
+    @Test func afterBootNeedsThePasswordOncePerBoot() {
+        let rule = PasswordRule(afterBoot: true)
+        #expect(rule.due(nil, boot: boot, now: 1000) == .afterBoot, "never seen")
+        #expect(rule.due(PasswordSeen(boot: "another", at: 900), boot: boot, now: 1000) == .afterBoot, "seen in an earlier boot")
+        #expect(rule.due(PasswordSeen(boot: boot, at: 10), boot: boot, now: 10_000_000) == nil, "seen in this boot, however long ago")
+        #expect(rule.next(PasswordSeen(boot: boot, at: 10), boot: boot, now: 20) == .later(at: nil, afterRestart: true))
+        #expect(PasswordRule().due(nil, boot: boot, now: 1000) == nil && PasswordRule().next(nil, boot: boot, now: 1) == nil,
+                "no rule: never")
+    }
+
+    @Test func afterATimeWithoutIt() {
+        let rule = PasswordRule(after: 48 * 3600)
+        let seen = PasswordSeen(boot: "any", at: 1_000_000)
+        #expect(rule.due(seen, boot: boot, now: 1_000_000 + 48 * 3600 - 1) == nil)
+        #expect(rule.due(seen, boot: boot, now: 1_000_000 + 48 * 3600) == .afterTime)
+        #expect(rule.due(nil, boot: boot, now: 5) == .afterTime, "never seen")
+        // A clock set back does not keep the password away longer.
+        #expect(rule.due(seen, boot: boot, now: 1_000_000 - 3600) == .afterTime)
+        #expect(rule.next(seen, boot: boot, now: 1_000_100) == .later(at: 1_000_000 + 48 * 3600, afterRestart: false))
+        let both = PasswordRule(afterBoot: true, after: 3600)
+        #expect(both.due(PasswordSeen(boot: boot, at: 100), boot: boot, now: 3800) == .afterTime)
+        #expect(both.next(PasswordSeen(boot: boot, at: 100), boot: boot, now: 200) == .later(at: 3700, afterRestart: true))
+    }
+
+    @Test func durationsAsTheFileWritesThem() throws {
+        #expect(DurationSetting.seconds(parsing: "48h") == 172_800)
+        #expect(DurationSetting.seconds(parsing: "7d") == 604_800)
+        #expect(DurationSetting.seconds(parsing: "90m") == 5400)
+        #expect(DurationSetting.seconds(parsing: "3600") == 3600)
+        for bad in ["", "h", "1.5h", "-1h", "1 h", "12w", "999999999999999999d"] {
+            #expect(DurationSetting.seconds(parsing: bad) == nil, "\(bad)")
+        }
+        var options = Options()
+        try options.apply(["password_after=48h", "password_after=off"], source: "test")
+        #expect(options.passwordAfter == nil, "off turns it off again (a service's section)")
     }
 }

@@ -22,7 +22,7 @@ import Testing
             return String(fields[2])
         }
         #expect(Set(globals) == ["pam_sm_authenticate", "pam_sm_setcred", "pam_sm_acct_mgmt", "pam_sm_open_session",
-                                 "pam_sm_close_session"], "\(globals)")
+                                 "pam_sm_close_session", "pam_sm_chauthtok"], "\(globals)")
     }
 
     @Test func needsNothingFromTheSwiftToolchain() throws {

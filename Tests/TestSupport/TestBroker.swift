@@ -29,6 +29,7 @@ final class TestBroker {
         // directory of this broker's: nothing is installed in /etc/pam.d.
         self.environment = environment
         _ = mkdir(pamDirectory, 0o755)
+        TestBroker.writeBootID(temp.file("boot_id"))
         writeFile(pamDirectory + "/fingerseal-verify", readFile(Paths.packageRoot + "/pam/fingerseal-verify") ?? [], mode: 0o644)
         try start()
     }
@@ -57,7 +58,7 @@ final class TestBroker {
         var environment = environmentOverride ?? self.environment
         environment["NOTIFY_SOCKET"] = notify
         let command = [Paths.buildDirectory + "/fingersealed", "--socket", socketPath, "--state", state, "--config", config,
-                       "--pam-dir", pamDirectory]
+                       "--pam-dir", pamDirectory, "--boot-id-file", temp.file("boot_id")]
         let (path, arguments) = wrap?(command) ?? (command[0], Array(command.dropFirst()))
         // Its output goes to a file: a pipe nobody reads would fill and stop it (libusb logs a
         // line per retry against an emulated device).
@@ -113,6 +114,25 @@ final class TestBroker {
         environmentOverride = environment
         try start()
     }
+
+    /// The broker starts again as after a restart of the machine: the same store, another boot
+    /// id (the kernel's is read once, at start).
+    func restartAfterABoot() throws {
+        stop()
+        TestBroker.writeBootID(temp.file("boot_id"))
+        try start()
+    }
+
+    /// A boot id of the kernel's form: 32 hex digits in dashed groups.
+    private static func writeBootID(_ path: String) {
+        let hex = (0..<32).map { _ in String(Int.random(in: 0..<16), radix: 16) }.joined()
+        let dashed = [hex.prefix(8), hex.dropFirst(8).prefix(4), hex.dropFirst(12).prefix(4), hex.dropFirst(16).prefix(4), hex.dropFirst(20)]
+            .joined(separator: "-")
+        writeFile(path, Array((dashed + "\n").utf8), mode: 0o644)
+    }
+
+    /// The boot id this broker reads.
+    var bootID: String { String(decoding: readFile(temp.file("boot_id")) ?? [], as: UTF8.self).filter(\.isHexDigit) }
 
     /// Runs the wire-client helper against this broker.
     /// `terminal`: the client placed on a terminal of its own, as a PAM host can be.

@@ -197,7 +197,7 @@ enum Authorization {
 
     static func rule(_ command: Command) -> Rule {
         switch command {
-        case .pamAuthenticate, .pamAccount, .pamOpenSession, .pamCloseSession, .pamSetcred, .pamChauthtok: return .pamHost
+        case .pamAuthenticate, .pamAccount, .pamOpenSession, .pamCloseSession, .pamPasswordUsed, .pamChauthtok: return .pamHost
         case .capture, .selftest: return .rig
         case .accountList, .accountRemove, .accountExpire: return .root
         case .pamIdentify: return .seat
@@ -266,7 +266,7 @@ enum Dispatcher {
         case .pamAccount: return PAMFlows.account
         case .pamOpenSession: return PAMFlows.openSession
         case .pamCloseSession: return PAMFlows.closeSession
-        case .pamSetcred: return { try PAMFlows.passwordTaken($0, changed: false) }
+        case .pamPasswordUsed: return { try PAMFlows.passwordTaken($0, changed: false) }
         case .pamChauthtok: return { try PAMFlows.passwordTaken($0, changed: true) }
         case .status: return VaultCommands.status
         case .pinSet: return VaultCommands.pinSet

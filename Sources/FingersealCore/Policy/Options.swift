@@ -376,6 +376,7 @@ public struct Options: Equatable, Sendable {
         // The PAM module's own: where the broker's socket is.
         case "socket": _ = try text(ModuleOptions.isSocketPath, tr("it needs an absolute path"))
         case "backstop": _ = try integer(ModuleOptions.backstopRange)
+        case "password_used": _ = try flag()
         case "redirect_port": redirectPort = try integer(1024...65535)
         // Fleet configuration (see the fields).
         case "issuer": issuer = try text(ProviderURL.isValidIssuer, tr("it needs an https URL (plain http only on loopback), without ? or #"))
