@@ -76,10 +76,14 @@ final class ReaderTurns: @unchecked Sendable {
         private let stop: FileDescriptor
         private let lock = ThreadLock()
         private var takenAway: Interruption? = nil
-        /// Why the turn was taken away, once it was (the scan thread reads it too).
+        private var stopSent = false
+        /// Why the turn was taken away, or its scan ended by others, once it was (the scan
+        /// thread reads it too).
         var interruption: Interruption? { lock.locked { takenAway } }
         /// The turn was taken away, for whatever reason.
         var preempted: Bool { interruption != nil }
+        /// Its scan was told to stop.
+        fileprivate var stopped: Bool { lock.locked { stopSent } }
 
         fileprivate init(id: UInt64, priority: Priority, principal: Principal, arrivedAt: Double) throws {
             self.id = id
@@ -93,9 +97,16 @@ final class ReaderTurns: @unchecked Sendable {
 
         var stopFD: Int32 { stop.rawValue }
 
-        /// Takes the turn away (the first reason stays) and stops its scan.
-        fileprivate func interrupt(_ why: Interruption) {
-            lock.locked { if takenAway == nil { takenAway = why } }
+        /// Takes the turn away and stops its scan (the first stop's reason stays); with
+        /// `stopping` false only notes why the scan will end (fprintd ends it itself).
+        fileprivate func interrupt(_ why: Interruption, stopping: Bool = true) {
+            let send = lock.locked { () -> Bool in
+                guard !stopSent else { return false }
+                takenAway = why
+                stopSent = stopping
+                return stopping
+            }
+            guard send else { return }
             var one: UInt64 = 1
             _ = write(stop.rawValue, &one, 8)
         }
@@ -113,6 +124,9 @@ final class ReaderTurns: @unchecked Sendable {
     /// Sleep came or went since the reader was opened: whoever holds the reader next closes
     /// it first (a USB device is reset across sleep). Under the lock.
     private var sleptSinceOpen = false
+    /// The holder's scan runs through fprintd, which suspends its device and ends (or keeps)
+    /// the scan itself: not stopped twice, only explained. Under the lock.
+    private var holderOnFprintd = false
     /// The longest a request waits for its turn.
     static let waitLimit = 30.0
     /// A turn ends when another principal of the same rank has waited this long.
@@ -194,7 +208,7 @@ final class ReaderTurns: @unchecked Sendable {
     /// turn (even the same user's), or another principal of the same rank has waited
     /// `contestedLimit`. Returns when to look again (nil: nothing due later). Under the lock.
     private func preemptIfDue(_ now: Double) -> Double? {
-        guard let holder, !holder.preempted else { return nil }
+        guard let holder, !holder.stopped else { return nil }
         var soonest: Double? = nil
         for turn in waiting where turn.priority > holder.priority
             || (turn.priority == holder.priority && turn.principal != holder.principal) {
@@ -213,7 +227,10 @@ final class ReaderTurns: @unchecked Sendable {
     /// nobody's turn in the order, and no use of the reader).
     private func release(_ turn: Turn, served: Bool = true) {
         condition.locked {
-            if holder?.id == turn.id { holder = nil }
+            if holder?.id == turn.id {
+                holder = nil
+                holderOnFprintd = false
+            }
             if served {
                 lastServed[turn.principal] = monotonicSeconds()
                 lastUse = monotonicSeconds()
@@ -233,11 +250,11 @@ final class ReaderTurns: @unchecked Sendable {
     /// Before sleep, a scan in progress ends as a cancel (nothing counted); either way the
     /// libfprint reader is closed, now when nobody holds it, else by its holder as the turn
     /// ends, and the next request opens it afresh. fprintd suspends and resumes its own
-    /// device: with fprintd only our scan on it ends, its claim released as after any scan.
+    /// device and ends a scan on it itself: the broker then only says why the scan ended.
     func prepareForSleep(_ sleeping: Bool) {
         let free = condition.locked { () -> Bool in
             sleptSinceOpen = true
-            if sleeping, let holder { holder.interrupt(.sleep) }
+            if sleeping, let holder { holder.interrupt(.sleep, stopping: !holderOnFprintd) }
             return holder == nil
         }
         Syslog.log(.notice, sleeping ? "fingersealed: the computer is going to sleep; the reader is closed"
@@ -306,6 +323,7 @@ final class ReaderTurns: @unchecked Sendable {
         try checkLid(call.options, backend: backend)
         if backend == .fprintd {
             closeCached()
+            condition.locked { holderOnFprintd = true }
             return try withFprintd(call, body)
         }
         closeIfSlept()
