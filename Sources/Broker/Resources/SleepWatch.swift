@@ -9,8 +9,9 @@ import SystemdKit
 ///
 /// The match names logind but does not need it: where logind is not on the bus (containers,
 /// the build machines), nothing arrives and nothing changes; if it comes later, its signals
-/// do. Where there is no system bus, or the connection breaks, the watch tries again every
-/// `retryInterval`, and says so once in the log, not at every try.
+/// do. Where there is no system bus (a container, a kiosk without D-Bus: nothing to suspend
+/// it either) the watch looks again every `retryInterval` and says nothing; a bus that
+/// refuses the match or breaks is said once in the log, not at every try.
 final class SleepWatch: @unchecked Sendable {
     private let reader: ReaderTurns
     /// Readable once `stop` was called.
@@ -64,12 +65,9 @@ final class SleepWatch: @unchecked Sendable {
         }
     }
 
-    /// A connection with the match in place; nil (said once) when there is none to be had.
+    /// A connection with the match in place; nil when there is none to be had.
     private func subscribe() -> (SystemBus, BusMatch)? {
-        guard let bus = ReaderTurns.openSystemBus() else {
-            say("there is no system bus")
-            return nil
-        }
+        guard let bus = ReaderTurns.openSystemBus() else { return nil }
         let reader = self.reader
         do {
             let match = try bus.matchSignal(sender: SleepWatch.logind, path: SleepWatch.managerPath,
@@ -96,8 +94,7 @@ final class SleepWatch: @unchecked Sendable {
         }
     }
 
-    /// One line in the log for the broker's life: a missing bus is the normal case in a
-    /// container, and a broken one is tried again quietly.
+    /// One line in the log for the broker's life: a broken bus is tried again quietly.
     private func say(_ why: String) {
         guard !saidWhy else { return }
         saidWhy = true
