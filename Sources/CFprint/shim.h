@@ -68,3 +68,14 @@ static inline void fs_name_this_thread(const char *name) { prctl(PR_SET_NAME, na
 /* The calling thread's kernel id (glibc's gettid is hidden from Swift's Glibc module). */
 static inline pid_t fs_thread_id(void) { return (pid_t)syscall(SYS_gettid); }
 #endif
+
+#ifndef FINGERSEAL_CFPRINT_SHIM_REMOVED
+#define FINGERSEAL_CFPRINT_SHIM_REMOVED
+/* FpDevice's "removed" property (libfprint sets it when the device is unplugged, while open
+ * or not); g_object_get is variadic. */
+static inline gboolean fs_device_removed(FpDevice *device) {
+    gboolean removed = FALSE;
+    g_object_get(device, "removed", &removed, NULL);
+    return removed;
+}
+#endif

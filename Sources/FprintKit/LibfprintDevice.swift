@@ -202,6 +202,16 @@ public final class LibfprintDevice: @unchecked Sendable {
         worker.stop()
     }
 
+    /// Whether libfprint saw the device go (unplugged, undocked) since it was opened: a
+    /// removed reader answers every operation with an error, so the next request opens
+    /// whatever is connected now instead. True as well when the worker does not answer
+    /// within `timeout` (the reader is not to be trusted then either).
+    public func isRemoved(timeout: Double = 1) -> Bool {
+        guard !closed else { return true }
+        let device = self.device
+        return worker.run(timeout: timeout) { fs_device_removed(device) != 0 } ?? true
+    }
+
     // MARK: operations
 
     /// Enrolls a new print for `finger` and `username`; progress arrives as

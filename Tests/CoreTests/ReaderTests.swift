@@ -156,6 +156,18 @@ extension InProcessLibfprint {
         #expect(VirtualSensor.now() - start < 0.5 + ReaderOperation.cancelGrace)
     }
 
+    /// libfprint marks a reader unplugged while nothing runs on it (a dock taken away between
+    /// requests): `isRemoved` says so, so the broker opens what is connected instead.
+    @Test func unplugWhileIdleIsNoticed() throws {
+        let env = try VirtualEnvironment(driver: "virtual_device", variable: "FP_VIRTUAL_DEVICE")
+        let reader = try LibfprintDevice()
+        defer { reader.close() }
+        #expect(!reader.isRemoved())
+        #expect(!reader.isRemoved(), "asking twice changes nothing")
+        try VirtualSensor.send("UNPLUG", to: env.socket)
+        #expect(ReaderBroker.waitUntil(5) { reader.isRemoved() })
+    }
+
     @Test func unplugDuringVerify() throws {
         let env = try VirtualEnvironment(driver: "virtual_device", variable: "FP_VIRTUAL_DEVICE")
         let reader = try LibfprintDevice()

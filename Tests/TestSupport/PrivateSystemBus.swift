@@ -97,6 +97,15 @@ final class PrivateSystemBus {
                    lidClosed ? "<true>" : "<false>"])
     }
 
+    /// logind's PrepareForSleep from the logind mock: `sleeping` before sleep, false after
+    /// waking (the mock's EmitSignal; the template itself never suspends anything).
+    func prepareForSleep(_ sleeping: Bool) throws {
+        guard logind != nil else { throw TestFailure("the logind mock is not running") }
+        try gdbus(["call", "--system", "--dest", "org.freedesktop.login1", "--object-path", "/org/freedesktop/login1",
+                   "--method", "org.freedesktop.DBus.Mock.EmitSignal", "org.freedesktop.login1.Manager", "PrepareForSleep",
+                   "b", sleeping ? "[<true>]" : "[<false>]"])
+    }
+
     /// Runs `fprintd-enroll -f <finger> <user>` and answers its scans with `SCAN <scanID>`
     /// (virtual_device: a verify matches when its SCAN id equals the enrolled one).
     func enrollWithFprintdEnroll(user: String, finger: String = "right-index-finger", scanID: String,

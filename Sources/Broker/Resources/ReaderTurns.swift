@@ -25,8 +25,10 @@ import SystemdKit
 /// A libfprint reader stays open between requests, so a prompt follows a request at once
 /// (opening costs a context, an enumeration and the device's own start-up); it is closed
 /// after a reader error (unplugged, failed), after `idleLimit` without use, before listing
-/// devices (one GLib worker may drive the default main context at a time), and when fprintd
-/// takes over.
+/// devices (one GLib worker may drive the default main context at a time), when fprintd
+/// takes over, and before the computer sleeps (`prepareForSleep`). A reader libfprint saw
+/// unplugged since is not used again: the next request enumerates what is connected then,
+/// so a reader that comes or goes with a dock is noticed without a restart.
 final class ReaderTurns: @unchecked Sendable {
     /// How a request ranks for the reader.
     enum Priority: Int, Comparable {
@@ -39,8 +41,33 @@ final class ReaderTurns: @unchecked Sendable {
         static func < (a: Priority, b: Priority) -> Bool { a.rawValue < b.rawValue }
     }
 
+    /// Why a turn was taken away from its request.
+    enum Interruption: Sendable {
+        /// A request that goes first wants the reader.
+        case neededElsewhere
+        /// The computer is going to sleep (logind's PrepareForSleep).
+        case sleep
+
+        /// What the interrupted request ends with: unavailable (the fallback follows), never
+        /// counted against the person.
+        var error: FingersealError {
+            switch self {
+            case .neededElsewhere:
+                return FingersealError(.unavailable, Messages.readerNeededElsewhere, detail: "the reader's turn was taken away")
+            case .sleep:
+                return FingersealError(.unavailable, Messages.scanStoppedForSleep, detail: "the computer is going to sleep")
+            }
+        }
+
+        /// The failures a scan reports when it is stopped this way: a reader that suspends
+        /// may also say it went away.
+        var outcomes: [Outcome] {
+            self == .sleep ? [.cancelled, .unavailable, .timedOut, .noReader] : [.cancelled, .unavailable, .timedOut]
+        }
+    }
+
     /// One request's turn: the scan watches `stopFD`, which the gate makes readable when the
-    /// turn is taken away (`preempted`).
+    /// turn is taken away (`interruption`).
     final class Turn: @unchecked Sendable {
         let id: UInt64
         let priority: Priority
@@ -48,12 +75,15 @@ final class ReaderTurns: @unchecked Sendable {
         let arrivedAt: Double
         private let stop: FileDescriptor
         private let lock = ThreadLock()
-        private var taken = false
-        /// Another request took the reader (the scan thread reads it too).
-        fileprivate(set) var preempted: Bool {
-            get { lock.locked { taken } }
-            set { lock.locked { taken = newValue } }
-        }
+        private var takenAway: Interruption? = nil
+        private var stopSent = false
+        /// Why the turn was taken away, or its scan ended by others, once it was (the scan
+        /// thread reads it too).
+        var interruption: Interruption? { lock.locked { takenAway } }
+        /// The turn was taken away, for whatever reason.
+        var preempted: Bool { interruption != nil }
+        /// Its scan was told to stop.
+        fileprivate var stopped: Bool { lock.locked { stopSent } }
 
         fileprivate init(id: UInt64, priority: Priority, principal: Principal, arrivedAt: Double) throws {
             self.id = id
@@ -67,7 +97,16 @@ final class ReaderTurns: @unchecked Sendable {
 
         var stopFD: Int32 { stop.rawValue }
 
-        fileprivate func signalStop() {
+        /// Takes the turn away and stops its scan (the first stop's reason stays); with
+        /// `stopping` false only notes why the scan will end (fprintd ends it itself).
+        fileprivate func interrupt(_ why: Interruption, stopping: Bool = true) {
+            let send = lock.locked { () -> Bool in
+                guard !stopSent else { return false }
+                takenAway = why
+                stopSent = stopping
+                return stopping
+            }
+            guard send else { return }
             var one: UInt64 = 1
             _ = write(stop.rawValue, &one, 8)
         }
@@ -82,6 +121,12 @@ final class ReaderTurns: @unchecked Sendable {
     private var cached: LibfprintDevice? = nil
     private var bus: SystemBus? = nil
     private var lastUse = monotonicSeconds()
+    /// Sleep came or went since the reader was opened: whoever holds the reader next closes
+    /// it first (a USB device is reset across sleep). Under the lock.
+    private var sleptSinceOpen = false
+    /// The holder's scan runs through fprintd, which suspends its device and ends (or keeps)
+    /// the scan itself: not stopped twice, only explained. Under the lock.
+    private var holderOnFprintd = false
     /// The longest a request waits for its turn.
     static let waitLimit = 30.0
     /// A turn ends when another principal of the same rank has waited this long.
@@ -163,14 +208,13 @@ final class ReaderTurns: @unchecked Sendable {
     /// turn (even the same user's), or another principal of the same rank has waited
     /// `contestedLimit`. Returns when to look again (nil: nothing due later). Under the lock.
     private func preemptIfDue(_ now: Double) -> Double? {
-        guard let holder, !holder.preempted else { return nil }
+        guard let holder, !holder.stopped else { return nil }
         var soonest: Double? = nil
         for turn in waiting where turn.priority > holder.priority
             || (turn.priority == holder.priority && turn.principal != holder.principal) {
             let due = turn.priority > holder.priority ? now : turn.arrivedAt + ReaderTurns.contestedLimit
             if due <= now {
-                holder.preempted = true
-                holder.signalStop()
+                holder.interrupt(.neededElsewhere)
                 Syslog.log(.notice, "fingersealed: the reader's turn of \(holder.principal) ends: \(turn.principal) is waiting")
                 return nil
             }
@@ -183,7 +227,10 @@ final class ReaderTurns: @unchecked Sendable {
     /// nobody's turn in the order, and no use of the reader).
     private func release(_ turn: Turn, served: Bool = true) {
         condition.locked {
-            if holder?.id == turn.id { holder = nil }
+            if holder?.id == turn.id {
+                holder = nil
+                holderOnFprintd = false
+            }
             if served {
                 lastServed[turn.principal] = monotonicSeconds()
                 lastUse = monotonicSeconds()
@@ -195,8 +242,35 @@ final class ReaderTurns: @unchecked Sendable {
     /// A scan that ended because its turn was taken away says so (the person can try again,
     /// or use the PIN or password); nothing of it was counted.
     static func preemption(_ error: FingersealError, _ turn: Turn) -> FingersealError {
-        guard turn.preempted, [.cancelled, .unavailable, .timedOut].contains(error.outcome) else { return error }
-        return FingersealError(.unavailable, Messages.readerNeededElsewhere, detail: "the reader's turn was taken away")
+        guard let why = turn.interruption, why.outcomes.contains(error.outcome) else { return error }
+        return why.error
+    }
+
+    /// logind's PrepareForSleep: `sleeping` before the computer sleeps, false after it woke.
+    /// Before sleep, a scan in progress ends as a cancel (nothing counted); either way the
+    /// libfprint reader is closed, now when nobody holds it, else by its holder as the turn
+    /// ends, and the next request opens it afresh. fprintd suspends and resumes its own
+    /// device and ends a scan on it itself: the broker then only says why the scan ended.
+    func prepareForSleep(_ sleeping: Bool) {
+        let free = condition.locked { () -> Bool in
+            sleptSinceOpen = true
+            if sleeping, let holder { holder.interrupt(.sleep, stopping: !holderOnFprintd) }
+            return holder == nil
+        }
+        Syslog.log(.notice, sleeping ? "fingersealed: the computer is going to sleep; the reader is closed"
+                                     : "fingersealed: the computer woke; the reader is opened afresh at the next request")
+        guard free, let turn = idleTurn(.system) else { return }
+        defer { release(turn, served: false) }
+        closeIfSlept()
+    }
+
+    /// Closes the reader when sleep came or went since it was opened. Holder only.
+    private func closeIfSlept() {
+        guard condition.locked({ () -> Bool in
+            defer { sleptSinceOpen = false }
+            return sleptSinceOpen
+        }) else { return }
+        closeCached()
     }
 
     /// The system bus, kept open between requests; nil when there is none. Holder only.
@@ -232,7 +306,11 @@ final class ReaderTurns: @unchecked Sendable {
         try refuseRemote(call)
         let (priority, principal) = ReaderTurns.rank(call)
         let turn = try acquire(priority, principal, call.conversation)
-        defer { release(turn) }
+        defer {
+            // A reader that slept during the turn is not kept for the next request.
+            closeIfSlept()
+            release(turn)
+        }
         do {
             return try withBackend(call, deviceID: deviceID) { try body($0, turn) }
         } catch let error as FingersealError {
@@ -245,8 +323,12 @@ final class ReaderTurns: @unchecked Sendable {
         try checkLid(call.options, backend: backend)
         if backend == .fprintd {
             closeCached()
+            condition.locked { holderOnFprintd = true }
             return try withFprintd(call, body)
         }
+        closeIfSlept()
+        // Unplugged since (a dock, a USB reader pulled out): whatever is connected now instead.
+        if let cached, cached.isRemoved() { closeCached() }
         let reader: LibfprintDevice
         if let cached, deviceID == nil || cached.info.deviceID == deviceID {
             reader = cached

@@ -66,6 +66,8 @@ public final class Server: @unchecked Sendable {
     public static let reservedForSystem = 16
     /// A client must send its request this soon after connecting.
     static let requestLimit = 5.0
+    /// The longest the start waits for the sleep watch's first try.
+    static let sleepWatchLimit = 2.0
     /// How often sessions that ended lose their grants and tokens.
     static let sweepInterval = 5.0
 
@@ -96,6 +98,12 @@ public final class Server: @unchecked Sendable {
         if let options = try? state.systemOptions().0 { AccountCommands.recover(state: state, options: options) }
         guard threads.start() else { throw BrokerStartError("cannot start a thread to serve connections") }
         defer { threads.stop() }
+        // Suspend and resume reach the reader from a thread of their own. Ready is said once
+        // the watch is in place (or gave up for now), at most a moment later: requests are
+        // served meanwhile.
+        let sleepWatch = try? SleepWatch(reader: state.reader)
+        if let sleepWatch, sleepWatch.start() { sleepWatch.waitForFirstTry(limit: Server.sleepWatchLimit) }
+        defer { sleepWatch?.stop() }
         ServiceManager.notify("READY=1\nSTATUS=Waiting for requests.")
         while true {
             var fds = stopFD.map { [pollEntry($0)] } ?? []

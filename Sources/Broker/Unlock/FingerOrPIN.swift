@@ -264,10 +264,11 @@ enum FingerOrPIN {
                 guard case let .failure(error as FingersealError)? = result else {
                     return .fallback(FingersealError(.systemError, Messages.systemFailure(.scan)))
                 }
-                if turn.preempted {
-                    // The reader went to a sign-in at this computer: the PIN is still asked.
-                    conversation.info(Messages.readerNeededElsewhere)
-                    return .fallback(FingersealError(.unavailable, Messages.readerNeededElsewhere))
+                if let why = turn.interruption {
+                    // The reader went to a sign-in at this computer, or the computer is going
+                    // to sleep: the PIN is still asked.
+                    conversation.info(why.error.message)
+                    return .fallback(why.error)
                 }
                 if error.outcome == .cancelled { throw error }
                 conversation.info(error.message)

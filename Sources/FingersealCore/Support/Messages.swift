@@ -652,6 +652,9 @@ public enum Messages {
     public static var readerNeededElsewhere: String {
         tr("The fingerprint reader was needed for someone signing in at this computer, so this scan stopped. Nothing was counted.")
     }
+    public static var scanStoppedForSleep: String {
+        tr("The computer is going to sleep, so this scan stopped. Nothing was counted.")
+    }
     public static var readerNotFromRemote: String {
         tr("The fingerprint reader is not used from a remote session. Use your PIN, or ask at the computer itself.")
     }
