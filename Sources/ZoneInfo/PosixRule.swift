@@ -44,12 +44,11 @@ public struct PosixRule: Equatable, Sendable {
 
     /// What holds at `instant` (seconds since the epoch, UTC).
     public func type(at instant: Int64) -> LocalTimeType {
-        guard let daylight else { return standard }
+        // Instants beyond any clock's reach (about ±30,000 years) are still arithmetic, but not
+        // worth the risk of overflow: the standard time answers there.
+        guard let daylight, instant > -(1 << 40), instant < 1 << 40 else { return standard }
         // The year as standard time reckons it; the rule's dates are in that year.
         let year = CivilDays.year(ofDay: CivilDays.floorDiv(instant + Int64(standard.utcOffset), 86_400))
-        // Times for years beyond any clock's reach are still arithmetic, but not worth the
-        // risk of overflow: the standard time answers there.
-        guard year > -1_000_000, year < 1_000_000 else { return standard }
         let start = PosixRule.instant(of: daylight.start, in: year, offset: standard.utcOffset)
         let end = PosixRule.instant(of: daylight.end, in: year, offset: daylight.type.utcOffset)
         let inDaylight = start < end ? (instant >= start && instant < end) : !(instant >= end && instant < start)

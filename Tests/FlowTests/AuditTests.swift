@@ -750,3 +750,23 @@ final class LogLines: @unchecked Sendable {
         #expect(try s.run(["audit", "--verify"]).status == 0)
     }
 }
+
+/// The journal catalog (systemd/fingerseal.catalog) explains every MESSAGE_ID the broker
+/// sends, and nothing else, and journalctl accepts it into a temporary root.
+@Suite struct JournalCatalogTests {
+    @Test func catalogExplainsEveryEvent() throws {
+        let text = String(decoding: try #require(readFile(Paths.packageRoot + "/systemd/fingerseal.catalog")), as: UTF8.self)
+        let ids = text.split(separator: "\n").filter { $0.hasPrefix("-- ") }.map { String($0.dropFirst(3)) }
+        #expect(Set(ids) == Set(AuditMessageID.byEvent.values) && ids.count == AuditMessageID.byEvent.count, "\(ids)")
+        #expect(AuditMessageID.byEvent["reveal"] == AuditMessageID.reveal)
+        guard access("/bin/journalctl", X_OK) == 0 else { return }
+        let root = try TempDirectory()
+        let catalogs = root.file("usr/lib/systemd/catalog")
+        #expect(try Child.run("/bin/mkdir", ["-p", catalogs]).status == 0)
+        writeFile(catalogs + "/fingerseal.catalog", Array(text.utf8))
+        let update = try Child.run("/bin/journalctl", ["--root=" + root.path, "--update-catalog"])
+        #expect(update.status == 0 && update.stderr.isEmpty, "\(update.all)")
+        let listed = try Child.run("/bin/journalctl", ["--root=" + root.path, "--list-catalog"])
+        #expect(listed.stdout.split(separator: "\n").filter { $0.contains("fingerseal:") }.count == ids.count, "\(listed.all)")
+    }
+}

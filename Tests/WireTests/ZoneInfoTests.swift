@@ -74,6 +74,11 @@ import Testing
         #expect(rule.type(at: 1_768_478_400) == LocalTimeType(utcOffset: -5 * 3600, isDST: false, abbreviation: "XST"))
         #expect(rule.type(at: 1_772_953_200 - 1).isDST == false)
         #expect(rule.type(at: 1_772_953_200).isDST)
+        // The ends of time answer without a trap.
+        #expect(rule.type(at: .max) == rule.standard && rule.type(at: .min) == rule.standard)
+        let oslo = try Zone.named("Europe/Oslo")
+        #expect(oslo.type(at: .max).utcOffset == 3600)
+        _ = oslo.type(at: .min)
     }
 
     /// Names that leave the database, or are no names at all, are refused before any file is
