@@ -20,6 +20,8 @@ UDEVDIR   ?= /lib/udev
 PAMCONFIGDIR ?= /usr/share/pam-configs
 PAMDDIR   ?= /etc/pam.d
 SYSTEMDUNITDIR ?= /lib/systemd/system
+# The journal catalog of the audit events (journalctl -x); journalctl --update-catalog after.
+SYSTEMDCATALOGDIR ?= /usr/lib/systemd/catalog
 # Where the user manager looks for units (systemd's pkg-config file says; /usr/lib/systemd/user
 # on Debian 12).
 SYSTEMDUSERUNITDIR ?= $(or $(shell pkg-config --variable=systemduserunitdir systemd 2>/dev/null),/usr/lib/systemd/user)
@@ -104,6 +106,7 @@ install: build
 	install -D -m 0755 $(RELEASE)/fingersealed $(DESTDIR)$(PREFIX)/libexec/fingerseal/fingersealed
 	install -D -m 0755 $(RELEASE)/fingerseal-agent $(DESTDIR)$(PREFIX)/libexec/fingerseal/fingerseal-agent
 	install -D -m 0644 systemd/fingerseal.socket $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.socket
+	install -D -m 0644 systemd/fingerseal.catalog $(DESTDIR)$(SYSTEMDCATALOGDIR)/fingerseal.catalog
 	sed 's|^ExecStart=/usr/libexec/fingerseal/fingersealed|ExecStart=$(PREFIX)/libexec/fingerseal/fingersealed|' \
 		systemd/fingerseal.service >$(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.service
 	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.service
@@ -153,7 +156,7 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/libexec/fingerseal/fingerseal-agent $(DESTDIR)$(SYSTEMDUSERUNITDIR)/fingerseal-agent.service
 	rm -f $(DESTDIR)$(DBUSDIR)/services/org.fingerseal.Agent1.service $(DESTDIR)$(DBUSDIR)/interfaces/org.fingerseal.Agent1.xml
 	rm -f $(DESTDIR)$(PAMCONFIGDIR)/fingerseal-session $(DESTDIR)$(PAMCONFIGDIR)/fingerseal-password
-	rm -f $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.socket $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.service
+	rm -f $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.socket $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.service $(DESTDIR)$(SYSTEMDCATALOGDIR)/fingerseal.catalog
 	rm -f $(DESTDIR)$(PAMDDIR)/fingerseal-verify $(DESTDIR)$(SYSUSERSDIR)/fingerseal.conf
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam $(DESTDIR)$(PREFIX)/share/doc/fingerseal/fingerseal.conf
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/fingerseal/examples/apps

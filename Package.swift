@@ -28,6 +28,7 @@ let package = Package(
         .library(name: "FingersealCore", targets: ["FingersealCore"]),
         .library(name: "IdentityClient", targets: ["IdentityClient"]),
         .library(name: "JOSEKit", targets: ["JOSEKit"]),
+        .library(name: "ZoneInfo", targets: ["ZoneInfo"]),
     ],
     targets: [
         // C libraries from Debian.
@@ -88,15 +89,20 @@ let package = Package(
 
         // Sentences in the person's language: glibc's gettext over a per-thread locale
         // (stdlib and Glibc only: the CLI links it and stays lean).
-        .target(name: "Localization", dependencies: ["CLinux"], swiftSettings: leanSwift),
+        .target(name: "Localization", dependencies: ["CLinux", "ZoneInfo"], swiftSettings: leanSwift),
+
+        // Time zones without ICU (issue 23 §4): the system's TZif files and POSIX TZ rules, so
+        // that the broker shows each person's times in their own zone.
+        .target(name: "ZoneInfo", dependencies: ["SystemKit"], swiftSettings: leanSwift),
 
         // The sentences both ends say, one wording for both: the wire's option errors
         // (`OptionError.message`) and the few the CLI and the broker's table share
         // (`SharedMessages`). The CLI, the core and the broker link it (lean, like the CLI).
         .target(name: "SharedMessages", dependencies: ["FingersealWire", "Localization"], swiftSettings: leanSwift),
 
-        // Pure-Swift core: vault, keyslots, config, lockout.
-        .target(name: "FingersealCore", dependencies: ["FingersealWire", "JOSEErrors", "Localization", "SharedMessages", "SystemKit", "SodiumKit",
+        // Pure-Swift core: vault, keyslots, config, lockout, the audit trail (and its events in the
+        // journal, through SystemdKit).
+        .target(name: "FingersealCore", dependencies: ["FingersealWire", "JOSEErrors", "Localization", "SharedMessages", "SystemKit", "SystemdKit", "SodiumKit",
                                                        "TPMKit"]),
 
         // Fingerprint flows (verify, enroll, forget) over the core and the reader layer; its
@@ -110,9 +116,9 @@ let package = Package(
 
         // The broker: the socket server, the caller's identity, the authorization table, and
         // every flow (design §2, §5).
-        .target(name: "Broker", dependencies: ["FingersealCore", "Localization", "SharedMessages", "FingerprintFlows", "IdentityClient", "JOSEKit", "FprintKit", "FprintdKit", "CurlKit",
+        .target(name: "Broker", dependencies: ["FingersealCore", "Localization", "ZoneInfo", "SharedMessages", "FingerprintFlows", "IdentityClient", "JOSEKit", "FprintKit", "FprintdKit", "CurlKit",
                                                "QRKit", "LoopbackKit", "PAMKit", "SodiumKit", "SystemKit", "SystemdKit", "TPMKit", "CLinux"]),
-        .executableTarget(name: "fingersealed", dependencies: ["Broker", "FingersealWire", "SystemKit"]),
+        .executableTarget(name: "fingersealed", dependencies: ["Broker", "FingersealWire", "SystemKit", "SystemdKit"]),
         // The session agent for applications: a thin client of the broker on the session bus.
         .executableTarget(name: "fingerseal-agent", dependencies: ["FingersealWire", "Localization", "PromptDialog", "SessionBusKit",
                                                                    "SodiumKit", "SystemKit", "CLinux"]),
@@ -177,7 +183,7 @@ let package = Package(
         // The wire: typed command options and their sentences.
         .testTarget(
             name: "WireTests",
-            dependencies: ["TestSupport", "FingersealWire", "SharedMessages", "fingerseal", "fingersealed"]
+            dependencies: ["TestSupport", "FingersealWire", "SharedMessages", "SystemKit", "ZoneInfo", "fingerseal", "fingersealed"]
         ),
         // The core and the wrappers in this process: vault, tokens, JOSE, libcurl, libfprint,
         // the TPM (the TPM suites share one serialized parent, InProcessTPM, so its broker and

@@ -12,7 +12,8 @@ let package = Package(
             name: "fuzz-parsers",
             dependencies: ["CLibFuzzer", .product(name: "FingersealCore", package: "fingerseal"),
                            .product(name: "IdentityClient", package: "fingerseal"),
-                           .product(name: "JOSEKit", package: "fingerseal")]
+                           .product(name: "JOSEKit", package: "fingerseal"),
+                           .product(name: "ZoneInfo", package: "fingerseal")]
         ),
     ]
 )

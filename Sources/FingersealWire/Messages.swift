@@ -128,6 +128,9 @@ public struct Request: Sendable {
     /// sends its environment's, the module the PAM environment's. Presentation only: the
     /// broker never lets it change an outcome, a check or anything it records.
     public var language: String?
+    /// The person's time zone (`ClientTimeZone`), for the times in the sentences of this
+    /// request only; nil, UTC. Presentation only, like `language`.
+    public var timeZone: String?
     /// The application the session agent asks for; nil from the CLI and the module.
     public var application: Application?
 
@@ -278,6 +281,7 @@ extension ClientMessage {
             fields.add("events", request.wantsEvents)
             fields.add("ticket", request.ticket)
             fields.add("language", request.language)
+            fields.add("time-zone", request.timeZone)
             if let application = request.application {
                 fields.add("app", true)
                 fields.add("app.bus-name", application.busName)
@@ -319,6 +323,7 @@ extension ClientMessage {
             request.wantsEvents = try fields.flag("events")
             request.ticket = try fields.string("ticket")
             request.language = try fields.string("language")
+            request.timeZone = try fields.string("time-zone")
             if try fields.flag("app") {
                 var application = Application(busName: try fields.required("app.bus-name"), executable: try fields.string("app.executable"),
                                               appID: try fields.string("app.id"), name: try fields.string("app.name"),

@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import ZoneInfo
 
 /// Sentences in the person's language, through glibc's gettext (domain `fingerseal`).
 ///
@@ -185,39 +186,61 @@ public enum Localization {
 
     // MARK: Times
 
-    /// `seconds` since the epoch as local time in this thread's language's format (`%c`
-    /// without seconds' noise: the locale's date, then its time to the minute).
+    /// This thread's time zone for the times it shows: the person's (the request's), or nil
+    /// when the request named none that could be used, and then UTC, said as such.
+    public static var zone: Zone? { Current.zone }
+
+    /// Makes `zone` this thread's zone for the rest of the thread (a request's thread).
+    public static func adopt(zone: Zone?) { Current.zone = zone }
+
+    /// `seconds` since the epoch as a date and a time to the minute in this thread's zone and
+    /// language ("2026-12-01 at 20:09", "02. des. 2026 kl. 20:09"); with the zone's
+    /// abbreviation only when it is not the person's own (UTC, when the request named none).
     public static func localTime(_ seconds: Int64) -> String {
-        var time = time_t(seconds)
-        var parts = tm()
-        guard localtime_r(&time, &parts) != nil else { return String(seconds) }
-        let format = Current.language == nil ? "%Y-%m-%d %H:%M %Z" : "%x %H:%M %Z"
-        var buffer = [CChar](repeating: 0, count: 128)
-        // strftime_l takes a real locale, never LC_GLOBAL_LOCALE; English is the C locale's format.
-        let language = Current.language
-        let count = buffer.withUnsafeMutableBufferPointer { out in
-            language.map { strftime_l(out.baseAddress, out.count, format, &parts, $0.handle.raw) }
-                ?? strftime(out.baseAddress, out.count, format, &parts)
-        }
-        guard count > 0 else { return String(seconds) }
-        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let (parts, type) = localParts(seconds) else { return String(seconds) }
+        let date = format(Current.language == nil ? "%Y-%m-%d" : "%x", parts) ?? String(seconds)
+        let clock = format2(parts.tm_hour) + ":" + format2(parts.tm_min)
+        let shown = tr("%1$s at %2$s", date, clock)
+        return Current.zone == nil ? shown + " " + type.abbreviation : shown
     }
 
     /// How `seconds` lies from `now` in local days, for "today at 20:09": the day (0 today,
     /// 1 yesterday, nil further or in the future) and the clock time to the minute.
     public static func localDay(_ seconds: Int64, now: Int64) -> (daysAgo: Int?, clock: String) {
-        var time = time_t(seconds), current = time_t(now)
-        var then = tm(), today = tm()
-        guard localtime_r(&time, &then) != nil, localtime_r(&current, &today) != nil else { return (nil, String(seconds)) }
-        let clock = String(format2(then.tm_hour)) + ":" + String(format2(then.tm_min))
+        guard let (then, _) = localParts(seconds), let (today, _) = localParts(now) else { return (nil, String(seconds)) }
+        let clock = format2(then.tm_hour) + ":" + format2(then.tm_min)
         if then.tm_year == today.tm_year && then.tm_yday == today.tm_yday { return (0, clock) }
         // Yesterday: the local day before today's (across a year's end too).
-        var before = current - 86_400
-        var yesterday = tm()
-        if localtime_r(&before, &yesterday) != nil, then.tm_year == yesterday.tm_year, then.tm_yday == yesterday.tm_yday {
+        if let (yesterday, _) = localParts(now - 86_400), then.tm_year == yesterday.tm_year, then.tm_yday == yesterday.tm_yday {
             return (1, clock)
         }
         return (nil, clock)
+    }
+
+    /// The calendar fields of `seconds` in this thread's zone: its offset added, then read
+    /// as UTC (gmtime_r), since localtime_r knows only the process's one zone.
+    private static func localParts(_ seconds: Int64) -> (tm, LocalTimeType)? {
+        let type = (Current.zone ?? .utc).type(at: seconds)
+        let (shifted, overflow) = seconds.addingReportingOverflow(Int64(type.utcOffset))
+        guard !overflow else { return nil }
+        var time = time_t(shifted)
+        var parts = tm()
+        guard gmtime_r(&time, &parts) != nil else { return nil }
+        return (parts, type)
+    }
+
+    /// strftime in this thread's language (strftime_l takes a real locale, never
+    /// LC_GLOBAL_LOCALE; English is the C locale's format).
+    private static func format(_ pattern: String, _ fields: tm) -> String? {
+        var parts = fields
+        var buffer = [CChar](repeating: 0, count: 128)
+        let language = Current.language
+        let count = buffer.withUnsafeMutableBufferPointer { out in
+            language.map { strftime_l(out.baseAddress, out.count, pattern, &parts, $0.handle.raw) }
+                ?? strftime(out.baseAddress, out.count, pattern, &parts)
+        }
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     private static func format2(_ value: Int32) -> String {
@@ -280,29 +303,48 @@ private final class LocaleCache: @unchecked Sendable {
     }
 }
 
-/// The thread's chosen language (the glibc side is `uselocale`; this keeps the Swift value).
+/// The thread's chosen language (the glibc side is `uselocale`; this keeps the Swift value)
+/// and time zone.
 private enum Current {
+    static let languages = PerThread<Localization.Language>()
+    static let zones = PerThread<Zone>()
+
     static var language: Localization.Language? {
+        get { languages.value }
+        set { languages.value = newValue }
+    }
+
+    static var zone: Zone? {
+        get { zones.value }
+        set { zones.value = newValue }
+    }
+}
+
+/// One value per thread (pthread_setspecific), released when the thread ends.
+private final class PerThread<Value>: @unchecked Sendable {
+    private final class Box {
+        let value: Value
+        init(_ value: Value) { self.value = value }
+    }
+
+    private let key: pthread_key_t
+
+    init() {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { raw in if let raw { Unmanaged<AnyObject>.fromOpaque(raw).release() } }
+        self.key = key
+    }
+
+    var value: Value? {
         get {
             guard let raw = pthread_getspecific(key) else { return nil }
-            return Unmanaged<Box>.fromOpaque(raw).takeUnretainedValue().language
+            return Unmanaged<Box>.fromOpaque(raw).takeUnretainedValue().value
         }
         set {
             if let old = pthread_getspecific(key) { Unmanaged<Box>.fromOpaque(old).release() }
             pthread_setspecific(key, newValue.map { UnsafeRawPointer(Unmanaged.passRetained(Box($0)).toOpaque()) })
         }
     }
-
-    final class Box {
-        let language: Localization.Language
-        init(_ language: Localization.Language) { self.language = language }
-    }
-
-    static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        pthread_key_create(&key) { raw in if let raw { Unmanaged<Box>.fromOpaque(raw).release() } }
-        return key
-    }()
 }
 
 /// A sentence from the catalog (gettext domain `fingerseal`) in this thread's language. The

@@ -151,6 +151,8 @@ struct ModuleCall {
         request.moduleOptions = arguments
         request.ticket = ticket
         request.language = language()
+        // The PAM environment's TZ (pam_env), else the system's zone: presentation only.
+        request.timeZone = ClientTimeZone.name(tz: pam.environment("TZ"))
         let outcome: Outcome
         switch BrokerExchange(pam: pam, options: options, answering: answering).run(request) {
         case .unreachable:

@@ -198,6 +198,7 @@ final class Agent {
         request.wantsEvents = true
         request.answersWhileScanning = true
         request.language = settings.language
+        request.timeZone = settings.timeZone
         request.application = Application(busName: application.busName, executable: application.executable, appID: application.appID,
                                           name: application.displayName, grantKey: grantKey, methods: options.methods)
         return request
@@ -261,6 +262,7 @@ final class Agent {
         request.arguments = [owner.context]
         request.options.set(field: Option.end.field, "1")
         request.language = settings.language
+        request.timeZone = settings.timeZone
         request.application = Application(busName: owner.busName, grantKey: key.copyBytes())
         let exchange = UncheckedExchange(AgentExchange(socketPath: socketPath, request: request, payload: nil, answers: nil,
                                                        note: { _ in }))
@@ -290,6 +292,7 @@ final class Agent {
         var request = Request(.status)
         request.options.set(field: Option.json.field, "1")
         request.language = settings.language
+        request.timeZone = settings.timeZone
         request.application = Application(busName: call.sender)
         let exchange = UncheckedExchange(AgentExchange(socketPath: socketPath, request: request, payload: nil, answers: nil,
                                                        note: { _ in }))

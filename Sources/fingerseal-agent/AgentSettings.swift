@@ -8,6 +8,8 @@ struct AgentSettings {
     var socketPath = "/run/fingerseal/socket"
     /// The person's language, for the broker's sentences and the agent's own.
     var language: String? = nil
+    /// The person's time zone, for the times in the broker's sentences (`ClientTimeZone`).
+    var timeZone: String? = nil
     /// Seconds without a request or a confirmation held before the agent ends; nil: never.
     var idleExit: Double? = 60
     /// Whether a dialog can be shown at all (a display in the agent's environment, and GTK

@@ -32,6 +32,7 @@ Localization.adopt(Localization.language(preference))
 
 var settings = AgentSettings()
 settings.language = preference ?? "C"
+settings.timeZone = ClientTimeZone.name(tz: getenv("TZ").map { String(cString: $0) })
 if let socket = getenv("FINGERSEAL_SOCKET"), socket.pointee != 0 { settings.socketPath = String(cString: socket) }
 var replace = false
 var arguments = CommandLine.arguments.dropFirst()

@@ -49,6 +49,7 @@ struct Invocation {
         // Presentation only (Request.language); "C" when the environment names none, so the
         // broker answers in English like this side rather than in the system's default.
         request.language = Invocation.languagePreference ?? "C"
+        request.timeZone = ClientTimeZone.name(tz: Invocation.environment("TZ"))
         var values = parsed.wireValues(spec.options)
         socketPath = parsed.value(CommandSpec.socket) ?? Invocation.environment("FINGERSEAL_SOCKET") ?? Invocation.defaultSocket
         pinFD = parsed.descriptor(Commands.pinFD)

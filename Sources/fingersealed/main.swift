@@ -13,6 +13,7 @@ import FingersealWire
 import Glibc
 import Localization
 import SystemKit
+import SystemdKit
 
 func fail(_ message: String) -> Never {
     var text = "fingersealed: " + message + "\n"
@@ -80,6 +81,9 @@ do {
     // the socket removed. Blocked before any thread starts, so only the signalfd sees them.
     let stop = try InterruptWatch(signals: [SIGTERM, SIGINT])
     try server.run(stopFD: stop.fd)
+    // The last requests' events, still on their way to the journal (bounded: a journald that
+    // stopped reading does not keep the broker from exiting).
+    Journal.shared.flush(limit: 1)
     if let socketPath, !listener.activated { unlink(socketPath) }
 } catch {
     fail("\(error)")

@@ -644,6 +644,52 @@ import SystemKit
         #expect(!sentences.contains { $0.hasPrefix("Sign-in did not succeed") })
         #expect(!log.contains { $0.contains(PAMRig.pin) }, "no PIN in the log: \(log)")
     }
+
+    /// Each event also goes to the journal (issue 23 §5), to a real systemd-journald beside the
+    /// broker: a MESSAGE_ID per kind of event and the account, the PAM service, the method and
+    /// the outcome as fields, what `journalctl MESSAGE_ID=…` finds, and never the PIN.
+    @Test(.enabled(if: JournalCapture.available && PAMRig.pamtesterAvailable)) func eventsGoToTheJournal() throws {
+        let captureDirectory = try TempDirectory()
+        let journal = try JournalCapture(directory: captureDirectory.path)
+        let rig = try PAMRig(reader: true, wrapBroker: journal.wrap)
+        let user = rig.user.name
+        // The module: three missed scans, then the PIN, through pamtester.
+        let child = try rig.startPamtester(answers: [PAMRig.pin])
+        try rig.miss(3)
+        let pam = child.finish()
+        #expect(pam.status == 0, "\(pam.all)")
+        let unlocks = try journal.entries("MESSAGE_ID=" + AuditMessageID.unlock)
+        let unlock = try #require(unlocks.last, "\(unlocks)")
+        #expect(unlock["FINGERSEAL_USER"] == user && unlock["FINGERSEAL_UID"] == String(rig.user.uid), "\(unlock)")
+        #expect(unlock["FINGERSEAL_SERVICE"] == PAMRig.service && unlock["FINGERSEAL_CHANNEL"] == "pam", "\(unlock)")
+        #expect(unlock["FINGERSEAL_METHOD"] == "pin" && unlock["FINGERSEAL_OUTCOME"] == "success", "\(unlock)")
+        #expect(unlock["SYSLOG_IDENTIFIER"] == "fingersealed" && unlock["PRIORITY"] == "6", "\(unlock)")
+        #expect(unlock["MESSAGE"]?.contains("Unlocked with the PIN at a system sign-in (PAM).") == true, "\(unlock)")
+        let fallback = try #require(try journal.entries("MESSAGE_ID=" + AuditMessageID.fallback).last)
+        #expect(fallback["FINGERSEAL_OUTCOME"]?.isEmpty == false && fallback["FINGERSEAL_SERVICE"] == PAMRig.service, "\(fallback)")
+
+        // A reveal from the command line: its own id finds it, with the context and the file's id.
+        let files = try TempDirectory()
+        let plain = files.file("plain"), sealed = files.file("assignment.sealed")
+        writeFile(plain, Array("health details\n".utf8))
+        let seal = try rig.home.run(["seal", "--context", "assignments", "--out", sealed, plain])
+        #expect(seal.status == 0, "\(seal.all)")
+        let revealed = try rig.home.run(["reveal", "--no-notice", "--pin-fd", "3", sealed], fd3: PAMRig.pin + "\n")
+        #expect(revealed.status == 0 && revealed.stdout == "health details\n", "\(revealed.all)")
+        let reveals = try journal.entries("MESSAGE_ID=" + AuditMessageID.reveal)
+        #expect(reveals.count == 1, "\(reveals)")
+        let reveal = try #require(reveals.first)
+        #expect(reveal["FINGERSEAL_CONTEXT"] == "assignments" && reveal["FINGERSEAL_USER"] == user, "\(reveal)")
+        #expect(reveal["FINGERSEAL_CHANNEL"] == "cli" && reveal["FINGERSEAL_SERVICE"] == nil && reveal["PRIORITY"] == "5", "\(reveal)")
+        #expect(reveal["FINGERSEAL_FILE"]?.isEmpty == false, "\(reveal)")
+
+        // Nothing of the PIN, nor of the sealed content, in anything fingersealed sent.
+        let everything = try journal.entries("SYSLOG_IDENTIFIER=fingersealed", atLeast: 4)
+        #expect(everything.count >= 4, "\(everything)")
+        for entry in everything {
+            #expect(!entry.values.contains { $0.contains(PAMRig.pin) || $0.contains("health details") }, "\(entry)")
+        }
+    }
 }
 
 /// A clock that moves on a day at every reading: no PIN delay ever applies.
@@ -702,5 +748,25 @@ final class LogLines: @unchecked Sendable {
         let listed = try s.run(["audit"])
         #expect(listed.stdout.hasSuffix(": Unlocked with a finger, using the fingerseal command.\n"), "\(listed.stdout)")
         #expect(try s.run(["audit", "--verify"]).status == 0)
+    }
+}
+
+/// The journal catalog (systemd/fingerseal.catalog) explains every MESSAGE_ID the broker
+/// sends, and nothing else, and journalctl accepts it into a temporary root.
+@Suite struct JournalCatalogTests {
+    @Test func catalogExplainsEveryEvent() throws {
+        let text = String(decoding: try #require(readFile(Paths.packageRoot + "/systemd/fingerseal.catalog")), as: UTF8.self)
+        let ids = text.split(separator: "\n").filter { $0.hasPrefix("-- ") }.map { String($0.dropFirst(3)) }
+        #expect(Set(ids) == Set(AuditMessageID.byEvent.values) && ids.count == AuditMessageID.byEvent.count, "\(ids)")
+        #expect(AuditMessageID.byEvent["reveal"] == AuditMessageID.reveal)
+        guard access("/bin/journalctl", X_OK) == 0 else { return }
+        let root = try TempDirectory()
+        let catalogs = root.file("usr/lib/systemd/catalog")
+        #expect(try Child.run("/bin/mkdir", ["-p", catalogs]).status == 0)
+        writeFile(catalogs + "/fingerseal.catalog", Array(text.utf8))
+        let update = try Child.run("/bin/journalctl", ["--root=" + root.path, "--update-catalog"])
+        #expect(update.status == 0 && update.stderr.isEmpty, "\(update.all)")
+        let listed = try Child.run("/bin/journalctl", ["--root=" + root.path, "--list-catalog"])
+        #expect(listed.stdout.split(separator: "\n").filter { $0.contains("fingerseal:") }.count == ids.count, "\(listed.all)")
     }
 }

@@ -87,6 +87,40 @@ import Testing
         #expect(Localization.language("../../etc/passwd") == nil)
     }
 
+    /// The time zone travels with the request as the language does (issue 23 §4): the broker
+    /// (in UTC) shows the vault's age in Oslo's time, in Norwegian, as glibc would; a zone it
+    /// cannot use is named in its log and the time shown in UTC, said as such.
+    @Test(.enabled(if: LocalizationTests.norwegianExists))
+    func statusInThePersonsZoneAndLanguage() throws {
+        let home = try CLIHome(brokerEnvironment: Self.locale)
+        #expect(try home.run(["pin", "set", "--pin-fd", "3"], fd3: "4321\n").status == 0)
+        let json = try home.run(["status", "--json"])
+        let iso = try #require(json.stdout.split(separator: "\"").drop { $0 != "enabled_since" }.dropFirst(2).first.map(String.init),
+                               "\(json.stdout)")
+        let epoch = try Child.run("/bin/date", ["-d", iso, "+%s"]).stdout.split(separator: "\n").first.map(String.init) ?? "?"
+        func glibc(_ tz: String, _ locale: String, _ format: String) throws -> String {
+            let shown = try Child.run("/bin/date", ["-d", "@" + epoch, format], environment: ["TZ": tz, "LC_ALL": locale]).stdout
+            return String(shown.split(separator: "\n").first ?? "")
+        }
+
+        let norwegian = Self.locale.merging(["LANG": "nb_NO.UTF-8", "TZ": "Europe/Oslo"]) { $1 }
+        let oslo = try home.run(["status"], environment: norwegian)
+        let expected = try glibc("Europe/Oslo", "nb_NO.UTF-8", "+Aktivert siden %x kl. %H:%M.")
+        #expect(oslo.stdout.contains(expected + "\n"), "\(expected) in \(oslo.stdout)")
+
+        // A POSIX rule as TZ, and English.
+        let rule = "<+1030>-10:30<+11>-11,M10.1.0,M4.1.0"
+        let english = try home.run(["status"], environment: Self.locale.merging(["TZ": rule]) { $1 })
+        let expectedEnglish = try glibc(rule, "C", "+Enabled since %Y-%m-%d at %H:%M.")
+        #expect(english.stdout.contains(expectedEnglish + "\n"), "\(expectedEnglish) in \(english.stdout)")
+
+        // A zone that is not there: UTC, named as such; never an error.
+        let bogus = try home.run(["status"], environment: Self.locale.merging(["TZ": "Nowhere/Atlantis"]) { $1 })
+        #expect(bogus.status == 0, "\(bogus.all)")
+        let expectedUTC = try glibc("UTC", "C", "+Enabled since %Y-%m-%d at %H:%M UTC.")
+        #expect(bogus.stdout.contains(expectedUTC + "\n"), "\(expectedUTC) in \(bogus.stdout)")
+    }
+
     @Test(.enabled(if: LocalizationTests.norwegianExists))
     func statusAndUnlockWithThePINInNorwegian() throws {
         let home = try CLIHome(brokerEnvironment: Self.locale)

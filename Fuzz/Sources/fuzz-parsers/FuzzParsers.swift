@@ -6,6 +6,7 @@ import FoundationEssentials
 @testable import IdentityClient
 @testable import JOSEKit
 import SodiumKit
+@testable import ZoneInfo
 
 func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     guard let data, size > 0 else { return 0 }
@@ -131,6 +132,21 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
         _ = try? IDToken.header(token)
         if (try? IDToken.verify(token, keys: fuzzKeys, issuer: "joe", clientID: "c", nonce: nil, now: 1_300_819_000)) != nil {
             trap()
+        }
+    case 9:
+        // A TZif file under a name a client chose (issue 23 §4): whatever parses must answer
+        // for any instant, with offsets inside the bound the parser promises.
+        if let zone = try? TZif(parsing: input) {
+            for instant: Int64 in [Int64.min, -4_000_000_000, -1, 0, 1_784_116_800, 4_102_444_800, Int64.max] {
+                guard abs(Int(zone.type(at: instant).utcOffset)) < 26 * 3600 else { trap() }
+            }
+        }
+    case 13:
+        // A POSIX TZ rule (a client's TZ, a TZif footer): the same.
+        if let rule = PosixRule(String(decoding: input, as: UTF8.self)) {
+            for instant: Int64 in [Int64.min, -4_000_000_000, -1, 0, 1_784_116_800, 4_102_444_800, Int64.max] {
+                guard abs(Int(rule.type(at: instant).utcOffset)) < 26 * 3600 else { trap() }
+            }
         }
     case 17:
         // The strict in-place JSON reader of token and device answers: whatever it accepts,

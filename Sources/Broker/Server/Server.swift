@@ -205,8 +205,13 @@ public final class Server: @unchecked Sendable {
         }
         // Every sentence of this request in the language it asked for (presentation only).
         Localization.adopt(Localization.language(request.language ?? state.settings.defaultLanguage))
+        // And every time in it in the person's zone.
+        Localization.adopt(zone: RequestZone.resolve(request.timeZone))
         let conversation = Conversation(connection: connection, wantsEvents: request.wantsEvents)
-        Dispatcher.handle(request, from: caller, conversation: conversation, state: state, slot: slot)
+        // What its audit events say of where they came from, in the journal.
+        AuditOrigin.$current.withValue(AuditOrigin(request, caller: caller)) {
+            Dispatcher.handle(request, from: caller, conversation: conversation, state: state, slot: slot)
+        }
     }
 }
 
@@ -225,14 +230,15 @@ final class AdmissionSlot {
     }
 }
 
-/// Starts a detached thread running `body` with every signal blocked, in the language of the
-/// request that starts it (a background scan speaks the request's). False when no thread
+/// Starts a detached thread running `body` with every signal blocked, in the language and time
+/// zone of the request that starts it (a background scan speaks the request's). False when no thread
 /// could be started.
 @discardableResult
 func startThread(_ body: @escaping @Sendable () -> Void) -> Bool {
-    let language = Localization.current
+    let language = Localization.current, zone = Localization.zone
     return startDetachedThread {
         Localization.adopt(language)
+        Localization.adopt(zone: zone)
         body()
     }
 }

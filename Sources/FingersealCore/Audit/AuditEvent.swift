@@ -1,3 +1,4 @@
+import SystemdKit
 import SystemKit
 
 /// How a vault was unlocked (and which lock engaged).
@@ -76,16 +77,30 @@ public enum AuditEvent: Equatable, Sendable {
 
 /// Where each event's log line goes, besides the audit file.
 public enum AuditSink: Sendable {
-    /// syslog(3) at LOG_AUTHPRIV: the broker.
-    case syslog
-    /// The PAM module passes pam_syslog here.
+    /// The system's log (the broker's): the journal with each event's fields where journald
+    /// listens (`Journal`, never waited for), else syslog(3) at LOG_AUTHPRIV, as before.
+    case system
+    /// Lines to a function of the caller's (tests).
     case custom(@Sendable (Syslog.Level, String) -> Void)
     case none
 
+    /// A line that is no event (a problem recording one, a count starting).
     func log(_ level: Syslog.Level, _ message: String) {
         switch self {
-        case .syslog: Syslog.log(level, message)
+        case .system:
+            Journal.shared.send(JournalEntry(fields: [("MESSAGE", message), ("PRIORITY", level == .notice ? "5" : "4"),
+                                                      ("SYSLOG_IDENTIFIER", "fingersealed"), ("SYSLOG_FACILITY", "10")],
+                                             syslogLevel: level, syslogLine: message))
         case let .custom(log): log(level, message)
+        case .none: break
+        }
+    }
+
+    /// An event: its sentence, and in the journal its fields.
+    func log(_ record: AuditJournalRecord) {
+        switch self {
+        case .system: Journal.shared.send(record.journalEntry)
+        case let .custom(log): log(.notice, record.line)
         case .none: break
         }
     }

@@ -28,7 +28,7 @@ public struct AuditTrail: Sendable {
     var fileLimit = AuditFiles.fileLimit
     var attemptsFileLimit = AuditFiles.attemptsFileLimit
 
-    public init(store: VaultStore, clock: any Clock = SystemClock(), sink: AuditSink = .syslog) {
+    public init(store: VaultStore, clock: any Clock = SystemClock(), sink: AuditSink = .system) {
         self.store = store
         self.clock = clock
         self.sink = sink
@@ -114,10 +114,14 @@ public struct AuditTrail: Sendable {
         log(event.entry(time: 0, vault: ""), chain: event.chain, seq: nil)
     }
 
-    /// One plain sentence at LOG_AUTHPRIV, with the entry's number when it was recorded.
+    /// One plain sentence at LOG_AUTHPRIV, with the entry's number when it was recorded; in
+    /// the journal with the event's fields (`AuditJournalRecord`). Called where the append
+    /// happened: for an unlock, after the person's answer (`AfterReply`).
     private func log(_ entry: AuditEntry, chain: AuditChain, seq: UInt64?) {
         let number = seq.map { chain == .security ? ", event \($0)" : ", attempt \($0)" } ?? ""
-        sink.log(.notice, "audit: user \(store.location.account.name)" + number + ": " + entry.sentence)
+        let line = "audit: user \(store.location.account.name)" + number + ": " + entry.sentence
+        sink.log(AuditJournalRecord(entry: entry, chain: chain, seq: seq, account: store.location.account, origin: AuditOrigin.current,
+                                    line: line))
     }
 
     /// Appends `batch` to its chains in one vault update (throwing). Returns the lines

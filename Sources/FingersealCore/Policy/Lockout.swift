@@ -155,7 +155,7 @@ public struct LockoutLedger: Sendable {
     /// Whose tries are counted: nil, the owner's; a uid, that other account's alone.
     public let applicant: UInt32?
 
-    public init(store: VaultStore, policy: LockoutPolicy, clock: any Clock = SystemClock(), auditSink: AuditSink = .syslog,
+    public init(store: VaultStore, policy: LockoutPolicy, clock: any Clock = SystemClock(), auditSink: AuditSink = .system,
                 applicant: UInt32? = nil) {
         self.store = store
         self.policy = policy
@@ -165,7 +165,7 @@ public struct LockoutLedger: Sendable {
     }
 
     /// The ledger with the limits `options` set (`max_fails`).
-    public init(store: VaultStore, options: Options, clock: any Clock = SystemClock(), auditSink: AuditSink = .syslog,
+    public init(store: VaultStore, options: Options, clock: any Clock = SystemClock(), auditSink: AuditSink = .system,
                 applicant: UInt32? = nil) {
         self.init(store: store, policy: LockoutPolicy(maxFingerFailures: options.maxFails), clock: clock, auditSink: auditSink,
                   applicant: applicant)
