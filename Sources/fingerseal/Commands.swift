@@ -80,9 +80,7 @@ enum Commands {
         subcommands: [
             CommandSpec(name: "on", summary: N_("Seal your account password in your vault, so a finger or PIN at sign-in unlocks your keyring."),
                         options: [passwordFD],
-                        discussion: N_("""
-                            Needs your account password. The administrator lists the sign-in services that hand it on                             (keyring_services=). A password change through PAM replaces the sealed copy.
-                            """),
+                        discussion: N_("Needs your account password. The administrator lists the sign-in services that hand it on (keyring_services=). A password change through PAM replaces the sealed copy."),
                         command: .keyringOn),
             CommandSpec(name: "off", summary: N_("Remove your account password from your vault; the keyring asks for it again."),
                         options: [pinFD], discussion: N_("Needs a finger or the PIN."), command: .keyringOff),

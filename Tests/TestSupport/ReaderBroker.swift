@@ -122,8 +122,9 @@ enum Pamtester {
     /// leads the foreground of a real one, as sudo at a terminal does (Ctrl-C reaches it).
     static func start(services: String, service: String, user: String, operations: [String] = ["authenticate"],
                       answers: [String] = [], tty: String? = "/dev/pts/0", items: [String] = [],
-                      environment extra: [String: String] = [:], newSession: Bool = true) throws -> Child {
-        var arguments: [String] = []
+                      environment extra: [String: String] = [:], newSession: Bool = true,
+                      extraArguments: [String] = []) throws -> Child {
+        var arguments = extraArguments
         if let tty { arguments += ["-I", "tty=\(tty)"] }
         for item in items { arguments += ["-I", item] }
         arguments += [service, user] + operations
@@ -134,9 +135,10 @@ enum Pamtester {
 
     static func run(services: String, service: String, user: String, operations: [String] = ["authenticate"],
                     answers: [String] = [], tty: String? = "/dev/pts/0", items: [String] = [],
-                    environment extra: [String: String] = [:], newSession: Bool = true) throws -> Child.Result {
+                    environment extra: [String: String] = [:], newSession: Bool = true,
+                    extraArguments: [String] = []) throws -> Child.Result {
         try start(services: services, service: service, user: user, operations: operations, answers: answers, tty: tty,
-                  items: items, environment: extra, newSession: newSession).finish()
+                  items: items, environment: extra, newSession: newSession, extraArguments: extraArguments).finish()
     }
 }
 

@@ -112,6 +112,7 @@ public enum AuditMessageID {
     public static let fingerUnlockSetting = "7d3b6d155b0f4e23b1a97a3df012ff46"
     public static let identifySetting = "b6b3e5a14ab84114b8d47bf21bab144d"
     public static let identifyAmbiguous = "618f9fefdcbb412c969cb71549fe2db0"
+    public static let keyring = "dfc5b79a7d894a82b58144d8bc4a8c31"
     public static let application = "e817d23d83fc45e4b11cd308e0d5a58c"
     public static let attemptsCounted = "ac8e29f3421c491cbb8f058a745c1d06"
 
@@ -124,6 +125,6 @@ public enum AuditMessageID {
         "failure": failure, "logout": logout, "pin-reset": pinReset, "fprintd-set-confirmed": fprintdSetConfirmed,
         "sealed-to-tpm": sealedToTPM, "pin-left-tpm-lockout": pinLeftTPMLockout, "vault-replaced": vaultReplaced,
         "provisioned": provisioned, "provisioning": provisioning, "finger-unlock": fingerUnlockSetting, "identify": identifySetting,
-        "identify-ambiguous": identifyAmbiguous, "application": application, AuditEntry.counted: attemptsCounted,
+        "identify-ambiguous": identifyAmbiguous, "keyring": keyring, "application": application, AuditEntry.counted: attemptsCounted,
     ]
 }
