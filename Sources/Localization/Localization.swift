@@ -190,6 +190,14 @@ public enum Localization {
     /// when the request named none that could be used, and then UTC, said as such.
     public static var zone: Zone? { Current.zone }
 
+    /// Runs `body` with `zone` as this thread's zone, then restores the zone before.
+    public static func with<T>(zone: Zone?, _ body: () throws -> T) rethrows -> T {
+        let before = Current.zone
+        Current.zone = zone
+        defer { Current.zone = before }
+        return try body()
+    }
+
     /// Makes `zone` this thread's zone for the rest of the thread (a request's thread).
     public static func adopt(zone: Zone?) { Current.zone = zone }
 

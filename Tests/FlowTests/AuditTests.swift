@@ -64,10 +64,12 @@ import SystemKit
 
         /// The CLI through this trail's broker. XDG_STATE_HOME points at the temp directory,
         /// which once held the vault: it changes nothing now.
+        /// The client names its zone (UTC), as a person's would: times come without a zone's name.
         func cli(_ arguments: [String]) throws -> Child.Result {
             guard let broker else { throw TestFailure("this trail has no broker") }
             var environment = broker.clientEnvironment
             environment["XDG_STATE_HOME"] = temp.path
+            environment["TZ"] = "Etc/UTC"
             return try Child.run(Paths.cli, arguments, environment: environment)
         }
 

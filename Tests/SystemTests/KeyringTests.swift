@@ -57,6 +57,7 @@ import SystemKit
             _ = Child.runQuietly("/bin/rm", ["-rf", home + "/.local/share/keyrings"])
             let keyring = try asUser(["/usr/bin/dbus-run-session", "--", "/bin/sh", "-c", """
                 printf '%s' "$1" | gnome-keyring-daemon --unlock --components=secrets >/dev/null &&
+                \(KeyringTests.untilTheDaemonServes) &&
                 printf '%s' topsecret | secret-tool store --label=test app fingerseal-test
                 """, "sh", KeyringTests.password])
             try #require(keyring.status == 0, "\(keyring.all)")
@@ -88,7 +89,7 @@ import SystemKit
             unlink(fifo)
             #expect(mkfifo(fifo, 0o600) == 0 && chown(fifo, entry.pw_uid, entry.pw_gid) == 0)
             let child = try startAsUser(["/usr/bin/dbus-run-session", "--", "/bin/sh", "-c", """
-                gnome-keyring-daemon --start --components=secrets >/dev/null &&
+                gnome-keyring-daemon --start --components=secrets >/dev/null && \(KeyringTests.untilTheDaemonServes) &&
                 printf '%s' "$DBUS_SESSION_BUS_ADDRESS" > "$1.part" && mv "$1.part" "$1" && read _ < "$2"
                 """, "sh", ready, fifo])
             guard ReaderBroker.waitUntil(20, { access(ready, R_OK) == 0 }) else {
@@ -118,8 +119,31 @@ import SystemKit
                               extraArguments: ["-E", "XDG_RUNTIME_DIR=\(runtime.path)"])
         }
 
+        /// The same with a finger on the virtual reader.
+        func signIn(scanning finger: String) throws -> Child.Result {
+            let host = try Pamtester.start(services: services, service: KeyringTests.service, user: KeyringTests.user,
+                                           extraArguments: ["-E", "XDG_RUNTIME_DIR=\(runtime.path)"])
+            try VirtualSensor.send("SCAN \(finger)", to: rig.sensor)
+            return host.finish()
+        }
+
+        func enroll(_ finger: String) throws {
+            let enrolled = try rig.scan(["enroll", "--user", KeyringTests.user, "--finger", "right-index-finger", "--pin-fd", "3"],
+                                        Array(repeating: "SCAN \(finger)", count: 5), fd3: KeyringTests.pin + "\n")
+            try #require(enrolled.status == 0, "\(enrolled.all)")
+        }
+
         func audit() throws -> String { try rig.cli(["audit", "--user", KeyringTests.user]).stdout }
     }
+
+    /// Shell that waits (at most 10 s) until the daemon just started owns the Secret Service's
+    /// name on the session bus: asked before, the bus would start a second daemon, with no
+    /// password, which would want a prompt.
+    static let untilTheDaemonServes = """
+        i=0; until dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+        org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets | grep -q 'boolean true'; do \
+        i=$((i+1)); [ $i -gt 200 ] && exit 3; sleep 0.05; done
+        """
 
     /// Every process of the test's account: its sessions' daemons outlive dbus-run-session.
     static func stopSessions(_ uid: uid_t) {
@@ -149,9 +173,10 @@ import SystemKit
     }
 
     /// A change through pam_chauthtok (pam_unix, then pam_gnome_keyring and fingerseal's line):
-    /// the copy is replaced, and the next PIN sign-in unlocks the keyring with the new password.
+    /// the copy is replaced, and the next finger sign-in unlocks the keyring with the new password.
     @Test(.enabled(if: available)) func aPasswordChangeThroughPAMReplacesTheCopy() throws {
         let rig = try Rig()
+        try rig.enroll("finger-k")
         defer { _ = try? Child.run("/usr/sbin/chpasswd", [], stdin: Array("\(KeyringTests.user):\(KeyringTests.password)\n".utf8)) }
         let on = try rig.rig.cli(["keyring", "on", "--password-fd", "3"], fd3: KeyringTests.password + "\n", as: KeyringTests.user)
         try #require(on.status == 0, "\(on.all)")
@@ -167,7 +192,8 @@ import SystemKit
         KeyringTests.stopSessions(rig.entry.pw_uid)
 
         let session = try rig.startSession()
-        #expect(try rig.signIn().status == 0)
+        let signedIn = try rig.signIn(scanning: "finger-k")
+        #expect(signedIn.status == 0 && !signedIn.stderr.contains("PIN: ") && !signedIn.stderr.contains("Password: "), "\(signedIn.all)")
         let found = try rig.lookup(session)
         #expect(found.status == 0 && found.stdout == "topsecret", "\(found.all)")
         rig.end(session)
