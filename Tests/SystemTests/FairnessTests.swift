@@ -249,7 +249,9 @@ import SystemKit
         let (genuine, seconds) = try Self.login(services, "fingerseal-genuine", String(cString: getpwuid(0).pointee.pw_name),
                                                 answers: [TrustBoundaryTests.pin])
         print("connection flood: 16 setuid hosts of one user held; a root login answered in \(Int(seconds * 1000)) ms")
-        #expect(genuine.status == 0 && seconds < 1, "\(seconds) s: \(genuine.all)")
+        // Starved, it would wait out a held host (the 15 s scan timeout at least); 3 s leaves
+        // room for the PIN's Argon2id on a loaded 2-core machine.
+        #expect(genuine.status == 0 && seconds < 3, "\(seconds) s: \(genuine.all)")
         _ = installed
     }
 
