@@ -4,6 +4,7 @@
 #   make bench      benchmarks, printed against baselines measured in the same run
 #   make demo       a walk through fingerseal on this machine, in a throwaway vault
 #   make fuzz       libFuzzer on every parser of untrusted input (FUZZ_SECONDS, default 60)
+#   make faults     injected faults at every site of each path (long); make check runs a few
 #   make completions  regenerate the checked-in bash and zsh completions from the command tree
 #   make deb        the Debian packages, build/deb/fingerseal{,-agent}_<version>_<arch>.deb (debian/)
 #   make install    DESTDIR and PREFIX honoured; the module goes to the PAM module directory,
@@ -39,7 +40,7 @@ MODULE    := .build/embedded/pam_fingerseal.so
 # lld: GNU ld warns about a mktemp reference inside the toolchain's static Foundation.
 BUILD_RELEASE := $(SWIFT) build -c release --static-swift-stdlib -Xswiftc -use-ld=lld
 
-.PHONY: all deps build module locale check fuzz bench demo completions deb install uninstall clean
+.PHONY: all deps build module locale check fuzz faults bench demo completions deb install uninstall clean
 
 all: build
 
@@ -81,6 +82,19 @@ check: deps module
 
 fuzz: build
 	scripts/fuzz
+
+# Every site of malloc, open, read, write, fsync, rename, socket, connect, sendmsg, recvmsg and
+# poll on each path failed in a run of its own, interruptible ones again with EINTR
+# (FaultInjectionTests; make check fails one site per call group). Prints the table.
+FAULT_REPORT := $(CURDIR)/.build/fault-inject/report.tsv
+faults: deps module
+	$(SWIFT) build --build-tests
+	scripts/build-fault-inject
+	rm -f $(FAULT_REPORT)
+	status=0; FAULT_SWEEP=full FAULT_REPORT=$(FAULT_REPORT) scripts/outside-login-session \
+		$(SWIFT) test --skip-build --filter FaultInjectionTests || status=$$?; \
+	{ printf 'path\truns\tpoints seen\tpoints failed\tallocator traps\tfindings\n'; cat $(FAULT_REPORT); } | column -t -s "$$(printf '\t')"; \
+	exit $$status
 
 bench: build
 	scripts/bench

@@ -191,9 +191,24 @@ final class Child {
 
     func signal(_ number: Int32) { kill(pid, number) }
 
+    /// The exit status (or 128 + signal) if the child has ended, nil while it runs; never waits.
+    func exited() -> Int32? {
+        guard !reaped else { return nil }
+        var status: Int32 = 0
+        guard waitpid(pid, &status, WNOHANG) == pid else { return nil }
+        reaped = true
+        let signal = status & 0x7f
+        exitStatus = signal == 0 ? (status >> 8) & 0xff : 128 + signal
+        return exitStatus
+    }
+
+    /// The status `exited` reaped, for a later `wait`.
+    private var exitStatus: Int32 = 0
+
     /// Waits for exit; returns the exit status, or 128 + signal.
     @discardableResult
     func wait() -> Int32 {
+        if reaped { return exitStatus }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         reaped = true

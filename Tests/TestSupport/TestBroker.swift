@@ -99,6 +99,9 @@ final class TestBroker {
         return status
     }
 
+    /// The broker's exit status (or 128 + signal) if it ended on its own; nil while it runs.
+    func ended() -> Int32? { process?.exited() }
+
     func restart() throws {
         stop()
         try start()
