@@ -132,7 +132,10 @@ enum StepUpCommands {
         let (vault, asked) = try confirm(call, parsed.context, fresh: false, ttl: try ttlSeconds(call, asked: given.ttl),
                                          maxAge: given.maxAge, session: session)
         let plaintext = try SealedFile.open(parsed, inPlace: payload.bytes, vault: vault)
-        AuditTrail(store: vault.store).record(.reveal(context: parsed.context, fileID: parsed.fileID), vault: vault)
+        // Every reveal is in the trail (design §3): one that cannot be recorded is not made.
+        guard AuditTrail(store: vault.store).record(.reveal(context: parsed.context, fileID: parsed.fileID), vault: vault) else {
+            throw FingersealError(.systemError, Messages.systemFailure(.writeAuditTrail), detail: "reveal not recorded")
+        }
         if !given.noNotice { call.conversation.info(Messages.personalDataFollows) }
         payload.bytes.withUnsafeBytes(in: plaintext) { call.conversation.data($0) }
         return Reply(.success, method: asked?.rawValue ?? "held")

@@ -80,6 +80,8 @@ public final class Server: @unchecked Sendable {
     private var lastSweep = monotonicSeconds()
     /// When provisioned accounts were last checked for expiry (nil: not yet, at start).
     private var lastExpiry: Double? = nil
+    /// Failed polls of the main loop in a row (the first is logged).
+    private var pollFailures = 0
     /// How often they are.
     static let expiryInterval = 3600.0
 
@@ -109,9 +111,15 @@ public final class Server: @unchecked Sendable {
             var fds = stopFD.map { [pollEntry($0)] } ?? []
             // A second at most between the chores below.
             if case let .failed(code) = waitReady(&fds, until: monotonicSeconds() + 1) {
-                Syslog.log(.warning, "fingersealed: poll failed: \(code)")
-                return
+                // A failed poll (ENOMEM) is a moment of the kernel's, not a reason to stop
+                // serving: the connection threads go on, and this loop tries again shortly.
+                if pollFailures == 0 { Syslog.log(.warning, "fingersealed: poll failed: \(code); trying again") }
+                pollFailures += 1
+                var pause = timespec(tv_sec: 0, tv_nsec: 100_000_000)
+                nanosleep(&pause, nil)
+                continue
             }
+            pollFailures = 0
             if fds.first?.revents ?? 0 != 0 {
                 ServiceManager.notify("STOPPING=1")
                 threads.stop()
