@@ -4,6 +4,9 @@
 #   make bench      benchmarks, printed against baselines measured in the same run
 #   make demo       a walk through fingerseal on this machine, in a throwaway vault
 #   make fuzz       libFuzzer on every parser of untrusted input (FUZZ_SECONDS, default 60)
+#   make soak       10,000 PAM authentications through one broker (SOAK, default 10000), then
+#                   1,000 through fprintd (SOAK_FPRINTD): outcomes, memory, descriptors, threads
+#   make valgrind   100 pamtester transactions loading the module under memcheck (VALGRIND_RUNS)
 #   make completions  regenerate the checked-in bash and zsh completions from the command tree
 #   make deb        the Debian packages, build/deb/fingerseal{,-agent}_<version>_<arch>.deb (debian/)
 #   make install    DESTDIR and PREFIX honoured; the module goes to the PAM module directory,
@@ -39,7 +42,7 @@ MODULE    := .build/embedded/pam_fingerseal.so
 # lld: GNU ld warns about a mktemp reference inside the toolchain's static Foundation.
 BUILD_RELEASE := $(SWIFT) build -c release --static-swift-stdlib -Xswiftc -use-ld=lld
 
-.PHONY: all deps build module locale check fuzz bench demo completions deb install uninstall clean
+.PHONY: all deps build module locale check fuzz soak valgrind bench demo completions deb install uninstall clean
 
 all: build
 
@@ -81,6 +84,20 @@ check: deps module
 
 fuzz: build
 	scripts/fuzz
+
+# Long runs of two tests that `make check` runs short (SoakTests, ValgrindTests); their figures
+# are printed and kept in .build/test-output/.
+SOAK ?= 10000
+SOAK_FPRINTD ?= 1000
+soak: deps module
+	$(SWIFT) build --build-tests
+	FINGERSEAL_SOAK=$(SOAK) FINGERSEAL_SOAK_FPRINTD=$(SOAK_FPRINTD) \
+		scripts/outside-login-session $(SWIFT) test --skip-build --filter SoakTests
+
+VALGRIND_RUNS ?= 100
+valgrind: deps module
+	$(SWIFT) build --build-tests
+	FINGERSEAL_VALGRIND=$(VALGRIND_RUNS) scripts/outside-login-session $(SWIFT) test --skip-build --filter ValgrindTests
 
 bench: build
 	scripts/bench
