@@ -5,6 +5,9 @@
 #   make demo       a walk through fingerseal on this machine, in a throwaway vault
 #   make fuzz       libFuzzer on every parser of untrusted input (FUZZ_SECONDS, default 60)
 #   make faults     injected faults at every site of each path (long); make check runs a few
+#   make soak       10,000 PAM authentications through one broker (SOAK, default 10000), then
+#                   1,000 through fprintd (SOAK_FPRINTD): outcomes, memory, descriptors, threads
+#   make valgrind   100 pamtester transactions loading the module under memcheck (VALGRIND_RUNS)
 #   make completions  regenerate the checked-in bash and zsh completions from the command tree
 #   make deb        the Debian packages, build/deb/fingerseal{,-agent}_<version>_<arch>.deb (debian/)
 #   make install    DESTDIR and PREFIX honoured; the module goes to the PAM module directory,
@@ -40,7 +43,7 @@ MODULE    := .build/embedded/pam_fingerseal.so
 # lld: GNU ld warns about a mktemp reference inside the toolchain's static Foundation.
 BUILD_RELEASE := $(SWIFT) build -c release --static-swift-stdlib -Xswiftc -use-ld=lld
 
-.PHONY: all deps build module locale check fuzz faults bench demo completions deb install uninstall clean
+.PHONY: all deps build module locale check fuzz faults soak valgrind bench demo completions deb install uninstall clean
 
 all: build
 
@@ -95,6 +98,20 @@ faults: deps module
 		$(SWIFT) test --skip-build --filter FaultInjectionTests || status=$$?; \
 	{ printf 'path\truns\tpoints seen\tpoints failed\tallocator traps\tfindings\n'; cat $(FAULT_REPORT); } | column -t -s "$$(printf '\t')"; \
 	exit $$status
+
+# Long runs of two tests that `make check` runs short (SoakTests, ValgrindTests); their figures
+# are printed and kept in .build/test-output/.
+SOAK ?= 10000
+SOAK_FPRINTD ?= 1000
+soak: deps module
+	$(SWIFT) build --build-tests
+	FINGERSEAL_SOAK=$(SOAK) FINGERSEAL_SOAK_FPRINTD=$(SOAK_FPRINTD) \
+		scripts/outside-login-session $(SWIFT) test --skip-build --filter SoakTests
+
+VALGRIND_RUNS ?= 100
+valgrind: deps module
+	$(SWIFT) build --build-tests
+	FINGERSEAL_VALGRIND=$(VALGRIND_RUNS) scripts/outside-login-session $(SWIFT) test --skip-build --filter ValgrindTests
 
 bench: build
 	scripts/bench

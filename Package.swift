@@ -152,6 +152,9 @@ let package = Package(
         // Test helper: many PAM transactions in one (Swift) process, counting what is left behind.
         .executableTarget(name: "pam-cycles", dependencies: ["PAMKit"], path: "Tests/Helpers/pam-cycles"),
 
+        // Test helper: the soak's PAM host, many scripted transactions in one process (SoakTests).
+        .executableTarget(name: "pam-soak", dependencies: ["PAMKit", "BenchSupport"], path: "Tests/Helpers/pam-soak"),
+
         // Test helper: PromptDialog's dialog, texts from arguments, states from stdin, what the
         // person did on stdout (DesktopTests; and for a person to look at).
         .executableTarget(name: "dialog-demo", dependencies: ["PromptDialog", "CGtk"], path: "Tests/Helpers/dialog-demo"),
@@ -207,7 +210,7 @@ let package = Package(
             name: "SystemTests",
             dependencies: ["TestSupport", "FingersealCore", "FingersealWire", "IdentityClient", "Broker", "Localization", "SystemKit",
                            "SystemdKit", "PAMKit", "CPAM", "FprintKit", "FprintdKit", "SessionBusKit", "fingerseal", "fingersealed",
-                           "fingerseal-agent", "vault-torture", "pam-cycles", "wire-client"]
+                           "fingerseal-agent", "vault-torture", "pam-cycles", "pam-soak", "wire-client"]
         ),
         // The desktop: PromptDialog's dialog (dialog-demo) on a private X server and AT-SPI
         // bus, as a screen reader and a keyboard user meet it (DesktopSession).

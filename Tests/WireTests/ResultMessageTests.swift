@@ -1,0 +1,24 @@
+import FingersealWire
+import Testing
+
+/// The result message's outcome through the wire: every outcome comes back as itself, and a
+/// name the wire does not know is refused. The module decodes it by a search of its own, not
+/// `init(rawValue:)` (whose table leaked with the unloaded module: ValgrindTests).
+@Suite struct ResultMessageTests {
+    @Test(arguments: Outcome.allCases) func everyOutcomeRoundTrips(_ outcome: Outcome) throws {
+        let packet = BrokerMessage.result(Reply(outcome, "said")).encoded()
+        let decoded = try packet.withUnsafeBytes { bytes throws(WireError) in try BrokerMessage.decode(bytes) }
+        guard case let .result(reply) = decoded else {
+            Issue.record("not a result: \(decoded)")
+            return
+        }
+        #expect(reply.outcome == outcome && reply.message == "said")
+        #expect(Outcome(wireName: outcome.rawValue) == outcome)
+    }
+
+    @Test func anUnknownOutcomeIsRefused() {
+        #expect(Outcome(wireName: "successful") == nil)
+        #expect(Outcome(wireName: "") == nil)
+        #expect(Outcome(wireName: "Success") == nil)
+    }
+}
