@@ -210,7 +210,10 @@ import Testing
         // Flat: from the first checkpoint on (the reader opened, the threads started), no growth
         // that follows the count. Threads: the idle connection threads (at most 4) may come and go.
         let first = usage[1].1, last = usage.last!.1
-        #expect(last.fds <= first.fds, "descriptors grew: \(first) → \(last)")
+        // A short run (make check's) checks at its middle, which can come before every
+        // connection thread has started and opened what it keeps; the long run allows nothing.
+        let fdSlack = total >= 2000 ? 0 : 4
+        #expect(last.fds <= first.fds + fdSlack, "descriptors grew: \(first) → \(last)")
         #expect(last.threads <= first.threads + 4, "threads grew: \(first) → \(last)")
         #expect(last.rss <= first.rss + 16 * 1024, "memory grew: \(first) → \(last)")
 
