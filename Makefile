@@ -3,7 +3,10 @@
 #   make check      all tests, man page lint included (installs what they need first)
 #   make bench      benchmarks, printed against baselines measured in the same run
 #   make demo       a walk through fingerseal on this machine, in a throwaway vault
-#   make fuzz       libFuzzer on every parser of untrusted input (FUZZ_SECONDS, default 60)
+#   make fuzz       libFuzzer: the parsers, the PAM module's entry points, the broker's dispatcher
+#                   (FUZZ_SECONDS per target, default 60)
+#   make fuzz-long  the same targets for FUZZ_RUNS executions each (default 10^6), growing and
+#                   minimizing the corpus in Fuzz/corpus/<target>/ (commit what it adds)
 #   make faults     injected faults at every site of each path (long); make check runs a few
 #   make soak       10,000 PAM authentications through one broker (SOAK, default 10000), then
 #                   1,000 through fprintd (SOAK_FPRINTD): outcomes, memory, descriptors, threads
@@ -43,7 +46,7 @@ MODULE    := .build/embedded/pam_fingerseal.so
 # lld: GNU ld warns about a mktemp reference inside the toolchain's static Foundation.
 BUILD_RELEASE := $(SWIFT) build -c release --static-swift-stdlib -Xswiftc -use-ld=lld
 
-.PHONY: all deps build module locale check fuzz faults soak valgrind bench demo completions deb install uninstall clean
+.PHONY: all deps build module locale check fuzz fuzz-long faults soak valgrind bench demo completions deb install uninstall clean
 
 all: build
 
@@ -81,10 +84,14 @@ check: deps module
 	# In a throwaway overlay of /: the tests above leave a fingerseal-rig group (BrokerTests),
 	# which the package's purge would delete on the real machine.
 	scripts/test-deb --overlay
-	FUZZ_SECONDS=$${FUZZ_SECONDS:-20} scripts/fuzz
+	# 15 s per target, three targets: under a minute with the harness already built.
+	FUZZ_SECONDS=$${FUZZ_SECONDS:-15} scripts/fuzz
 
 fuzz: build
 	scripts/fuzz
+
+fuzz-long: build
+	scripts/fuzz --long
 
 # Every site of malloc, open, read, write, fsync, rename, socket, connect, sendmsg, recvmsg and
 # poll on each path failed in a run of its own, interruptible ones again with EINTR

@@ -29,6 +29,11 @@ let package = Package(
         .library(name: "IdentityClient", targets: ["IdentityClient"]),
         .library(name: "JOSEKit", targets: ["JOSEKit"]),
         .library(name: "ZoneInfo", targets: ["ZoneInfo"]),
+        // The module's and the broker's fuzz targets: the wire protocol, and the broker in process.
+        .library(name: "FingersealWire", targets: ["FingersealWire"]),
+        .library(name: "Broker", targets: ["Broker"]),
+        .library(name: "SystemKit", targets: ["SystemKit"]),
+        .library(name: "PAMKit", targets: ["PAMKit"]),
     ],
     targets: [
         // C libraries from Debian.

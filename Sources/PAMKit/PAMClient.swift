@@ -77,6 +77,7 @@ public final class PAMClient {
     public func setCredentials(flags: Int32 = Int32(PAM_ESTABLISH_CRED)) -> Int32 { record(pam_setcred(handle, flags)) }
     public func openSession(flags: Int32 = 0) -> Int32 { record(pam_open_session(handle, flags)) }
     public func closeSession(flags: Int32 = 0) -> Int32 { record(pam_close_session(handle, flags)) }
+    public func changeAuthtok(flags: Int32 = 0) -> Int32 { record(pam_chauthtok(handle, flags)) }
 
     /// Sets a variable in the PAM environment (pam_putenv).
     public func setEnvironment(_ name: String, _ value: String) -> Int32 {

@@ -56,7 +56,7 @@ struct Call {
 
     /// A PIN to check or set, its Argon2id run in one of the broker's few slots.
     func pinKeyslot(_ pin: SecureBytes) -> PINKeyslot {
-        PINKeyslot(pin: pin, workSlots: state.pinChecks)
+        PINKeyslot(pin: pin, cost: state.settings.pinCost, workSlots: state.pinChecks)
     }
 
     /// The lockout counters this request's tries count against (`applicant`'s own, when

@@ -24,6 +24,10 @@ public struct BrokerSettings: Sendable {
     /// Where the kernel says which boot this is (`--boot-id-file`, for tests that start "after
     /// a restart"); read once, when the broker starts. The broker's command line only.
     public var bootIDPath = "/proc/sys/kernel/random/boot_id"
+    /// The Argon2id cost of PIN slots made from now on; nil tunes it to the machine (~150 ms,
+    /// 64 MiB). In process only (the fuzz harness, whose millions of requests cannot pay that):
+    /// no command line or caller sets it.
+    public var pinCost: PINCost? = nil
 
     public init(stateDirectory: String, idleExit: Double? = nil) {
         self.stateDirectory = stateDirectory
