@@ -146,9 +146,14 @@ import SystemKit
         """
 
     /// Every process of the test's account: its sessions' daemons outlive dbus-run-session.
+    /// SIGTERM first, so a keyring daemon writes what it holds (a secret just stored, a
+    /// password just changed) before it goes; SIGKILL for what is left after 5 s.
     static func stopSessions(_ uid: uid_t) {
+        let gone = { Child.runQuietly("/usr/bin/pgrep", ["-U", String(uid)]) != 0 }
+        _ = Child.runQuietly("/usr/bin/pkill", ["-TERM", "-U", String(uid)])
+        if ReaderBroker.waitUntil(5, gone) { return }
         _ = Child.runQuietly("/usr/bin/pkill", ["-KILL", "-U", String(uid)])
-        _ = ReaderBroker.waitUntil(5) { Child.runQuietly("/usr/bin/pgrep", ["-U", String(uid)]) != 0 }
+        _ = ReaderBroker.waitUntil(5, gone)
     }
 
     @Test(.enabled(if: available)) func aPINSignInUnlocksTheKeyringOnceTheAccountOptedIn() throws {
