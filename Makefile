@@ -4,6 +4,8 @@
 #   make bench      benchmarks, printed against baselines measured in the same run
 #   make demo       a walk through fingerseal on this machine, in a throwaway vault
 #   make fuzz       libFuzzer on every parser of untrusted input (FUZZ_SECONDS, default 60)
+#   make sanitize   the broker, CLI, helpers and module under ASan+LSan+UBSan, then TSan, with
+#                   their suites (scripts/sanitize; long: a build each)
 #   make completions  regenerate the checked-in bash and zsh completions from the command tree
 #   make deb        the Debian packages, build/deb/fingerseal{,-agent}_<version>_<arch>.deb (debian/)
 #   make install    DESTDIR and PREFIX honoured; the module goes to the PAM module directory,
@@ -39,7 +41,7 @@ MODULE    := .build/embedded/pam_fingerseal.so
 # lld: GNU ld warns about a mktemp reference inside the toolchain's static Foundation.
 BUILD_RELEASE := $(SWIFT) build -c release --static-swift-stdlib -Xswiftc -use-ld=lld
 
-.PHONY: all deps build module locale check fuzz bench demo completions deb install uninstall clean
+.PHONY: all deps build module locale check sanitize fuzz bench demo completions deb install uninstall clean
 
 all: build
 
@@ -78,6 +80,13 @@ check: deps module
 	# which the package's purge would delete on the real machine.
 	scripts/test-deb --overlay
 	FUZZ_SECONDS=$${FUZZ_SECONDS:-20} scripts/fuzz
+	# The broker, CLI and helpers built with ASan+UBSan, started by the ordinary test binary in
+	# a few broker suites, and the module under ASan in pamtester (scripts/sanitize --ci).
+	scripts/sanitize address --ci
+
+# Every sanitized suite, the test binary sanitized too; both builds are full ones.
+sanitize: deps
+	status=0; scripts/sanitize address || status=$$?; scripts/sanitize thread || status=$$?; exit $$status
 
 fuzz: build
 	scripts/fuzz

@@ -408,7 +408,7 @@ extension BrokerMessage {
             return .finding(Finding(try fields.required("check"), status, try fields.required("message"),
                                     fix: try fields.string("fix") ?? ""))
         case .result?:
-            guard let outcome = Outcome(rawValue: try fields.required("outcome")) else { throw .badValue("outcome") }
+            guard let outcome = Outcome(wireName: try fields.required("outcome")) else { throw .badValue("outcome") }
             var reply = Reply(outcome, try fields.string("message") ?? "", token: try fields.bytes("token"),
                               expiresAt: try fields.integer("expires-at"), ticket: try fields.string("ticket"),
                               method: try fields.string("method"), user: try fields.string("user"))

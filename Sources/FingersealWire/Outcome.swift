@@ -24,6 +24,17 @@ public enum Outcome: String, CaseIterable, Sendable {
     case systemError
 }
 
+extension Outcome {
+    /// The outcome a reply names. Not `init(rawValue:)`: for an enum this size the compiler's
+    /// string switch keeps its lookup table in a global, allocated at first use and never freed,
+    /// and the PAM module, unloaded at each pam_end, leaked one (1.6 KiB) per load (ASan,
+    /// issue 24).
+    init?(wireName: String) {
+        guard let outcome = Outcome.allCases.first(where: { $0.rawValue == wireName }) else { return nil }
+        self = outcome
+    }
+}
+
 /// Linux-PAM's return values (`_pam_types.h`); a test checks them against libpam's headers
 /// so the core needs no C import.
 public enum PAMReturn: Int32, Sendable {
