@@ -11,6 +11,8 @@
 #   make soak       10,000 PAM authentications through one broker (SOAK, default 10000), then
 #                   1,000 through fprintd (SOAK_FPRINTD): outcomes, memory, descriptors, threads
 #   make valgrind   100 pamtester transactions loading the module under memcheck (VALGRIND_RUNS)
+#   make sanitize   the broker, CLI, helpers and module under ASan+LSan+UBSan, then TSan, with
+#                   their suites (scripts/sanitize; long: a build each)
 #   make completions  regenerate the checked-in bash and zsh completions from the command tree
 #   make deb        the Debian packages, build/deb/fingerseal{,-agent}_<version>_<arch>.deb (debian/)
 #   make install    DESTDIR and PREFIX honoured; the module goes to the PAM module directory,
@@ -46,7 +48,7 @@ MODULE    := .build/embedded/pam_fingerseal.so
 # lld: GNU ld warns about a mktemp reference inside the toolchain's static Foundation.
 BUILD_RELEASE := $(SWIFT) build -c release --static-swift-stdlib -Xswiftc -use-ld=lld
 
-.PHONY: all deps build module locale check fuzz fuzz-long faults soak valgrind bench demo completions deb install uninstall clean
+.PHONY: all deps build module locale check sanitize fuzz fuzz-long faults soak valgrind bench demo completions deb install uninstall clean
 
 all: build
 
@@ -86,6 +88,13 @@ check: deps module
 	scripts/test-deb --overlay
 	# 15 s per target, three targets: under a minute with the harness already built.
 	FUZZ_SECONDS=$${FUZZ_SECONDS:-15} scripts/fuzz
+	# The broker, CLI and helpers built with ASan+UBSan, started by the ordinary test binary in
+	# a few broker suites, and the module under ASan in pamtester (scripts/sanitize --ci).
+	scripts/sanitize address --ci
+
+# Every sanitized suite, the test binary sanitized too; both builds are full ones.
+sanitize: deps
+	status=0; scripts/sanitize address || status=$$?; scripts/sanitize thread || status=$$?; exit $$status
 
 fuzz: build
 	scripts/fuzz

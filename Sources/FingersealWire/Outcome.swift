@@ -42,7 +42,7 @@ extension Outcome {
     /// `init(rawValue:)`: for an enum this large the standard library looks the name up in a
     /// table it builds once and keeps in a global, and in the PAM module, which the host
     /// unloads at pam_end, that table was lost with the module: 1,608 bytes leaked per
-    /// transaction that got a result (ValgrindTests).
+    /// transaction that got a result (ValgrindTests; ASan in pam-cycles found it too).
     public init?(wireName: String) {
         guard let named = Outcome.allCases.first(where: { $0.rawValue == wireName }) else { return nil }
         self = named

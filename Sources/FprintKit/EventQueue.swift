@@ -1,12 +1,14 @@
 import CLinux
 import Glibc
-import Synchronization
 import SystemKit
 
 /// A queue one thread fills and another drains, with an eventfd that is readable whenever
 /// events may be waiting, so a consumer can poll it together with a signalfd or a terminal.
-public final class EventQueue<Event: Sendable>: Sendable {
-    private let events = Mutex<[Event]>([])
+public final class EventQueue<Event: Sendable>: @unchecked Sendable {
+    /// Behind a pthread mutex, not Synchronization's Mutex: on Linux that is a bare futex,
+    /// which ThreadSanitizer cannot see, so it took every event for a race (issue 24).
+    private let lock = ThreadLock()
+    private var events: [Event] = []
     /// Readable when `pop` may return an event.
     public let fd: Int32
 
@@ -21,14 +23,14 @@ public final class EventQueue<Event: Sendable>: Sendable {
     }
 
     func push(_ event: Event) {
-        events.withLock { $0.append(event) }
+        lock.locked { events.append(event) }
         var one: UInt64 = 1
         _ = write(fd, &one, 8)
     }
 
     /// The oldest event, without waiting.
     public func pop() -> Event? {
-        events.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+        lock.locked { events.isEmpty ? nil : events.removeFirst() }
     }
 
     public enum Wake: Sendable {

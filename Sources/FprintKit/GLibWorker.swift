@@ -1,6 +1,7 @@
 import CFprint
 import CLinux
 import Glibc
+import SystemKit
 
 /// The one thread that makes every libfprint call. libfprint is single-threaded and drives
 /// GLib's global default main context; this thread runs that context's loop, and work
@@ -12,9 +13,17 @@ final class GLibWorker: @unchecked Sendable {
     private var thread: pthread_t
     private var joined = false
 
-    private final class Job {
-        let body: () -> Void
-        init(_ body: @escaping () -> Void) { self.body = body }
+    /// Jobs posted and not run yet, oldest first, for every worker (they all drive GLib's one
+    /// default context): each idle source runs the oldest. Handed over under a pthread mutex,
+    /// not as the source's data: GLib's own lock is a bare futex that ThreadSanitizer cannot
+    /// see, so it took every job for a data race (issue 24).
+    private static let pending = PendingJobs()
+
+    private final class PendingJobs: @unchecked Sendable {
+        private let lock = ThreadLock()
+        private var jobs: [() -> Void] = []
+        func push(_ job: @escaping () -> Void) { lock.locked { jobs.append(job) } }
+        func pop() -> (() -> Void)? { lock.locked { jobs.isEmpty ? nil : jobs.removeFirst() } }
     }
 
     /// GLib's log lines go to standard error, never standard output: set once, before the
@@ -51,12 +60,11 @@ final class GLibWorker: @unchecked Sendable {
 
     /// Runs `body` on the worker thread, soon. Never blocks.
     func post(_ body: @escaping () -> Void) {
-        let job = Unmanaged.passRetained(Job(body)).toOpaque()
-        fs_default_context_post({ data in
-            guard let data else { return 0 }
-            Unmanaged<Job>.fromOpaque(data).takeRetainedValue().body()
+        GLibWorker.pending.push(body)
+        fs_default_context_post({ _ in
+            GLibWorker.pending.pop()?()
             return 0 // G_SOURCE_REMOVE
-        }, job)
+        }, nil)
     }
 
     /// Runs `body` on the worker thread and returns its value, waiting at most `timeout`.

@@ -96,6 +96,14 @@ import Testing
                 "\(leaked.all)")
     }
 
+    /// The canary heap (free keeps every block) belongs to the helper alone: in this process it
+    /// would replace the test runner's free and realloc, so that nothing the tests free is ever
+    /// freed and ASan sees no use after free. It is in the process when its marker resolves.
+    @Test func theCanaryHeapIsNotInTheTestProcess() {
+        // nil: RTLD_DEFAULT, the executable and every library loaded.
+        #expect(dlsym(nil, "canary_heap_releases") == nil)
+    }
+
     // MARK: the in-place JSON reader
 
     static func members(_ text: String, _ read: (JSONMembers) throws -> Void) throws {

@@ -89,7 +89,7 @@ final class Child {
         posix_spawnattr_setflags(&attributes, Int16((newSession ? 0x80 : 0) | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
 
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        let envp = environment.merging(Child.sanitizerOptions) { own, _ in own }.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { (argv + envp).forEach { free($0) } }
         var child: pid_t = 0
         let rc = posix_spawn(&child, path, &actions, &attributes, argv, envp)
@@ -111,6 +111,17 @@ final class Child {
         close(stdoutFD)
         close(stderrFD)
     }
+
+    /// The sanitizer runtimes' options of this run (scripts/sanitize), passed to every child
+    /// whose environment the test builds: a sanitized broker or CLI must report into the same
+    /// log directory, or its findings would go to a log file nobody reads.
+    static let sanitizerOptions: [String: String] = {
+        var options: [String: String] = [:]
+        for name in ["ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"] {
+            if let value = getenv(name) { options[name] = String(cString: value) }
+        }
+        return options
+    }()
 
     private static func fill(_ fd: Int32, _ bytes: [UInt8]) {
         // Test inputs are small; they fit the pipe buffer, so this never blocks.

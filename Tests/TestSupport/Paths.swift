@@ -2,8 +2,11 @@ import Glibc
 
 /// Paths of built products and temp directories for tests.
 enum Paths {
-    /// The directory holding the test binary, and so the other built products.
+    /// The directory holding the test binary, and so the other built products; or
+    /// FINGERSEAL_BUILD_DIR, where another build of the products is (scripts/sanitize --ci: the
+    /// broker, the CLI and the helpers built with ASan, started by these tests).
     static let buildDirectory: String = {
+        if let path = getenv("FINGERSEAL_BUILD_DIR") { return String(cString: path) }
         var buffer = [CChar](repeating: 0, count: 4096)
         let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         let exe = count > 0 ? String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "."

@@ -112,9 +112,18 @@ enum Pamtester {
     static let matrix = "/usr/lib/\(multiarch)/pam_wrapper/pam_matrix.so"
     static var available: Bool { access(wrapper, R_OK) == 0 && access("/usr/bin/pamtester", X_OK) == 0 }
 
+    /// Loaded ahead of pam_wrapper (FINGERSEAL_HOST_PRELOAD, set by scripts/sanitize): the ASan
+    /// runtime, which must come first, for a module built with -sanitize=address.
+    static let hostPreload: String = getenv("FINGERSEAL_HOST_PRELOAD").map { String(cString: $0) + ":" } ?? ""
+
     /// The environment that makes pamtester read its services from `services`.
     static func environment(_ services: String) -> [String: String] {
-        ["LD_PRELOAD": wrapper, "PAM_WRAPPER": "1", "PAM_WRAPPER_SERVICE_DIR": services, "PATH": "/usr/bin:/bin"]
+        var environment = ["LD_PRELOAD": hostPreload + wrapper, "PAM_WRAPPER": "1", "PAM_WRAPPER_SERVICE_DIR": services,
+                           "PATH": "/usr/bin:/bin"]
+        // ASan refuses pam_wrapper's dlopen of libpam with RTLD_DEEPBIND; pam_wrapper 1.1.4
+        // leaves the flag out when this (uid_wrapper's name, shared in its code) is set.
+        if !hostPreload.isEmpty { environment["UID_WRAPPER_DISABLE_DEEPBIND"] = "1" }
+        return environment
     }
 
     /// pamtester SERVICE USER OPERATIONS…, with a terminal named as PAM_TTY (a person can
