@@ -25,8 +25,11 @@ import SystemKit
         let rig: ReaderBroker
         let entry: passwd
         let runtime: TempDirectory
+        /// The account's home for this test alone (HOME of every process it starts): no keyring
+        /// file of an earlier test, or of a daemon still on its way out, can be found here.
+        let homeDirectory: TempDirectory
         var services: String { rig.files.file("pam.d") }
-        var home: String { String(cString: entry.pw_dir) }
+        var home: String { homeDirectory.path }
 
         init(keyringServices: String = KeyringTests.service) throws {
             try #require(TestUsers.ensure(KeyringTests.user, password: KeyringTests.password))
@@ -34,7 +37,10 @@ import SystemKit
             KeyringTests.stopSessions(entry.pw_uid)
             rig = try ReaderBroker(config: "keyring_services=\(keyringServices)\n")
             runtime = try TempDirectory()
-            #expect(chown(runtime.path, entry.pw_uid, entry.pw_gid) == 0 && chmod(runtime.path, 0o700) == 0)
+            homeDirectory = try TempDirectory()
+            for directory in [runtime.path, homeDirectory.path] {
+                #expect(chown(directory, entry.pw_uid, entry.pw_gid) == 0 && chmod(directory, 0o700) == 0)
+            }
             let pin = KeyringTests.pin + "\n"
             let made = try rig.cli(["pin", "set", "--user", KeyringTests.user, "--pin-fd", "3"], fd3: pin)
             try #require(made.status == 0, "\(made.all)")
@@ -54,7 +60,6 @@ import SystemKit
                 """.utf8), mode: 0o644)
             // A login keyring of the account's password, holding one secret, made in a session
             // of its own that ends (the keyring stays on disk, locked).
-            _ = Child.runQuietly("/bin/rm", ["-rf", home + "/.local/share/keyrings"])
             let keyring = try asUser(["/usr/bin/dbus-run-session", "--", "/bin/sh", "-c", """
                 printf '%s' "$1" | gnome-keyring-daemon --unlock --components=secrets >/dev/null &&
                 \(KeyringTests.untilTheDaemonServes) &&
@@ -186,6 +191,9 @@ import SystemKit
         let on = try rig.rig.cli(["keyring", "on", "--password-fd", "3"], fd3: KeyringTests.password + "\n", as: KeyringTests.user)
         try #require(on.status == 0, "\(on.all)")
         let new = "battery staple 2"
+        // The change while the account's daemon runs: pam_gnome_keyring changes the keyring's
+        // password through it (the keyring in this test's home).
+        let during = try rig.startSession()
         // As root with PAM_CHANGE_EXPIRED_AUTHTOK, pam_unix asks the current password too, which
         // pam_gnome_keyring needs to change the keyring's.
         let changed = try Pamtester.run(services: rig.services, service: KeyringTests.service, user: KeyringTests.user,
@@ -194,7 +202,7 @@ import SystemKit
                                         extraArguments: ["-E", "XDG_RUNTIME_DIR=\(rig.runtime.path)"])
         #expect(changed.status == 0, "\(changed.all)")
         #expect(try ReaderBroker.waitUntil { try rig.audit().contains(Messages.auditKeyring(.updated)) }, "the copy was replaced")
-        KeyringTests.stopSessions(rig.entry.pw_uid)
+        rig.end(during)
 
         let session = try rig.startSession()
         let signedIn = try rig.signIn(scanning: "finger-k")
