@@ -31,7 +31,7 @@ struct BrokerExchange {
         /// The person, through the PAM conversation.
         case person
         /// Nobody: the broker's one question, the account password, is answered with the
-        /// host's PAM_AUTHTOK (setcred, chauthtok); anything else is cancelled, and nothing is
+        /// host's PAM_AUTHTOK (the `password_used` line, chauthtok); anything else is cancelled, and nothing is
         /// shown.
         case fromAuthtok
     }

@@ -12,7 +12,7 @@ struct ModuleCall {
     /// (wiped and freed by libpam at pam_end, or when replaced).
     static let ticketData = "fingerseal-ticket"
     /// The PAM data that says this module's authentication succeeded in this transaction
-    /// (setcred then has no password of another module to hand over).
+    /// (its `password_used` line then has no password of another module to hand over).
     static let authenticatedData = "fingerseal-authenticated"
 
     init(pam: PAMHandle, argc: Int32, argv: PAMArguments) {
@@ -27,8 +27,8 @@ struct ModuleCall {
     }
 
     func authenticate() -> Outcome {
-        // A ticket from an earlier authentication on this handle must not outlive this one.
         if (try? ModuleOptions(parsing: arguments))?.passwordUsed == true { return passwordUsed() }
+        // A ticket from an earlier authentication on this handle must not outlive this one.
         pam.removeData(ModuleCall.ticketData)
         pam.removeData(ModuleCall.authenticatedData)
         if let identified = identify() { return identified }
