@@ -90,7 +90,8 @@ enum PAMFlows {
         let counted = !call.caller.isRoot
         let check = {
             guard AccountPassword.verify(call, password, counted: counted) else { return false }
-            KeyringCommands.passwordChecked(call, password)
+            // The status read above says whether there is a copy: no vault opened without one.
+            if status.keyring { KeyringCommands.passwordChecked(call, password) }
             return true
         }
         if !changed {

@@ -47,7 +47,7 @@ enum DoctorCommand {
         var options = call.options
         if let service = call.options(for: DoctorOptions.self).service { options = try call.state.systemOptions().0.forService(service) }
         var found: [Finding] = []
-        if let next = PasswordRule(options).next(status.lockout.passwordSeen, boot: call.state.bootID, now: SystemClock().now()) {
+        if let next = PasswordDue.next(call, status, options: options) {
             found.append(Finding("password", .ok, Messages.statusPasswordNext(next)))
         }
         if status.keyring {

@@ -63,11 +63,10 @@ enum KeyringCommands {
         return password.withUnsafeBytes { Array($0) }
     }
 
-    /// A password the broker has just checked (a sign-in with it, a change): it replaces the
-    /// keyring's copy where that differs. Failures are logged; the copy is checked again at
-    /// its next use anyway.
+    /// A password the broker has just checked (a sign-in with it, a change), for an account
+    /// whose vault holds a copy: it replaces the copy where that differs. Failures are logged;
+    /// the copy is checked again at its next use anyway.
     static func passwordChecked(_ call: Call, _ password: SecureBytes) {
-        guard (try? Vault.status(call.store))??.keyring == true else { return }
         do {
             let vault = try Vault.unlockWithDevice(call.store)
             guard let (held, record) = try vault.loginPassword() else { return }

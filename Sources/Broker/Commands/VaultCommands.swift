@@ -137,7 +137,7 @@ enum VaultCommands {
             report.identify = status.identify
             report.fingerUnlock = !status.fingerOff
             report.keyring = status.keyring
-            report.password = passwordNext(call, status).map { next in
+            report.password = PasswordDue.next(call, status).map { next in
                 switch next {
                 case let .now(reason): return .init(neededNow: true, reason: reason.rawValue, neededOn: nil, afterRestart: false)
                 case let .later(at, afterRestart): return .init(neededNow: false, reason: nil, neededOn: at.map(isoTimestamp),
@@ -173,18 +173,13 @@ enum VaultCommands {
         lines.append(status.fingerOff ? Messages.statusFingerUnlockOff : Messages.statusFingerUnlockOn)
         lines.append(status.identify ? Messages.statusIdentifyOn : Messages.identifyTurnedOff)
         lines.append(status.keyring ? Messages.statusKeyringOn : Messages.statusKeyringOff)
-        if let next = passwordNext(call, status) { lines.append(Messages.statusPasswordNext(next)) }
+        if let next = PasswordDue.next(call, status) { lines.append(Messages.statusPasswordNext(next)) }
         lines.append(describe(status.signIn, status.provider.map { ($0.issuer, $0.clientID) }))
         if status.signIn != .none, let identity = status.identity { lines.append(Messages.signedInAs(identity.display)) }
         lines.append(status.lockout.fingerLocked ? Messages.statusFingerLocked : Messages.statusFingerNotLocked(status.lockout.fingerFailures))
         lines.append(status.lockout.pinLocked ? Messages.statusPINLocked : Messages.statusPINNotLocked(status.lockout.pinFailures))
         call.conversation.output(lines.joined(separator: "\n"))
         return Reply(.success)
-    }
-
-    /// When the account password is next needed under the rule in force (`PasswordRule`).
-    static func passwordNext(_ call: Call, _ status: VaultStatus) -> PasswordRule.Next? {
-        PasswordRule(call.options).next(status.lockout.passwordSeen, boot: call.state.bootID, now: SystemClock().now())
     }
 
     /// When the account last confirmed it is them (an unlock, a step-up that succeeded), from

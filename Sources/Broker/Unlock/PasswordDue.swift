@@ -13,6 +13,12 @@ enum PasswordDue {
         PasswordRule(call.options).due(status.lockout.passwordSeen, boot: call.state.bootID, now: now)
     }
 
+    /// When the account password is next needed under the rule of `options` (default: the
+    /// request's), for `status` and `doctor`; nil when no rule is in force.
+    static func next(_ call: Call, _ status: VaultStatus, options: Options? = nil) -> PasswordRule.Next? {
+        PasswordRule(options ?? call.options).next(status.lockout.passwordSeen, boot: call.state.bootID, now: SystemClock().now())
+    }
+
     static func unlock(_ call: Call, _ reason: PasswordRule.Reason, session: VaultSession) throws -> Unlocked {
         let sentence = Messages.passwordDue(reason)
         if call.channel.isPAMHost {
