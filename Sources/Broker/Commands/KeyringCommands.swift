@@ -34,8 +34,7 @@ enum KeyringCommands {
             return Reply(.success)
         }
         let result = UnlockFlow.run(call, try UnlockRequest.forChannel(call, .confirmation))
-        if let error = result.error { throw error }
-        guard let vault = result.vault else { throw FingersealError(.systemError, Messages.systemFailure(.finishRequest)) }
+        let vault = try result.confirmedVault()
         try vault.update { $0.removeLoginPassword() }
         AuditTrail(store: call.store).record(.keyring(.off), vault: vault)
         call.conversation.output(Messages.keyringTurnedOff)

@@ -27,8 +27,7 @@ enum StepUpCommands {
                                                 lasts: ttl, holder: holder)
         let result = UnlockFlow.run(call, try UnlockRequest.forChannel(call, .confirmation, confirmation: wanted),
                                     session: session)
-        if let error = result.error { throw error }
-        guard let vault = result.vault else { throw FingersealError(.systemError, Messages.systemFailure(.finishRequest)) }
+        let vault = try result.confirmedVault()
         return (vault, result.askedWith)
     }
 

@@ -308,8 +308,7 @@ enum VaultCommands {
             return Reply(.success)
         }
         let result = UnlockFlow.run(call, try UnlockRequest.forChannel(call, .confirmation))
-        if let error = result.error { throw error }
-        guard let vault = result.vault else { throw FingersealError(.systemError, Messages.systemFailure(.finishRequest)) }
+        let vault = try result.confirmedVault()
         try vault.update { $0.setFingerUnlock(on) }
         AuditTrail(store: call.store).record(.fingerUnlockSetting(on: on), vault: vault)
         call.conversation.output(on ? Messages.fingerUnlockTurnedOn : Messages.fingerUnlockTurnedOff)

@@ -131,6 +131,14 @@ struct UnlockResult {
         outcome == .success ? nil : failure ?? FingersealError(outcome, sentence)
     }
 
+    /// The vault a confirmation opened, for the commands that change it next; the error the
+    /// request ended with otherwise.
+    func confirmedVault() throws -> UnlockedVault {
+        if let error { throw error }
+        guard let vault else { throw FingersealError(.systemError, Messages.systemFailure(.finishRequest)) }
+        return vault
+    }
+
     /// How the request was answered, for the reply: finger, pin, password, or held.
     var method: String? {
         if held != nil { return "held" }
