@@ -131,12 +131,13 @@ import Testing
     // MARK: the clients' processes
 
     /// The PAM module inside pamtester (pam_wrapper), its own calls failed (FAULT_CALLER): the
-    /// host never crashes, and a wrong PIN never authenticates.
+    /// host never crashes, and a wrong PIN never authenticates. Its allocations are all one site
+    /// to the library (the Embedded runtime allocates in one place), so they are also failed one
+    /// by one, the Nth of the transaction in the Nth run: each must come from the reserve.
     @Test(.enabled(if: Pamtester.available)) func moduleInPamtester() throws {
         let rig = try FaultyBroker()
         let services = rig.services
-        let tally = FaultTally(path: "module in pamtester")
-        try rig.sweepClient(tally, groups: Set(FaultLibrary.allGroups), caller: "pam_fingerseal") { index, faults in
+        let authenticate = { (index: Int, faults: [String: String]) throws -> Attempt in
             let wrong = index % 2 == 1
             var environment = Pamtester.environment(services.path)
             environment.merge(FaultLibrary.environment(faults, preload: Pamtester.wrapper)) { $1 }
@@ -147,9 +148,17 @@ import Testing
             // design (PAM_AUTHINFO_UNAVAIL, the password next).
             return Attempt(result: result, succeeded: result.status == 0, mustFail: wrong, needsSentence: false)
         }
+        let tally = FaultTally(path: "module in pamtester")
+        try rig.sweepClient(tally, groups: Set(FaultLibrary.allGroups), caller: "pam_fingerseal", operation: authenticate)
         tally.report()
         expectNoFindings(tally)
         #expect(!tally.failed.isEmpty, "no fault was injected: \(tally.line)")
+
+        let allocations = FaultTally(path: "module in pamtester, each allocation")
+        try rig.sweepAllocations(allocations, caller: "pam_fingerseal", operation: authenticate)
+        allocations.report()
+        expectNoFindings(allocations)
+        #expect(allocations.failed.count > 10, "too few allocations failed: \(allocations.line)")
     }
 
     /// The CLI's own calls: a reveal with the PIN (the socket, the PIN, the sealed file, the
@@ -175,28 +184,8 @@ import Testing
     }
 }
 
-/// Findings this branch found and did not fix (issue 24 §2, the closing note), each shown as a
-/// known issue so that any other finding still fails the run. Each needs its own fix:
-/// - the module traps (SIGILL) in its PAM host when an allocation fails: the Embedded Swift
-///   runtime's allocator cannot fail softly;
-/// - the CLI dies of SIGSEGV, not the runtime's trap, when malloc fails early in its start;
-/// - a reveal succeeded once with no reveal in the audit trail (a failed pread in the broker);
-/// - the broker ended (status 0) when its poll failed, in the foreground with nothing to
-///   start it again.
-let openFindings: [(path: String, pattern: String)] = [
-    ("module in pamtester", "crashed: [132]"),
-    ("CLI", "crashed: [139]"),
-]
-
 func expectNoFindings(_ tally: FaultTally, sourceLocation: SourceLocation = #_sourceLocation) {
-    let known = tally.findings.filter { finding in openFindings.contains { $0.path == tally.path && finding.contains($0.pattern) } }
-    if !known.isEmpty {
-        withKnownIssue("open findings of issue 24 §2", isIntermittent: true) {
-            Issue.record("\(known.joined(separator: "\n"))", sourceLocation: sourceLocation)
-        }
-    }
-    let others = tally.findings.filter { !known.contains($0) }
-    #expect(others.isEmpty, "\(others.joined(separator: "\n"))", sourceLocation: sourceLocation)
+    #expect(tally.findings.isEmpty, "\(tally.findings.joined(separator: "\n"))", sourceLocation: sourceLocation)
 }
 
 /// What one run did, as the path judges it.
@@ -351,8 +340,7 @@ final class FaultyBroker {
             if failed.contains(run.site.hash) { tally.failed.insert(run.site.hash) }
             let label = "\(run.site.group) \(run.site.symbol) \(run.site.hash) \(run.errno ?? "default errno") [\(run.site.frames)]"
             var findings: [String] = []
-            if run.site.group == "malloc" && caller == nil && [128 + SIGABRT, 128 + SIGILL, 128 + SIGTRAP].contains(attempt.result.status) {
-                // The Swift runtime's allocator traps when malloc fails: by design, not a finding.
+            if run.site.group == "malloc" && caller == nil && Self.diedOfTheRuntimesAllocation(run.site, attempt.result.status) {
                 tally.allocationTraps += 1
                 if attempt.succeeded && attempt.mustFail { findings.append("\(label): success on an error path") }
             } else {
@@ -366,6 +354,43 @@ final class FaultyBroker {
             tally.findings += findings
             if tally.findings.count >= 8 { break }
         }
+    }
+
+    /// Fails the Nth allocation of the client's calls (FAULT_NTH), for N from 1 until a run
+    /// makes fewer (all of them in a full sweep; a spread of them for `make check`).
+    func sweepAllocations(_ tally: FaultTally, caller: String, operation: (Int, [String: String]) throws -> Attempt) throws {
+        let log = FaultLog(path: files.file("allocations.faults"))
+        let plan = FaultPlan.current
+        var nth = 1
+        while nth <= 5000 {
+            let attempt = try operation(nth, ["FAULT_LOG": log.path, "FAULT_CALLER": caller, "FAULT_CALL": "malloc", "FAULT_NTH": "\(nth)"])
+            let fired = !FaultSite.failed(log.fresh()).isEmpty
+            guard fired else { break }
+            tally.runs += 1
+            tally.failed.insert("allocation \(nth)")
+            let label = "allocation \(nth) of the transaction"
+            var findings = judge(attempt, label: label)
+            if home.broker.ended() != nil {
+                findings.append("\(label): the broker ended (a client's fault)")
+                try home.broker.restart()
+            }
+            tally.findings += findings + afterwards(label: label)
+            if tally.findings.count >= 8 { break }
+            nth += plan.full ? 1 : 7
+        }
+        tally.seen = tally.failed
+    }
+
+    /// A full-Swift client (the CLI) that died of a failed allocation the way its runtime does:
+    /// Swift's allocator traps when malloc fails (by design: it never returns nil), and the
+    /// runtime's own metadata and conformance caches (libswiftCore calling malloc itself, most
+    /// often before main) use the result unchecked and die of SIGSEGV. Neither is code of
+    /// fingerseal's; both are counted apart and judged on what the store kept. The module, in
+    /// its host, must survive both (reserve.c), and is judged as a crash.
+    static func diedOfTheRuntimesAllocation(_ site: FaultSite, _ status: Int32) -> Bool {
+        if [128 + SIGABRT, 128 + SIGILL, 128 + SIGTRAP].contains(status) { return true }
+        let innermost = site.frames.split(separator: " ").first ?? ""
+        return status == 128 + SIGSEGV && innermost.hasPrefix("libswiftCore.so+")
     }
 
     /// No crash, no hang, no success on an error path, a sentence and no trap message.

@@ -133,7 +133,8 @@ final class FaultTally {
     var runs = 0
     var seen = Set<String>()
     var failed = Set<String>()
-    /// Failures of the Swift runtime's allocator (a trap by design, in the broker or the CLI):
+    /// Deaths of a full-Swift process from a failed allocation (the runtime's allocator traps by
+    /// design; its own caches die of SIGSEGV), in the broker or the CLI, never the module:
     /// counted, judged on what the other side said and left behind.
     var allocationTraps = 0
     var findings: [String] = []
