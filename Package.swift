@@ -75,7 +75,7 @@ let package = Package(
         // SodiumKit: the bodies and headers that carry secrets are built and received in its
         // secure memory.
         .target(name: "CurlKit", dependencies: ["CCurl", "SodiumKit"]),
-        .target(name: "TPMKit", dependencies: ["CTSS2"]),
+        .target(name: "TPMKit", dependencies: ["CTSS2", "SystemKit"]),
         .target(name: "QRKit", dependencies: ["CQRencode"]),
         // OIDC ID tokens and key sets (JWS, JWK) over OpenSSL's libcrypto: signatures only. Its
         // refusals (JOSEError) are a target of their own, stdlib only, which the core carries
@@ -117,7 +117,7 @@ let package = Package(
         // The identity provider over HTTP (discovery, token requests): its own target, so
         // that what does not talk to the IdP never loads libcurl. Typed errors (TokenFailure's
         // reasons), no sentences: the core's table words them.
-        .target(name: "IdentityClient", dependencies: ["FingersealCore", "CurlKit", "JOSEKit", "SodiumKit"]),
+        .target(name: "IdentityClient", dependencies: ["FingersealCore", "CurlKit", "JOSEKit", "SodiumKit", "SystemKit"]),
 
         // The broker: the socket server, the caller's identity, the authorization table, and
         // every flow (design §2, §5).

@@ -2,10 +2,10 @@ import CurlKit
 import FingersealCore
 import FoundationEssentials
 import JOSEKit
-import Synchronization
+import SystemKit
 
 /// The providers' key sets, in memory, one per jwks_uri, shared by every request the broker
-/// serves (hence the lock; the fetch itself runs outside it, so one slow provider does not
+/// serves (hence the lock, one TSan sees; the fetch itself runs outside it, so one slow provider does not
 /// hold up the others).
 ///
 /// A set is fetched when first needed, again when a token names a kid it does not hold (the
@@ -25,7 +25,7 @@ public final class JWKSCache: Sendable {
         var lastRefetch: Int64?
     }
 
-    private let entries = Mutex<[String: Entry]>([:])
+    private let entries = LockedValue<[String: Entry]>([:])
     private let clock: any FingersealCore.Clock
 
     public init(clock: any FingersealCore.Clock = SystemClock()) {
@@ -37,7 +37,7 @@ public final class JWKSCache: Sendable {
     public func keys(for jwksURI: String, keyID: String?, http: HTTPClient) throws(TokenFailure) -> JSONWebKeySet {
         let now = clock.now()
         enum Plan { case cached(JSONWebKeySet), fetch(forKeyID: Bool) }
-        let plan: Plan = entries.withLock { entries in
+        let plan: Plan = entries.locked { entries in
             guard var entry = entries[jwksURI] else { return .fetch(forKeyID: false) }
             let fresh = now - entry.fetchedAt < Self.maxAge
             let known = keyID == nil || entry.keys.contains(keyID: keyID)
@@ -53,7 +53,7 @@ public final class JWKSCache: Sendable {
             return keys
         case let .fetch(forKeyID):
             let keys = try Self.fetch(jwksURI, http: http)
-            entries.withLock { $0[jwksURI] = Entry(keys: keys, fetchedAt: now, lastRefetch: forKeyID ? now : nil) }
+            entries.locked { $0[jwksURI] = Entry(keys: keys, fetchedAt: now, lastRefetch: forKeyID ? now : nil) }
             return keys
         }
     }

@@ -1,6 +1,6 @@
 import CTSS2
 import Glibc
-import Synchronization
+import SystemKit
 
 /// Owns one TCTI connection and the ESAPI context on top of it.
 ///
@@ -24,10 +24,10 @@ public final class TPMContext {
     /// libtss2 logs errors to stderr by default, which would land in sshd's or sudo's
     /// terminal. While any context is alive, TSS2_LOG says "none" (unless the user set it);
     /// the last one to go restores the environment, so a host process gets it back as it was.
-    private static let quietLogs = Mutex<(users: Int, ours: Bool)>((0, false))
+    private static let quietLogs = LockedValue<(users: Int, ours: Bool)>((0, false))
 
     private static func silenceLogs() {
-        quietLogs.withLock { state in
+        quietLogs.locked { state in
             if state.users == 0 && getenv("TSS2_LOG") == nil {
                 setenv("TSS2_LOG", "all+none", 1)
                 state.ours = true
@@ -37,7 +37,7 @@ public final class TPMContext {
     }
 
     private static func restoreLogs() {
-        quietLogs.withLock { state in
+        quietLogs.locked { state in
             state.users -= 1
             if state.users == 0 && state.ours {
                 unsetenv("TSS2_LOG")

@@ -94,7 +94,8 @@ import SystemKit
         let events = try oldest(.security) - 1, attempts = try oldest(.attempts) - 1
         #expect(verification.rotatedAway == [AuditRotation(chain: .security, through: events, oldestKept: AuditChainTests.start),
                                              AuditRotation(chain: .attempts, through: attempts, oldestKept: AuditChainTests.start)])
-        let when = try Localization.with(zone: try Zone.named("Etc/UTC")) { Localization.localTime(AuditChainTests.start) }
+        let utc = try Zone.named("Etc/UTC")
+        let when = Localization.with(zone: utc) { Localization.localTime(AuditChainTests.start) }
         let cli = try t.cli(["audit", "--verify"])
         #expect(cli.status == 0, "\(cli.all)")
         #expect(cli.stdout == """

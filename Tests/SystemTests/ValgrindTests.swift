@@ -131,4 +131,34 @@ import Testing
         writeFile(output + "/summary.txt", Array(report.utf8), mode: 0o644)
         #expect(failures.isEmpty, "\(failures.prefix(10).joined(separator: "\n"))")
     }
+
+    /// Many transactions in one process (pam-cycles: pam_start_confdir, authenticate, pam_end,
+    /// the module loaded and unloaded each time), under memcheck: what a transaction leaves
+    /// behind adds up in a long-lived host (a display manager), and memory the module still
+    /// pointed at when it was unloaded shows as lost. With a broker that answers (a prompt,
+    /// then no match) and with none.
+    @Test(.enabled(if: access(valgrind, X_OK) == 0), arguments: [true, false])
+    func manyTransactionsInOneHostLeaveNothing(withBroker: Bool) throws {
+        let cycles = max(ValgrindTests.transactions / 2, 5)
+        let temp = try TempDirectory()
+        let broker = withBroker
+            ? try ScriptedBroker(Array(repeating: [.send(.info("Place your finger on the reader.")), .send(.result(Reply(.noMatch)))],
+                                       count: cycles), patience: 60)
+            : nil
+        writeFile(temp.file("cycles"), Array("auth required \(Paths.module) socket=\(broker?.path ?? temp.file("missing"))\n".utf8),
+                  mode: 0o644)
+        let log = temp.file("memcheck.log")
+        let run = try Child.run(ValgrindTests.valgrind, ["--tool=memcheck", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
+                                                         "--show-leak-kinds=definite,indirect", "--error-exitcode=99", "--num-callers=30",
+                                                         "--log-file=\(log)", Paths.buildDirectory + "/pam-cycles", temp.path, "cycles",
+                                                         "alice", "\(cycles)"])
+        let verdict = Verdict(log)
+        #expect(run.status == 0, "\(run.all)\n\(verdict.log.suffix(3000))")
+        #expect(verdict.errors == 0 && !verdict.moduleInAStack, "\(verdict.log.suffix(3000))")
+        #expect(run.stdout.contains("codes \(withBroker ? PAM_AUTH_ERR : PAM_AUTHINFO_UNAVAIL):\(cycles)"), "\(run.stdout)")
+        #expect(run.stdout.contains("module unloaded"), "\(run.stdout)")
+        if let broker {
+            #expect(broker.finish().count == cycles)
+        }
+    }
 }

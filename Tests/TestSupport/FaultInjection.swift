@@ -29,6 +29,9 @@ enum FaultLibrary {
     static func environment(_ settings: [String: String], preload: String? = nil) -> [String: String] {
         var environment = settings
         environment["LD_PRELOAD"] = [path ?? "", preload].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: ":")
+        // A trap ends the process at once: Swift's backtracer would inherit the library (and
+        // its armed faults) and hold the dying process up to 30 s.
+        environment["SWIFT_BACKTRACE"] = "enable=no"
         return environment
     }
 }
