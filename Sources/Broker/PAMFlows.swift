@@ -16,7 +16,7 @@ enum PAMFlows {
         var request = UnlockRequest.forPAMHost(call)
         request.identified = identified?.finger
         let result = UnlockFlow.run(call, request, session: identified?.session)
-        if result.sentenceIsTheToken { call.conversation.error(result.sentence) }
+        if result.sentenceIsTheToken || saysWhatBroke(result, call.conversation) { call.conversation.error(result.sentence) }
         log(call, AuthenticationResult(result.outcome, result.detail))
         var reply = Reply(result.outcome)
         if result.outcome == .success, let token = result.token {
@@ -29,6 +29,14 @@ enum PAMFlows {
             call.after.add { Provisioning.noteUse(name, state: state) }
         }
         return reply
+    }
+
+    /// A vault or a system that failed the unlock is said at the end, when the flow did not
+    /// say it already: otherwise the person at a login screen is offered the password with no
+    /// word of why the finger was not (the log tells the administrator the rest).
+    static func saysWhatBroke(_ result: UnlockResult, _ conversation: Conversation) -> Bool {
+        [.systemError, .vaultUnusable].contains(result.outcome) && !result.sentence.isEmpty
+            && !conversation.lastErrorWas(result.sentence)
     }
 
     /// What keeps fingerseal out of a request, at once and without a word: a service with a

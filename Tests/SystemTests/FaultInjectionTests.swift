@@ -77,7 +77,7 @@ import Testing
         try rig.sweep(tally, groups: Set(FaultLibrary.allGroups)) { _ in
             let child = try rig.home.start(["enroll", "--finger", "left-thumb", "--timeout", "5", "--pin-fd", "3"],
                                            fd3: Self.pin + "\n")
-            for _ in 0..<5 { try? VirtualSensor.send("SCAN finger-b", to: rig.sensor) }
+            for _ in 0..<5 { _ = try? VirtualSensor.send("SCAN finger-b", to: rig.sensor) }
             let result = child.finish(limit: Self.runLimit)
             rig.disarm()
             // Either way, the next run starts with no finger.
@@ -100,7 +100,7 @@ import Testing
         let tally = FaultTally(path: "finger unlock + refresh")
         try rig.sweep(tally, groups: Set(FaultLibrary.allGroups)) { _ in
             let child = try rig.home.start(["unlock", "--timeout", "5"])
-            try? VirtualSensor.send("SCAN finger-a", to: rig.sensor)
+            _ = try? VirtualSensor.send("SCAN finger-a", to: rig.sensor)
             let result = child.finish(limit: Self.runLimit)
             return Attempt(result: result, succeeded: result.status == 0, mustFail: false)
         }
@@ -416,7 +416,7 @@ final class FaultyBroker {
         if idp != nil && home.sensor != nil {
             // The chain may have ended (an answer lost after the IdP rotated): sign in again.
             let child = try? home.start(["unlock", "--timeout", "5"])
-            try? VirtualSensor.send("SCAN finger-a", to: sensor)
+            _ = try? VirtualSensor.send("SCAN finger-a", to: sensor)
             let unlock = child?.finish(limit: FaultInjectionTests.runLimit)
             if unlock?.status != 0 {
                 guard let idp, unlock?.all.contains("sign") == true,

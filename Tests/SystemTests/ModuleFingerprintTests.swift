@@ -232,6 +232,9 @@ import Testing
         writeFile(vault, bytes)
         let damaged = try rig.authenticate(answers: ["secret"], sensor: [])
         #expect(damaged.status == 0, "the password still works: \(damaged.all)")
+        // The person is told why the finger was not asked, once.
+        let said = damaged.all.components(separatedBy: "cannot be used").count - 1
+        #expect(said == 1, "\(damaged.all)")
         let damagedLog = brokerCapture.messages().joined(separator: "\n")
         #expect(damagedLog.contains("pam.authenticate vaultUnusable"), "\(damagedLog)")
         #expect(readFile(vault) == bytes, "the damaged vault is left as it was")

@@ -1,3 +1,4 @@
+import CPAM
 import FingersealWire
 import Glibc
 import SystemKit

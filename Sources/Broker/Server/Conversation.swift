@@ -18,6 +18,8 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
     private let lock = ThreadLock()
     private var gone = false
     private var cancelled = false
+    /// The last error sentence sent, so a flow's end does not say again what it said.
+    private var lastError: String?
     /// The client left or stopped reading.
     public private(set) var isGone: Bool {
         get { lock.locked { gone } }
@@ -50,7 +52,13 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
     }
 
     public func info(_ text: String) { send(.info(text)) }
-    public func error(_ text: String) { send(.error(text)) }
+    public func error(_ text: String) {
+        lock.locked { lastError = text }
+        send(.error(text))
+    }
+
+    /// Whether `text` was the last error sentence this conversation sent.
+    public func lastErrorWas(_ text: String) -> Bool { lock.locked { lastError == text } }
     public func output(_ text: String) { send(.output(text)) }
     public func browse(_ url: String) { send(.browse(url)) }
     public func finding(_ finding: Finding) { send(.finding(finding)) }
