@@ -5,8 +5,8 @@ import JOSEKit
 import SystemKit
 
 /// The providers' key sets, in memory, one per jwks_uri, shared by every request the broker
-/// serves (hence the lock, one TSan sees; the fetch itself runs outside it, so one slow provider does not
-/// hold up the others).
+/// serves (hence the lock, one TSan sees; the fetch itself runs outside it, so one slow
+/// provider does not hold up the others).
 ///
 /// A set is fetched when first needed, again when a token names a kid it does not hold (the
 /// provider rotated its keys), and again after `maxAge`. Refetches for unknown kids (and

@@ -44,6 +44,9 @@ struct FaultSite: Hashable {
     let hash: String
     let frames: String
 
+    /// An allocation the Swift runtime makes itself (its innermost caller is in libswiftCore).
+    var isTheSwiftRuntimes: Bool { (frames.split(separator: " ").first ?? "").hasPrefix("libswiftCore.so+") }
+
     /// Parses the log's "site GROUP SYMBOL HASH FRAMES..." lines, first sight first.
     static func parse(_ log: String) -> [FaultSite] {
         var seen = Set<String>()
@@ -174,6 +177,12 @@ struct FaultPlan {
         return FaultPlan(full: full, perGroup: full ? Int.max : 1, seed: seed)
     }
 
+    /// In a full sweep, how many of a path's allocations made by the Swift runtime itself
+    /// (swift_slowAlloc and its kin, the innermost caller in libswiftCore) are failed: each of
+    /// them ends the same way, the runtime's trap, and each costs a broker's restart, so a
+    /// seeded sample of them is failed, and every other site.
+    static let runtimeAllocationSample = 40
+
     /// (site, errno) pairs: every selected site with its group's harshest errno, and in a full
     /// sweep an interrupted call too where one can be.
     func runs(_ sites: [FaultSite], groups: Set<String>) -> [(site: FaultSite, errno: String?)] {
@@ -181,6 +190,11 @@ struct FaultPlan {
         var chosen: [FaultSite] = []
         for group in FaultLibrary.allGroups where groups.contains(group) {
             var ofGroup = sites.filter { $0.group == group }
+            if full && group == "malloc" {
+                var runtime = ofGroup.filter(\.isTheSwiftRuntimes)
+                runtime.shuffle(using: &generator)
+                ofGroup = ofGroup.filter { !$0.isTheSwiftRuntimes } + runtime.prefix(FaultPlan.runtimeAllocationSample)
+            }
             if ofGroup.count > perGroup {
                 ofGroup.shuffle(using: &generator)
                 ofGroup = Array(ofGroup.prefix(perGroup))

@@ -37,6 +37,8 @@
 #include <errno.h>
 #include <execinfo.h>
 #include <fcntl.h>
+#include <link.h>
+#include <stddef.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -238,6 +240,53 @@ __attribute__((constructor)) static void start(void) {
     busy = 0;
 }
 
+/*
+ * Return address -> object, cached: dladdr walks the object's whole symbol table for every
+ * frame (libswiftCore's and Foundation's are large), which made an armed broker's request take
+ * seconds. The cache is emptied whenever an object is loaded or unloaded (dl_iterate_phdr's
+ * counters), so an address never keeps the name of an object that is gone. One per thread:
+ * no lock of ours is held around the loader's own (dlopen allocates under them).
+ */
+#define OBJECT_CACHE 1024
+struct cached_object {
+    uintptr_t address;
+    uintptr_t base;
+    char path[80];  /* the path's last 79 bytes: the file name, and enough to match FAULT_CALLER */
+};
+static __thread struct cached_object object_cache[OBJECT_CACHE] __attribute__((tls_model("initial-exec")));
+/* The loader's counters the cache was filled under, plus one (zero: never filled). */
+static __thread unsigned long long cache_adds __attribute__((tls_model("initial-exec")));
+static __thread unsigned long long cache_subs __attribute__((tls_model("initial-exec")));
+
+static int loaded_counts(struct dl_phdr_info *info, size_t size, void *data) {
+    unsigned long long *counts = data;
+    if (size < offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) return 1;
+    counts[0] = info->dlpi_adds;
+    counts[1] = info->dlpi_subs;
+    return 1;
+}
+
+/* The object holding `address` (its path's tail and load base); 0 when none. */
+static int object_of(uintptr_t address, char *path, size_t size, uintptr_t *base) {
+    struct cached_object *slot = &object_cache[(address >> 2) & (OBJECT_CACHE - 1)];
+    if (slot->address == address) {
+        if (!slot->path[0]) return 0;
+        memcpy(path, slot->path, size < sizeof slot->path ? size : sizeof slot->path);
+        path[size - 1] = 0;
+        *base = slot->base;
+        return 1;
+    }
+    Dl_info info;
+    slot->address = address;
+    slot->path[0] = 0;
+    if (!dladdr((void *)address, &info) || !info.dli_fname) return 0;
+    size_t length = strlen(info.dli_fname);
+    const char *tail = length >= sizeof slot->path ? info.dli_fname + length - (sizeof slot->path - 1) : info.dli_fname;
+    memcpy(slot->path, tail, strlen(tail) + 1);
+    slot->base = (uintptr_t)info.dli_fbase;
+    return object_of(address, path, size, base);
+}
+
 /* The site of the current call: its callers (object + offset, stable across runs and ASLR). */
 static uint64_t site_of(char *frames_text, size_t size, int *caller_matches) {
     void *frames[20];
@@ -247,16 +296,24 @@ static uint64_t site_of(char *frames_text, size_t size, int *caller_matches) {
     size_t at = 0;
     if (frames_text) frames_text[0] = 0;
     *caller_matches = current.caller[0] == 0;
+    unsigned long long counts[2] = {0, 0};
+    dl_iterate_phdr(loaded_counts, counts);
+    if (counts[0] + 1 != cache_adds || counts[1] + 1 != cache_subs) {
+        memset(object_cache, 0, sizeof object_cache);
+        cache_adds = counts[0] + 1;
+        cache_subs = counts[1] + 1;
+    }
     /* frames[0] is site_of, frames[1] the hook: the callers start at 2. */
     for (int i = 2; i < count; i++) {
-        Dl_info info;
         uintptr_t address = (uintptr_t)frames[i];
         const char *name = "?";
         uintptr_t offset = address;
-        if (dladdr(frames[i], &info) && info.dli_fname) {
-            name = strrchr(info.dli_fname, '/') ? strrchr(info.dli_fname, '/') + 1 : info.dli_fname;
-            offset = address - (uintptr_t)info.dli_fbase;
-            if (current.caller[0] && strstr(info.dli_fname, current.caller)) *caller_matches = 1;
+        char path[80];
+        uintptr_t base;
+        if (object_of(address, path, sizeof path, &base)) {
+            name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+            offset = address - base;
+            if (current.caller[0] && strstr(path, current.caller)) *caller_matches = 1;
         }
         hash = fnv(hash, name, strlen(name));
         hash = fnv(hash, &offset, sizeof offset);
