@@ -47,6 +47,13 @@ struct FaultSite: Hashable {
     /// An allocation the Swift runtime makes itself (its innermost caller is in libswiftCore).
     var isTheSwiftRuntimes: Bool { (frames.split(separator: " ").first ?? "").hasPrefix("libswiftCore.so+") }
 
+    /// An allocation whose failure ends the process by its allocator's design: the Swift
+    /// runtime's (a trap), or GLib's g_malloc (libfprint's and fprintd's, an abort).
+    var endsTheProcessByDesign: Bool {
+        let innermost = frames.split(separator: " ").first ?? ""
+        return innermost.hasPrefix("libswiftCore.so+") || innermost.hasPrefix("libglib-2.0.so")
+    }
+
     /// Parses the log's "site GROUP SYMBOL HASH FRAMES..." lines, first sight first.
     static func parse(_ log: String) -> [FaultSite] {
         var seen = Set<String>()
@@ -161,6 +168,13 @@ final class FaultTally {
         defer { close(fd) }
         let text = Array("\(path)\t\(runs)\t\(seen.count)\t\(failed.count)\t\(allocationTraps)\t\(findings.count)\n".utf8)
         _ = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        // The findings themselves beside the table (the test's own output comes at its end).
+        guard !findings.isEmpty else { return }
+        let details = open(String(cString: report) + ".findings", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard details >= 0 else { return }
+        defer { close(details) }
+        let lines = Array(findings.map { "\(path): \($0)\n" }.joined().utf8)
+        _ = lines.withUnsafeBytes { write(details, $0.baseAddress, $0.count) }
     }
 }
 
@@ -177,10 +191,10 @@ struct FaultPlan {
         return FaultPlan(full: full, perGroup: full ? Int.max : 1, seed: seed)
     }
 
-    /// In a full sweep, how many of a path's allocations made by the Swift runtime itself
-    /// (swift_slowAlloc and its kin, the innermost caller in libswiftCore) are failed: each of
-    /// them ends the same way, the runtime's trap, and each costs a broker's restart, so a
-    /// seeded sample of them is failed, and every other site.
+    /// In a full sweep, how many of a path's allocations that end the process by design
+    /// (`FaultSite.endsTheProcessByDesign`: the Swift runtime's, GLib's) are failed: each of
+    /// them ends the same way, and each costs a broker's restart, so a seeded sample of them
+    /// is failed, and every other site.
     static let runtimeAllocationSample = 40
 
     /// (site, errno) pairs: every selected site with its group's harshest errno, and in a full
@@ -191,9 +205,9 @@ struct FaultPlan {
         for group in FaultLibrary.allGroups where groups.contains(group) {
             var ofGroup = sites.filter { $0.group == group }
             if full && group == "malloc" {
-                var runtime = ofGroup.filter(\.isTheSwiftRuntimes)
-                runtime.shuffle(using: &generator)
-                ofGroup = ofGroup.filter { !$0.isTheSwiftRuntimes } + runtime.prefix(FaultPlan.runtimeAllocationSample)
+                var byDesign = ofGroup.filter(\.endsTheProcessByDesign)
+                byDesign.shuffle(using: &generator)
+                ofGroup = ofGroup.filter { !$0.endsTheProcessByDesign } + byDesign.prefix(FaultPlan.runtimeAllocationSample)
             }
             if ofGroup.count > perGroup {
                 ofGroup.shuffle(using: &generator)
