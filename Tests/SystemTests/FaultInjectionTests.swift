@@ -12,7 +12,7 @@ import Testing
 /// group per path; `make faults` (FAULT_SWEEP=full) every site, and each interruptible one a
 /// second time with EINTR, except the allocations that end the process by design (the Swift
 /// runtime's own, GLib's g_malloc), of which a seeded sample is failed
-/// (`FaultPlan.runtimeAllocationSample`: each ends the same way).
+/// (`FaultPlan.allocationsEndingByDesign`: each ends the same way).
 /// Allocation failures trap in full Swift by design (the runtime's allocator never returns
 /// nil): counted apart, and judged on what the client said and what the store kept. The
 /// module, in its host, must survive them.

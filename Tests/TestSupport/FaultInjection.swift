@@ -195,7 +195,7 @@ struct FaultPlan {
     /// (`FaultSite.endsTheProcessByDesign`: the Swift runtime's, GLib's) are failed: each of
     /// them ends the same way, and each costs a broker's restart, so a seeded sample of them
     /// is failed, and every other site.
-    static let runtimeAllocationSample = 40
+    static let allocationsEndingByDesign = 40
 
     /// (site, errno) pairs: every selected site with its group's harshest errno, and in a full
     /// sweep an interrupted call too where one can be.
@@ -207,7 +207,7 @@ struct FaultPlan {
             if full && group == "malloc" {
                 var byDesign = ofGroup.filter(\.endsTheProcessByDesign)
                 byDesign.shuffle(using: &generator)
-                ofGroup = ofGroup.filter { !$0.endsTheProcessByDesign } + byDesign.prefix(FaultPlan.runtimeAllocationSample)
+                ofGroup = ofGroup.filter { !$0.endsTheProcessByDesign } + byDesign.prefix(FaultPlan.allocationsEndingByDesign)
             }
             if ofGroup.count > perGroup {
                 ofGroup.shuffle(using: &generator)
