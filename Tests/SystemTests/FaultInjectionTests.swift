@@ -351,14 +351,20 @@ final class FaultyBroker {
             } else {
                 findings = judge(attempt, label: label)
             }
-            if home.broker.ended() != nil {
-                findings.append("\(label): the broker ended (a client's fault)")
-                try home.broker.restart()
-            }
-            findings += afterwards(label: label)
-            tally.findings += findings
+            tally.findings += findings + (try clientRunEnded(label: label))
             if tally.findings.count >= 8 { break }
         }
+    }
+
+    /// After a client's run: the broker must have lived through the client's fault (it is
+    /// restarted when not), and the store must verify and unlock (`afterwards`).
+    func clientRunEnded(label: String) throws -> [String] {
+        var findings: [String] = []
+        if home.broker.ended() != nil {
+            findings.append("\(label): the broker ended (a client's fault)")
+            try home.broker.restart()
+        }
+        return findings + afterwards(label: label)
     }
 
     /// Fails the Nth allocation of the client's calls (FAULT_NTH), for N from 1 until a run
@@ -374,12 +380,7 @@ final class FaultyBroker {
             tally.runs += 1
             tally.failed.insert("allocation \(nth)")
             let label = "allocation \(nth) of the transaction"
-            var findings = judge(attempt, label: label)
-            if home.broker.ended() != nil {
-                findings.append("\(label): the broker ended (a client's fault)")
-                try home.broker.restart()
-            }
-            tally.findings += findings + afterwards(label: label)
+            tally.findings += judge(attempt, label: label) + (try clientRunEnded(label: label))
             if tally.findings.count >= 8 { break }
             nth += plan.full ? 1 : 7
         }

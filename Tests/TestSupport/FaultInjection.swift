@@ -44,15 +44,15 @@ struct FaultSite: Hashable {
     let hash: String
     let frames: String
 
+    /// The caller the call was made from ("object+offset").
+    private var innermost: Substring { frames.split(separator: " ").first ?? "" }
+
     /// An allocation the Swift runtime makes itself (its innermost caller is in libswiftCore).
-    var isTheSwiftRuntimes: Bool { (frames.split(separator: " ").first ?? "").hasPrefix("libswiftCore.so+") }
+    var isTheSwiftRuntimes: Bool { innermost.hasPrefix("libswiftCore.so+") }
 
     /// An allocation whose failure ends the process by its allocator's design: the Swift
     /// runtime's (a trap), or GLib's g_malloc (libfprint's and fprintd's, an abort).
-    var endsTheProcessByDesign: Bool {
-        let innermost = frames.split(separator: " ").first ?? ""
-        return innermost.hasPrefix("libswiftCore.so+") || innermost.hasPrefix("libglib-2.0.so")
-    }
+    var endsTheProcessByDesign: Bool { isTheSwiftRuntimes || innermost.hasPrefix("libglib-2.0.so") }
 
     /// Parses the log's "site GROUP SYMBOL HASH FRAMES..." lines, first sight first.
     static func parse(_ log: String) -> [FaultSite] {
@@ -162,19 +162,10 @@ final class FaultTally {
     /// Appends the line to FAULT_REPORT (make faults prints the table from it).
     func report() {
         print("fault injection: " + line)
-        guard let report = getenv("FAULT_REPORT") else { return }
-        let fd = open(report, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { return }
-        defer { close(fd) }
-        let text = Array("\(path)\t\(runs)\t\(seen.count)\t\(failed.count)\t\(allocationTraps)\t\(findings.count)\n".utf8)
-        _ = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        guard let report = getenv("FAULT_REPORT").map({ String(cString: $0) }) else { return }
+        appendToFile(report, Array("\(path)\t\(runs)\t\(seen.count)\t\(failed.count)\t\(allocationTraps)\t\(findings.count)\n".utf8))
         // The findings themselves beside the table (the test's own output comes at its end).
-        guard !findings.isEmpty else { return }
-        let details = open(String(cString: report) + ".findings", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        guard details >= 0 else { return }
-        defer { close(details) }
-        let lines = Array(findings.map { "\(path): \($0)\n" }.joined().utf8)
-        _ = lines.withUnsafeBytes { write(details, $0.baseAddress, $0.count) }
+        if !findings.isEmpty { appendToFile(report + ".findings", Array(findings.map { "\(path): \($0)\n" }.joined().utf8)) }
     }
 }
 

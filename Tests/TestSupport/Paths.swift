@@ -92,7 +92,17 @@ func readFile(_ path: String) -> [UInt8]? {
 }
 
 func writeFile(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) {
-    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+    writeFile(path, bytes, flags: O_TRUNC, mode: mode)
+}
+
+/// Adds `bytes` at the end of the file (made when missing): one write, so lines of processes
+/// appending at once stay whole.
+func appendToFile(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o644) {
+    writeFile(path, bytes, flags: O_APPEND, mode: mode)
+}
+
+private func writeFile(_ path: String, _ bytes: [UInt8], flags: Int32, mode: mode_t) {
+    let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | flags, mode)
     guard fd >= 0 else { return }
     _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     close(fd)

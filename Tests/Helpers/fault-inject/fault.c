@@ -266,25 +266,22 @@ static int loaded_counts(struct dl_phdr_info *info, size_t size, void *data) {
     return 1;
 }
 
-/* The object holding `address` (its path's tail and load base); 0 when none. */
-static int object_of(uintptr_t address, char *path, size_t size, uintptr_t *base) {
+/* The object holding `address` (its path's tail and load base); NULL when none. The slot is
+ * this thread's, valid until the next lookup. */
+static const struct cached_object *object_of(uintptr_t address) {
     struct cached_object *slot = &object_cache[(address >> 2) & (OBJECT_CACHE - 1)];
-    if (slot->address == address) {
-        if (!slot->path[0]) return 0;
-        memcpy(path, slot->path, size < sizeof slot->path ? size : sizeof slot->path);
-        path[size - 1] = 0;
-        *base = slot->base;
-        return 1;
+    if (slot->address != address) {
+        Dl_info info;
+        slot->address = address;
+        slot->path[0] = 0;
+        if (dladdr((void *)address, &info) && info.dli_fname) {
+            size_t length = strlen(info.dli_fname);
+            const char *tail = length >= sizeof slot->path ? info.dli_fname + length - (sizeof slot->path - 1) : info.dli_fname;
+            memcpy(slot->path, tail, strlen(tail) + 1);
+            slot->base = (uintptr_t)info.dli_fbase;
+        }
     }
-    Dl_info info;
-    slot->address = address;
-    slot->path[0] = 0;
-    if (!dladdr((void *)address, &info) || !info.dli_fname) return 0;
-    size_t length = strlen(info.dli_fname);
-    const char *tail = length >= sizeof slot->path ? info.dli_fname + length - (sizeof slot->path - 1) : info.dli_fname;
-    memcpy(slot->path, tail, strlen(tail) + 1);
-    slot->base = (uintptr_t)info.dli_fbase;
-    return object_of(address, path, size, base);
+    return slot->path[0] ? slot : NULL;
 }
 
 /* The site of the current call: its callers (object + offset, stable across runs and ASLR). */
@@ -308,12 +305,11 @@ static uint64_t site_of(char *frames_text, size_t size, int *caller_matches) {
         uintptr_t address = (uintptr_t)frames[i];
         const char *name = "?";
         uintptr_t offset = address;
-        char path[80];
-        uintptr_t base;
-        if (object_of(address, path, sizeof path, &base)) {
-            name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-            offset = address - base;
-            if (current.caller[0] && strstr(path, current.caller)) *caller_matches = 1;
+        const struct cached_object *object = object_of(address);
+        if (object) {
+            name = strrchr(object->path, '/') ? strrchr(object->path, '/') + 1 : object->path;
+            offset = address - object->base;
+            if (current.caller[0] && strstr(object->path, current.caller)) *caller_matches = 1;
         }
         hash = fnv(hash, name, strlen(name));
         hash = fnv(hash, &offset, sizeof offset);
