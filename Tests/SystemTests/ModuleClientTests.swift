@@ -387,14 +387,8 @@ import SystemKit
     @Test(arguments: [true, false])
     func cyclesLeaveTheHostAsFound(withBroker: Bool) throws {
         let cycles = 20
-        let temp = try TempDirectory()
-        let broker = withBroker
-            ? try ScriptedBroker(Array(repeating: [.send(.info("Place your finger on the reader.")), .send(.result(Reply(.noMatch)))],
-                                       count: cycles))
-            : nil
-        writeFile(temp.file(ModuleClientTests.service),
-                  Array("auth required \(Paths.module) socket=\(broker?.path ?? temp.file("missing"))\n".utf8), mode: 0o644)
-        let run = try Child.run(Paths.buildDirectory + "/pam-cycles", [temp.path, ModuleClientTests.service, "alice", "\(cycles)"])
+        let service = try PAMCyclesService(name: ModuleClientTests.service, cycles: cycles, withBroker: withBroker)
+        let run = try Child.run(PAMCyclesService.helper, service.arguments)
         #expect(run.status == 0, "\(run.all)")
         let lines = run.stdout.split(separator: "\n").map(String.init)
         for name in ["threads", "fds"] {
@@ -405,7 +399,7 @@ import SystemKit
         // No -z nodelete: nothing of the module outlives pam_end (ModuleTests.unloadsLikeACModule).
         #expect(lines.contains("module unloaded"), "\(run.stdout)")
         #expect(lines.contains("codes \(withBroker ? PAM_AUTH_ERR : PAM_AUTHINFO_UNAVAIL):\(cycles)"), "\(run.stdout)")
-        if let broker {
+        if let broker = service.broker {
             let connections = broker.finish()
             #expect(connections.count == cycles && connections.allSatisfy { $0.problems.isEmpty })
         }

@@ -47,6 +47,13 @@ import Testing
         }
     }
 
+    /// memcheck as every run here uses it: every leak a definite or indirect one counts as an
+    /// error, and any error is exit status 99; the report goes to `log`.
+    static func memcheck(log: String) -> [String] {
+        ["--tool=memcheck", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect", "--show-leak-kinds=definite,indirect",
+         "--error-exitcode=99", "--num-callers=30", "--log-file=\(log)"]
+    }
+
     /// The stack: the module in every phase, each phase ending well whatever the module says
     /// (a password after it, pam_permit after the others), so every entry point runs.
     static func stack(socket: String, passdb: String) -> String {
@@ -98,12 +105,10 @@ import Testing
             writeFile(files.file("pam.d/valgrind"), Array(ValgrindTests.stack(socket: socket, passdb: files.file("passdb")).utf8),
                       mode: 0o644)
             let log = output + "/\(index)-\(scenario.rawValue).log"
-            let arguments = ["-oL", ValgrindTests.valgrind, "--tool=memcheck", "--leak-check=full",
-                             "--errors-for-leak-kinds=definite,indirect", "--show-leak-kinds=definite,indirect",
-                             "--error-exitcode=99", "--num-callers=30", "--keep-debuginfo=yes",
-                             "--suppressions=\(Paths.packageRoot)/Tests/Valgrind/pamtester.supp", "--log-file=\(log)",
-                             "/usr/bin/pamtester", "-I", "tty=/dev/pts/0", "valgrind", user,
-                             "authenticate", "acct_mgmt", "open_session", "close_session"]
+            let arguments = ["-oL", ValgrindTests.valgrind] + ValgrindTests.memcheck(log: log)
+                + ["--keep-debuginfo=yes", "--suppressions=\(Paths.packageRoot)/Tests/Valgrind/pamtester.supp",
+                   "/usr/bin/pamtester", "-I", "tty=/dev/pts/0", "valgrind", user,
+                   "authenticate", "acct_mgmt", "open_session", "close_session"]
             let child = try Child("/usr/bin/stdbuf", arguments, environment: Pamtester.environment(files.file("pam.d")),
                                   stdin: Array(answers.map { $0 + "\n" }.joined().utf8), terminal: .leader)
             if scenario == .fingerMatch {
@@ -141,24 +146,15 @@ import Testing
     @Test(.enabled(if: access(valgrind, X_OK) == 0), arguments: [true, false])
     func manyTransactionsInOneHostLeaveNothing(withBroker: Bool) throws {
         let cycles = max(ValgrindTests.transactions / 2, 5)
-        let temp = try TempDirectory()
-        let broker = withBroker
-            ? try ScriptedBroker(Array(repeating: [.send(.info("Place your finger on the reader.")), .send(.result(Reply(.noMatch)))],
-                                       count: cycles), patience: 60)
-            : nil
-        writeFile(temp.file("cycles"), Array("auth required \(Paths.module) socket=\(broker?.path ?? temp.file("missing"))\n".utf8),
-                  mode: 0o644)
-        let log = temp.file("memcheck.log")
-        let run = try Child.run(ValgrindTests.valgrind, ["--tool=memcheck", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
-                                                         "--show-leak-kinds=definite,indirect", "--error-exitcode=99", "--num-callers=30",
-                                                         "--log-file=\(log)", Paths.buildDirectory + "/pam-cycles", temp.path, "cycles",
-                                                         "alice", "\(cycles)"])
+        let service = try PAMCyclesService(name: "cycles", cycles: cycles, withBroker: withBroker, patience: 60)
+        let log = service.directory.file("memcheck.log")
+        let run = try Child.run(ValgrindTests.valgrind, ValgrindTests.memcheck(log: log) + [PAMCyclesService.helper] + service.arguments)
         let verdict = Verdict(log)
         #expect(run.status == 0, "\(run.all)\n\(verdict.log.suffix(3000))")
         #expect(verdict.errors == 0 && !verdict.moduleInAStack, "\(verdict.log.suffix(3000))")
         #expect(run.stdout.contains("codes \(withBroker ? PAM_AUTH_ERR : PAM_AUTHINFO_UNAVAIL):\(cycles)"), "\(run.stdout)")
         #expect(run.stdout.contains("module unloaded"), "\(run.stdout)")
-        if let broker {
+        if let broker = service.broker {
             #expect(broker.finish().count == cycles)
         }
     }
