@@ -118,28 +118,51 @@ static inline int fs_epoll_wait_one(int set, int milliseconds, int *ready) {
     if (count == 1) *ready = event.data.fd;
     return count;
 }
-/* A parked thread gives the kernel back the pages of its stack below its current frame, as
- * glibc does for a thread that ends (they read as zeros when touched again): nothing of the
- * deeper frames of the work it did stays in memory while it waits for more. The 16 KiB
- * nearest the frame stay (this call's own frames; glibc keeps PTHREAD_STACK_MIN too). */
+/* A parked thread leaves nothing of the work it did in its stack below its current frame:
+ * `fs_stack_low` once, when the thread starts (pthread_getattr_np costs a sched_getaffinity),
+ * then `fs_scrub_stack_below` each time it parks. The pages within `keep` bytes below the
+ * frame that are resident (mincore: the ones the last request touched) are zeroed and stay,
+ * so the next request of ordinary depth takes no page faults for them; everything deeper is
+ * given back to the kernel, as glibc does for a thread that ends (it reads as zeros when
+ * touched again). The 16 KiB nearest the frame stay as they are (this call's own frames;
+ * glibc keeps PTHREAD_STACK_MIN too). */
 #include <pthread.h>
 #include <sys/mman.h>
 extern int pthread_getattr_np(pthread_t thread, pthread_attr_t *attributes);
-static inline void fs_release_stack_below(void) {
+/* The lowest address of the calling thread's stack, page aligned; 0 when it cannot be told. */
+static inline uintptr_t fs_stack_low(void) {
     pthread_attr_t attributes;
     void *base = 0;
     size_t size = 0;
-    if (pthread_getattr_np(pthread_self(), &attributes) != 0) return;
+    if (pthread_getattr_np(pthread_self(), &attributes) != 0) return 0;
     int rc = pthread_attr_getstack(&attributes, &base, &size);
     pthread_attr_destroy(&attributes);
-    if (rc != 0) return;
+    if (rc != 0) return 0;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    return ((uintptr_t)base + page - 1) & ~(page - 1);
+}
+enum { FS_STACK_SCRUB_KEEP_MAX = 1 << 20 };
+static inline void fs_scrub_stack_below(uintptr_t low, size_t keep) {
+    if (low == 0) return;
     char here = 0;
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t low = ((uintptr_t)base + page - 1) & ~(page - 1);
     uintptr_t current = (uintptr_t)(volatile char *)&here;
     if (current < low + 16384 + page) return;
     uintptr_t high = (current - 16384) & ~(page - 1);
-    madvise((void *)low, high - low, MADV_DONTNEED);
+    if (keep > FS_STACK_SCRUB_KEEP_MAX) keep = FS_STACK_SCRUB_KEEP_MAX;
+    uintptr_t kept = high - low > keep ? high - (keep & ~(page - 1)) : low;
+    if (kept > low) madvise((void *)low, kept - low, MADV_DONTNEED);
+    unsigned char resident[FS_STACK_SCRUB_KEEP_MAX / 4096];
+    size_t pages = (high - kept) / page;
+    if (pages > sizeof resident) pages = sizeof resident;
+    if (pages == 0) return;
+    if (mincore((void *)kept, pages * page, resident) != 0) {
+        explicit_bzero((void *)kept, high - kept);
+        return;
+    }
+    for (size_t index = 0; index < pages; index++) {
+        if (resident[index] & 1) explicit_bzero((void *)(kept + index * page), page);
+    }
 }
 /* accept4 is declared only under _GNU_SOURCE. */
 extern int accept4(int fd, struct sockaddr *address, socklen_t *length, int flags);
