@@ -35,9 +35,14 @@ public func pollEntry(_ fd: Int32, _ events: Int16 = Int16(POLLIN)) -> pollfd {
 public func waitReady(_ fds: inout [pollfd], until deadline: Double) -> PollOutcome {
     while true {
         let remaining = max(deadline - monotonicSeconds(), 0)
+        // Rounded up by hand: `rounded(.up)` is libm's ceil, the only thing the PAM module
+        // would load libm for.
+        let milliseconds = min(remaining * 1000, 60_000)
+        var timeout = Int32(milliseconds)
+        if Double(timeout) < milliseconds { timeout += 1 }
         for index in fds.indices { fds[index].revents = 0 }
         let ready = fds.withUnsafeMutableBufferPointer { buffer in
-            poll(buffer.baseAddress, nfds_t(buffer.count), Int32(min(remaining * 1000, 60_000).rounded(.up)))
+            poll(buffer.baseAddress, nfds_t(buffer.count), timeout)
         }
         if ready > 0 { return .ready }
         if ready < 0 {

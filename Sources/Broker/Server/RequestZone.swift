@@ -7,8 +7,7 @@ import ZoneInfo
 /// resolved against the system's database. A name that cannot be used is logged and the times
 /// are shown in UTC, said as such; the person is never refused for it (presentation only).
 enum RequestZone {
-    static func resolve(_ name: String?) -> Zone? {
-        guard let name else { return nil }
+    static func resolve(_ name: String) -> Zone? {
         do {
             return try Zone.named(name)
         } catch {

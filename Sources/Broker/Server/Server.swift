@@ -218,7 +218,7 @@ public final class Server: @unchecked Sendable {
         // Every sentence of this request in the language it asked for (presentation only).
         Localization.adopt(Localization.language(request.language ?? state.settings.defaultLanguage))
         // And every time in it in the person's zone.
-        Localization.adopt(zone: RequestZone.resolve(request.timeZone))
+        Localization.adopt(zoneNamed: request.timeZone, resolve: RequestZone.resolve)
         let conversation = Conversation(connection: connection, wantsEvents: request.wantsEvents)
         // What its audit events say of where they came from, in the journal.
         AuditOrigin.$current.withValue(AuditOrigin(request, caller: caller)) {
