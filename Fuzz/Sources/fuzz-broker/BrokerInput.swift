@@ -1,5 +1,6 @@
 import FingersealWire
 import FuzzInput
+import Glibc
 
 /// One input: up to four connections in turn to the same broker and store, each from root or
 /// one of two accounts, each a sequence of client packets (a request, answers, cancels, data)
@@ -22,7 +23,11 @@ enum BrokerInput {
         }
     }
 
-    static let uids: [UInt32] = [0, 1001, 1002]
+    /// The test accounts the connections come from, beside root, by name: their uids are
+    /// whatever useradd gave them on this machine (scripts/fuzz makes them when missing).
+    static let accountNames = ["fs-alice", "fs-bob"]
+    static let accountUIDs: [UInt32] = accountNames.map { name in getpwnam(name).map { $0.pointee.pw_uid } ?? UInt32.max }
+    static let uids: [UInt32] = [0] + accountUIDs
     static let users: [String?] = [nil, "fs-alice", "fs-bob", "root", "nobody", "no-such-user", ""]
     static let moduleOptions = ["pin", "timeout=1", "identify", "stepup=payroll", "ttl=5", "allow_remote", "max_fails=1", "max_tries=1",
                                 "require_token", "offline_grace=0", "password_after_boot", "keyring_services=login",
@@ -114,7 +119,7 @@ enum BrokerInput {
         guard case let .result(reply)? = replies.last, reply.outcome == .success, let request = connection.request else { return }
         let root = connection.uid == 0
         let pamCommands: [Command] = [.pamAuthenticate, .pamIdentify, .pamOpenSession, .pamCloseSession, .pamAccount]
-        let own = connection.uid == 1001 ? "fs-alice" : "fs-bob"
+        let own = accountNames[accountUIDs.firstIndex(of: connection.uid) ?? 1]
         let refused: String?
         if [.login, .token].contains(request.command) {
             refused = "needs the identity provider, which is unreachable"
