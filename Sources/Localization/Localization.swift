@@ -205,7 +205,7 @@ public enum Localization {
     /// when a time is first shown: most answers show none, and reading the zone's file cost a
     /// PAM request for a user without a vault a twentieth of its time.
     public static func adopt(zoneNamed name: String?, resolve: @escaping (String) -> Zone?) {
-        Current.zoneChoice = name.map { .named($0, resolve) } ?? .resolved(nil)
+        Current.zones.value = name.map { .named($0, resolve) } ?? .resolved(nil)
     }
 
     /// `seconds` since the epoch as a date and a time to the minute in this thread's zone and
@@ -348,11 +348,6 @@ private enum Current {
             }
         }
         set { zones.value = .resolved(newValue) }
-    }
-
-    static var zoneChoice: ZoneChoice? {
-        get { zones.value }
-        set { zones.value = newValue }
     }
 }
 
