@@ -31,6 +31,7 @@ final class Child {
     init(_ path: String, _ arguments: [String], environment: [String: String] = [:],
          stdin: [UInt8] = [], fd3: [UInt8]? = nil, newSession: Bool = true, logFile: String? = nil,
          errorLog: String? = nil, openInput: Bool = false, terminal: TerminalPlacement? = nil) throws {
+        Child.brokenPipesAreErrors
         var arguments = arguments
         var path = path
         if let terminal {
@@ -122,6 +123,11 @@ final class Child {
         }
         return options
     }()
+
+    /// A write to a child that has gone fails with EPIPE (`send` says false) instead of
+    /// ending the whole test process with SIGPIPE, as it did in a CI run. Children start with
+    /// every disposition at its default (POSIX_SPAWN_SETSIGDEF below), so none inherits this.
+    private static let brokenPipesAreErrors: Void = { _ = Glibc.signal(SIGPIPE, SIG_IGN) }()
 
     private static func fill(_ fd: Int32, _ bytes: [UInt8]) {
         // Test inputs are small; they fit the pipe buffer, so this never blocks.
