@@ -171,6 +171,11 @@ install: build
 	install -D -m 0644 systemd/fingerseal.sysusers $(DESTDIR)$(SYSUSERSDIR)/fingerseal.conf
 	# The rig group now, on this machine (a package's postinst does this through sysusers).
 	if [ -z "$(DESTDIR)" ]; then groupadd -f -r fingerseal-rig; fi
+	# useradd's and userdel's hooks (shadow's run-parts directories), calling this CLI.
+	for hook in useradd-post userdel-pre; do install -d $(DESTDIR)$(SYSCONFDIR)/shadow-maint/$$hook.d; \
+		sed 's|^fingerseal=/usr/bin/fingerseal$$|fingerseal=$(PREFIX)/bin/fingerseal|' shadow-maint/$$hook \
+			>$(DESTDIR)$(SYSCONFDIR)/shadow-maint/$$hook.d/fingerseal; \
+		chmod 0755 $(DESTDIR)$(SYSCONFDIR)/shadow-maint/$$hook.d/fingerseal; done
 	install -D -m 0644 pam/fingerseal.pam-config $(DESTDIR)$(PAMCONFIGDIR)/fingerseal
 	install -D -m 0644 pam/fingerseal-session.pam-config $(DESTDIR)$(PAMCONFIGDIR)/fingerseal-session
 	install -D -m 0644 pam/fingerseal-password.pam-config $(DESTDIR)$(PAMCONFIGDIR)/fingerseal-password
@@ -205,6 +210,7 @@ uninstall:
 	rm -f $(DESTDIR)$(PAMCONFIGDIR)/fingerseal-session $(DESTDIR)$(PAMCONFIGDIR)/fingerseal-password
 	rm -f $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.socket $(DESTDIR)$(SYSTEMDUNITDIR)/fingerseal.service $(DESTDIR)$(SYSTEMDCATALOGDIR)/fingerseal.catalog
 	rm -f $(DESTDIR)$(PAMDDIR)/fingerseal-verify $(DESTDIR)$(SYSUSERSDIR)/fingerseal.conf
+	rm -f $(DESTDIR)$(SYSCONFDIR)/shadow-maint/useradd-post.d/fingerseal $(DESTDIR)$(SYSCONFDIR)/shadow-maint/userdel-pre.d/fingerseal
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/fingerseal/pam $(DESTDIR)$(PREFIX)/share/doc/fingerseal/fingerseal.conf
 	rm -rf $(DESTDIR)$(PREFIX)/share/doc/fingerseal/examples/apps
 	# $(SYSCONFDIR)/fingerseal/fingerseal.conf is the administrator's: left in place.

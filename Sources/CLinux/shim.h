@@ -29,6 +29,10 @@ extern int memfd_create(const char *name, unsigned int flags);
 #define FS_F_SEAL_SHRINK 0x0002
 #define FS_F_SEAL_GROW 0x0004
 #define FS_F_SEAL_WRITE 0x0008
+/* renameat2 (glibc 2.28) is declared only under _GNU_SOURCE; RENAME_NOREPLACE from
+ * linux/fs.h: the rename fails with EEXIST instead of replacing the target. */
+extern int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, unsigned int flags);
+#define FS_RENAME_NOREPLACE 1
 #endif
 
 #ifndef FINGERSEAL_CLINUX_SPAWN

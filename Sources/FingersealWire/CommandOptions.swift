@@ -109,6 +109,8 @@ public enum OptionError: Error, Equatable, Sendable {
     case revealNeedsFile
     case forgetOneOrAll
     case accountRemoveOne
+    case accountPurgeOne
+    case accountHookOne
 }
 
 /// The options of one request as the wire carries them, unchecked: each field once.
@@ -512,6 +514,24 @@ public struct AccountRemoveOptions: OptionGroup {
     }
 }
 
+/// `account purge ID`: one vault set aside.
+public struct AccountPurgeOptions: OptionGroup {
+    public init() {}
+    public mutating func code(_ coder: inout OptionCoder) throws(OptionError) {}
+    public func validate(arguments: [String]) throws(OptionError) {
+        guard arguments.count == 1 else { throw .accountPurgeOne }
+    }
+}
+
+/// `account useradd NAME`, `account userdel NAME`: the account the hook names.
+public struct AccountHookOptions: OptionGroup {
+    public init() {}
+    public mutating func code(_ coder: inout OptionCoder) throws(OptionError) {}
+    public func validate(arguments: [String]) throws(OptionError) {
+        guard arguments.count == 1 else { throw .accountHookOne }
+    }
+}
+
 /// `account expire`: `--days-ahead`, `--json`.
 public struct AccountExpireOptions: OptionGroup {
     public var daysAhead: Int? = nil
@@ -572,6 +592,8 @@ public enum CommandOptions: Equatable, Sendable {
     case capture(CaptureOptions)
     case audit(AuditOptions)
     case accountRemove(AccountRemoveOptions)
+    case accountPurge(AccountPurgeOptions)
+    case accountHook(AccountHookOptions)
     case accountExpire(AccountExpireOptions)
     case doctor(DoctorOptions)
 
@@ -584,6 +606,8 @@ public enum CommandOptions: Equatable, Sendable {
         case .doctor: self = .doctor(try DoctorOptions(decoding: values))
         case .status, .devices, .fingers, .accountList: self = .output(try OutputOptions(decoding: values))
         case .accountRemove: self = .accountRemove(try AccountRemoveOptions(decoding: values))
+        case .accountPurge: self = .accountPurge(try AccountPurgeOptions(decoding: values))
+        case .accountUseradd, .accountUserdel: self = .accountHook(try AccountHookOptions(decoding: values))
         case .accountExpire: self = .accountExpire(try AccountExpireOptions(decoding: values))
         case .pinSet, .pinChange, .pinReset, .identifyOn, .identifyOff, .fingerOn, .fingerOff, .keyringOff:
             self = .answers(try AnswerOptions(decoding: values))
@@ -628,7 +652,8 @@ public enum CommandOptions: Equatable, Sendable {
         case let .stepUp(group): group.output
         case let .audit(group): group.output
         case let .accountExpire(group): group.output
-        case .none, .answers, .reset, .seal, .reveal, .enroll, .forget, .capture, .accountRemove, .doctor: OutputOptions()
+        case .none, .answers, .reset, .seal, .reveal, .enroll, .forget, .capture, .accountRemove, .accountPurge, .accountHook, .doctor:
+            OutputOptions()
         }
     }
 
@@ -641,8 +666,8 @@ public enum CommandOptions: Equatable, Sendable {
         case let .reveal(group): group.scan
         case let .enroll(group): group.scan
         case let .capture(group): group.scan
-        case .none, .output, .answers, .outputAnswers, .reset, .login, .seal, .forget, .audit, .accountRemove, .accountExpire,
-             .doctor:
+        case .none, .output, .answers, .outputAnswers, .reset, .login, .seal, .forget, .audit, .accountRemove, .accountPurge,
+             .accountHook, .accountExpire, .doctor:
             ScanOptions()
         }
     }
@@ -659,7 +684,8 @@ public enum CommandOptions: Equatable, Sendable {
         case let .reveal(group): group.answers
         case let .enroll(group): group.answers
         case let .forget(group): group.answers
-        case .none, .output, .scanReport, .seal, .capture, .audit, .accountRemove, .accountExpire, .doctor: AnswerOptions()
+        case .none, .output, .scanReport, .seal, .capture, .audit, .accountRemove, .accountPurge, .accountHook, .accountExpire, .doctor:
+            AnswerOptions()
         }
     }
 
@@ -684,6 +710,8 @@ public enum CommandOptions: Equatable, Sendable {
         case let .capture(group): visitor.visit(group)
         case let .audit(group): visitor.visit(group)
         case let .accountRemove(group): visitor.visit(group)
+        case let .accountPurge(group): visitor.visit(group)
+        case let .accountHook(group): visitor.visit(group)
         case let .accountExpire(group): visitor.visit(group)
         case let .doctor(group): visitor.visit(group)
         }

@@ -42,6 +42,13 @@ public enum Command: String, CaseIterable, Sendable {
     /// Removes provisioned accounts unused for `provision_expire_days` now (the broker also
     /// does it at start and every hour).
     case accountExpire = "account.expire"
+    /// A vault set aside (another account holds its uid now), deleted by its id.
+    case accountPurge = "account.purge"
+    /// What useradd's post hook and userdel's pre hook say (issue 31 §1): an account was
+    /// made (a vault already under its uid is an earlier one's), or is being removed (its
+    /// vault goes with it).
+    case accountUseradd = "account.useradd"
+    case accountUserdel = "account.userdel"
 }
 
 /// The PAM items a module passes (root callers only are believed about the user).

@@ -26,6 +26,8 @@ extension OptionError {
         case .revealNeedsFile: tr("Say which sealed file to reveal.")
         case .forgetOneOrAll: tr("Name one finger to forget, or use --all.")
         case .accountRemoveOne: tr("Name one account to remove, for example: fingerseal account remove NAME")
+        case .accountPurgeOne: tr("Name one vault set aside, as fingerseal account list shows it, for example: fingerseal account purge ID")
+        case .accountHookOne: tr("Name the account, as useradd and userdel do, for example: fingerseal account useradd NAME")
         }
     }
 }

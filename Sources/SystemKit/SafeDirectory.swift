@@ -213,6 +213,16 @@ public final class SafeDirectory {
         try fd.sync()
     }
 
+    /// Moves `name` (a file or a whole directory) into `other` as `newName`, never over
+    /// something already there (EEXIST), and makes both directories durable.
+    public func move(_ name: String, into other: SafeDirectory, as newName: String) throws {
+        _ = try syscall("rename", full(name)) {
+            renameat2(fd.rawValue, name, other.fd.rawValue, newName, UInt32(FS_RENAME_NOREPLACE))
+        }
+        try fd.sync()
+        try other.fd.sync()
+    }
+
     /// Makes the directory's entries durable (after creating a file in it).
     public func sync() throws {
         try fd.sync()

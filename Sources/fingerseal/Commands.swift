@@ -95,10 +95,12 @@ enum Commands {
     // MARK: accounts made at a first sign-in (provisioning)
 
     static let account = CommandSpec(
-        name: "account", summary: N_("List or remove the accounts made at a first sign-in (root only)."),
+        name: "account", summary: N_("List or remove the accounts made at a first sign-in, and the vaults set aside (root only)."),
         subcommands: [
-            CommandSpec(name: "list", summary: N_("List the accounts fingerseal made, with when each was made and last used."),
-                        options: [json], command: .accountList),
+            CommandSpec(name: "list", summary: N_("List the accounts fingerseal made, with when each was made and last used, and the vaults set aside."),
+                        options: [json],
+                        discussion: N_("A vault is set aside when another account holds its user id now: a removed account's user id given to a new one, or a name removed and made again. It is never used for the new account."),
+                        command: .accountList),
             CommandSpec(name: "remove", summary: N_("Remove an account fingerseal made, with its vault."),
                         arguments: "USER",
                         discussion: N_("Only accounts fingerseal made can be removed here; its home directory goes too."),
@@ -106,6 +108,16 @@ enum Commands {
             CommandSpec(name: "expire", summary: N_("Remove now the accounts unused for provision_expire_days (the broker also does this every hour)."),
                         options: [.wire(.daysAhead, "DAYS", N_("Judge as if this many more days had passed.")), json],
                         command: .accountExpire),
+            CommandSpec(name: "purge", summary: N_("Delete a vault that was set aside, as fingerseal account list names it."),
+                        arguments: "ID", command: .accountPurge),
+            CommandSpec(name: "useradd", summary: N_("Tell fingerseal that an account was made (useradd runs this)."),
+                        arguments: "NAME",
+                        discussion: N_("Run by useradd through /etc/shadow-maint/useradd-post.d/fingerseal. A vault still under the new account's user id is an earlier account's and is set aside."),
+                        command: .accountUseradd),
+            CommandSpec(name: "userdel", summary: N_("Tell fingerseal that an account is being removed (userdel runs this)."),
+                        arguments: "NAME",
+                        discussion: N_("Run by userdel through /etc/shadow-maint/userdel-pre.d/fingerseal. The account's vault is removed with it."),
+                        command: .accountUserdel),
         ])
 
     // MARK: sign-in and tokens

@@ -153,6 +153,26 @@ import Testing
         }
     }
 
+    /// Issue 31 §1: a member removed with a plain userdel, and a new account given the uid
+    /// (and the group): the old finger finds nobody, since the old vault is not the new
+    /// account's and leaves the gallery.
+    @Test func aRemovedMembersFingerSignsInNobody() throws {
+        let gone = "fs-kiosk-gone", next = "fs-kiosk-next"
+        let removeBoth = { for name in [gone, next] where getpwnam(name) != nil { _ = Child.runQuietly("/usr/sbin/userdel", ["--remove", name]) } }
+        removeBoth()
+        defer { removeBoth() }
+        let rig = try Rig(members: IdentifyTests.members + [gone])
+        let uid = try #require(getpwnam(gone)?.pointee.pw_uid)
+        #expect(try rig.login(touch: "id-" + gone).user == gone)
+
+        #expect(Child.runQuietly("/usr/sbin/userdel", [gone]) == 0)
+        #expect(Child.runQuietly("/usr/sbin/useradd", ["--uid", String(uid), "--groups", IdentifyTests.group, next]) == 0)
+        let login = try rig.login(touch: "id-" + gone)
+        #expect(login.user == nil && login.status != PAM_SUCCESS, "\(login.shown)")
+        #expect(login.shown.contains(.errorMessage(Messages.identifyNoMatch)), "\(login.shown)")
+        #expect(access(rig.rig.broker.vaultDirectory(uid: uid) + "/vault", F_OK) != 0, "the old vault was set aside")
+    }
+
     /// A finger nobody enrolled: nobody is signed in, the reason is said, the user name is
     /// asked, and the typed account's own finger then signs it in as without identify.
     @Test func noMatchAsksForTheUserName() throws {

@@ -2,6 +2,7 @@ import CurlKit
 import FingerprintFlows
 import FingersealCore
 import IdentityClient
+import Localization
 
 /// `doctor`: what only the broker can see of the caller's own setup (the reader it drives,
 /// the vault in its store, the sign-in, the identity provider it asks, the clock against the
@@ -16,6 +17,7 @@ enum DoctorCommand {
         let say = call.conversation.finding
         if let service = call.options(for: DoctorOptions.self).service { try serviceSettings(call, service).forEach(say) }
         reader(call).forEach(say)
+        setAside(call).forEach(say)
         let status: VaultStatus?
         do {
             status = try Vault.status(call.store, checkingSlots: true)
@@ -39,6 +41,19 @@ enum DoctorCommand {
         provider(call, issuer: status.provider?.issuer ?? call.options.issuer, signedIn: status.signIn == .active).map(say)
         say(clock(now: SystemClock().now(), status))
         return Reply(.success)
+    }
+
+    /// Vaults set aside (issue 31 §1): to an account, those of an earlier account with its
+    /// user id or name; to root asking for itself, how many there are.
+    static func setAside(_ call: Call) -> [Finding] {
+        guard let vaults = try? AccountStore(root: call.state.settings.stateDirectory).setAsideVaults(), !vaults.isEmpty else { return [] }
+        if call.caller.isRoot && call.given.user == nil {
+            return [Finding("set-aside", .warning, Messages.doctorSetAsideCount(vaults.count), fix: Messages.doctorFixSetAsideCount)]
+        }
+        return vaults.filter { $0.uid == call.account.uid || $0.boundName == call.account.name }.map { vault in
+            Finding("set-aside", .warning, Messages.doctorSetAside(Localization.localTime(vault.setAsideAt)),
+                    fix: Messages.doctorFixSetAside(vault.id))
+        }
     }
 
     /// When the account password is next needed (the rule of `--service NAME`, else the

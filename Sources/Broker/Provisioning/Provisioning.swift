@@ -351,15 +351,8 @@ struct Provisioning {
 
     /// The vault of `account` and its directory, gone.
     static func removeVault(of account: UserAccount, state: BrokerState, options: Options) {
-        let store = state.store(for: account, tpm: options.tpmPolicy)
-        _ = try? Vault.reset(store)
+        _ = try? AccountStore(root: state.settings.stateDirectory).removeAccount(state.store(for: account, tpm: options.tpmPolicy))
         state.sessions.dropUser(account.uid)
-        // What the vault's directory still holds (its lock file, counters) goes with it.
-        if let root = try? SafeDirectory(path: state.settings.stateDirectory, owner: geteuid()),
-           let directory = try? root.subdirectory(String(account.uid)) {
-            for entry in (try? directory.entries()) ?? [] { try? directory.remove(entry) }
-            try? root.removeDirectory(String(account.uid))
-        }
     }
 
     /// An event of an account that has no vault (any more): to the log, as the audit trail

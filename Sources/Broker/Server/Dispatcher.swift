@@ -199,7 +199,7 @@ enum Authorization {
         switch command {
         case .pamAuthenticate, .pamAccount, .pamOpenSession, .pamCloseSession, .pamPasswordUsed, .pamChauthtok: return .pamHost
         case .capture, .selftest: return .rig
-        case .accountList, .accountRemove, .accountExpire: return .root
+        case .accountList, .accountRemove, .accountExpire, .accountPurge, .accountUseradd, .accountUserdel: return .root
         case .pamIdentify: return .seat
         case .status, .login, .unlock, .token, .logout, .audit, .stepUp, .seal, .reveal, .pinSet, .pinChange, .pinReset,
              .identifyOn, .identifyOff, .fingerOn, .fingerOff, .keyringOn, .keyringOff,
@@ -298,6 +298,9 @@ enum Dispatcher {
         case .accountList: return AccountCommands.list
         case .accountRemove: return AccountCommands.remove
         case .accountExpire: return AccountCommands.expire
+        case .accountPurge: return AccountCommands.purge
+        case .accountUseradd: return AccountCommands.useradd
+        case .accountUserdel: return AccountCommands.userdel
         }
     }
 
@@ -342,6 +345,8 @@ enum Dispatcher {
                     Syslog.log(.warning, "fingersealed: \(request.command.rawValue) service=\(channel.pam?.service ?? "?"): \(warning)")
                 }
             }
+            // A vault under the account's uid that another account made is set aside first.
+            AccountVaults.enforce(account, state: state, options: options)
             let call = Call(caller: caller, request: request, channel: channel, conversation: conversation, state: state,
                             account: account, options: options, given: given, after: work,
                             applicant: Call.applicant(caller, channel, account))

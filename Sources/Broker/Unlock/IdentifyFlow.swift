@@ -71,6 +71,9 @@ enum IdentifyFlow {
                 guard uid != 0, let account = (try? UserAccount.withID(uid)) ?? nil,
                       account.isMember(ofGroup: group) else { continue }
                 call.state.bookkeeping.settle(uid)
+                // An earlier account's vault never takes part: it is set aside here, as at
+                // any request for the account (its later reads refuse it anyway).
+                AccountVaults.enforce(account, state: call.state, options: call.options)
                 let session = VaultSession(call.state.store(for: account, tpm: call.options.tpmPolicy))
                 guard let status = try? session.status(), status.identify, !status.fingerOff, !status.fingers.isEmpty,
                       !status.lockout.counters(for: nil).fingerLocked,

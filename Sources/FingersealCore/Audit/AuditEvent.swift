@@ -23,6 +23,16 @@ public enum ProvisioningEvent: String, Sendable {
     case refused, cancelled, removed, expired
 }
 
+/// What happened to a vault when accounts came and went (issue 31 §1).
+public enum AccountVaultChange: String, Sendable {
+    /// Another account holds the vault's user id now: the vault was set aside.
+    case setAside = "set-aside"
+    /// Its account was removed (userdel): the vault went with it.
+    case removed
+    /// An administrator deleted a vault set aside.
+    case purged
+}
+
 /// What the audit trail records. Never a secret: names, outcomes and reasons only.
 public enum AuditEvent: Equatable, Sendable {
     /// `fingerseal login` sealed a new sign-in (`flow`: device, password or browser).
@@ -73,6 +83,10 @@ public enum AuditEvent: Equatable, Sendable {
     /// A provisioning event for an account that has no vault (any more): refused, cancelled,
     /// removed, expired. Logged, never recorded in a vault (there is none to record it in).
     case provisioning(ProvisioningEvent, reason: String)
+    /// The vault left its account (`AccountVaultChange`); `reason` names why it was set aside
+    /// (`OwnerMismatch.Reason`). Recorded in the vault's own trail where it can still be
+    /// opened, and always logged.
+    case accountVault(AccountVaultChange, reason: String)
 }
 
 /// Where each event's log line goes, besides the audit file.
@@ -210,7 +224,8 @@ extension AuditEvent {
         case let .stepUp(_, result): return result == .success ? .security : .attempts
         case let .application(_, _, _, _, succeeded): return succeeded ? .security : .attempts
         case .signIn, .unlock, .reveal, .lockout, .logout, .pinReset, .fprintdSetConfirmed, .sealedToTPM, .pinLeftTPMLockout,
-             .vaultReplacedAfterTPMChange, .provisioned, .provisioning, .identifySetting, .identifyAmbiguous, .fingerUnlockSetting, .keyring:
+             .vaultReplacedAfterTPMChange, .provisioned, .provisioning, .identifySetting, .identifyAmbiguous, .fingerUnlockSetting, .keyring,
+             .accountVault:
             return .security
         }
     }
@@ -280,6 +295,10 @@ extension AuditEvent {
         case let .identifyAmbiguous(others):
             entry.event = "identify-ambiguous"
             entry.reason = String(others)
+        case let .accountVault(change, reason):
+            entry.event = "account-vault"
+            entry.result = change.rawValue
+            entry.reason = AuditText.clean(reason)
         case let .application(busName, executable, appID, name, _):
             entry.event = "application"
             entry.bus = AuditText.clean(busName)
@@ -314,6 +333,7 @@ extension AuditEntry {
         case "identify": return result == "on" ? Messages.auditIdentifyOn : Messages.auditIdentifyOff
         case "keyring": return Messages.auditKeyring(KeyringChange(rawValue: result ?? "") ?? .dropped)
         case "identify-ambiguous": return Messages.auditIdentifyAmbiguous(Int(reason ?? "") ?? 0)
+        case "account-vault": return Messages.auditAccountVault(AccountVaultChange(rawValue: result ?? "") ?? .setAside, reason ?? "?")
         case "application": return Messages.auditApplication(name: name, executable: exe, appID: app, busName: bus ?? "?")
         case AuditEntry.rotated: return Messages.auditRotated(trail == AuditChain.attempts.entryTag ? AuditFiles.olderAttempts : AuditFiles.older)
         case AuditEntry.counted:

@@ -83,6 +83,7 @@ struct AuditJournalRecord {
     var priority: Int32 {
         switch entry.event {
         case "lockout", "identify-ambiguous", "vault-replaced": return 4
+        case "account-vault": return entry.result == AccountVaultChange.setAside.rawValue ? 4 : 5
         case "failure", "reveal", "pin-reset", "provisioning", AuditEntry.counted: return 5
         case "step-up": return entry.result == Outcome.success.rawValue ? 6 : 5
         default: return 6
@@ -115,6 +116,7 @@ public enum AuditMessageID {
     public static let keyring = "dfc5b79a7d894a82b58144d8bc4a8c31"
     public static let application = "e817d23d83fc45e4b11cd308e0d5a58c"
     public static let attemptsCounted = "ac8e29f3421c491cbb8f058a745c1d06"
+    public static let accountVault = "586eabe6a0c24068bd7941c038fe9387"
 
     /// By the event's name in the trail ("reveal"); nil for what is no event (a rotation).
     public static func id(for event: String) -> String? { byEvent[event] }
@@ -126,5 +128,6 @@ public enum AuditMessageID {
         "sealed-to-tpm": sealedToTPM, "pin-left-tpm-lockout": pinLeftTPMLockout, "vault-replaced": vaultReplaced,
         "provisioned": provisioned, "provisioning": provisioning, "finger-unlock": fingerUnlockSetting, "identify": identifySetting,
         "identify-ambiguous": identifyAmbiguous, "keyring": keyring, "application": application, AuditEntry.counted: attemptsCounted,
+        "account-vault": accountVault,
     ]
 }

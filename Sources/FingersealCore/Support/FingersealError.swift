@@ -29,6 +29,8 @@ public struct FingersealError: Error, Equatable, CustomStringConvertible, Sendab
         case passwordAfterBoot
         /// The account password was not used for `password_after`.
         case passwordAfter
+        /// The vault under the account's uid is another account's (`VaultOwnership`).
+        case vaultOfAnotherAccount
     }
 
     public init(_ outcome: Outcome, _ message: String, detail: String? = nil, milliseconds: Double? = nil,

@@ -8,7 +8,7 @@ import Localization
 ///     "FSEAL" kind(3) version(1) length(u32 LE) body checksum(32)
 enum Container {
     enum FileType: String {
-        case vault = "VLT", deviceKey = "DKY", lockout = "LCK"
+        case vault = "VLT", deviceKey = "DKY", lockout = "LCK", birth = "ACB"
     }
 
     static let magic = Array("FSEAL".utf8)

@@ -19,7 +19,7 @@ public final class UnlockedVault {
     public internal(set) var pinLeftTPMLockout = false
 
     /// The file as last read or written by this vault, its MAC checked.
-    private var read: VaultSnapshot?
+    private(set) var read: VaultSnapshot?
 
     init(store: VaultStore, vaultID: String, masterKey: SecureBytes, unlockedBy: KeyslotKind, read: VaultSnapshot? = nil) {
         self.store = store

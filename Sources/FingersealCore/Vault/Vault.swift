@@ -73,6 +73,7 @@ public enum Vault {
         let vaultID = Encoding.hex(try Sodium.randomBytes(16))
         var document = VaultDocument(format: VaultDocument.currentFormat, vaultID: vaultID, createdAt: clock.now(),
                                      generation: 0, keyslots: [], records: [:], signIn: .none, fingers: [], mac: "")
+        document.owner = try store.binding(directory)
         document.setKeyslot(try pin.with(tpm).wrap(masterKey, vaultID: vaultID))
         document.setKeyslot(try DeviceKeyslot(directory: directory, tpm: tpm).wrap(masterKey, vaultID: vaultID,
                                                                                    binding: enrollmentBinding(document)))
@@ -230,6 +231,9 @@ public enum Vault {
             return UnlockedVault(store: store, vaultID: document.vaultID, masterKey: masterKey, unlockedBy: kind, read: snapshot)
         }
         guard let opened else { throw FingersealError(.noVault, Messages.noVault) }
+        // A vault from before vaults recorded their account is bound now, by the account that
+        // opened it: the read above refused it if it could be another's.
+        if store.judgesOwner && opened.read?.document.owner == nil { try opened.bindIfUnbound() }
         return opened
     }
 

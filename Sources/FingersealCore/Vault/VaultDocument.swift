@@ -167,6 +167,9 @@ struct VaultDocument: Codable, Equatable {
     /// The login password is sealed for the keyring (`fingerseal keyring on`); its secret is
     /// the `login-password` record. Absent: it is not.
     var loginPassword: LoginPasswordRecord? = nil
+    /// The account that made the vault (`AccountBinding`); absent in a vault made before it
+    /// was recorded, until its next open binds it.
+    var owner: AccountBinding? = nil
     var mac: String
 
     func keyslot(_ kind: KeyslotKind) -> KeyslotRecord? {

@@ -58,6 +58,9 @@ public struct VaultStore: Sendable {
     /// The broker's count of attempts per account (`AttemptLimiter`): beyond its allowance an
     /// attempt is counted, not written. Nil (tools, tests): every attempt is written.
     public var attemptLimiter: AttemptLimiter?
+    /// Whether reads refuse a vault of another account (`requireOwned`): always, except for
+    /// a vault already set aside, whose own trail records why (`AccountStore.setAside`).
+    var judgesOwner = true
 
     public init(location: VaultLocation, lockTimeout: Double = 5, tpm: TPMPolicy = .off, attemptLimiter: AttemptLimiter? = nil) {
         self.location = location
@@ -123,12 +126,15 @@ public struct VaultStore: Sendable {
 
     /// Reads the vault file, keeping it open so that later steps of the request can tell it
     /// is still the file they read (`VaultSnapshot.isCurrent`) instead of reading it again.
+    /// Every read of the document comes here, so a vault of another account is refused here
+    /// too (`requireOwned`), whatever the request checked before.
     func readSnapshot(_ directory: SafeDirectory) throws -> VaultSnapshot? {
         let read = try VaultStore.guarded(.readVault) {
             try directory.readKeepingOpen(VaultFiles.vault, sizeLimit: VaultFiles.vaultLimit)
         }
         guard let (file, bytes, identity) = read else { return nil }
         let document = try VaultDocument.decode(try Container.decode(.vault, bytes, file: VaultFiles.vault), file: VaultFiles.vault)
+        if judgesOwner { try requireOwned(document, directory) }
         return VaultSnapshot(document: document, file: file, identity: identity)
     }
 

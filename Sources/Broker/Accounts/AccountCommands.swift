@@ -3,9 +3,9 @@ import Glibc
 import Localization
 import SystemKit
 
-/// `fingerseal account list|remove|expire` (root only, `Authorization.Rule.root`): the
+/// `fingerseal account list|remove|expire|purge` (root only, `Authorization.Rule.root`): the
 /// accounts provisioning made, and the broker's chores for them (`recover` at start,
-/// `expire` at start and every hour).
+/// `expire` at start and every hour); the vaults set aside (`AccountVaults`).
 enum AccountCommands {
     struct Listed: Encodable {
         let name: String
@@ -19,26 +19,48 @@ enum AccountCommands {
         let expires: String?
     }
 
+    /// A vault set aside, as `account list --json` gives it.
+    struct ListedSetAside: Encodable {
+        let id: String
+        let uid: UInt32
+        /// The account the vault was bound to; nil for a vault from before vaults recorded it.
+        let boundTo: String?
+        let reason: String
+        /// The account that held the uid when the vault was set aside.
+        let account: String?
+        let vaultCreated: String
+        let setAside: String
+    }
+
+    struct Listing: Encodable {
+        let accounts: [Listed]
+        let setAside: [ListedSetAside]
+    }
+
     static func list(_ call: Call) throws -> Reply {
         // No registry: nothing was ever provisioned here.
         let records = try ProvisionRegistry.existing(stateDirectory: call.state.settings.stateDirectory)
             .map { registry in try registry.locked { try registry.records() } } ?? []
+        let aside = try AccountStore(root: call.state.settings.stateDirectory).setAsideVaults()
         let days = call.options.provisionExpireDays
         if call.json {
-            try call.printJSON(["accounts": records.map { record in
+            try call.printJSON(Listing(accounts: records.map { record in
                 Listed(name: record.name, uid: record.uid, state: record.state.rawValue, issuer: record.issuer, subject: record.subject,
                        created: isoTimestamp(record.createdAt), lastUsed: isoTimestamp(record.lastUsed),
                        expires: days > 0 ? isoTimestamp(record.lastUsed + Int64(days) * 86_400) : nil)
-            }])
+            }, setAside: aside.map { vault in
+                ListedSetAside(id: vault.id, uid: vault.uid, boundTo: vault.boundName, reason: vault.reason, account: vault.accountName,
+                               vaultCreated: isoTimestamp(vault.vaultCreatedAt), setAside: isoTimestamp(vault.setAsideAt))
+            }))
             return Reply(.success)
         }
-        guard !records.isEmpty else {
-            call.conversation.output(Messages.accountNoneProvisioned)
-            return Reply(.success)
-        }
-        call.conversation.output(records.map {
+        var lines = records.isEmpty ? [Messages.accountNoneProvisioned] : records.map {
             Messages.accountListed($0.name, Localization.localTime($0.createdAt), Localization.localTime($0.lastUsed))
-        }.joined(separator: "\n"))
+        }
+        if !aside.isEmpty {
+            lines += [Messages.accountSetAsideHeading] + aside.map { Messages.accountSetAsideListed($0, Localization.localTime($0.setAsideAt)) }
+        }
+        call.conversation.output(lines.joined(separator: "\n"))
         return Reply(.success)
     }
 
