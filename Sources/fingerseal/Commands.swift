@@ -45,7 +45,7 @@ enum Commands {
                         discussion: N_("With --pin-fd, the first line is the new PIN. Creating the vault needs your account password."),
                         command: .pinSet),
             CommandSpec(name: "change", summary: N_("Change the PIN. The current PIN is needed."),
-                        options: [pinFD], discussion: N_("With --pin-fd, the first line is the current PIN, the second the new one."),
+                        options: [pinFD, passwordFD], discussion: N_("With --pin-fd, the first line is the current PIN, the second the new one."),
                         command: .pinChange),
             CommandSpec(name: "reset", summary: N_("Set a new PIN when you have forgotten it; needs your account password."),
                         options: [pinFD, passwordFD],
@@ -55,12 +55,12 @@ enum Commands {
 
     static let fingerOn = CommandSpec(
         name: "on", summary: N_("Turn fingerprint unlock back on for your account."),
-        options: [pinFD], discussion: N_("Needs the PIN (fingerprint unlock is off until this succeeds)."),
+        options: [pinFD, passwordFD], discussion: N_("Needs the PIN (fingerprint unlock is off until this succeeds)."),
         command: .fingerOn)
 
     static let fingerOff = CommandSpec(
         name: "off", summary: N_("Turn fingerprint unlock off for your account; the PIN and the password still work."),
-        options: [pinFD],
+        options: [pinFD, passwordFD],
         discussion: N_("Needs a finger or the PIN. Your vault and enrolled fingers are kept; fingerseal on turns it back on."),
         command: .fingerOff)
 
@@ -68,11 +68,11 @@ enum Commands {
         name: "identify", summary: N_("Turn touch to sign in on or off for your account (kiosks: sign in by touching the reader)."),
         subcommands: [
             CommandSpec(name: "on", summary: N_("Let a login screen that offers touch to sign in find your account by your finger."),
-                        options: [pinFD],
+                        options: [pinFD, passwordFD],
                         discussion: N_("Needs the PIN and an enrolled finger. The administrator decides which login screens offer it, and for which group."),
                         command: .identifyOn),
             CommandSpec(name: "off", summary: N_("Stop touch to sign in for your account; you type your user name again."),
-                        options: [pinFD], discussion: N_("Needs the PIN."), command: .identifyOff),
+                        options: [pinFD, passwordFD], discussion: N_("Needs the PIN."), command: .identifyOff),
         ])
 
     static let keyring = CommandSpec(
@@ -83,12 +83,12 @@ enum Commands {
                         discussion: N_("Needs your account password. The administrator lists the sign-in services that hand it on (keyring_services=). A password change through PAM replaces the sealed copy."),
                         command: .keyringOn),
             CommandSpec(name: "off", summary: N_("Remove your account password from your vault; the keyring asks for it again."),
-                        options: [pinFD], discussion: N_("Needs a finger or the PIN."), command: .keyringOff),
+                        options: [pinFD, passwordFD], discussion: N_("Needs a finger or the PIN."), command: .keyringOff),
         ])
 
     static let reset = CommandSpec(
         name: "reset", summary: N_("Delete your vault: PIN, enrolled fingers and sign-in."),
-        options: [.wire(.yes, N_("Do not ask to type yes (the PIN is still needed).")), pinFD],
+        options: [.wire(.yes, N_("Do not ask to type yes (the PIN is still needed).")), pinFD, passwordFD],
         discussion: N_("Needs the PIN. A forgotten PIN: run fingerseal pin reset."),
         command: .reset)
 
@@ -156,7 +156,7 @@ enum Commands {
             .wire(.printToken, N_("Write the access token to standard output.")),
             .rest(.exec, "COMMAND ...", N_("Run COMMAND with the access token on an inherited descriptor (see below).")),
             .wire(.pin, N_("Use the PIN, not a finger.")),
-            json, pinFD,
+            json, pinFD, passwordFD,
         ] + scan,
         discussion: N_("""
             While the reader waits you may type your PIN instead; Enter alone goes straight to the PIN. \
@@ -179,7 +179,7 @@ enum Commands {
     static let token = CommandSpec(
         name: "token", summary: N_("Print the access token of this session while it is valid; otherwise unlock first."),
         options: [.wire(.minValid, "SECONDS", N_("Unlock again if the token expires sooner than this (default 60).")),
-                  json, pinFD] + scan,
+                  json, pinFD, passwordFD] + scan,
         command: .token,
         shape: { parsed, invocation throws(CLIError) in
             // With --json the broker's output carries it.
@@ -188,7 +188,7 @@ enum Commands {
 
     static let logout = CommandSpec(
         name: "logout", summary: N_("Sign out: end the sign-in at the identity provider and remove it from your vault."),
-        options: [json, pinFD],
+        options: [json, pinFD, passwordFD],
         discussion: N_("Needs the PIN. Your PIN and enrolled fingers are kept; fingerseal login signs in again."),
         command: .logout)
 
@@ -202,7 +202,7 @@ enum Commands {
             .wire(.fresh, N_("Ask for the PIN even if a confirmation is held (a finger is not enough).")),
             .wire(.check, N_("Only say, by the exit status, whether a confirmation is held (0 yes, 1 no).")),
             .wire(.end, N_("End the confirmation for CONTEXT.")),
-            json, pinFD,
+            json, pinFD, passwordFD,
         ] + scan,
         discussion: N_("""
             A confirmation held for CONTEXT in this login session means no prompt. Otherwise it asks for a finger \
@@ -239,7 +239,7 @@ enum Commands {
     static let reveal = CommandSpec(
         name: "reveal", summary: N_("Decrypt a sealed file to standard output, after a confirmation for its context."),
         arguments: "FILE",
-        options: [.wire(.noNotice, N_("Do not say on standard error that personal data follows.")), ttl, maxAge, pinFD] + scan,
+        options: [.wire(.noNotice, N_("Do not say on standard error that personal data follows.")), ttl, maxAge, pinFD, passwordFD] + scan,
         discussion: N_("The plaintext goes only to standard output, never to a file. Cancel or failure reveals nothing."),
         command: .reveal,
         shape: { parsed, invocation throws(CLIError) in
@@ -256,7 +256,7 @@ enum Commands {
     static let enroll = CommandSpec(
         name: "enroll", summary: N_("Enroll a finger. Your PIN is needed."),
         options: [.wire(.finger, "NAME", N_("The finger to enroll (default: the first not yet enrolled, right index first).")),
-                  device, timeout, pinFD, eventsFD],
+                  device, timeout, pinFD, passwordFD, eventsFD],
         discussion: N_("""
             Finger names: left-thumb, left-index-finger, left-middle-finger, left-ring-finger, left-little-finger, \
             right-thumb, right-index-finger, right-middle-finger, right-ring-finger, right-little-finger.
@@ -267,7 +267,7 @@ enum Commands {
 
     static let forget = CommandSpec(
         name: "forget", summary: N_("Forget one enrolled finger, or all. Your PIN is needed."),
-        arguments: "FINGER", options: [.wire(.all, N_("Forget every enrolled finger.")), pinFD],
+        arguments: "FINGER", options: [.wire(.all, N_("Forget every enrolled finger.")), pinFD, passwordFD],
         discussion: N_("Prints stored on the reader itself are deleted there too."),
         command: .forget)
 

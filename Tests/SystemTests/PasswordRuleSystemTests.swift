@@ -115,6 +115,37 @@ import SystemKit
         #expect(asUser.stdout.filter { !$0.isWhitespace }.contains("\"needed_now\":true"), "\(asUser.all)")
     }
 
+    /// Issue 31 §8: what the PIN gates needs the password first too. After a restart, a shell
+    /// as the user with the PIN cannot enroll or forget a finger, change the PIN or turn touch to
+    /// sign in on until the account password was given: each says why and changes nothing.
+    /// Given first (here from the same descriptor, the password's line before the PIN's), the
+    /// PIN then does it.
+    @Test(.enabled(if: available)) func pinGatedCommandsNeedThePasswordFirst() throws {
+        let rig = try Rig(config: "password_after_boot=yes\n")
+        let pin = PasswordRuleSystemTests.pin + "\n"
+        let due = Messages.passwordDueBeforePIN(.afterBoot)
+        for command in [["enroll", "--finger", "left-index-finger"], ["pin", "change"], ["forget", "right-index-finger"], ["identify", "on"]] {
+            let refused = try rig.rig.cli(command + ["--pin-fd", "3"], fd3: pin + "1357\n", as: rig.user)
+            #expect(refused.status != 0 && refused.all.contains(due), "\(command): \(refused.all)")
+        }
+        #expect(try rig.ledger.current().pinFailures == 0, "no PIN was asked, so none was counted")
+        let fingers = try rig.rig.cli(["fingers"], as: rig.user)
+        #expect(fingers.stdout.contains("right-index-finger") && !fingers.stdout.contains("left-index-finger"), "\(fingers.all)")
+        let wrong = try rig.rig.cli(["pin", "change", "--pin-fd", "3", "--password-fd", "3"],
+                                    fd3: "not the password\n" + pin + "1357\n", as: rig.user)
+        #expect(wrong.status != 0 && wrong.all.contains(Messages.accountPasswordRefused), "\(wrong.all)")
+
+        let enrolled = try rig.rig.startCLI(["enroll", "--finger", "left-index-finger", "--pin-fd", "3", "--password-fd", "3"],
+                                            fd3: PasswordRuleSystemTests.password + "\n" + pin, as: rig.user)
+        for _ in 0..<5 { try VirtualSensor.send("SCAN finger-b", to: rig.rig.sensor) }
+        let done = enrolled.finish()
+        #expect(done.status == 0 && done.all.contains(due), "\(done.all)")
+        #expect(try rig.passwordSeen(), "the broker checked the password and the rule counts from it")
+        // The password given in this boot, the PIN alone does it again.
+        let changed = try rig.rig.cli(["pin", "change", "--pin-fd", "3"], fd3: pin + "1357\n", as: rig.user)
+        #expect(changed.status == 0 && !changed.all.contains(due), "\(changed.all)")
+    }
+
     /// `password_after`: counted from the last password the broker checked, by its own clock
     /// (the record is written here as two hours old: the broker's clock cannot be moved).
     @Test(.enabled(if: available)) func passwordAfterCountsFromTheLastCheckedPassword() throws {

@@ -48,7 +48,8 @@ enum PINEntry {
     /// password (an application's dialog).
     static func unlock(_ call: Call, session: VaultSession, prompt: String = Messages.enterPIN,
                        skippable: Bool) throws -> UnlockedVault? {
-        guard try session.status() != nil else { throw FingersealError(.noVault, Messages.noVault) }
+        guard let status = try session.status() else { throw FingersealError(.noVault, Messages.noVault) }
+        try PasswordDue.requireBeforePIN(call, status)
         let pin: SecureBytes
         if skippable && call.channel.skippedPIN == .accountPassword {
             guard let typed = try call.conversation.askSecret(.pin, prompt) else { return nil }

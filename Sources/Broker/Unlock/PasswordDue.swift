@@ -19,13 +19,27 @@ enum PasswordDue {
         PasswordRule(options ?? call.options).next(status.lockout.passwordSeen, boot: call.state.bootID, now: SystemClock().now())
     }
 
+    /// The same rule for what the PIN gates (issue 31 §8: enroll, forget, a PIN change,
+    /// sign-out, touch to sign in, reset), checked before the PIN is asked: after a restart, a
+    /// shell as the user plus the PIN changes nothing until the account password was given.
+    /// Root, acting for an account (a kiosk's set-up), is not asked for that account's password.
+    static func requireBeforePIN(_ call: Call, _ status: VaultStatus) throws {
+        guard !call.caller.isRoot, let reason = reason(call, status, now: SystemClock().now()) else { return }
+        try checkPassword(call, reason, Messages.passwordDueBeforePIN(reason))
+    }
+
     static func unlock(_ call: Call, _ reason: PasswordRule.Reason, session: VaultSession) throws -> Unlocked {
-        let sentence = Messages.passwordDue(reason)
+        try checkPassword(call, reason, Messages.passwordDue(reason))
+        return Unlocked(vault: try session.unlockWithDevice(), method: .password, finger: nil)
+    }
+
+    /// The account password, checked here after saying `sentence`; a PAM host is sent on to
+    /// its stack's password module with the sentence instead.
+    private static func checkPassword(_ call: Call, _ reason: PasswordRule.Reason, _ sentence: String) throws {
         if call.channel.isPAMHost {
             call.conversation.info(sentence)
             throw FingersealError(.unavailable, sentence, cause: reason == .afterBoot ? .passwordAfterBoot : .passwordAfter)
         }
         try AccountPassword.check(call, why: sentence)
-        return Unlocked(vault: try session.unlockWithDevice(), method: .password, finger: nil)
     }
 }

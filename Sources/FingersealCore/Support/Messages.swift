@@ -687,6 +687,15 @@ public enum Messages {
             return tr("Your account password is needed, as it has not been used for a while. Your finger works again after that.")
         }
     }
+    /// Before a PIN-gated command (enroll, forget, a PIN change, sign-out, reset).
+    public static func passwordDueBeforePIN(_ reason: PasswordRule.Reason) -> String {
+        switch reason {
+        case .afterBoot:
+            return tr("Your account password is needed first, as it was not used since this computer started. The PIN is asked after it.")
+        case .afterTime:
+            return tr("Your account password is needed first, as it has not been used for a while. The PIN is asked after it.")
+        }
+    }
     /// `status`: when the account password will next be needed.
     public static func statusPasswordNext(_ next: PasswordRule.Next) -> String {
         switch next {
