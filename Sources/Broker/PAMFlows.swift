@@ -23,10 +23,13 @@ enum PAMFlows {
             reply.ticket = call.state.sessions.makeTicket(uid: call.account.uid, token: token)
         }
         reply.authtok = KeyringCommands.handOff(call, result)
-        // A provisioned account is in use: its expiry starts again (after the answer).
+        // A provisioned account is in use: its expiry starts again (after the answer). A user
+        // name typed and proven ends a lock of touch to sign in (not a touch's own success),
+        // before the answer: the next login may be a touch (it writes only when locked).
         if result.outcome == .success {
             let (state, name) = (call.state, call.account.name)
             call.after.add { Provisioning.noteUse(name, state: state) }
+            if identified == nil { state.identifyHistory.signedInWithName() }
         }
         return reply
     }
@@ -89,8 +92,10 @@ enum PAMFlows {
     /// time again and replaces a keyring copy that differs. At sign-in the check waits until
     /// after the reply (the person's login is not delayed); after a change it is made first.
     static func passwordTaken(_ call: Call, changed: Bool) throws -> Reply {
+        // Also while touch to sign in is locked: a password the broker checks ends the lock.
+        let identifyLocked = call.state.identifyHistory.isLocked(IdentifyLimits(call.options))
         guard let status = try? Vault.status(call.store),
-              status.keyring || PasswordRule(call.options).isInForce || call.options.setsPasswordRuleInSections else {
+              status.keyring || PasswordRule(call.options).isInForce || call.options.setsPasswordRuleInSections || identifyLocked else {
             return Reply(.notApplicable)
         }
         guard let password = try call.conversation.askSecret(.accountPassword, "") else { return Reply(.notApplicable) }
@@ -98,6 +103,7 @@ enum PAMFlows {
         let counted = !call.caller.isRoot
         let check = {
             guard AccountPassword.verify(call, password, counted: counted) else { return false }
+            if !changed { call.state.identifyHistory.signedInWithName() }
             // The status read above says whether there is a copy: no vault opened without one.
             if status.keyring { KeyringCommands.passwordChecked(call, password) }
             return true

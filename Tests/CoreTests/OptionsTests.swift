@@ -68,6 +68,10 @@ import Testing
         ("password_after_boot=yes", \Options.passwordAfterBoot, "true"),
         ("password_after=48h", \Options.passwordAfter, "Optional(172800)"),
         ("keyring_services=gdm-password,login", \Options.keyringServices, "[\"gdm-password\", \"login\"]"),
+        ("identify_pause_after=3", \Options.identifyPauseAfter, "3"),
+        ("identify_pause=300", \Options.identifyPause, "300"),
+        ("identify_lock_after=25", \Options.identifyLockAfter, "25"),
+        ("identify_daily_max=100", \Options.identifyDailyMax, "100"),
     ] }
 
     @Test func defaults() {
@@ -111,7 +115,10 @@ import Testing
                       "provision_require", "provision_require=groups", "provision_require=:x", "provision_require=Groups:x",
                       "provision_require=groups:", "provision_require=groups:a\tb", "provision_groups=", "provision_groups=Users",
                       "provision_groups=a b", "provision_groups=a:b", "provision_per_hour=0", "provision_per_hour=1001",
-                      "provision_expire_days=-1", "provision_expire_days=36501"]
+                      "provision_expire_days=-1", "provision_expire_days=36501",
+                      // Touch to sign in's budget (issue 31 §4).
+                      "identify_pause_after=0", "identify_pause=9", "identify_lock_after=1001", "identify_daily_max=0",
+                      "identify_daily_max=many"]
 
     @Test func theTPMSettingsAreTheConfigurationFilesAlone() throws {
         var options = Options()

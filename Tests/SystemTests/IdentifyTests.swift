@@ -45,12 +45,13 @@ import Testing
         /// virtual_image, identify on the host (NBIS), each account's finger a fixture image
         /// (`fingers`). `members`: each account's vault, finger and opt-in, made by root with
         /// the CLI (`--user`).
+        /// `config`: the broker's fingerseal.conf; `wrap`: its command line changed (`--idle-exit`).
         init(members: [String] = IdentifyTests.members, options: String = "max_tries=1", images: Bool = false,
-             fingers: [String: String] = [:]) throws {
+             fingers: [String: String] = [:], config: String = "", wrap: (([String]) -> (String, [String]))? = nil) throws {
             try IdentifyTests.ensureAccounts(members)
             self.images = images
-            rig = images ? try ReaderBroker(driver: "virtual_image", variable: "FP_VIRTUAL_IMAGE")
-                : try ReaderBroker(driver: "virtual_device_storage", variable: "FP_VIRTUAL_DEVICE_STORAGE")
+            rig = images ? try ReaderBroker(driver: "virtual_image", variable: "FP_VIRTUAL_IMAGE", config: config, wrap: wrap)
+                : try ReaderBroker(driver: "virtual_device_storage", variable: "FP_VIRTUAL_DEVICE_STORAGE", config: config, wrap: wrap)
             #expect(mkdir(services, 0o755) == 0)
             for name in members + [IdentifyTests.outsider] {
                 try prepare(name, finger: fingers[name] ?? "id-" + name)
@@ -96,10 +97,18 @@ import Testing
 
         /// One login with no user name: at the identify prompt `touch` is scanned; at the user
         /// name prompt `typed` is given, and at the finger prompt after it `then` is scanned.
+        /// The unlocks `name`'s audit trail records (the broker writes each right after its result).
+        func unlocks(_ name: String) -> Int {
+            guard let uid = getpwnam(name)?.pointee.pw_uid,
+                  let trail = readFile(rig.broker.vaultDirectory(uid: uid) + "/audit.jsonl") else { return 0 }
+            return String(decoding: trail, as: UTF8.self).components(separatedBy: "\"event\":\"unlock\"").count - 1
+        }
+
         func login(touch: String?, typed: String? = nil, then: String? = nil, abortIdentify: Bool = false)
             throws -> (status: Int32, user: String?, shown: [PAMClient.Message]) {
             var shown: [PAMClient.Message] = []
             var identifyPrompts = 0
+            let unlocksBefore = typed.map(unlocks) ?? 0
             let client = try PAMClient.start(service: IdentifyTests.service, user: nil, configDirectory: services) { message in
                 shown.append(message)
                 switch message {
@@ -114,7 +123,9 @@ import Testing
                     if let then { try? self.touch(then) }
                     return .none
                 case .promptEchoOff:
-                    // A host without Ctrl-C: the finger is on the reader, then Enter.
+                    // A host without Ctrl-C: the finger is on the reader, then Enter, once the
+                    // broker has the match (Enter before it means the password instead).
+                    if let typed, then != nil { _ = ReaderBroker.waitUntil(10) { self.unlocks(typed) > unlocksBefore } }
                     return .text("")
                 default:
                     return .none
@@ -253,11 +264,59 @@ import Testing
         }
         let paused = try rig.login(touch: "id-" + IdentifyTests.members[0])
         #expect(paused.user == nil, "\(paused.shown)")
-        #expect(paused.shown.first == .textInfo(Messages.identifyPaused), "\(paused.shown)")
-        let prompts = [false, true].flatMap { swipe in
-            [ScanHint.none, .pressCtrlCForPassword].map { PAMClient.Message.textInfo(Messages.identifyPrompt(swipe: swipe, cancelHint: $0)) }
+        #expect(paused.shown.first == .textInfo(Messages.identifyPaused(minutes: 1)), "\(paused.shown)")
+        #expect(!paused.shown.contains { IdentifyTests.prompts.contains($0) }, "no scan while paused: \(paused.shown)")
+
+        // Issue 31 §4: the pause is the machine's, not the broker process's.
+        try rig.rig.broker.restart()
+        let afterRestart = try rig.login(touch: "id-" + IdentifyTests.members[0])
+        #expect(afterRestart.user == nil && afterRestart.shown.first == .textInfo(Messages.identifyPaused(minutes: 1)),
+                "\(afterRestart.shown)")
+    }
+
+    /// Every identify prompt there is.
+    static let prompts = [false, true].flatMap { swipe in
+        [ScanHint.none, .pressCtrlCForPassword].map { PAMClient.Message.textInfo(Messages.identifyPrompt(swipe: swipe, cancelHint: $0)) }
+    }
+
+    /// Issue 31 §4: `identify_lock_after` unknown fingers (however spread out) lock touch to
+    /// sign in until someone signs in with a user name and a finger. `identify_daily_max`
+    /// stops it for the day: a sign-in does not lift that, nor does a restart of the broker.
+    @Test func unknownFingersLockIdentifyUntilANamedSignIn() throws {
+        let name = IdentifyTests.members[0]
+        let rig = try Rig(config: "identify_pause_after=100\nidentify_lock_after=3\nidentify_daily_max=5\n")
+        for attempt in 1...3 {
+            let login = try rig.login(touch: "id-stranger-\(attempt)")
+            #expect(login.shown.contains(.errorMessage(Messages.identifyNoMatch)), "\(login.shown)")
         }
-        #expect(!paused.shown.contains { prompts.contains($0) }, "no scan while paused: \(paused.shown)")
+        let locked = try rig.login(touch: "id-" + name, typed: name, then: "id-" + name)
+        #expect(locked.shown.first == .textInfo(Messages.identifyLocked), "\(locked.shown)")
+        #expect(!locked.shown.contains { IdentifyTests.prompts.contains($0) }, "no scan while locked: \(locked.shown)")
+        #expect(locked.status == PAM_SUCCESS && locked.user == name, "the typed name and the finger sign in: \(locked.shown)")
+        let touched = try rig.login(touch: "id-" + name)
+        #expect(touched.status == PAM_SUCCESS && touched.user == name, "the named sign-in ended the lock: \(touched.shown)")
+
+        for attempt in 4...5 { _ = try rig.login(touch: "id-stranger-\(attempt)") }
+        let limited = try rig.login(touch: "id-" + name, typed: name, then: "id-" + name)
+        #expect(limited.shown.first == .textInfo(Messages.identifyDailyLimit), "\(limited.shown)")
+        #expect(limited.status == PAM_SUCCESS, "\(limited.shown)")
+        try rig.rig.broker.restart()
+        let still = try rig.login(touch: "id-" + name)
+        #expect(still.user == nil && still.shown.first == .textInfo(Messages.identifyDailyLimit),
+                "neither a sign-in nor a restart ends the day's limit: \(still.shown)")
+    }
+
+    /// Issue 31 §4: the broker does not exit while a pause runs (`--idle-exit 1`), and exits
+    /// once it has ended.
+    @Test func theBrokerStaysWhileIdentifyIsPaused() throws {
+        let rig = try Rig(config: "identify_pause_after=1\nidentify_pause=10\n",
+                          wrap: { command in (command[0], Array(command.dropFirst()) + ["--idle-exit", "1"]) })
+        let login = try rig.login(touch: "id-stranger")
+        #expect(login.shown.contains(.errorMessage(Messages.identifyNoMatch)), "\(login.shown)")
+        let paused = VirtualSensor.now()
+        #expect(!ReaderBroker.waitUntil(4) { rig.rig.broker.ended() != nil }, "the broker stayed three seconds past its idle time")
+        #expect(ReaderBroker.waitUntil(15) { rig.rig.broker.ended() != nil }, "the broker left once the pause had ended")
+        #expect(VirtualSensor.now() - paused >= 9, "not before the pause's ten seconds")
     }
 
     /// Only root's hosts (login, a display manager) may identify: a PAM host a user runs is

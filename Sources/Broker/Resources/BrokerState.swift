@@ -27,8 +27,9 @@ final class BrokerState: @unchecked Sendable {
     let attemptLimiter = AttemptLimiter()
     /// The configuration file as last parsed, while it stays the same file.
     let configuration = SystemConfigCache()
-    /// Touch to sign in: the pause after fingers nobody matched, the gallery's order (`IdentifyHistory`).
-    let identifyHistory = IdentifyHistory()
+    /// Touch to sign in: the budget of fingers nobody matched (kept in the store), the
+    /// gallery's order (`IdentifyHistory`).
+    let identifyHistory: IdentifyHistory
     /// This boot, as the kernel names it (the password rule's "after a restart"): read once.
     let bootID: String
 
@@ -41,6 +42,7 @@ final class BrokerState: @unchecked Sendable {
         guard chmod(settings.stateDirectory, 0o700) == 0 else {
             throw BrokerStartError("cannot set the mode of \(settings.stateDirectory)")
         }
+        identifyHistory = IdentifyHistory(directory: settings.stateDirectory)
         BrokerState.warnIfLockedMemoryIsShort()
         bootID = BrokerState.readBootID(settings.bootIDPath)
     }

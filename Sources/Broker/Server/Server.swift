@@ -146,7 +146,10 @@ public final class Server: @unchecked Sendable {
             state.tpm.closeIfIdle()
             state.recordAttemptCounts(state.attemptLimiter.takeEnded(now: now))
             // Not while an attempt window is open: the next broker would start counting anew.
+            // Nor while touch to sign in is paused: the pause is kept on disk, and the broker
+            // that ends it is this one.
             if let idle = state.settings.idleExit, !state.attemptLimiter.holdsOpenWindows(now: now),
+               !state.identifyHistory.holdsOpenPause(now: now),
                lock.locked({ active == 0 && monotonicSeconds() - lastActivity >= idle }), threads.stopIfIdle() {
                 ServiceManager.notify("STOPPING=1\nSTATUS=Idle; exiting until the next request.")
                 state.tpm.closeNow()

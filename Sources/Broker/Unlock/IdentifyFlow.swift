@@ -27,9 +27,9 @@ enum IdentifyFlow {
             Syslog.log(.warning, "fingersealed: identify without identify_group=: nobody takes part; the user name is asked")
             return Reply(.unavailable)
         }
-        if let left = call.state.identifyHistory.pauseLeft() {
-            call.conversation.info(Messages.identifyPaused)
-            PAMFlows.log(call, AuthenticationResult(.unavailable, "identify paused for \(Int(left.rounded(.up))) s after fingers nobody matched"))
+        if let stop = call.state.identifyHistory.stop(IdentifyLimits(call.options), now: SystemClock().now()) {
+            call.conversation.info(sentence(stop))
+            PAMFlows.log(call, AuthenticationResult(.unavailable, "identify: \(stop) after fingers nobody matched"))
             return Reply(.unavailable)
         }
         let found: Found
@@ -141,8 +141,10 @@ enum IdentifyFlow {
             }
             let settings = ScanSettings(timeout: Double(call.options.timeout), maxTries: call.options.maxTries, cancelHint: call.channel.cancelHint)
             let deadline = monotonicSeconds() + settings.timeout
+            let limits = IdentifyLimits(call.options)
             var failures = 0
             var prompted = false
+            var stopped: IdentifyHistory.Stop? = nil
             while failures < settings.maxTries {
                 let operation: ReaderOperation
                 let prints = entries.map(\.print)
@@ -169,10 +171,9 @@ enum IdentifyFlow {
                     return Found(member: members[matched.member], finger: matched.finger)
                 case .identified:
                     failures += 1
-                    let paused = call.state.identifyHistory.noMatch()
+                    stopped = call.state.identifyHistory.noMatch(limits, now: SystemClock().now())
                     call.conversation.scanOutcome(.noMatch)
-                    if paused { break }
-                    if failures < settings.maxTries { call.conversation.error(Messages.noMatchTryAgain) }
+                    if stopped == nil && failures < settings.maxTries { call.conversation.error(Messages.noMatchTryAgain) }
                 case .failed(.retry):
                     continue // the hint was shown; not a failed match
                 case .failed(.cancelled):
@@ -183,10 +184,25 @@ enum IdentifyFlow {
                 default:
                     throw FingersealError(.unavailable, Messages.readerUnexpectedResult)
                 }
-                if call.state.identifyHistory.pauseLeft() != nil { break }
+                if stopped != nil { break }
             }
             call.conversation.error(Messages.identifyNoMatch)
+            // A pause is routine; a lock or the day's limit is worth an administrator's look.
+            if stopped == .locked || stopped == .dailyLimit {
+                Syslog.log(.warning, "fingersealed: identify: touch to sign in "
+                           + (stopped == .locked ? "is locked until a sign-in with a user name" : "is off for the day")
+                           + " after too many fingers nobody matched")
+            }
             throw FingersealError(.noMatch, Messages.identifyNoMatch, detail: "no account matched \(failures) scan(s)")
+        }
+    }
+
+    /// Why touch to sign in does not run, as the person at the machine is told.
+    static func sentence(_ stop: IdentifyHistory.Stop) -> String {
+        switch stop {
+        case let .paused(seconds): return Messages.identifyPaused(minutes: (seconds + 59) / 60)
+        case .locked: return Messages.identifyLocked
+        case .dailyLimit: return Messages.identifyDailyLimit
         }
     }
 
@@ -214,60 +230,3 @@ enum IdentifyFlow {
         return reply
     }
 }
-
-/// Touch to sign in, for the whole machine: fingers nobody matched in a row (after `limit`
-/// of them identify pauses for `pause` seconds and the user name is asked, so a stranger
-/// cannot try finger after finger against the whole gallery), and when each account was last
-/// found (the gallery's order). In memory only, bounded by the gallery's own limit.
-final class IdentifyHistory: @unchecked Sendable {
-    static let limit = 5
-    static let pause = 60.0
-    private let lock = ThreadLock()
-    private var misses = 0
-    private var until: Double? = nil
-    /// uid → a number that grows with each account found (no clock needed to order them).
-    private var found: [UInt32: UInt64] = [:]
-    private var counter: UInt64 = 0
-
-    /// Seconds left of a pause; nil when identify may run.
-    func pauseLeft() -> Double? {
-        lock.locked {
-            guard let until else { return nil }
-            let left = until - monotonicSeconds()
-            if left <= 0 {
-                self.until = nil
-                misses = 0
-                return nil
-            }
-            return left
-        }
-    }
-
-    /// Counts a finger nobody matched; true when that starts a pause.
-    func noMatch() -> Bool {
-        lock.locked {
-            misses += 1
-            guard misses >= IdentifyHistory.limit else { return false }
-            until = monotonicSeconds() + IdentifyHistory.pause
-            return true
-        }
-    }
-
-    func matched(_ uid: UInt32) {
-        lock.locked {
-            misses = 0
-            counter += 1
-            if found.count >= IdentifyFlow.maxAccounts, found[uid] == nil,
-               let oldest = found.min(by: { $0.value < $1.value })?.key {
-                found[oldest] = nil
-            }
-            found[uid] = counter
-        }
-    }
-
-    /// When each account was last found, as an order.
-    func recency() -> [UInt32: UInt64] {
-        lock.locked { found }
-    }
-}
-

@@ -35,6 +35,14 @@ public struct Options: Equatable, Sendable {
     public var identify = false
     /// `identify_group=`: the accounts touch to sign in may find; none, nobody.
     public var identifyGroup: String? = nil
+    /// What touch to sign in allows fingers nobody matched, machine-wide (issue 31 §4; the
+    /// README has the false-match arithmetic): `identify_pause_after=` in a row pause it for
+    /// `identify_pause=` seconds; `identify_lock_after=` since the last sign-in with a user
+    /// name lock it until the next one; `identify_daily_max=` in 24 hours stop it for the day.
+    public var identifyPauseAfter = 5
+    public var identifyPause = 60
+    public var identifyLockAfter = 10
+    public var identifyDailyMax = 30
     public var requireToken = false
     /// Seconds after the last successful refresh during which an unreachable IdP is tolerated.
     public var offlineGrace = 7 * 24 * 3600
@@ -154,7 +162,8 @@ public struct Options: Equatable, Sendable {
     /// Options only the configuration file sets: module arguments naming them are ignored.
     public static let fileOnly: Set<String> = ["fixed", "tpm", "tpm_tcti", "tpm_pcrs", "stepup_max_ttl", "provision_issuer",
                                                "provision_client_id", "provision_require", "provision_groups",
-                                               "provision_per_hour", "provision_expire_days", "keyring_services"]
+                                               "provision_per_hour", "provision_expire_days", "keyring_services",
+                                               "identify_pause_after", "identify_pause", "identify_lock_after", "identify_daily_max"]
 
     /// A `[service NAME]` section sets a password rule (`password_after_boot`,
     /// `password_after`): the broker learns of passwords whichever service saw them.
@@ -340,6 +349,10 @@ public struct Options: Equatable, Sendable {
         case "only_group": onlyGroup = try text(Options.isGroupName, tr("it needs a group name"))
         case "identify": identify = try flag()
         case "identify_group": identifyGroup = try text(Options.isGroupName, tr("it needs a group name"))
+        case "identify_pause_after": identifyPauseAfter = try integer(1...100)
+        case "identify_pause": identifyPause = try integer(10...86_400)
+        case "identify_lock_after": identifyLockAfter = try integer(1...1000)
+        case "identify_daily_max": identifyDailyMax = try integer(1...10_000)
         case "require_token": requireToken = try flag()
         case "offline_grace": offlineGrace = try integer(0...(365 * 24 * 3600))
         case "connect_timeout": connectTimeout = try integer(1...60)

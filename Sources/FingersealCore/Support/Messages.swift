@@ -724,7 +724,16 @@ public enum Messages {
     }
     public static var identifyNoMatch: String { tr("No account was found for this finger. Type your user name to sign in.") }
     public static var identifyAmbiguous: String { tr("This finger matches more than one account, so nobody was signed in. Type your user name to sign in.") }
-    public static var identifyPaused: String { tr("Touch to sign in is paused for a minute after several unknown fingers. Type your user name to sign in.") }
+    public static func identifyPaused(minutes: Int) -> String {
+        trn("Touch to sign in is paused for %1$s minute after several unknown fingers. Type your user name to sign in.",
+            "Touch to sign in is paused for %1$s minutes after several unknown fingers. Type your user name to sign in.", minutes, minutes)
+    }
+    public static var identifyLocked: String {
+        tr("Touch to sign in is off after too many unknown fingers, until someone signs in with their user name. Type your user name to sign in.")
+    }
+    public static var identifyDailyLimit: String {
+        tr("Touch to sign in is off for the rest of the day after too many unknown fingers. Type your user name to sign in.")
+    }
     public static var identifyNotWithFprintd: String { tr("Touch to sign in is not available when fprintd runs the reader. Type your user name to sign in.") }
     public static var identifyNotOnThisReader: String { tr("This fingerprint reader cannot tell whose finger it is. Type your user name to sign in.") }
     public static var identifyOnlyForSystemHosts: String { tr("Touch to sign in is only for the system's own login screens.") }
