@@ -648,6 +648,10 @@ public enum Messages {
     public static func wrongProtocol(_ version: Int) -> String {
         tr("This program speaks version %1$s of the fingerseal protocol, and the service another. Update fingerseal.", version)
     }
+    /// A request whose text holds a control character; `field` is its name on the wire.
+    public static func controlCharacters(_ field: String) -> String {
+        tr("The request was refused: its field %1$s holds a control character, such as a line break or an escape. Remove it and try again.", field)
+    }
     public static var readerBusyWaiting: String { tr("The fingerprint reader is busy with another request. Waiting for it.") }
     public static var readerNeededElsewhere: String {
         tr("The fingerprint reader was needed for someone signing in at this computer, so this scan stopped. Nothing was counted.")
