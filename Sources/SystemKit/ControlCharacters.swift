@@ -9,6 +9,14 @@ public enum ControlCharacters {
         scalar.value < 0x20 || (0x7f...0x9f).contains(scalar.value)
     }
 
+    /// The bidirectional embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069):
+    /// not controls, but in a caller's text they reorder what follows it on the screen (a
+    /// name could make the words after it read backwards), so text shown beside others'
+    /// leaves them out too.
+    public static func isBidiControl(_ scalar: Unicode.Scalar) -> Bool {
+        (0x202a...0x202e).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value)
+    }
+
     /// Whether `text` holds one.
     public static func found(in text: String) -> Bool { text.unicodeScalars.contains(where: contains) }
 
