@@ -184,6 +184,14 @@ static inline void fs_syslog(int priority, const char *message) {
 }
 #endif
 
+#ifndef FINGERSEAL_CLINUX_DUMPABLE
+#define FINGERSEAL_CLINUX_DUMPABLE
+#include <sys/prctl.h>
+/* prctl is variadic; Swift cannot call it. Not dumpable: no core file, and other processes of
+ * the same user can neither ptrace this one nor read its memory (/proc/PID/mem, environ). */
+static inline int fs_set_not_dumpable(void) { return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
+#endif
+
 #ifndef FINGERSEAL_CLINUX_LOCALE
 #define FINGERSEAL_CLINUX_LOCALE
 #include <locale.h>

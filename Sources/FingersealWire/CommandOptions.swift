@@ -85,6 +85,10 @@ extension Option {
     /// `account expire`: judge as if this many days had passed (what a test or an
     /// administrator checking the rule asks).
     public static let daysAhead = Option("--days-ahead", field: "days-ahead", .number(0...36_500))
+    // keyring on
+    /// Seal the password even though the vault is not sealed to the TPM (a stolen disk then
+    /// gives it up): the person's own say-so, as `keyring_without_tpm=` is the administrator's.
+    public static let withoutTPM = Option("--without-tpm", field: "without-tpm", .flag)
     // doctor
     /// The PAM service whose settings in force the broker reports (the broker checks the name).
     public static let service = Option("--service", field: "service", .text)
@@ -563,6 +567,13 @@ public struct AuditOptions: OptionGroup {
     }
 }
 
+/// `keyring on --without-tpm`.
+public struct KeyringOnOptions: OptionGroup {
+    public var withoutTPM = false
+    public init() {}
+    public mutating func code(_ coder: inout OptionCoder) throws(OptionError) { try coder.flag(&withoutTPM, .withoutTPM) }
+}
+
 /// `doctor --service NAME`.
 public struct DoctorOptions: OptionGroup {
     public var service: String? = nil
@@ -596,13 +607,15 @@ public enum CommandOptions: Equatable, Sendable {
     case accountHook(AccountHookOptions)
     case accountExpire(AccountExpireOptions)
     case doctor(DoctorOptions)
+    case keyringOn(KeyringOnOptions)
 
     /// `command`'s options from `values`, each checked (`validate(arguments:)` checks them
     /// together).
     public init(_ command: Command, decoding values: OptionValues) throws(OptionError) {
         switch command {
-        case .pamAuthenticate, .pamIdentify, .pamAccount, .pamOpenSession, .pamCloseSession, .pamPasswordUsed, .pamChauthtok, .keyringOn:
+        case .pamAuthenticate, .pamIdentify, .pamAccount, .pamOpenSession, .pamCloseSession, .pamPasswordUsed, .pamChauthtok:
             self = .none(try NoOptions(decoding: values))
+        case .keyringOn: self = .keyringOn(try KeyringOnOptions(decoding: values))
         case .doctor: self = .doctor(try DoctorOptions(decoding: values))
         case .status, .devices, .fingers, .accountList: self = .output(try OutputOptions(decoding: values))
         case .accountRemove: self = .accountRemove(try AccountRemoveOptions(decoding: values))
@@ -652,7 +665,8 @@ public enum CommandOptions: Equatable, Sendable {
         case let .stepUp(group): group.output
         case let .audit(group): group.output
         case let .accountExpire(group): group.output
-        case .none, .answers, .reset, .seal, .reveal, .enroll, .forget, .capture, .accountRemove, .accountPurge, .accountHook, .doctor:
+        case .none, .answers, .reset, .seal, .reveal, .enroll, .forget, .capture, .accountRemove, .accountPurge, .accountHook, .doctor,
+             .keyringOn:
             OutputOptions()
         }
     }
@@ -667,7 +681,7 @@ public enum CommandOptions: Equatable, Sendable {
         case let .enroll(group): group.scan
         case let .capture(group): group.scan
         case .none, .output, .answers, .outputAnswers, .reset, .login, .seal, .forget, .audit, .accountRemove, .accountPurge,
-             .accountHook, .accountExpire, .doctor:
+             .accountHook, .accountExpire, .doctor, .keyringOn:
             ScanOptions()
         }
     }
@@ -684,7 +698,8 @@ public enum CommandOptions: Equatable, Sendable {
         case let .reveal(group): group.answers
         case let .enroll(group): group.answers
         case let .forget(group): group.answers
-        case .none, .output, .scanReport, .seal, .capture, .audit, .accountRemove, .accountPurge, .accountHook, .accountExpire, .doctor:
+        case .none, .output, .scanReport, .seal, .capture, .audit, .accountRemove, .accountPurge, .accountHook, .accountExpire, .doctor,
+             .keyringOn:
             AnswerOptions()
         }
     }
@@ -714,6 +729,7 @@ public enum CommandOptions: Equatable, Sendable {
         case let .accountHook(group): visitor.visit(group)
         case let .accountExpire(group): visitor.visit(group)
         case let .doctor(group): visitor.visit(group)
+        case let .keyringOn(group): visitor.visit(group)
         }
     }
 }

@@ -22,3 +22,13 @@ public func asUser<T>(_ account: UserAccount, _ body: () throws -> T) throws -> 
     }
     return try body()
 }
+
+/// Makes this process not dumpable (prctl PR_SET_DUMPABLE 0), as a setuid program is: no core
+/// file, and other processes of the same user can neither ptrace it nor read its memory, its
+/// environment or its descriptors through /proc. For a process that runs as the user and
+/// holds what that user's other code must not take (the session agent: PINs and passwords on
+/// their way to the broker, tokens and plaintext on their way to an application, grant keys).
+/// Kept across threads, lost at exec.
+public func makeNotDumpable() throws {
+    _ = try syscall("prctl", "PR_SET_DUMPABLE") { fs_set_not_dumpable() }
+}

@@ -17,7 +17,9 @@ public enum Syslog {
         openlog(nil, LOG_PID, LOG_AUTHPRIV)
     }
 
+    /// Logs `message` as one line: control characters in it (a caller's text that reached it,
+    /// such as a PAM item a root host passed on) are escaped, never written as they are.
     public static func log(_ level: Level, _ message: String) {
-        fs_syslog(level.priority | LOG_AUTHPRIV, message)
+        fs_syslog(level.priority | LOG_AUTHPRIV, ControlCharacters.escaped(message))
     }
 }

@@ -199,8 +199,9 @@ final class Agent {
         request.answersWhileScanning = true
         request.language = settings.language
         request.timeZone = settings.timeZone
+        // The claim as a claim: the broker's sentences put the executable and app id beside it.
         request.application = Application(busName: application.busName, executable: application.executable, appID: application.appID,
-                                          name: application.displayName, grantKey: grantKey, methods: options.methods)
+                                          name: application.claimedName, grantKey: grantKey, methods: options.methods)
         return request
     }
 

@@ -6,6 +6,9 @@ import Localization
 enum AgentStrings {
     // The dialog
     static var dialogTitle: String { tr("Confirm it is you") }
+    /// An application's own name for itself, with what the system vouches for (its Flatpak
+    /// app id or its executable's path) beside it: "Meander (/usr/bin/meander)".
+    static func claimedBeside(_ claimed: String, vouched: String) -> String { tr("%1$s (%2$s)", claimed, vouched) }
     static func unlockHeading(_ application: String) -> String {
         tr("%1$s wants to unlock with your fingerprint.", application)
     }

@@ -1,5 +1,6 @@
 import Glibc
 import SessionBusKit
+import SystemKit
 
 /// The application behind a call, as the session bus and /proc tell the agent: its bus name,
 /// its process (the bus daemon read it from the socket), its executable, and inside Flatpak
@@ -10,9 +11,23 @@ struct AskingApplication {
     let pid: pid_t
     let executable: String?
     let appID: String?
-    /// What the application calls itself (`app_name`), else its Flatpak id, else its
-    /// executable's name: for the dialog's sentence.
-    let displayName: String
+    /// What the application calls itself (`app_name`): its own claim, which anything can
+    /// make ("Files", "System Update"); nil when it names none, or one that cannot be shown
+    /// as plain text beside another.
+    let claimedName: String?
+
+    /// What the system vouches for: the app id Flatpak wrote into the sandbox, else the
+    /// executable as the kernel names it (/proc/PID/exe), else the name the bus gave the
+    /// connection.
+    var vouchedName: String { appID ?? executable ?? busName }
+
+    /// How a person is told who asks: what is vouched for beside any claim ("Meander
+    /// (org.example.Meander)", "Meander (/usr/bin/meander)"), what is vouched for alone when
+    /// there is no claim, never the claim alone.
+    var displayName: String {
+        guard let claimedName, claimedName != vouchedName else { return vouchedName }
+        return AgentStrings.claimedBeside(claimedName, vouched: vouchedName)
+    }
 
     enum Refusal: Error {
         /// Another user's connection: the agent acts for its own user only.
@@ -25,10 +40,18 @@ struct AskingApplication {
         guard uid == getuid() else { throw Refusal.otherUser }
         let executable = readLink("/proc/\(pid)/exe")
         let appID = flatpakAppID(pid)
-        let claimed = claimedName.flatMap { $0.isEmpty || $0.utf8.count > 100 ? nil : $0 }
-        let fallback = executable.map { String($0.split(separator: "/").last ?? Substring($0)) } ?? busName
         return AskingApplication(busName: busName, pid: pid, executable: executable, appID: appID,
-                                 displayName: claimed ?? appID ?? fallback)
+                                 claimedName: claimedName.flatMap(shownClaim))
+    }
+
+    /// A claimed name as it may be shown: at most 100 bytes, and plain text. A line break or
+    /// escape (`ControlCharacters`) would end the sentence or drive a terminal; a bidi control
+    /// would make what follows it, the vouched-for part, read otherwise than it is.
+    private static func shownClaim(_ name: String) -> String? {
+        guard !name.isEmpty, name.utf8.count <= 100,
+              !name.unicodeScalars.contains(where: { ControlCharacters.contains($0) || ControlCharacters.isBidiControl($0) })
+        else { return nil }
+        return name
     }
 
     private static func readLink(_ path: String) -> String? {

@@ -26,6 +26,10 @@ func say(_ text: String) {
     _ = line.withUTF8 { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
 }
 
+// First of all: nothing this process will hold (a PIN on its way to the broker, a token on its
+// way to an application, grant keys) is there for the user's other processes to read.
+do { try makeNotDumpable() } catch { fail("cannot make this process non-dumpable: \(error)") }
+
 Localization.bindInstalled()
 let preference = Localization.preference { name in getenv(name).map { String(cString: $0) } }
 Localization.adopt(Localization.language(preference))

@@ -79,8 +79,14 @@ enum Commands {
         name: "keyring", summary: N_("Let a finger or PIN at sign-in unlock your login keyring too, or stop it."),
         subcommands: [
             CommandSpec(name: "on", summary: N_("Seal your account password in your vault, so a finger or PIN at sign-in unlocks your keyring."),
-                        options: [passwordFD],
-                        discussion: N_("Needs your account password. The administrator lists the sign-in services that hand it on (keyring_services=). A password change through PAM replaces the sealed copy."),
+                        options: [passwordFD,
+                                  .wire(.withoutTPM, N_("Seal it even though your vault is not sealed to a TPM, so that whoever takes this computer's disk can read your password."))],
+                        discussion: N_("""
+                            Needs your account password. The administrator lists the sign-in services that hand it on (keyring_services=). \
+                            A password change through PAM replaces the sealed copy. \
+                            Refused while your vault is not sealed to a TPM, since a stolen disk would then give up your password, \
+                            unless you give --without-tpm or the administrator set keyring_without_tpm=yes.
+                            """),
                         command: .keyringOn),
             CommandSpec(name: "off", summary: N_("Remove your account password from your vault; the keyring asks for it again."),
                         options: [pinFD, passwordFD], discussion: N_("Needs a finger or the PIN."), command: .keyringOff),

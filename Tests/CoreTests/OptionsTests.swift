@@ -72,6 +72,7 @@ import Testing
         ("identify_pause=300", \Options.identifyPause, "300"),
         ("identify_lock_after=25", \Options.identifyLockAfter, "25"),
         ("identify_daily_max=100", \Options.identifyDailyMax, "100"),
+        ("keyring_without_tpm=yes", \Options.keyringWithoutTPM, "true"),
     ] }
 
     @Test func defaults() {
@@ -96,6 +97,7 @@ import Testing
                       "password_after_boot=maybe", "password_after", "password_after=", "password_after=59m", "password_after=366d",
                       "password_after=2w", "password_after=-1h", "password_after=h", "password_after=99999999999999d",
                       "keyring_services=", "keyring_services=a b",
+                      "keyring_without_tpm=maybe", "keyring_without_tpm=",
                       // Fleet configuration.
                       "issuer", "issuer=", "issuer=http://idp.example.org", "issuer=ftp://idp.example.org", "issuer=https://",
                       "issuer=https://idp.example.org/o?x=1", "issuer=https://idp.example.org/#f", "issuer=https://me@idp.example.org",
@@ -140,6 +142,19 @@ import Testing
         let warnings = try options.applyArguments(["stepup_max_ttl=86400", "ttl=600"], source: "module arguments")
         #expect(options.stepUpMaxTTL == 120 && options.stepUpTTL == 600)
         #expect(warnings == [Messages.fileOnlyOption("stepup_max_ttl", "module arguments")])
+    }
+
+    /// Whether the keyring's copy of the password may sit in a vault a stolen disk opens is
+    /// the machine's: no PAM stack says so for it, and no `[service NAME]` section (the table
+    /// tests check the section).
+    @Test func keyringWithoutTPMIsTheConfigurationFilesAlone() throws {
+        var options = Options()
+        #expect(!options.keyringWithoutTPM)
+        let warnings = try options.applyArguments(["keyring_without_tpm=yes"], source: "module arguments")
+        #expect(!options.keyringWithoutTPM)
+        #expect(warnings == [Messages.fileOnlyOption("keyring_without_tpm", "module arguments")])
+        try options.applyConfigFile("keyring_without_tpm=yes\n")
+        #expect(options.keyringWithoutTPM)
     }
 
     /// `[provision]`: its names are provisioning's; another section is a warning and its

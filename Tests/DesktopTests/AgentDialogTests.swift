@@ -10,7 +10,9 @@ import Testing
                              Comment(rawValue: DesktopSession.missing ?? AgentRig.missing ?? "")))
 struct AgentDialogTests {
     static let title = "Confirm it is you"
-    static let heading = "Meander wants to confirm it is you to open contact assignments."
+    /// The name the application gives itself, with its executable (what the kernel vouches
+    /// for) beside it (issue 31 §6).
+    static var heading: String { "Meander (\(AgentRig.pythonExecutable)) wants to confirm it is you to open contact assignments." }
 
     /// The dialog's X11 handle, once it is mapped: found by its title, given the keyboard (no
     /// window manager here does that).

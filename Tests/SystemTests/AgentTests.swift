@@ -44,6 +44,53 @@ import Testing
                 && audit.stdout.contains("the system cannot vouch for this"), "\(audit.stdout)")
     }
 
+    /// What the agent says of the application (issue 31 §6): what the kernel vouches for (its
+    /// executable) beside the name it gives itself, that alone when it gives none or one that
+    /// is no plain text (a bidi override would turn what follows it around), never the name
+    /// alone. The audit trail shows what the agent sent the broker.
+    @Test func theExecutableStandsBesideTheNameAnApplicationGivesItself() throws {
+        let agent = try AgentRig()
+        let executable = AgentRig.pythonExecutable
+        for (context, name) in [("named", "Meander"), ("unnamed", nil), ("overridden", "Files\u{202e}")] {
+            let run = try agent.run(["step-up", context, "--prompt", "app"] + (name.map { ["--app-name", $0] } ?? []),
+                                    scan: "SCAN finger-a")
+            #expect(run.responses.first?.method == "finger", "\(context): \(run.result.all)")
+        }
+        let audit = try agent.rig.cli(["audit"]).stdout
+        let said = audit.split(separator: "\n").filter { $0.contains("The session agent said") }
+        #expect(said.count == 3, "\(audit)")
+        #expect(said.filter { $0.contains("The session agent said Meander asked (\(executable), bus name :") }.count == 1, "\(audit)")
+        #expect(said.filter { $0.contains("The session agent said \(executable) asked (bus name :") }.count == 2, "\(audit)")
+    }
+
+    /// The agent holds PINs and passwords on their way to the broker, tokens and plaintext on
+    /// their way to an application (issue 31 §6): it makes itself non-dumpable at start, so
+    /// other processes of its user can neither ptrace it nor read its memory. Its /proc files
+    /// are root's (a plain process of the user: the user's), and its memory does not open
+    /// for another process of the user.
+    @Test func otherProcessesOfTheUserCannotReadTheAgent() throws {
+        try #require(TestUsers.ensure(TestUsers.alice))
+        let agent = try AgentRig(user: TestUsers.alice)
+        let pid = try #require(agent.agent?.pid)
+        let entry = try #require(getpwnam(TestUsers.alice)?.pointee)
+        let asAlice = ["--reuid=\(entry.pw_uid)", "--regid=\(entry.pw_gid)", "--init-groups", "--"]
+        // Ready once its shell speaks: past setpriv's change of user and the exec.
+        let plain = try Child("/usr/bin/setpriv", asAlice + ["/bin/sh", "-c", "echo ready; exec /bin/sleep 30"])
+        defer {
+            plain.signal(SIGKILL)
+            _ = plain.finish(limit: 5)
+        }
+        #expect(plain.waitForLine(containing: "ready"))
+        func owner(_ pid: pid_t) -> uid_t? {
+            var info = stat()
+            return stat("/proc/\(pid)/environ", &info) == 0 ? info.st_uid : nil
+        }
+        #expect(owner(plain.pid) == entry.pw_uid, "a plain process of the user is the user's")
+        #expect(owner(pid) == 0, "the agent's /proc files are the user's: it is dumpable")
+        let peek = try Child.run("/usr/bin/setpriv", asAlice + ["/bin/sh", "-c", "exec 3< /proc/\(pid)/mem"])
+        #expect(peek.status != 0, "another process of the user opened the agent's memory: \(peek.all)")
+    }
+
     @Test func maxAgeAndEndContextDecideWhenToAskAgain() throws {
         let agent = try AgentRig()
         let client = try agent.client(["step-up", "payroll", "--prompt", "app", "--hold"], stdin: "")

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Glibc
 import Testing
 @testable import FingersealCore
@@ -35,7 +36,8 @@ import SystemKit
             try #require(TestUsers.ensure(KeyringTests.user, password: KeyringTests.password))
             entry = try #require(getpwnam(KeyringTests.user)?.pointee)
             KeyringTests.stopSessions(entry.pw_uid)
-            rig = try ReaderBroker(config: "keyring_services=\(keyringServices)\n")
+            // No TPM here: the administrator accepts the copy in a vault a stolen disk opens.
+            rig = try ReaderBroker(config: "keyring_services=\(keyringServices)\nkeyring_without_tpm=yes\n")
             runtime = try TempDirectory()
             homeDirectory = try TempDirectory()
             for directory in [runtime.path, homeDirectory.path] {
@@ -245,5 +247,96 @@ import SystemKit
         #expect(signedIn.status == 0, "\(signedIn.all)")
         #expect(try rig.lookup(session).status != 0, "a host the user runs was handed the password")
         rig.end(session)
+    }
+
+    // MARK: the copy and the TPM (issue 31 §3)
+
+    /// A broker of its own with `config` (no reader) and the account's vault, made with its PIN.
+    static func vault(config: String) throws -> ReaderBroker {
+        try #require(TestUsers.ensure(user, password: password))
+        let rig = try ReaderBroker(reader: false, config: config)
+        let made = try rig.cli(["pin", "set", "--user", user, "--pin-fd", "3"], fd3: pin + "\n")
+        try #require(made.status == 0, "\(made.all)")
+        return rig
+    }
+
+    static func keyringOn(_ rig: ReaderBroker, _ extra: [String] = []) throws -> Child.Result {
+        try rig.cli(["keyring", "on", "--password-fd", "3"] + extra, fd3: password + "\n", as: user)
+    }
+
+    struct Status: Decodable {
+        let keyring: Bool
+        let keyringSealedToTpm: Bool?
+    }
+
+    static func status(_ rig: ReaderBroker) throws -> Status {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        return try decoder.decode(Status.self, from: Data(try rig.cli(["status", "--json"], as: user).stdout.utf8))
+    }
+
+    /// Where the broker finds no TPM (the device key file beside the vault opens it).
+    static let noTPM = "tpm_tcti=device:/dev/fingerseal-no-such-tpm\n"
+
+    /// Without a TPM the copy is refused, before the password is asked for, with a sentence
+    /// that says why and what to do, and nothing is sealed; `--without-tpm` lets it in, and
+    /// then `keyring on`, `status` (text and JSON) and `doctor` say what a stolen disk gives up.
+    @Test(.enabled(if: getuid() == 0)) func withoutATPMThePersonMustAskForTheCopy() throws {
+        let rig = try Self.vault(config: Self.noTPM)
+        let refused = try Self.keyringOn(rig)
+        #expect(refused.status == 2 && refused.stderr.contains(Messages.keyringNeedsTPM(sealable: false)), "\(refused.all)")
+        #expect(!refused.all.contains(Messages.keyringNeedsPassword), "the password was asked for in vain: \(refused.all)")
+        #expect(try Self.status(rig).keyring == false, "nothing was sealed")
+        #expect(try !rig.cli(["audit", "--user", Self.user]).stdout.contains(Messages.auditKeyring(.on)))
+
+        let accepted = try Self.keyringOn(rig, ["--without-tpm"])
+        #expect(accepted.status == 0 && accepted.stdout.contains(Messages.keyringTurnedOn), "\(accepted.all)")
+        #expect(accepted.stderr.contains(Messages.keyringWithoutTPM), "\(accepted.all)")
+        let status = try Self.status(rig)
+        #expect(status.keyring && status.keyringSealedToTpm == false)
+        let text = try rig.cli(["status"], as: Self.user)
+        #expect(text.stdout.contains(Messages.statusKeyringOn) && text.stdout.contains(Messages.keyringWithoutTPM), "\(text.all)")
+        let doctor = try rig.cli(["doctor"], as: Self.user)
+        #expect(doctor.stdout.contains("Warning: " + Messages.keyringWithoutTPM), "\(doctor.all)")
+        #expect(doctor.stdout.contains(Messages.doctorFixKeyringWithoutTPM), "\(doctor.all)")
+    }
+
+    /// `keyring_without_tpm=yes`: the administrator accepts it for the machine, so nobody is
+    /// asked; what a stolen disk gives up is still said.
+    @Test(.enabled(if: getuid() == 0)) func theAdministratorMayAcceptTheCopyWithoutATPM() throws {
+        let rig = try Self.vault(config: Self.noTPM + "keyring_without_tpm=yes\n")
+        let accepted = try Self.keyringOn(rig)
+        #expect(accepted.status == 0 && accepted.stderr.contains(Messages.keyringWithoutTPM), "\(accepted.all)")
+        #expect(try Self.status(rig).keyringSealedToTpm == false)
+    }
+
+    /// A vault sealed to a TPM (swtpm; `tpm=require`, or `auto` with a TPM there) takes the copy
+    /// as before, with nothing to say about the disk.
+    @Test(.enabled(if: getuid() == 0 && access("/usr/bin/swtpm", X_OK) == 0), arguments: ["require", "auto"])
+    func aVaultSealedToATPMTakesTheCopyUnasked(mode: String) throws {
+        let swtpm = try SwtpmProcess()
+        let rig = try Self.vault(config: "tpm=\(mode)\ntpm_tcti=\(swtpm.tcti)\n")
+        let accepted = try Self.keyringOn(rig)
+        #expect(accepted.status == 0 && accepted.stdout.contains(Messages.keyringTurnedOn), "\(accepted.all)")
+        #expect(!accepted.all.contains(Messages.keyringWithoutTPM), "\(accepted.all)")
+        #expect(try Self.status(rig).keyringSealedToTpm == true)
+        let doctor = try rig.cli(["doctor"], as: Self.user)
+        #expect(!doctor.stdout.contains(Messages.keyringWithoutTPM), "\(doctor.all)")
+    }
+
+    /// A vault made before the TPM was used: the sentence says the PIN seals it, and after
+    /// the PIN has, the copy goes in unasked.
+    @Test(.enabled(if: getuid() == 0 && access("/usr/bin/swtpm", X_OK) == 0))
+    func aVaultNotSealedYetIsSealedByThePINFirst() throws {
+        let swtpm = try SwtpmProcess()
+        let rig = try Self.vault(config: "tpm=off\ntpm_tcti=\(swtpm.tcti)\n")
+        writeFile(rig.broker.config, Array("tpm=auto\ntpm_tcti=\(swtpm.tcti)\n".utf8), mode: 0o644)
+        let refused = try Self.keyringOn(rig)
+        #expect(refused.status == 2 && refused.stderr.contains(Messages.keyringNeedsTPM(sealable: true)), "\(refused.all)")
+        let sealed = try rig.cli(["step-up", "--fresh", "--pin-fd", "3", "tpm"], fd3: Self.pin + "\n", as: Self.user)
+        #expect(sealed.status == 0, "\(sealed.all)")
+        let accepted = try Self.keyringOn(rig)
+        #expect(accepted.status == 0 && !accepted.all.contains(Messages.keyringWithoutTPM), "\(accepted.all)")
+        #expect(try Self.status(rig).keyringSealedToTpm == true)
     }
 }

@@ -404,6 +404,39 @@ import SystemKit
         #expect(aliceAfter.status == 0, "\(aliceAfter.all)")
     }
 
+    /// (7) A caller's text carries no control character in (issue 31 §7): a PAM service name
+    /// with a line break from a host running as the user (with `debug`, the broker logs the
+    /// service: the line break would forge a line of its log), an option value or an argument
+    /// with an escape from the CLI, are refused with a sentence, and nothing of them is
+    /// logged. A root PAM host (sshd passes on a user name off the network) is answered as
+    /// ever, and its text is logged escaped.
+    @Test(.enabled(if: SyslogCapture.availableAnywhere)) func controlCharactersInACallersTextAreRefusedOrLoggedEscaped() throws {
+        try #require(TestUsers.ensure(TestUsers.alice))
+        let logs = try TempDirectory()
+        chmod(logs.path, 0o755)
+        let capture = try SyslogCapture(directory: logs.path)
+        let rig = try ReaderBroker(driver: "none", reader: false, wrap: capture.wrap)
+        let forged = "sudo\nfingersealed: forged"
+        let refused = try rig.broker.wire(["pam.authenticate", "pam.user=\(TestUsers.alice)", "pam.service=\(forged)", "option=debug"],
+                                          as: TestUsers.alice)
+        #expect(refused.stdout.contains("result: usage \(Messages.controlCharacters("pam.service"))"), "\(refused.all)")
+        let device = try rig.cli(["verify", "--device", "virtual\u{1b}[2J"], as: TestUsers.alice)
+        #expect(device.status == 2 && device.stderr.contains(Messages.controlCharacters("opt.device")), "\(device.all)")
+        let argument = try rig.cli(["forget", "left-thumb\u{9b}2J", "--pin-fd", "3"], fd3: "0000\n", as: TestUsers.alice)
+        #expect(argument.status == 2 && argument.stderr.contains(Messages.controlCharacters("arg")), "\(argument.all)")
+        // A root host, no vault for root here: the stack goes on as before, and the line the
+        // broker logs of it (debug) stays one line.
+        let root = String(cString: getpwuid(0).pointee.pw_name)
+        let fromRoot = try rig.broker.wire(["pam.authenticate", "pam.user=\(root)", "pam.service=\(forged)", "option=debug"])
+        #expect(fromRoot.stdout.contains("result: noVault"), "\(fromRoot.all)")
+        let lines = capture.messages()
+        let mentions = lines.filter { $0.contains("forged") }
+        #expect(mentions.count == 1 && mentions.allSatisfy { $0.contains("user=\(root) service=sudo\\x0afingersealed: forged") },
+                "\(lines)")
+        #expect(!lines.contains { $0.contains("\n") || $0.contains("\u{1b}") || $0.contains("\u{9b}") || $0.contains(TestUsers.alice) },
+                "\(lines)")
+    }
+
     /// The reader serves one request at a time: a second verify waits (and says so) while the
     /// first holds it, then gets its own turn.
     @Test func theReaderServesOneRequestAtATime() throws {

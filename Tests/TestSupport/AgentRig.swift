@@ -8,6 +8,13 @@ import Glibc
 final class AgentRig {
     static let pin = "2580"
     static let python = "/usr/bin/python3"
+    /// The example client's executable as the kernel names it (/proc/PID/exe): what the agent
+    /// puts beside the name an application gives itself.
+    static let pythonExecutable: String = {
+        guard let resolved = realpath(python, nil) else { return python }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }()
 
     /// Why the agent's tests cannot run here, or nil.
     static let missing: String? = {

@@ -57,7 +57,8 @@ enum DoctorCommand {
     }
 
     /// When the account password is next needed (the rule of `--service NAME`, else the
-    /// file's), and whether a keyring copy sealed in the vault is handed on anywhere.
+    /// file's), whether a keyring copy sealed in the vault is handed on anywhere, and whether
+    /// a stolen disk gives it up.
     static func passwordAndKeyring(_ call: Call, _ status: VaultStatus) throws -> [Finding] {
         var options = call.options
         if let service = call.options(for: DoctorOptions.self).service { options = try call.state.systemOptions().0.forService(service) }
@@ -69,6 +70,11 @@ enum DoctorCommand {
             found.append(options.keyringServices.isEmpty
                 ? Finding("keyring", .warning, Messages.doctorKeyringNoServices, fix: Messages.doctorFixKeyringNoServices)
                 : Finding("keyring", .ok, Messages.doctorKeyring(options.keyringServices)))
+            // Whoever or whatever allowed it (`--without-tpm`, `keyring_without_tpm=`), what a
+            // stolen disk gives up is said each time.
+            if !status.sealedToTPM {
+                found.append(Finding("keyring-tpm", .warning, Messages.keyringWithoutTPM, fix: Messages.doctorFixKeyringWithoutTPM))
+            }
         }
         return found
     }
@@ -137,7 +143,7 @@ enum DoctorCommand {
         if status.keyslots.contains(where: \.insideTPMLockout) {
             return Finding(check, .warning, Messages.doctorPINInsideTPMLockout, fix: Messages.doctorFixSealNow)
         }
-        if status.keyslots.allSatisfy(\.protection.sealedToTPM) { return Finding(check, .ok, Messages.doctorSealedToTPM) }
+        if status.sealedToTPM { return Finding(check, .ok, Messages.doctorSealedToTPM) }
         // Asked on the broker's kept connection, as its vault operations are.
         let policy = call.store.tpm
         switch (policy.mode, policy.usable) {

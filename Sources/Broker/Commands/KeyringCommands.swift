@@ -12,9 +12,20 @@ import SystemKit
 /// longer is the password is dropped at its next use, and the person told once.
 enum KeyringCommands {
     /// `keyring on`: the account password, typed now and checked by the broker
-    /// (`fingerseal-verify`), sealed in the vault (TPM-bound where the vault is).
+    /// (`fingerseal-verify`), sealed in the vault. Only in a vault sealed to the TPM, unless
+    /// the person (`--without-tpm`) or the administrator (`keyring_without_tpm=yes`) says so:
+    /// elsewhere the device key file beside the vault opens it, and a stolen disk would give
+    /// up the password, where it used to hold only a salted hash. Refused before the password
+    /// is asked for, so nothing is typed or sealed in vain.
     static func on(_ call: Call) throws -> Reply {
-        guard try Vault.status(call.store) != nil else { throw FingersealError(.noVault, Messages.noVault) }
+        guard let status = try Vault.status(call.store) else { throw FingersealError(.noVault, Messages.noVault) }
+        let withoutTPM = !status.sealedToTPM
+        if withoutTPM && !call.options(for: KeyringOnOptions.self).withoutTPM && !call.options.keyringWithoutTPM {
+            // A TPM the vault is not sealed to yet takes it at the next PIN; else only the
+            // person's say-so (or the administrator's) lets the copy in.
+            let policy = call.store.tpm
+            throw FingersealError(.usage, Messages.keyringNeedsTPM(sealable: policy.mode != .off && policy.usable))
+        }
         guard let password = try AccountPassword.check(call, why: Messages.keyringNeedsPassword) else {
             throw FingersealError(.usage, Messages.passwordEmptyInput)
         }
@@ -22,6 +33,7 @@ enum KeyringCommands {
         try vault.update { try $0.setLoginPassword(password, entry: PasswordEntryDigest.current(call.account.name), at: SystemClock().now()) }
         AuditTrail(store: call.store).record(.keyring(.on), vault: vault)
         call.conversation.output(Messages.keyringTurnedOn)
+        if withoutTPM { call.conversation.info(Messages.keyringWithoutTPM) }
         if call.options.keyringServices.isEmpty { call.conversation.info(Messages.keyringNoServices) }
         return Reply(.success, method: UnlockMethod.password.rawValue)
     }

@@ -44,6 +44,9 @@ enum VaultCommands {
         var lastVerified: String? = nil
         /// The login password is sealed for the keyring (`keyring on`).
         var keyring: Bool? = nil
+        /// With the keyring's copy: whether the vault holding it is sealed to the TPM (false:
+        /// a stolen disk gives up the password). Nil without a copy.
+        var keyringSealedToTpm: Bool? = nil
         /// When the account password is next needed (a password rule in force); nil, never.
         var password: PasswordNext? = nil
 
@@ -137,6 +140,7 @@ enum VaultCommands {
             report.identify = status.identify
             report.fingerUnlock = !status.fingerOff
             report.keyring = status.keyring
+            report.keyringSealedToTpm = status.keyring ? status.sealedToTPM : nil
             report.password = PasswordDue.next(call, status).map { next in
                 switch next {
                 case let .now(reason): return .init(neededNow: true, reason: reason.rawValue, neededOn: nil, afterRestart: false)
@@ -173,6 +177,7 @@ enum VaultCommands {
         lines.append(status.fingerOff ? Messages.statusFingerUnlockOff : Messages.statusFingerUnlockOn)
         lines.append(status.identify ? Messages.statusIdentifyOn : Messages.identifyTurnedOff)
         lines.append(status.keyring ? Messages.statusKeyringOn : Messages.statusKeyringOff)
+        if status.keyring && !status.sealedToTPM { lines.append(Messages.keyringWithoutTPM) }
         if let next = PasswordDue.next(call, status) { lines.append(Messages.statusPasswordNext(next)) }
         lines.append(describe(status.signIn, status.provider.map { ($0.issuer, $0.clientID) }))
         if status.signIn != .none, let identity = status.identity { lines.append(Messages.signedInAs(identity.display)) }

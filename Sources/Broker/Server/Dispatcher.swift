@@ -312,6 +312,7 @@ enum Dispatcher {
         var after: AfterReply? = nil
         let channel = Channel(request, from: caller)
         do {
+            try refuseControlCharacters(request, from: caller)
             try checkApplication(request)
             let given: RequestOptions
             do throws(OptionError) {
@@ -369,16 +370,28 @@ enum Dispatcher {
         after?.run()
     }
 
+    /// Text with a control character (`Request.fieldWithControlCharacters`: the PAM items,
+    /// module arguments, option values, arguments, language, time zone, what the session agent
+    /// says of an application) is refused from every caller but a root PAM host, and nothing
+    /// of it is logged. A root host (sshd, login, a display manager) passes on what its stack
+    /// was given (sshd: a user name off the network) and keeps working as it did; what the
+    /// broker logs of its text is escaped (`Syslog.log`).
+    static func refuseControlCharacters(_ request: Request, from caller: Caller) throws {
+        if caller.isRoot && request.command.isPAM { return }
+        guard let field = request.fieldWithControlCharacters else { return }
+        throw FingersealError(.usage, Messages.controlCharacters(field))
+    }
+
     /// What the session agent may ask for an application, and what it may say of it: its
-    /// commands only, every field bounded (they go into the audit trail), a grant key of
-    /// exactly 32 bytes.
+    /// commands only, every field bounded (they go into the audit trail; control characters
+    /// are refused with the rest of the request's text), a grant key of exactly 32 bytes.
     static func checkApplication(_ request: Request) throws {
         guard let application = request.application else { return }
         guard [.unlock, .token, .stepUp, .reveal, .status].contains(request.command) else {
             throw FingersealError(.usage, Messages.notForApplications(request.command.rawValue))
         }
         let texts = [application.busName, application.executable, application.appID, application.name].compactMap { $0 }
-        guard !application.busName.isEmpty, texts.allSatisfy({ $0.utf8.count <= 255 && !$0.utf8.contains(where: { $0 < 0x20 }) }),
+        guard !application.busName.isEmpty, texts.allSatisfy({ $0.utf8.count <= 255 }),
               application.grantKey.map({ $0.count == 32 }) ?? true, application.methods.count <= Application.Method.allCases.count
         else { throw FingersealError(.usage, Messages.badApplication) }
     }

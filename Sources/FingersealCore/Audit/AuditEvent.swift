@@ -355,10 +355,7 @@ enum AuditText {
         var out = String.UnicodeScalarView()
         var bytes = 0
         for scalar in text.unicodeScalars {
-            let value = scalar.value
-            let control = value < 0x20 || (0x7f...0x9f).contains(value)
-            let bidi = (0x202a...0x202e).contains(value) || (0x2066...0x2069).contains(value)
-            let kept: Unicode.Scalar = control || bidi ? " " : scalar
+            let kept: Unicode.Scalar = ControlCharacters.contains(scalar) || ControlCharacters.isBidiControl(scalar) ? " " : scalar
             bytes += String(kept).utf8.count
             if bytes > AuditFiles.maxField { break }
             out.append(kept)

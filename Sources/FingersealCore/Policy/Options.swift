@@ -143,6 +143,10 @@ public struct Options: Equatable, Sendable {
     /// hands the login password an account sealed (`fingerseal keyring on`) as PAM_AUTHTOK,
     /// for pam_gnome_keyring or pam_kwallet5 further down the stack. None by default.
     public var keyringServices: [String] = []
+    /// `keyring_without_tpm=`: `fingerseal keyring on` seals the password in a vault that is
+    /// not sealed to the TPM, where a stolen disk gives it up, without each person saying so
+    /// with `--without-tpm`: the administrator accepts that for the machine. Off by default.
+    public var keyringWithoutTPM = false
     // Settings per PAM service (issue 23 §3).
     /// The file's top-level settings as written (`[provision]`'s with their prefix), in order:
     /// what `origins(service:)` reports as the file's.
@@ -163,7 +167,8 @@ public struct Options: Equatable, Sendable {
     public static let fileOnly: Set<String> = ["fixed", "tpm", "tpm_tcti", "tpm_pcrs", "stepup_max_ttl", "provision_issuer",
                                                "provision_client_id", "provision_require", "provision_groups",
                                                "provision_per_hour", "provision_expire_days", "keyring_services",
-                                               "identify_pause_after", "identify_pause", "identify_lock_after", "identify_daily_max"]
+                                               "keyring_without_tpm", "identify_pause_after", "identify_pause", "identify_lock_after",
+                                               "identify_daily_max"]
 
     /// A `[service NAME]` section sets a password rule (`password_after_boot`,
     /// `password_after`): the broker learns of passwords whichever service saw them.
@@ -456,6 +461,7 @@ public struct Options: Equatable, Sendable {
                 passwordAfter = seconds
             }
         case "keyring_services": keyringServices = try services()
+        case "keyring_without_tpm": keyringWithoutTPM = try flag()
         case "provision_per_hour": provisionPerHour = try integer(1...1000)
         case "provision_expire_days": provisionExpireDays = try integer(0...36500)
         case "fixed":

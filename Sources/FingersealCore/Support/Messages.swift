@@ -648,6 +648,10 @@ public enum Messages {
     public static func wrongProtocol(_ version: Int) -> String {
         tr("This program speaks version %1$s of the fingerseal protocol, and the service another. Update fingerseal.", version)
     }
+    /// A request whose text holds a control character; `field` is its name on the wire.
+    public static func controlCharacters(_ field: String) -> String {
+        tr("The request was refused: its field %1$s holds a control character, such as a line break or an escape. Remove it and try again.", field)
+    }
     public static var readerBusyWaiting: String { tr("The fingerprint reader is busy with another request. Waiting for it.") }
     public static var readerNeededElsewhere: String {
         tr("The fingerprint reader was needed for someone signing in at this computer, so this scan stopped. Nothing was counted.")
@@ -671,6 +675,16 @@ public enum Messages {
     public static var keyringTurnedOff: String { tr("Your account password is no longer kept in your vault. Your keyring stays locked after a finger or PIN sign-in.") }
     public static var keyringAlreadyOff: String { tr("Your account password is not kept in your vault.") }
     public static var keyringDropped: String { tr("The account password sealed for your keyring no longer works, so fingerseal removed it. Type your password to unlock the keyring; fingerseal keyring on seals the new one.") }
+    /// `keyring on` in a vault a stolen disk opens, neither the person nor the administrator
+    /// having said so; `sealable`: a TPM is there, and the next PIN seals the vault to it.
+    public static func keyringNeedsTPM(sealable: Bool) -> String {
+        sealable
+            ? tr("Your vault is not sealed to this computer's TPM yet, so whoever takes the disk could read your account password from it. Enter your PIN once to seal it, for example with: fingerseal step-up --fresh tpm, then run fingerseal keyring on again. To keep it in the vault as it is, run: fingerseal keyring on --without-tpm")
+            : tr("Your vault is not sealed to a TPM, so whoever takes this computer's disk could read your account password from it. To keep it in the vault anyway, run: fingerseal keyring on --without-tpm")
+    }
+    /// The copy is kept in a vault a stolen disk opens (`keyring on`, `status`, `doctor`).
+    public static var keyringWithoutTPM: String { tr("Your account password is sealed in a vault that is not sealed to a TPM: whoever takes this computer's disk can read it.") }
+    public static var doctorFixKeyringWithoutTPM: String { tr("Where this computer has a TPM, enter your PIN once to seal your vault to it, for example with: fingerseal step-up --fresh tpm. Otherwise run: fingerseal keyring off") }
     public static var statusKeyringOn: String { tr("Keyring: unlocked by your finger or PIN at sign-in (your account password is sealed in the vault).") }
     public static var statusKeyringOff: String { tr("Keyring: not unlocked by fingerseal.") }
     public static var doctorKeyringNoServices: String { tr("Your account password is sealed for the keyring, but no sign-in service hands it on.") }

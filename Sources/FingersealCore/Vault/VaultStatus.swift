@@ -53,4 +53,9 @@ public struct VaultStatus: Equatable, Sendable {
     public var keyring = false
 
     public var pinSet: Bool { keyslots.contains { $0.kind == .pin } }
+
+    /// Every keyslot is sealed to the TPM, so the disk alone opens none of them: without it,
+    /// the device key file beside the vault (or a guessed PIN, tried offline) opens it, and
+    /// with it all the vault holds. What `keyring on` asks before it seals the password.
+    public var sealedToTPM: Bool { !keyslots.isEmpty && keyslots.allSatisfy(\.protection.sealedToTPM) }
 }
