@@ -62,7 +62,7 @@ let package = Package(
         // Thin wrappers: each owns its C pointers; no C types in their public API.
         .target(name: "SystemKit", dependencies: ["CLinux"], swiftSettings: leanSwift),
         .target(name: "SodiumKit", dependencies: ["CSodium"]),
-        .target(name: "PAMKit", dependencies: ["CPAM"], swiftSettings: leanSwift),
+        .target(name: "PAMKit", dependencies: ["CPAM", "SystemKit"], swiftSettings: leanSwift),
         .target(name: "FprintKit", dependencies: ["CFprint", "CLinux", "SystemKit"]),
         // libsystemd: the system bus (sd-bus, and logind's lid state on it), login sessions
         // (sd-login) and the service manager (sd-daemon). Typed errors; no C types outside.

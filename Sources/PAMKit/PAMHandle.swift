@@ -1,4 +1,5 @@
 import CPAM
+import SystemKit
 #if !hasFeature(Embedded)
 import Glibc
 #endif
@@ -101,9 +102,10 @@ public struct PAMHandle {
         }
     }
 
-    /// Logs through pam_syslog (LOG_AUTHPRIV, prefixed with the module and service).
+    /// Logs through pam_syslog (LOG_AUTHPRIV, prefixed with the module and service), as one
+    /// line: what a host passed on (PAM_USER from sshd, off the network) is escaped.
     public func log(_ level: LogLevel, _ message: String) {
-        fs_pam_syslog(raw, level.priority | LOG_AUTHPRIV, message)
+        fs_pam_syslog(raw, level.priority | LOG_AUTHPRIV, ControlCharacters.escaped(message))
     }
 
     /// Shows an informational line to the user; false when the conversation failed (a

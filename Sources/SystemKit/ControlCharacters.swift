@@ -21,13 +21,15 @@ public enum ControlCharacters {
     public static func found(in text: String) -> Bool { text.unicodeScalars.contains(where: contains) }
 
     /// `text` with each one written as `\xHH` (its code point in hex), so that a line stays
-    /// one line and shows what was there; text without any is returned as it is.
+    /// one line and shows what was there. A backslash is written so too, so that a caller's
+    /// literal "\x0a" never reads as an escaped line break; other text is returned as it is.
     public static func escaped(_ text: String) -> String {
-        guard found(in: text) else { return text }
+        let escapes = { (scalar: Unicode.Scalar) in contains(scalar) || scalar == "\\" }
+        guard text.unicodeScalars.contains(where: escapes) else { return text }
         let digits = Array("0123456789abcdef".unicodeScalars)
         var out = String.UnicodeScalarView()
         for scalar in text.unicodeScalars {
-            guard contains(scalar) else {
+            guard escapes(scalar) else {
                 out.append(scalar)
                 continue
             }

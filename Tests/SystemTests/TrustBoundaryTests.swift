@@ -435,6 +435,20 @@ import SystemKit
                 "\(lines)")
         #expect(!lines.contains { $0.contains("\n") || $0.contains("\u{1b}") || $0.contains("\u{9b}") || $0.contains(TestUsers.alice) },
                 "\(lines)")
+
+        // The module's own lines (debug), in a root host, escape what the host passed on: a
+        // PAM user with a line break (sshd takes it off the network).
+        guard Pamtester.available else { return }
+        let services = try TempDirectory()
+        chmod(services.path, 0o755)
+        writeFile(services.file("fs-escape"), Array("auth required \(Paths.module) socket=\(rig.broker.socketPath) debug\n".utf8), mode: 0o644)
+        let (path, arguments) = capture.wrap(["/usr/bin/pamtester", "-I", "tty=/dev/pts/0", "fs-escape", "ghost\nforged-by-module", "authenticate"])
+        // pam_wrapper's pam_syslog goes to syslog, not stderr.
+        let environment = Pamtester.environment(services.path).merging(["PAM_WRAPPER_USE_SYSLOG": "1"]) { $1 }
+        let host = try Child.run(path, arguments, environment: environment)
+        #expect(host.status != 0, "\(host.all)")
+        let moduleLines = capture.messages().filter { $0.contains("forged-by-module") }
+        #expect(!moduleLines.isEmpty && moduleLines.allSatisfy { $0.contains("ghost\\x0aforged-by-module") }, "\(moduleLines)")
     }
 
     /// The reader serves one request at a time: a second verify waits (and says so) while the

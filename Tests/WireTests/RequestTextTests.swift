@@ -56,5 +56,7 @@ import Testing
     @Test func escapingKeepsALineOneLine() {
         #expect(ControlCharacters.escaped("plain å") == "plain å")
         #expect(ControlCharacters.escaped("sudo\nfake\u{1b}[2J\u{7f}\u{85}\u{9b}") == "sudo\\x0afake\\x1b[2J\\x7f\\x85\\x9b")
+        // A literal backslash is escaped too: "\x0a" typed by a caller is not a line break.
+        #expect(ControlCharacters.escaped("a\\x0ab") == "a\\x5cx0ab")
     }
 }
