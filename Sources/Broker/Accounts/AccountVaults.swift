@@ -6,11 +6,11 @@ import SystemKit
 /// the vault under an account's uid, a vault that is another account's (`Vault.ownership`)
 /// is set aside; useradd's and userdel's hooks tell the broker when accounts come and go.
 enum AccountVaults {
-    /// Sets aside the vault under `account`'s uid when it is another account's, before the
-    /// request reads it. A vault that cannot be judged is left to the request, whose every
-    /// read judges it again (`VaultStore.requireOwned`) and refuses it.
-    static func enforce(_ account: UserAccount, state: BrokerState, options: Options) {
-        let store = state.store(for: account, tpm: options.tpmPolicy)
+    /// Sets aside the vault of `store` when it is another account's, before the request reads
+    /// it (a vault that may be used stays the request's read: nothing reads it twice). A vault
+    /// that cannot be judged is left to the request, whose every read judges it again
+    /// (`VaultStore.requireOwned`) and refuses it.
+    static func enforce(_ store: VaultStore, state: BrokerState) {
         guard case .otherAccount = (try? Vault.ownership(store)) else { return }
         setAside(store, state: state)
     }

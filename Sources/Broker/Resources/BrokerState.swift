@@ -82,12 +82,15 @@ final class BrokerState: @unchecked Sendable {
         return false
     }
 
-    /// `account`'s store under `policy`, on the TPM connection the broker keeps.
-    func store(for account: UserAccount, tpm policy: TPMPolicy) -> VaultStore {
+    /// `account`'s store under `policy`, on the TPM connection the broker keeps; `read`: what
+    /// the request has read of the vault already (one per request: `Call.vaultRead`).
+    func store(for account: UserAccount, tpm policy: TPMPolicy, read: RequestRead? = nil) -> VaultStore {
         var policy = policy
         policy.keys = tpm
-        return VaultStore(location: .broker(stateDirectory: settings.stateDirectory, account: account), tpm: policy,
-                          attemptLimiter: attemptLimiter)
+        var store = VaultStore(location: .broker(stateDirectory: settings.stateDirectory, account: account), tpm: policy,
+                               attemptLimiter: attemptLimiter)
+        store.requestRead = read
+        return store
     }
 
     /// Writes counts of attempts the limiter held back (windows that ended, or all of them

@@ -22,7 +22,7 @@ struct Call {
     let after: AfterReply
 
     /// The caller's vault, with the TPM settings of the configuration.
-    var store: VaultStore { state.store(for: account, tpm: options.tpmPolicy) }
+    var store: VaultStore { state.store(for: account, tpm: options.tpmPolicy, read: vaultRead) }
     var session: SessionKey { SessionKey(uid: account.uid, session: caller.session, liveness: caller.liveness) }
 
     /// The session a step-up grant is kept in and looked up from: the caller's, only when it
@@ -35,6 +35,8 @@ struct Call {
     /// is the account's owner asking, or a host of the system at the seat (a login screen,
     /// login on a console): their tries are the owner's. Decided once, when the call is made.
     let applicant: UInt32?
+    /// What the request has read of the account's vault (its check of whose it is, first).
+    let vaultRead: RequestRead
 
     static func applicant(_ caller: Caller, _ channel: Channel, _ account: UserAccount) -> UInt32? {
         let asking: UInt32?
@@ -346,11 +348,11 @@ enum Dispatcher {
                     Syslog.log(.warning, "fingersealed: \(request.command.rawValue) service=\(channel.pam?.service ?? "?"): \(warning)")
                 }
             }
-            // A vault under the account's uid that another account made is set aside first.
-            AccountVaults.enforce(account, state: state, options: options)
             let call = Call(caller: caller, request: request, channel: channel, conversation: conversation, state: state,
                             account: account, options: options, given: given, after: work,
-                            applicant: Call.applicant(caller, channel, account))
+                            applicant: Call.applicant(caller, channel, account), vaultRead: RequestRead())
+            // A vault under the account's uid that another account made is set aside first.
+            AccountVaults.enforce(call.store, state: state)
             reply = try handler(request.command)(call)
         } catch let error as FingersealError {
             reply = Reply(error.outcome, error.message)

@@ -73,8 +73,9 @@ enum IdentifyFlow {
                 call.state.bookkeeping.settle(uid)
                 // An earlier account's vault never takes part: it is set aside here, as at
                 // any request for the account (its later reads refuse it anyway).
-                AccountVaults.enforce(account, state: call.state, options: call.options)
-                let session = VaultSession(call.state.store(for: account, tpm: call.options.tpmPolicy))
+                let store = call.state.store(for: account, tpm: call.options.tpmPolicy, read: RequestRead())
+                AccountVaults.enforce(store, state: call.state)
+                let session = VaultSession(store)
                 guard let status = try? session.status(), status.identify, !status.fingerOff, !status.fingers.isEmpty,
                       !status.lockout.counters(for: nil).fingerLocked,
                       PasswordDue.reason(call, status, now: SystemClock().now()) == nil else { continue }
@@ -224,7 +225,8 @@ enum IdentifyFlow {
         call.after.actingOn(account.uid)
         let identified = Call(caller: call.caller, request: call.request, channel: call.channel, conversation: call.conversation,
                               state: call.state, account: account, options: call.options, given: call.given,
-                              after: call.after, applicant: Call.applicant(call.caller, call.channel, account))
+                              after: call.after, applicant: Call.applicant(call.caller, call.channel, account),
+                              vaultRead: found.member.session.store.requestRead ?? RequestRead())
         var reply = try PAMFlows.authenticate(identified, identified: (finger: found.finger, session: found.member.session))
         reply.user = account.name
         return reply

@@ -137,14 +137,18 @@ extension VaultStore {
 
 extension Vault {
     /// Whether the vault may be used for the store's account, read without opening it (the
-    /// vault document's `owner` and `createdAt`, and the account's birth record).
+    /// vault document's `owner` and `createdAt`, and the account's birth record). A vault
+    /// that may be is kept as the request's read (`VaultStore.requestRead`): the flow after
+    /// this check reads the file no second time.
     public static func ownership(_ store: VaultStore) throws -> VaultOwnership {
         let verdict = try store.withDirectory(exclusive: false) { directory -> VaultOwnership in
-            let read = try VaultStore.guarded(.readVault) { try directory.read(VaultFiles.vault, sizeLimit: VaultFiles.vaultLimit) }
-            guard let read else { return .noVault }
-            let fields = try ownerFields(read)
-            return judge(owner: fields.owner, vaultCreatedAt: fields.createdAt, birth: try store.readBirth(directory),
-                         account: store.location.account)
+            guard let snapshot = try store.readUnjudged(directory) else { return .noVault }
+            let document = snapshot.document
+            let verdict = judge(owner: document.owner, vaultCreatedAt: document.createdAt, birth: try store.readBirth(directory),
+                                account: store.location.account)
+            if case .otherAccount = verdict { return verdict }
+            store.requestRead?.snapshot = snapshot
+            return verdict
         }
         return verdict ?? .noVault
     }

@@ -61,6 +61,10 @@ public struct VaultStore: Sendable {
     /// Whether reads refuse a vault of another account (`requireOwned`): always, except for
     /// a vault already set aside, whose own trail records why (`AccountStore.setAside`).
     var judgesOwner = true
+    /// What one request read of the vault, shared by every store made for that request: the
+    /// broker's check of whose the vault is reads it first, and the flow after it uses that
+    /// read while the file is still it (nil: each read is its own).
+    public var requestRead: RequestRead?
 
     public init(location: VaultLocation, lockTimeout: Double = 5, tpm: TPMPolicy = .off, attemptLimiter: AttemptLimiter? = nil) {
         self.location = location
@@ -129,12 +133,20 @@ public struct VaultStore: Sendable {
     /// Every read of the document comes here, so a vault of another account is refused here
     /// too (`requireOwned`), whatever the request checked before.
     func readSnapshot(_ directory: SafeDirectory) throws -> VaultSnapshot? {
+        if let held = requestRead?.snapshot, try held.isCurrent(directory) { return held }
+        guard let snapshot = try readUnjudged(directory) else { return nil }
+        if judgesOwner { try requireOwned(snapshot.document, directory) }
+        requestRead?.snapshot = snapshot
+        return snapshot
+    }
+
+    /// The vault file as it is, whoever's it is (`Vault.ownership` judges it itself).
+    func readUnjudged(_ directory: SafeDirectory) throws -> VaultSnapshot? {
         let read = try VaultStore.guarded(.readVault) {
             try directory.readKeepingOpen(VaultFiles.vault, sizeLimit: VaultFiles.vaultLimit)
         }
         guard let (file, bytes, identity) = read else { return nil }
         let document = try VaultDocument.decode(try Container.decode(.vault, bytes, file: VaultFiles.vault), file: VaultFiles.vault)
-        if judgesOwner { try requireOwned(document, directory) }
         return VaultSnapshot(document: document, file: file, identity: identity)
     }
 
@@ -145,6 +157,7 @@ public struct VaultStore: Sendable {
             let file = try directory.replace(VaultFiles.vault, with: bytes)
             return VaultSnapshot(document: document, file: file, identity: FileIdentity(try file.status()))
         }
+        requestRead?.snapshot = written
         // Device key files the new document no longer names are garbage now.
         let live = Set(document.keyslots.compactMap { $0.keyID.map(VaultFiles.deviceKey) })
         for name in try VaultStore.guarded(.listVault, { try directory.entries() })
@@ -153,6 +166,14 @@ public struct VaultStore: Sendable {
         }
         return written
     }
+}
+
+/// The vault as one request last read or wrote it, shared by the stores made for that
+/// request (`VaultStore.requestRead`).
+public final class RequestRead: @unchecked Sendable {
+    var snapshot: VaultSnapshot?
+
+    public init() {}
 }
 
 /// The vault file as a request read it: the document, and the file itself held open (its
