@@ -186,15 +186,23 @@ import Testing
     }
 
     /// This build's hooks in /etc/shadow-maint (the package's scripts, the CLI's path
-    /// replaced), removed at the end. Other tests' useradd runs them too; without
-    /// FINGERSEAL_SOCKET they ask the default socket, which no test has, and change nothing.
+    /// replaced), removed at the end with the directories made for them (the package's purge
+    /// in scripts/test-deb finds the machine as it was). Other tests' useradd runs them too;
+    /// without FINGERSEAL_SOCKET they ask the default socket, which no test has, and change
+    /// nothing.
     struct InstalledHooks {
         static let name = "zz-fingerseal-test"
+        static let top = "/etc/shadow-maint"
         let paths: [String]
+        /// The directories that were not there before, deepest first.
+        let made: [String]
 
         init() throws {
             var paths: [String] = []
-            for (hook, directory) in [("useradd-post", "/etc/shadow-maint/useradd-post.d"), ("userdel-pre", "/etc/shadow-maint/userdel-pre.d")] {
+            var made: [String] = access(InstalledHooks.top, F_OK) == 0 ? [] : [InstalledHooks.top]
+            for hook in ["useradd-post", "userdel-pre"] {
+                let directory = InstalledHooks.top + "/" + hook + ".d"
+                if access(directory, F_OK) != 0 { made.insert(directory, at: 0) }
                 try createDirectories(directory, mode: 0o755)
                 let script = String(decoding: readFile(Paths.packageRoot + "/shadow-maint/" + hook) ?? [], as: UTF8.self)
                 try #require(script.contains("fingerseal=/usr/bin/fingerseal\n"))
@@ -204,8 +212,12 @@ import Testing
                 paths.append(path)
             }
             self.paths = paths
+            self.made = made
         }
 
-        func remove() { for path in paths { unlink(path) } }
+        func remove() {
+            for path in paths { unlink(path) }
+            for directory in made { rmdir(directory) }
+        }
     }
 }
