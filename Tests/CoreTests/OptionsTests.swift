@@ -65,6 +65,12 @@ import Testing
         ("provision_groups=users, video", \Options.provisionGroups, "[\"users\", \"video\"]"),
         ("provision_per_hour=2", \Options.provisionPerHour, "2"),
         ("provision_expire_days=90", \Options.provisionExpireDays, "90"),
+        ("provision_code_lifetime=120", \Options.provisionCodeLifetime, "120"),
+        ("provision_device_name=desk 7", \Options.provisionDeviceName, "Optional(\"desk 7\")"),
+        ("provision_device_name_parameter=kiosk_name", \Options.provisionDeviceNameParameter, "Optional(\"kiosk_name\")"),
+        ("provision_qr=yes", \Options.provisionQR, "true"),
+        ("provision_reauthenticate=no", \Options.provisionReauthenticate, "false"),
+        ("provision_per_subject=3", \Options.provisionPerSubject, "3"),
         ("password_after_boot=yes", \Options.passwordAfterBoot, "true"),
         ("password_after=48h", \Options.passwordAfter, "Optional(172800)"),
         ("keyring_services=gdm-password,login", \Options.keyringServices, "[\"gdm-password\", \"login\"]"),
@@ -111,7 +117,12 @@ import Testing
                       "provision_require", "provision_require=groups", "provision_require=:x", "provision_require=Groups:x",
                       "provision_require=groups:", "provision_require=groups:a\tb", "provision_groups=", "provision_groups=Users",
                       "provision_groups=a b", "provision_groups=a:b", "provision_per_hour=0", "provision_per_hour=1001",
-                      "provision_expire_days=-1", "provision_expire_days=36501"]
+                      "provision_expire_days=-1", "provision_expire_days=36501",
+                      "provision_code_lifetime=29", "provision_code_lifetime=1801", "provision_device_name=",
+                      "provision_device_name=a\u{7}b", "provision_device_name=" + String(repeating: "d", count: 65),
+                      "provision_device_name_parameter=scope", "provision_device_name_parameter=kiosk-name",
+                      "provision_device_name_parameter=", "provision_qr=maybe", "provision_reauthenticate=maybe",
+                      "provision_per_subject=0", "provision_per_subject=101"]
 
     @Test func theTPMSettingsAreTheConfigurationFilesAlone() throws {
         var options = Options()

@@ -33,21 +33,11 @@ struct ProvisioningTests {
 
         /// `storage`: libfprint's virtual_device_storage, a reader that identifies (touch to
         /// sign in); else virtual_device.
-        init(config extra: String = "", perHour: Int = 5, expireDays: Int = 30, groups: String = "users",
+        /// `config`: top-level lines; `provision`: more lines of the [provision] section.
+        init(config extra: String = "", provision: String = "", perHour: Int = 5, expireDays: Int = 30, groups: String = "users",
              moduleOptions: String = "provision=idp", storage: Bool = false) throws {
             idp = try LocalIdP()
-            let config = """
-                user_claim=preferred_username
-                \(extra)
-                [provision]
-                issuer=\(idp.issuer)
-                client_id=fingerseal-device
-                require=groups:\(ProvisioningTests.group)
-                groups=\(groups)
-                per_hour=\(perHour)
-                expire_days=\(expireDays)
-
-                """
+            let config = Rig.config(extra, provision, issuer: idp.issuer, perHour: perHour, expireDays: expireDays, groups: groups)
             logs = try TempDirectory()
             capture = try SyslogCapture(directory: logs.path)
             rig = storage ? try ReaderBroker(driver: "virtual_device_storage", variable: "FP_VIRTUAL_DEVICE_STORAGE", config: config,
@@ -57,6 +47,28 @@ struct ProvisioningTests {
             environment = Pamtester.environment(rig.files.file("pam.d"))
             let module = "\(Paths.module) socket=\(rig.broker.socketPath) \(moduleOptions)"
             writeFile(rig.files.file("pam.d") + "/" + ProvisioningTests.service, Array("auth required \(module)\n".utf8), mode: 0o644)
+        }
+
+        static func config(_ extra: String, _ provision: String, issuer: String, perHour: Int = 5, expireDays: Int = 30,
+                           groups: String = "users") -> String {
+            """
+            user_claim=preferred_username
+            \(extra)
+            [provision]
+            issuer=\(issuer)
+            client_id=fingerseal-device
+            require=groups:\(ProvisioningTests.group)
+            groups=\(groups)
+            per_hour=\(perHour)
+            expire_days=\(expireDays)
+            \(provision)
+
+            """
+        }
+
+        /// A new configuration file for the running broker (it reads a changed file again).
+        func reconfigure(config extra: String = "", provision: String = "") {
+            writeFile(rig.broker.config, Array(Rig.config(extra, provision, issuer: idp.issuer).utf8), mode: 0o644)
         }
 
         deinit {
@@ -154,7 +166,12 @@ struct ProvisioningTests {
         #expect(rig.seen.contains { $0.hasPrefix("To sign in, open \(rig.idp.origin)/o/device/ on any device and enter the code ") },
                 "\(rig.seen)")
         #expect(rig.seen.contains(Messages.provisionStart(name)), "\(rig.seen)")
-        #expect(result.stdout.contains("Or scan this QR code with your phone:"), "\(result.stdout)")
+        // By default the code is typed (no QR code of a link that opens by itself), the
+        // sentence names this computer, and the provider is asked for a fresh sign-in.
+        #expect(!result.stdout.contains(Messages.orScanQR), "\(result.stdout)")
+        #expect(result.stdout.contains(Messages.provisionThisComputer(Provisioning.deviceName(Options()))), "\(result.stdout)")
+        let asked = try #require(try rig.idp.deviceAuthorizations().last)
+        #expect(asked["max_age"] == ["0"] && asked["prompt"] == ["login"], "\(asked)")
         #expect(result.stdout.contains("Scan 2 of 5 done."), "\(result.stdout)")
         #expect(result.stdout.contains("The account \(name) is ready."), "\(result.stdout)")
         #expect(result.stderr.contains("New PIN") || result.all.contains("new PIN"), "\(result.all)")
@@ -211,16 +228,23 @@ struct ProvisioningTests {
         #expect(refused.status == 2 && getpwnam(TestUsers.alice) != nil, "\(refused.all)")
     }
 
-    /// Ctrl-C while the code is shown: nothing is made.
+    /// Ctrl-C while the code is shown: nothing is made. With the administrator's opt-in, the
+    /// QR code is shown, and the computer's name is said and sent to the provider under the
+    /// parameter named.
     @Test func cancelAtTheCodeLeavesNothing() throws {
-        let rig = try Rig()
+        let rig = try Rig(provision: "qr=yes\ndevice_name=desk-7\ndevice_name_parameter=kiosk_name\nreauthenticate=no")
         let before = rig.vaults
         let name = try rig.newPerson()
         let child = try rig.start(name, answers: [])
         #expect(rig.userCode(child) != nil)
+        #expect(child.waitForLine(containing: "Waiting for you to finish signing in"))
         #expect(ReaderBroker.waitUntil { interruptIsBlocked(child.pid) }, "the module never waited for the broker")
         child.signal(SIGINT)
         let result = child.finish()
+        let shown = (rig.seen + [result.all]).joined(separator: "\n")
+        #expect(shown.contains(Messages.orScanQR) && shown.contains(Messages.provisionThisComputer("desk-7")), "\(shown)")
+        let asked = try #require(try rig.idp.deviceAuthorizations().last)
+        #expect(asked["kiosk_name"] == ["desk-7"] && asked["max_age"] == nil && asked["prompt"] == nil, "\(asked)")
         #expect(result.status != 0, "\(result.all)")
         #expect(rig.nothingLeft(name, vaults: before))
         #expect(rig.audited(name, .cancelled, "cancelled"))
@@ -374,6 +398,52 @@ struct ProvisioningTests {
         #expect(!(try rig.idp.familyAlive(name)), "the sign-in was ended at the provider: \((try? rig.idp.family(name)) ?? "?")")
     }
 
+    /// Device-code phishing (issue 31 §2): a code approved with a session the approving
+    /// device already had (the ID token's auth_time an hour before the code), or whose ID
+    /// token does not say when the person signed in, makes nothing.
+    @Test func aSignInThatIsNotFreshIsRefused() throws {
+        let rig = try Rig()
+        let before = rig.vaults
+        for (authTime, sentence, reason) in [("old", Messages.provisionNotFresh, "authNotFresh"),
+                                             ("absent", Messages.provisionNoAuthTime, "authTimeMissing")] {
+            try rig.idp.authTime(authTime)
+            let name = try rig.newPerson()
+            let child = try rig.start(name, answers: [Self.pin, Self.pin])
+            try rig.approve(try #require(rig.userCode(child)), as: name)
+            let result = child.finish()
+            #expect(result.status != 0, "\(result.all)")
+            #expect(result.stderr.contains(sentence), "\(authTime): \(result.all)")
+            #expect(!result.all.contains("New PIN") && !result.all.contains("The account \(name) was made."), "\(result.all)")
+            #expect(rig.nothingLeft(name, vaults: before), "\(authTime)")
+            #expect(rig.audited(name, .refused, reason), "\(authTime)")
+            #expect(!(try rig.idp.familyAlive(name)), "the sign-in was ended at the provider: \((try? rig.idp.family(name)) ?? "?")")
+        }
+    }
+
+    /// One account per identity (issuer and subject) by default: the same person at the
+    /// provider, named otherwise there now, gets no second account, until the administrator
+    /// allows one (provision_per_subject=2).
+    @Test func oneAccountPerIdentityUnlessAllowed() throws {
+        let rig = try Rig()
+        let first = try rig.newPerson()
+        #expect(try rig.provision(first).status == 0)
+        let second = try rig.newPerson()
+        // The claims (preferred_username, email) become the second name's; sub stays first's.
+        try rig.idp.claimIdentity(of: second)
+        let child = try rig.start(second, answers: [Self.pin, Self.pin])
+        try rig.approve(try #require(rig.userCode(child)), as: first)
+        let refused = child.finish()
+        #expect(refused.status != 0, "\(refused.all)")
+        #expect(refused.stderr.contains(Messages.provisionHasAccount("\(second)@example.test")), "\(refused.all)")
+        #expect(getpwnam(second) == nil && getpwnam(first) != nil)
+        #expect(rig.audited(second, .refused, "subjectProvisioned"))
+
+        rig.reconfigure(provision: "per_subject=2")
+        let allowed = try rig.provision(second, as: first)
+        #expect(allowed.status == 0, "\(allowed.all)")
+        #expect(getpwnam(second) != nil)
+    }
+
     /// The provider's name for the person is an account that exists here (typed another
     /// name), or a group has the name typed: refused with a sentence, nothing made.
     @Test func aNameClashIsRefused() throws {
@@ -499,6 +569,16 @@ struct ProvisioningTests {
     let wrapped = SystemAccounts.command(direct, underSystemd: true)
     #expect(Array(wrapped.prefix(2)) == [SystemAccounts.systemdRun, "--wait"] && Array(wrapped.suffix(4)) == ["--"] + direct)
     #expect(wrapped.contains("--property=RuntimeMaxSec=30") && wrapped.contains("--collect"))
+}
+
+/// auth_time against the code's issue time (issue 31 §2): at or after it, or within the skew
+/// before it, is fresh; earlier is stale; none is missing.
+@Test func freshnessIsTheAuthTimeAgainstTheCode() {
+    let issued: Int64 = 1_800_000_000
+    #expect(Provisioning.freshness(authTime: issued + 5, codeIssuedAt: issued) == .fresh)
+    #expect(Provisioning.freshness(authTime: issued - Provisioning.authTimeSkew, codeIssuedAt: issued) == .fresh)
+    #expect(Provisioning.freshness(authTime: issued - Provisioning.authTimeSkew - 1, codeIssuedAt: issued) == .stale)
+    #expect(Provisioning.freshness(authTime: nil, codeIssuedAt: issued) == .missing)
 }
 
 private extension Substring {

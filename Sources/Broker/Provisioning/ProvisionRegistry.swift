@@ -83,6 +83,11 @@ final class ProvisionRegistry {
         try directory.remove(ProvisionRegistry.fileName(name))
     }
 
+    /// The records (pending or active) of accounts made for one identity.
+    func records(issuer: String, subject: String) throws -> [ProvisionRecord] {
+        try records().filter { $0.issuer == issuer && $0.subject == subject }
+    }
+
     /// Accounts made (or being made) within the hour before `now`.
     func madeWithinHour(now: Int64) throws -> Int {
         let recent = try recentTimes().filter { $0 > now - 3600 }

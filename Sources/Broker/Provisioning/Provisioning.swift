@@ -12,11 +12,14 @@ import SystemKit
 /// The first sign-in with the organisation's account (issue 22 §2): a PAM authentication for
 /// a user name this machine does not know, in a stack with `provision=idp`, becomes in the
 /// same conversation
-/// 1. a device sign-in (RFC 8628) at the `[provision]` issuer and client: the address and
-///    the code as sentences, and a QR code;
-/// 2. the checks: the identity carries `provision_require`, its `user_claim` names exactly
-///    the name typed (a valid POSIX name, no account or group of that name), fewer than
-///    `provision_per_hour` accounts made in the last hour;
+/// 1. a device sign-in (RFC 8628) at the `[provision]` issuer and client, asking for a fresh
+///    sign-in there: the address and the code to type, this computer's name, and (opt-in) a
+///    QR code; a short wait (`provision_code_lifetime`);
+/// 2. the checks: the person signed in at the provider after the code was shown (the ID
+///    token's `auth_time`), the identity carries `provision_require`, its `user_claim` names
+///    exactly the name typed (a valid POSIX name, no account or group of that name), it has
+///    no account made here yet (`provision_per_subject`), fewer than `provision_per_hour`
+///    accounts made in the last hour;
 /// 3. a pending record, then the account (useradd: locked password, the configured groups;
 ///    the home directory comes from pam_mkhomedir in the session stack);
 /// 4. a new PIN (asked twice) and the vault with the sign-in sealed in it;
@@ -39,8 +42,6 @@ struct Provisioning {
     /// The accounts being made now (by any request).
     static let inFlight = NamesInFlight()
 
-    /// How long the device sign-in may take, at most (the code's own life may be shorter).
-    static let signInLimit = 900.0
     /// Tries at choosing a new PIN (a mismatch, a PIN the rules refuse).
     static let pinTries = 3
 
@@ -124,10 +125,13 @@ struct Provisioning {
         let http = HTTPClient(options: options)
         let client: OAuthClient
         let tokens: TokenSet
+        let codeIssuedAt: Int64
         do {
             client = OAuthClient(metadata: try Discovery.discover(issuer: provider.issuer, http: http), clientID: provider.clientID,
                                  http: http)
-            tokens = try deviceSignIn(client)
+            let signedIn = try deviceSignIn(client)
+            tokens = try Provisioning.withIDToken(signedIn.tokens, client)
+            codeIssuedAt = signedIn.issuedAt
         } catch let failure as TokenFailure {
             throw LoginCommand.loginError(failure)
         } catch let error as FingersealError where error.outcome == .timedOut {
@@ -149,6 +153,13 @@ struct Provisioning {
             throw LoginCommand.loginError(error)
         }
         guard let claims else { throw refuse(Messages.identityUnknown, "identityUnknown") }
+        // Whoever approved the code signed in at the provider for it, after it was shown: not
+        // a session their phone already had, which is what a relayed code rides on.
+        switch Provisioning.freshness(authTime: Provisioning.signedAuthTime(claims, tokens, client), codeIssuedAt: codeIssuedAt) {
+        case .fresh: break
+        case .missing: throw refuse(Messages.provisionNoAuthTime, "authTimeMissing")
+        case .stale: throw refuse(Messages.provisionNotFresh, "authNotFresh")
+        }
         let identity = SignedInIdentity(claims)
         guard try carries(requirement, claims, tokens, client) else {
             throw refuse(Messages.provisionNotAllowed(identity.display), "requirement")
@@ -176,6 +187,11 @@ struct Provisioning {
             }
             if try registry.madeWithinHour(now: now) >= options.provisionPerHour {
                 throw refuse(Messages.provisionRateLimited, "rateLimited")
+            }
+            // One account per identity: a second one for the same person is what a stranger
+            // with a relayed code would get.
+            if try registry.records(issuer: issuer, subject: identity.subject).count >= options.provisionPerSubject {
+                throw refuse(Messages.provisionHasAccount(identity.display), "subjectProvisioned")
             }
             try registry.write(ProvisionRecord(name: name, uid: nil, state: .pending, issuer: issuer, subject: identity.subject,
                                                createdAt: now, lastUsed: now))
@@ -245,18 +261,28 @@ struct Provisioning {
         return Reply(.success, options.identify ? Messages.provisionDoneTouch(name) : Messages.provisionDone(name))
     }
 
-    /// RFC 8628 in the PAM conversation: the address and the code as one sentence, then a QR
-    /// code (never the only way), then polling at the provider's interval. While it waits the
+    /// RFC 8628 in the PAM conversation: the address and the code to type as one sentence,
+    /// this computer's name, a QR code only where the administrator opts in, then polling at
+    /// the provider's interval for `provision_code_lifetime` at most. While it waits the
     /// module hears from the broker at each poll (an event it ignores), so its bound on
     /// silence holds; the person's cancel, or the host ending the conversation, stops it.
-    private func deviceSignIn(_ client: OAuthClient) throws -> TokenSet {
-        let authorization = try client.startDeviceAuthorization(scope: options.scope)
+    /// Returns the tokens and when the code was asked for (what `auth_time` is checked against).
+    private func deviceSignIn(_ client: OAuthClient) throws -> (tokens: TokenSet, issuedAt: Int64) {
+        let deviceName = Provisioning.deviceName(options)
+        let issuedAt = SystemClock().now()
+        let authorization = try client.startDeviceAuthorization(scope: options.scope,
+                                                                parameters: Provisioning.deviceParameters(options, deviceName: deviceName))
         conversation.info(Messages.openAndEnter(authorization.verificationURI, authorization.userCode))
-        if let target = authorization.verificationURIComplete, let code = try? QRCode(text: target) {
+        conversation.info(Messages.provisionThisComputer(deviceName))
+        // A link with the code in it opens with one tap wherever it is sent: the easiest thing
+        // to relay. Typing the code is the default.
+        if options.provisionQR, let target = authorization.verificationURIComplete, let code = try? QRCode(text: target) {
             conversation.info(Messages.orScanQR + "\n" + code.renderHalfBlocks())
         }
         conversation.info(Messages.provisionWaiting)
-        return try LoginCommand.awaitApproval(client, authorization, conversation, limit: Provisioning.signInLimit, keepAlive: true)
+        let tokens = try LoginCommand.awaitApproval(client, authorization, conversation, limit: Double(options.provisionCodeLifetime),
+                                                    keepAlive: true)
+        return (tokens, issuedAt)
     }
 
     /// A new PIN, asked twice; a mismatch or a PIN the rules refuse is said and asked again,

@@ -16,6 +16,15 @@ public struct Options: Equatable, Sendable {
         !name.isEmpty && name.utf8.count <= 1024 && !name.contains(where: { $0 == "\n" || $0 == " " || $0 == "," })
     }
 
+    /// A parameter of the device authorization request the administrator names: a plain
+    /// name, never one the request already carries (which would then be sent twice).
+    static func isExtraParameterName(_ name: String) -> Bool {
+        (1...64).contains(name.utf8.count)
+            && name.unicodeScalars.allSatisfy { ($0.value >= 0x61 && $0.value <= 0x7a) || ($0.value >= 0x41 && $0.value <= 0x5a)
+                || ($0.value >= 0x30 && $0.value <= 0x39) || $0 == "_" }
+            && !["client_id", "client_secret", "scope", "max_age", "prompt"].contains(name)
+    }
+
     /// A name from the file or a caller as a sentence quotes it: at most 64 characters.
     public static func shown(_ name: String) -> String { name.count > 64 ? String(name.prefix(64)) + "…" : name }
 
@@ -123,6 +132,29 @@ public struct Options: Equatable, Sendable {
     /// `provision_expire_days=`: provisioned accounts unused this many days are removed with
     /// their vaults (0: never).
     public var provisionExpireDays = 0
+    // Against device-code phishing (issue 31 §2: RFC 8628 §5.4, the cross-device flows BCP):
+    // a stranger at the kiosk who relays the code to a member must not end up with the
+    // member's account.
+    /// `provision_code_lifetime=`: seconds the kiosk waits for the code's approval, at most
+    /// (the provider's own `expires_in` when shorter): a code relayed to someone far away has
+    /// little time to be approved.
+    public var provisionCodeLifetime = 300
+    /// `provision_device_name=`: this computer's name in the kiosk's sentence and, with
+    /// `provision_device_name_parameter`, sent to the provider; nil: the host name.
+    public var provisionDeviceName: String? = nil
+    /// `provision_device_name_parameter=`: the device authorization request's parameter that
+    /// carries `provision_device_name` (RFC 8628 has none; a provider's own); nil: not sent.
+    public var provisionDeviceNameParameter: String? = nil
+    /// `provision_qr=`: a QR code of the address with the code in it, beside the address and
+    /// the code to type. Off: a link that opens by itself is easier to relay.
+    public var provisionQR = false
+    /// `provision_reauthenticate=`: ask the provider for a fresh sign-in (`max_age=0`,
+    /// `prompt=login`) on the device authorization request. The ID token's `auth_time` is
+    /// checked against the code's issue time whatever this says.
+    public var provisionReauthenticate = true
+    /// `provision_per_subject=`: accounts one identity (issuer and subject) may have had made
+    /// on this computer at once.
+    public var provisionPerSubject = 1
     // The password's place in the day (issue 23 §1): the phone's rule, per account, kept by
     // the broker (`PasswordRule`); the finger and the PIN wait until the password was given.
     /// `password_after_boot=`: the first sign-in of each account after a restart needs the
@@ -154,7 +186,9 @@ public struct Options: Equatable, Sendable {
     /// Options only the configuration file sets: module arguments naming them are ignored.
     public static let fileOnly: Set<String> = ["fixed", "tpm", "tpm_tcti", "tpm_pcrs", "stepup_max_ttl", "provision_issuer",
                                                "provision_client_id", "provision_require", "provision_groups",
-                                               "provision_per_hour", "provision_expire_days", "keyring_services"]
+                                               "provision_per_hour", "provision_expire_days", "provision_code_lifetime",
+                                               "provision_device_name", "provision_device_name_parameter", "provision_qr",
+                                               "provision_reauthenticate", "provision_per_subject", "keyring_services"]
 
     /// A `[service NAME]` section sets a password rule (`password_after_boot`,
     /// `password_after`): the broker learns of passwords whichever service saw them.
@@ -445,6 +479,16 @@ public struct Options: Equatable, Sendable {
         case "keyring_services": keyringServices = try services()
         case "provision_per_hour": provisionPerHour = try integer(1...1000)
         case "provision_expire_days": provisionExpireDays = try integer(0...36500)
+        case "provision_code_lifetime": provisionCodeLifetime = try integer(30...1800)
+        case "provision_device_name":
+            provisionDeviceName = try text({ $0.utf8.count <= 64 && $0.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7f } },
+                                           tr("it needs a name of at most 64 printable characters"))
+        case "provision_device_name_parameter":
+            provisionDeviceNameParameter = try text(Options.isExtraParameterName,
+                                                    tr("it needs a parameter name of letters, digits and _, not one OAuth already uses"))
+        case "provision_qr": provisionQR = try flag()
+        case "provision_reauthenticate": provisionReauthenticate = try flag()
+        case "provision_per_subject": provisionPerSubject = try integer(1...100)
         case "fixed":
             let names = try text({ $0.utf8.count <= 1024 }, tr("it needs option names separated by commas"))
                 .split(separator: ",", omittingEmptySubsequences: false).map(\.trimmingSpaces)

@@ -542,6 +542,9 @@ public enum Messages {
         case "identityUnknown": return tr("the identity provider did not say who signed in")
         case "brokerStopped": return tr("the broker stopped while making it")
         case "signInRefused": return tr("the identity provider refused the sign-in")
+        case "authTimeMissing": return tr("the identity provider did not say when the person signed in")
+        case "authNotFresh": return tr("the person did not sign in again after the code was shown")
+        case "subjectProvisioned": return tr("this identity already has an account made here")
         default: return reason
         }
     }

@@ -7,6 +7,18 @@ extension Messages {
         tr("There is no account %1$s on this computer yet. You can make it now by signing in with your organisation's account.", user)
     }
     public static var provisionWaiting: String { tr("Waiting for you to finish signing in on the other device.") }
+    public static func provisionThisComputer(_ name: String) -> String {
+        tr("This computer is called %1$s. Approve the sign-in only if you are at this computer and typed your user name here yourself.", name)
+    }
+    public static var provisionNoAuthTime: String {
+        tr("The identity provider did not say when you signed in, so this computer cannot tell that it was you, here, and nothing was made. Ask an administrator.")
+    }
+    public static var provisionNotFresh: String {
+        tr("The code was approved without a new sign-in at the identity provider after it was shown, so nothing was made. Sign out at the identity provider on your other device, then type your user name here again.")
+    }
+    public static func provisionHasAccount(_ who: String) -> String {
+        tr("%1$s already has an account made on this computer, so no other was made. Ask an administrator if you need another.", who)
+    }
     public static var provisionNotConfigured: String {
         tr("New accounts cannot be made on this computer now because its configuration is incomplete. Ask an administrator.")
     }

@@ -294,6 +294,13 @@ def refresh_family_alive(request):
     )
 
 
+@require_GET
+def device_authorizations(request):
+    """The device authorization requests' parameters so far, oldest first: each a map of
+    name -> list of values (the client secret left out)."""
+    return JsonResponse({"requests": state.device_authorizations()})
+
+
 # --- token endpoint misbehaviour -----------------------------------------------------------
 
 
