@@ -71,6 +71,8 @@ import Testing
         ("provision_qr=yes", \Options.provisionQR, "true"),
         ("provision_reauthenticate=no", \Options.provisionReauthenticate, "false"),
         ("provision_per_subject=3", \Options.provisionPerSubject, "3"),
+        ("provision_email_domain=Example.org, staff.example.org", \Options.provisionEmailDomains, "[\"example.org\", \"staff.example.org\"]"),
+        ("provision_reserved=kiosk, guest", \Options.provisionReserved, "[\"kiosk\", \"guest\"]"),
         ("password_after_boot=yes", \Options.passwordAfterBoot, "true"),
         ("password_after=48h", \Options.passwordAfter, "Optional(172800)"),
         ("keyring_services=gdm-password,login", \Options.keyringServices, "[\"gdm-password\", \"login\"]"),
@@ -122,7 +124,9 @@ import Testing
                       "provision_device_name=a\u{7}b", "provision_device_name=" + String(repeating: "d", count: 65),
                       "provision_device_name_parameter=scope", "provision_device_name_parameter=kiosk-name",
                       "provision_device_name_parameter=", "provision_qr=maybe", "provision_reauthenticate=maybe",
-                      "provision_per_subject=0", "provision_per_subject=101"]
+                      "provision_per_subject=0", "provision_per_subject=101", "provision_email_domain=",
+                      "provision_email_domain=@example.org", "provision_email_domain=exa mple.org", "provision_email_domain=-x.org",
+                      "provision_email_domain=example..org", "provision_reserved=", "provision_reserved=Admin", "provision_reserved=a:b"]
 
     @Test func theTPMSettingsAreTheConfigurationFilesAlone() throws {
         var options = Options()

@@ -21,6 +21,10 @@ struct ProvisionRecord: Codable, Equatable {
     var subject: String?
     var createdAt: Int64
     var lastUsed: Int64
+    /// The mark useradd was given in the account's comment (`SystemAccounts.comment(marker:)`):
+    /// how the undo and `recover` tell the account made from another of the same name. Nil
+    /// in a record from before it was kept (the comment was then the bare one).
+    var marker: String? = nil
 }
 
 final class ProvisionRegistry {

@@ -25,6 +25,16 @@ public struct Options: Equatable, Sendable {
             && !["client_id", "client_secret", "scope", "max_age", "prompt"].contains(name)
     }
 
+    /// A DNS name as an e-mail address ends with it: labels of letters, digits and -, joined by
+    /// dots (lower case once read).
+    static func isDomainName(_ name: String) -> Bool {
+        let labels = name.split(separator: ".", omittingEmptySubsequences: false)
+        return name.utf8.count <= 253 && labels.count >= 1 && labels.allSatisfy { label in
+            (1...63).contains(label.utf8.count) && !label.hasPrefix("-") && !label.hasSuffix("-")
+                && label.unicodeScalars.allSatisfy { ($0.value >= 0x61 && $0.value <= 0x7a) || ($0.value >= 0x30 && $0.value <= 0x39) || $0 == "-" }
+        }
+    }
+
     /// A name from the file or a caller as a sentence quotes it: at most 64 characters.
     public static func shown(_ name: String) -> String { name.count > 64 ? String(name.prefix(64)) + "…" : name }
 
@@ -155,6 +165,12 @@ public struct Options: Equatable, Sendable {
     /// `provision_per_subject=`: accounts one identity (issuer and subject) may have had made
     /// on this computer at once.
     public var provisionPerSubject = 1
+    // Names (issue 31 §5).
+    /// `provision_email_domain=`: with `user_claim=email_local`, the domains whose verified
+    /// addresses name new accounts; none: email_local makes no account.
+    public var provisionEmailDomains: [String] = []
+    /// `provision_reserved=`: names no new account gets, beyond `ReservedNames`'.
+    public var provisionReserved: [String] = []
     // The password's place in the day (issue 23 §1): the phone's rule, per account, kept by
     // the broker (`PasswordRule`); the finger and the PIN wait until the password was given.
     /// `password_after_boot=`: the first sign-in of each account after a restart needs the
@@ -188,7 +204,8 @@ public struct Options: Equatable, Sendable {
                                                "provision_client_id", "provision_require", "provision_groups",
                                                "provision_per_hour", "provision_expire_days", "provision_code_lifetime",
                                                "provision_device_name", "provision_device_name_parameter", "provision_qr",
-                                               "provision_reauthenticate", "provision_per_subject", "keyring_services"]
+                                               "provision_reauthenticate", "provision_per_subject", "provision_email_domain",
+                                               "provision_reserved", "keyring_services"]
 
     /// A `[service NAME]` section sets a password rule (`password_after_boot`,
     /// `password_after`): the broker learns of passwords whichever service saw them.
@@ -360,6 +377,12 @@ public struct Options: Equatable, Sendable {
             }
             return value
         }
+        /// A comma-separated list, blanks around its items ignored, each item one `valid` takes.
+        func list(_ valid: (String) -> Bool, _ why: @autoclosure () -> String, limit: Int = 1024) throws -> [String] {
+            let items = try text({ $0.utf8.count <= limit }, why()).split(separator: ",").map(\.trimmingSpaces).filter { !$0.isEmpty }
+            guard items.allSatisfy(valid) else { throw FingersealError(.badConfiguration, Messages.badOption(name, why())) }
+            return items
+        }
         func services() throws -> [String] {
             try text({ $0.utf8.count <= 1024 && $0.split(separator: ",").allSatisfy { Options.isServiceName(String($0)) } },
                      tr("it needs service names separated by commas")).split(separator: ",").map(String.init)
@@ -455,13 +478,7 @@ public struct Options: Equatable, Sendable {
                 throw FingersealError(.badConfiguration, Messages.badOption(name, tr("it needs CLAIM:VALUE, for example groups:staff")))
             }
             provisionRequire = requirement
-        case "provision_groups":
-            let groups = try text({ $0.utf8.count <= 1024 }, tr("it needs group names separated by commas"))
-                .split(separator: ",").map(\.trimmingSpaces).filter { !$0.isEmpty }
-            guard groups.allSatisfy(AccountName.isValid) else {
-                throw FingersealError(.badConfiguration, Messages.badOption(name, tr("it needs group names separated by commas")))
-            }
-            provisionGroups = groups
+        case "provision_groups": provisionGroups = try list(AccountName.isValid, tr("it needs group names separated by commas"))
         case "password_after_boot": passwordAfterBoot = try flag()
         case "password_after":
             guard let value else {
@@ -489,6 +506,11 @@ public struct Options: Equatable, Sendable {
         case "provision_qr": provisionQR = try flag()
         case "provision_reauthenticate": provisionReauthenticate = try flag()
         case "provision_per_subject": provisionPerSubject = try integer(1...100)
+        case "provision_email_domain":
+            provisionEmailDomains = try list({ Options.isDomainName($0.lowercased()) }, tr("it needs domain names separated by commas"))
+                .map { $0.lowercased() }
+        case "provision_reserved":
+            provisionReserved = try list(AccountName.isValid, tr("it needs user names separated by commas"), limit: 4096)
         case "fixed":
             let names = try text({ $0.utf8.count <= 1024 }, tr("it needs option names separated by commas"))
                 .split(separator: ",", omittingEmptySubsequences: false).map(\.trimmingSpaces)

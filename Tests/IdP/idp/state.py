@@ -33,6 +33,8 @@ SWITCHES = {
     # The ID token's auth_time: DOT's (the user's last login: fresh after /test/approve-device,
     # which logs in), an hour before now (a session the phone already had), or none at all.
     "auth-time": ("login", "old", "absent"),
+    # The identity claims' email_verified: true (every address here is), or false.
+    "email-verified": ("true", "false"),
 }
 GRANT_TYPES = ("any", "password", "refresh_token", "authorization_code",
                "urn:ietf:params:oauth:grant-type:device_code")

@@ -8,7 +8,8 @@
 3. The /test/switch behaviours that live in DOT's validator: exact redirect URIs
    (exact-redirect-port), ES256 ID tokens (id-token-alg), the identity claims
    (preferred_username, email, email_verified, name, groups: always, whatever the scope;
-   another user's with claims-user), and the ID token's auth_time (auth-time).
+   another user's with claims-user; email_verified false with email-verified), and the ID
+   token's auth_time (auth-time).
 """
 
 import hashlib
@@ -61,7 +62,7 @@ class TestIdPValidator(OAuth2Validator):
         return {
             "preferred_username": user.username,
             "email": user.email,
-            "email_verified": True,
+            "email_verified": state.switch("email-verified") == "true",
             "name": user.get_full_name() or user.username,
             # Not standard OIDC, but what providers send for membership (issue 22 §2's
             # provision_require=groups:NAME); /test/add-user puts users in groups.
