@@ -81,13 +81,17 @@ public struct OAuthClient: TokenClient {
         return try tokenRequest(.passwordGrant, form)
     }
 
-    public func startDeviceAuthorization(scope: String) throws(TokenFailure) -> DeviceAuthorization {
+    /// RFC 8628 §3.1. `parameters`: more of the request (OIDC's `max_age` and `prompt`, a
+    /// provider's own), each sent once, after the scope.
+    public func startDeviceAuthorization(scope: String, parameters: [(name: String, value: String)] = []) throws(TokenFailure)
+        -> DeviceAuthorization {
         guard let endpoint = metadata.deviceAuthorizationEndpoint else {
             throw .badConfiguration(.noDeviceAuthorization)
         }
         // post() adds client_id (public client) or the credentials: each parameter once.
         var form = SecureForm()
         form.add("scope", scope)
+        for (name, value) in parameters { form.add(name, value) }
         let body = try post(.deviceAuthorization, endpoint, form)
         let malformed = TokenFailure.malformed(.deviceAuthorizationAnswer)
         let authorization = try JSONMembers.reading(body, malformed: malformed) { answer throws(TokenFailure) -> DeviceAuthorization in

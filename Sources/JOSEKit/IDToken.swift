@@ -9,11 +9,15 @@ public struct IDTokenClaims: Sendable, Equatable {
     /// `groups` and `roles` (a string or an array of strings; not standard OIDC, but what
     /// providers send for group membership): what an administrator's rule may require.
     public let groups: [String]?, roles: [String]?
+    /// `auth_time` (OIDC Core 2): when the person last authenticated at the provider, which a
+    /// refreshed ID token keeps (12.2); nil when the provider did not say.
+    public let authTime: Int64?
 
     public init(issuer: String, subject: String, audience: [String], expiresAt: Int64, issuedAt: Int64,
                 nonce: String? = nil, authorizedParty: String? = nil, preferredUsername: String? = nil,
                 email: String? = nil, emailVerified: Bool? = nil, name: String? = nil,
-                groups: [String]? = nil, roles: [String]? = nil) {
+                groups: [String]? = nil, roles: [String]? = nil, authTime: Int64? = nil) {
+        self.authTime = authTime
         self.groups = groups
         self.roles = roles
         self.issuer = issuer
@@ -114,6 +118,7 @@ struct ClaimSet: Decodable {
     let aud: Audience?
     let exp: NumericDate?
     let iat: NumericDate?
+    let auth_time: NumericDate?
     let nonce: String?
     let azp: String?
     let preferred_username: String?
@@ -140,7 +145,7 @@ struct ClaimSet: Decodable {
         return IDTokenClaims(issuer: iss ?? "", subject: sub, audience: aud?.values ?? [],
                              expiresAt: exp?.value ?? 0, issuedAt: iat?.value ?? 0, nonce: nonce, authorizedParty: azp,
                              preferredUsername: preferred_username, email: email, emailVerified: email_verified?.value,
-                             name: name, groups: groups?.values ?? nil, roles: roles?.values ?? nil)
+                             name: name, groups: groups?.values ?? nil, roles: roles?.values ?? nil, authTime: auth_time?.value)
     }
 
     /// "aud": a string or an array of strings (RFC 7519 4.1.3).

@@ -54,26 +54,28 @@ extension UserAccount {
     /// Whether the account belongs to `group` (primary or supplementary); false when the group
     /// does not exist.
     public func isMember(ofGroup groupName: String) -> Bool {
-        var entry = Glibc.group()
-        var result: UnsafeMutablePointer<Glibc.group>? = nil
-        var buffer = [CChar](repeating: 0, count: 16384)
-        let found = buffer.withUnsafeMutableBufferPointer { raw -> gid_t? in
-            guard let base = raw.baseAddress, getgrnam_r(groupName, &entry, base, raw.count, &result) == 0, result != nil else {
-                return nil
-            }
-            return entry.gr_gid
-        }
-        guard let groupID = found else { return false }
-        if groupID == gid { return true }
+        guard let wanted = groupID(named: groupName) else { return false }
+        if wanted == gid { return true }
         var count: Int32 = 64
         while count <= 65536 {
             var groups = [gid_t](repeating: 0, count: Int(count))
-            var wanted = count
-            if getgrouplist(name, gid, &groups, &wanted) >= 0 {
-                return groups.prefix(Int(wanted)).contains(groupID)
+            var found = count
+            if getgrouplist(name, gid, &groups, &found) >= 0 {
+                return groups.prefix(Int(found)).contains(wanted)
             }
-            count = max(wanted, count * 2)
+            count = max(found, count * 2)
         }
         return false
+    }
+}
+
+/// The id of the group named `name`; nil when there is none.
+public func groupID(named name: String) -> UInt32? {
+    var entry = Glibc.group()
+    var result: UnsafeMutablePointer<Glibc.group>? = nil
+    var buffer = [CChar](repeating: 0, count: 16384)
+    return buffer.withUnsafeMutableBufferPointer { raw -> UInt32? in
+        guard let base = raw.baseAddress, getgrnam_r(name, &entry, base, raw.count, &result) == 0, result != nil else { return nil }
+        return entry.gr_gid
     }
 }

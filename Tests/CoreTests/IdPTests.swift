@@ -263,6 +263,23 @@ import SodiumKit
         #expect(info.preferred_username == "bob" && info.email == "bob@example.test")
     }
 
+    /// auth-time: DOT's auth_time (the last login, or now when there was none), an hour
+    /// before now, or none; what the IdP saw of a device authorization request is kept.
+    @Test func authTimeCanBeOldOrAbsentAndDeviceRequestsAreKept() throws {
+        let idp = try LocalIdP()
+        struct Claims: Decodable { let auth_time: Int64? }
+        func authTime() throws -> Int64? { try JSONDecoder().decode(Claims.self, from: Data(try idp.idToken().payload.utf8)).auth_time }
+        let now = Int64(time(nil))
+        #expect(try authTime().map { abs($0 - now) < 60 } == true)
+        try idp.authTime("old")
+        #expect(try authTime().map { abs($0 - (now - 3600)) < 60 } == true)
+        try idp.authTime("absent")
+        #expect(try authTime() == nil)
+        _ = try idp.client("fingerseal-device").startDeviceAuthorization(scope: "openid", parameters: [("max_age", "0"), ("kiosk", "desk 7")])
+        #expect(try idp.deviceAuthorizations().last == ["client_id": ["fingerseal-device"], "scope": ["openid"], "max_age": ["0"],
+                                                         "kiosk": ["desk 7"]])
+    }
+
     @Test func revocationEndsTheChain() throws {
         let idp = try LocalIdP()
         let client = try idp.client("fingerseal-password")

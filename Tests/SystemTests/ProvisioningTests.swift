@@ -33,21 +33,11 @@ struct ProvisioningTests {
 
         /// `storage`: libfprint's virtual_device_storage, a reader that identifies (touch to
         /// sign in); else virtual_device.
-        init(config extra: String = "", perHour: Int = 5, expireDays: Int = 30, groups: String = "users",
+        /// `config`: top-level lines; `provision`: more lines of the [provision] section.
+        init(config extra: String = "", provision: String = "", perHour: Int = 5, expireDays: Int = 30, groups: String = "users",
              moduleOptions: String = "provision=idp", storage: Bool = false) throws {
             idp = try LocalIdP()
-            let config = """
-                user_claim=preferred_username
-                \(extra)
-                [provision]
-                issuer=\(idp.issuer)
-                client_id=fingerseal-device
-                require=groups:\(ProvisioningTests.group)
-                groups=\(groups)
-                per_hour=\(perHour)
-                expire_days=\(expireDays)
-
-                """
+            let config = Rig.config(extra, provision, issuer: idp.issuer, perHour: perHour, expireDays: expireDays, groups: groups)
             logs = try TempDirectory()
             capture = try SyslogCapture(directory: logs.path)
             rig = storage ? try ReaderBroker(driver: "virtual_device_storage", variable: "FP_VIRTUAL_DEVICE_STORAGE", config: config,
@@ -59,17 +49,40 @@ struct ProvisioningTests {
             writeFile(rig.files.file("pam.d") + "/" + ProvisioningTests.service, Array("auth required \(module)\n".utf8), mode: 0o644)
         }
 
+        static func config(_ extra: String, _ provision: String, issuer: String, perHour: Int = 5, expireDays: Int = 30,
+                           groups: String = "users") -> String {
+            """
+            user_claim=preferred_username
+            \(extra)
+            [provision]
+            issuer=\(issuer)
+            client_id=fingerseal-device
+            require=groups:\(ProvisioningTests.group)
+            groups=\(groups)
+            per_hour=\(perHour)
+            expire_days=\(expireDays)
+            \(provision)
+
+            """
+        }
+
+        /// A new configuration file for the running broker (it reads a changed file again).
+        func reconfigure(config extra: String = "", provision: String = "") {
+            writeFile(rig.broker.config, Array(Rig.config(extra, provision, issuer: idp.issuer).utf8), mode: 0o644)
+        }
+
         deinit {
             for name in names where getpwnam(name) != nil {
                 _ = Child.runQuietly("/usr/sbin/userdel", ["--remove", name])
             }
         }
 
-        /// A fresh name nobody has here (and the IdP user of that name, in `groups`).
-        func newPerson(groups: [String] = [ProvisioningTests.group]) throws -> String {
+        /// A fresh name nobody has here (and the IdP user of that name, in `groups`, with the
+        /// address NAME@`domain`).
+        func newPerson(groups: [String] = [ProvisioningTests.group], domain: String = "example.test") throws -> String {
             let name = "fsp" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
             names.append(name)
-            try idp.hook("/test/add-user", [("username", name), ("groups", groups.joined(separator: ","))])
+            try idp.hook("/test/add-user", [("username", name), ("groups", groups.joined(separator: ",")), ("email", "\(name)@\(domain)")])
             return name
         }
 
@@ -154,7 +167,12 @@ struct ProvisioningTests {
         #expect(rig.seen.contains { $0.hasPrefix("To sign in, open \(rig.idp.origin)/o/device/ on any device and enter the code ") },
                 "\(rig.seen)")
         #expect(rig.seen.contains(Messages.provisionStart(name)), "\(rig.seen)")
-        #expect(result.stdout.contains("Or scan this QR code with your phone:"), "\(result.stdout)")
+        // By default the code is typed (no QR code of a link that opens by itself), the
+        // sentence names this computer, and the provider is asked for a fresh sign-in.
+        #expect(!result.stdout.contains(Messages.orScanQR), "\(result.stdout)")
+        #expect(result.stdout.contains(Messages.provisionThisComputer(Provisioning.deviceName(Options()))), "\(result.stdout)")
+        let asked = try #require(try rig.idp.deviceAuthorizations().last)
+        #expect(asked["max_age"] == ["0"] && asked["prompt"] == ["login"], "\(asked)")
         #expect(result.stdout.contains("Scan 2 of 5 done."), "\(result.stdout)")
         #expect(result.stdout.contains("The account \(name) is ready."), "\(result.stdout)")
         #expect(result.stderr.contains("New PIN") || result.all.contains("new PIN"), "\(result.all)")
@@ -211,16 +229,23 @@ struct ProvisioningTests {
         #expect(refused.status == 2 && getpwnam(TestUsers.alice) != nil, "\(refused.all)")
     }
 
-    /// Ctrl-C while the code is shown: nothing is made.
+    /// Ctrl-C while the code is shown: nothing is made. With the administrator's opt-in, the
+    /// QR code is shown, and the computer's name is said and sent to the provider under the
+    /// parameter named.
     @Test func cancelAtTheCodeLeavesNothing() throws {
-        let rig = try Rig()
+        let rig = try Rig(provision: "qr=yes\ndevice_name=desk-7\ndevice_name_parameter=kiosk_name\nreauthenticate=no")
         let before = rig.vaults
         let name = try rig.newPerson()
         let child = try rig.start(name, answers: [])
         #expect(rig.userCode(child) != nil)
+        #expect(child.waitForLine(containing: "Waiting for you to finish signing in"))
         #expect(ReaderBroker.waitUntil { interruptIsBlocked(child.pid) }, "the module never waited for the broker")
         child.signal(SIGINT)
         let result = child.finish()
+        let shown = (rig.seen + [result.all]).joined(separator: "\n")
+        #expect(shown.contains(Messages.orScanQR) && shown.contains(Messages.provisionThisComputer("desk-7")), "\(shown)")
+        let asked = try #require(try rig.idp.deviceAuthorizations().last)
+        #expect(asked["kiosk_name"] == ["desk-7"] && asked["max_age"] == nil && asked["prompt"] == nil, "\(asked)")
         #expect(result.status != 0, "\(result.all)")
         #expect(rig.nothingLeft(name, vaults: before))
         #expect(rig.audited(name, .cancelled, "cancelled"))
@@ -269,7 +294,7 @@ struct ProvisioningTests {
     @Test func aNewcomerAtTheKioskSignsInOnceThenByTouch() throws {
         let group = "fsp-touch"
         if getgrnam(group) == nil { #expect(Child.runQuietly("/usr/sbin/groupadd", [group]) == 0) }
-        let rig = try Rig(moduleOptions: "provision=idp identify identify_group=\(group) max_tries=1", storage: true)
+        let rig = try Rig(config: "identify_group=\(group)", moduleOptions: "provision=idp identify max_tries=1", storage: true)
         let name = try rig.newPerson()
         let services = rig.rig.files.file("pam.d")
         func login(first: Bool) throws -> (status: Int32, user: String?, shown: [PAMClient.Message]) {
@@ -372,6 +397,170 @@ struct ProvisioningTests {
         #expect(rig.nothingLeft(name, vaults: before))
         #expect(rig.audited(name, .refused, "requirement"))
         #expect(!(try rig.idp.familyAlive(name)), "the sign-in was ended at the provider: \((try? rig.idp.family(name)) ?? "?")")
+    }
+
+    /// Device-code phishing (issue 31 §2): a code approved with a session the approving
+    /// device already had (the ID token's auth_time an hour before the code), or whose ID
+    /// token does not say when the person signed in, makes nothing.
+    @Test func aSignInThatIsNotFreshIsRefused() throws {
+        let rig = try Rig()
+        let before = rig.vaults
+        for (authTime, sentence, reason) in [("old", Messages.provisionNotFresh, "authNotFresh"),
+                                             ("absent", Messages.provisionNoAuthTime, "authTimeMissing")] {
+            try rig.idp.authTime(authTime)
+            let name = try rig.newPerson()
+            let child = try rig.start(name, answers: [Self.pin, Self.pin])
+            try rig.approve(try #require(rig.userCode(child)), as: name)
+            let result = child.finish()
+            #expect(result.status != 0, "\(result.all)")
+            #expect(result.stderr.contains(sentence), "\(authTime): \(result.all)")
+            #expect(!result.all.contains("New PIN") && !result.all.contains("The account \(name) was made."), "\(result.all)")
+            #expect(rig.nothingLeft(name, vaults: before), "\(authTime)")
+            #expect(rig.audited(name, .refused, reason), "\(authTime)")
+            #expect(!(try rig.idp.familyAlive(name)), "the sign-in was ended at the provider: \((try? rig.idp.family(name)) ?? "?")")
+        }
+    }
+
+    /// One account per identity (issuer and subject) by default: the same person at the
+    /// provider, named otherwise there now, gets no second account, until the administrator
+    /// allows one (provision_per_subject=2).
+    @Test func oneAccountPerIdentityUnlessAllowed() throws {
+        let rig = try Rig()
+        let first = try rig.newPerson()
+        #expect(try rig.provision(first).status == 0)
+        let second = try rig.newPerson()
+        // The claims (preferred_username, email) become the second name's; sub stays first's.
+        try rig.idp.claimIdentity(of: second)
+        let child = try rig.start(second, answers: [Self.pin, Self.pin])
+        try rig.approve(try #require(rig.userCode(child)), as: first)
+        let refused = child.finish()
+        #expect(refused.status != 0, "\(refused.all)")
+        #expect(refused.stderr.contains(Messages.provisionHasAccount("\(second)@example.test")), "\(refused.all)")
+        #expect(getpwnam(second) == nil && getpwnam(first) != nil)
+        #expect(rig.audited(second, .refused, "subjectProvisioned"))
+
+        rig.reconfigure(provision: "per_subject=2")
+        let allowed = try rig.provision(second, as: first)
+        #expect(allowed.status == 0, "\(allowed.all)")
+        #expect(getpwnam(second) != nil)
+    }
+
+    /// Reserved names (issue 31 §5): admin (which Ubuntu's sudoers grants as a group, and
+    /// which useradd would make as the account's own group) and a name the administrator
+    /// adds are refused before anyone signs in, and nothing is made.
+    @Test func aReservedNameIsRefused() throws {
+        let rig = try Rig(provision: "reserved=fspkept")
+        let before = rig.vaults
+        for name in ["admin", "fspkept"] {
+            let existed = getpwnam(name) != nil
+            let result = try rig.start(name, answers: []).finish()
+            #expect(result.status != 0, "\(result.all)")
+            #expect(result.stderr.contains(Messages.provisionReservedName(name)), "\(result.all)")
+            #expect(!result.all.contains("enter the code"), "known before anyone signs in: \(result.all)")
+            #expect((getpwnam(name) != nil) == existed)
+            #expect(rig.audited(name, .refused, "reservedName"))
+        }
+        #expect(rig.vaults == before)
+    }
+
+    /// user_claim=email_local (issue 31 §5): without provision_email_domain no account is named
+    /// after an address; with it, an address the provider has not verified, or one in
+    /// another domain, makes nothing.
+    @Test func emailLocalNeedsAVerifiedAddressInTheDomain() throws {
+        let rig = try Rig(config: "user_claim=email_local")
+        let before = rig.vaults
+        let anyone = try rig.newPerson()
+        let unset = try rig.start(anyone, answers: []).finish()
+        #expect(unset.stderr.contains(Messages.provisionEmailDomainMissing) && !unset.all.contains("enter the code"), "\(unset.all)")
+        #expect(rig.audited(anyone, .refused, "emailDomainMissing"))
+
+        rig.reconfigure(config: "user_claim=email_local", provision: "email_domain=example.test")
+        try rig.idp.setSwitch("email-verified", "false")
+        let unverified = try rig.newPerson()
+        let elsewhere = try rig.newPerson(domain: "elsewhere.test")
+        for (name, sentence, reason) in [(unverified, Messages.provisionEmailUnverified("\(unverified)@example.test"), "emailUnverified"),
+                                         (elsewhere, Messages.provisionEmailOtherDomain("\(elsewhere)@elsewhere.test"), "emailDomain")] {
+            let child = try rig.start(name, answers: [Self.pin, Self.pin])
+            try rig.approve(try #require(rig.userCode(child)), as: name)
+            let result = child.finish()
+            #expect(result.status != 0, "\(result.all)")
+            #expect(result.stderr.contains(sentence), "\(result.all)")
+            #expect(rig.nothingLeft(name, vaults: before), "\(name)")
+            #expect(rig.audited(name, .refused, reason))
+            try rig.idp.setSwitch("email-verified", "true")
+        }
+    }
+
+    /// The undo removes only an account its own request made (issue 31 §5). useradd fails
+    /// while the name becomes another account's (the test holds the password files' lock,
+    /// waits until useradd queues for it, writes that account in, and makes useradd give
+    /// up): that account stays. Then a pending record of a broker that stopped before its
+    /// useradd ran names it too: the next start leaves it alone.
+    @Test func anAccountTheBrokerDidNotMakeIsNeverRemoved() throws {
+        let rig = try Rig()
+        let name = try rig.newPerson()
+        var uid: UInt32 = 61000
+        while getpwuid(uid) != nil { uid += 1 }
+        let lock = open("/etc/.pwd.lock", O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        var region = flock()
+        region.l_type = Int16(F_WRLCK)
+        region.l_whence = Int16(SEEK_SET)
+        #expect(lock >= 0 && fcntl(lock, F_SETLKW, &region) == 0)
+        let child = try rig.start(name, answers: [Self.pin, Self.pin])
+        try rig.approve(try #require(rig.userCode(child)), as: name)
+        var useradd: pid_t? = nil
+        #expect(ReaderBroker.waitUntil(20) {
+            useradd = ProvisioningTests.waitingForPasswordLock(command: name)
+            return useradd != nil
+        }, "useradd never queued for the lock")
+        appendToFile("/etc/passwd", Array("\(name):x:\(uid):100:someone else:/nonexistent:/usr/sbin/nologin\n".utf8))
+        appendToFile("/etc/shadow", Array("\(name):!:19000::::::\n".utf8), mode: 0o640)
+        if let useradd { kill(useradd, SIGALRM) } // its lckpwdf gives up: "cannot lock /etc/passwd"
+        #expect(ReaderBroker.waitUntil(20) { useradd.map { kill($0, 0) != 0 } ?? true })
+        close(lock)
+        let result = child.finish()
+        #expect(result.status != 0, "\(result.all)")
+        #expect(result.stderr.contains(Messages.provisionFailed(Messages.systemFailure(.finishRequest))), "\(result.all)")
+        #expect(getpwnam(name).map { String(cString: $0.pointee.pw_gecos) } == "someone else", "the other account is gone")
+        #expect(access(rig.rig.broker.state + "/provisioned/\(name).json", F_OK) != 0)
+        #expect(rig.audited(name, .cancelled, "systemError"))
+
+        rig.rig.broker.stop()
+        let registry = try ProvisionRegistry(stateDirectory: rig.rig.broker.state)
+        try registry.write(ProvisionRecord(name: name, uid: nil, state: .pending, issuer: rig.idp.issuer, subject: "1",
+                                           createdAt: 1_800_000_000, lastUsed: 1_800_000_000, marker: "0123456789abcdef"))
+        try rig.rig.broker.start()
+        #expect(getpwnam(name).map { String(cString: $0.pointee.pw_gecos) } == "someone else", "the next start removed it")
+        #expect(try registry.record(name) == nil)
+    }
+
+    /// Who queues for the password files' lock (/etc/.pwd.lock, lckpwdf) in /proc/locks: a
+    /// useradd of `name`.
+    static func waitingForPasswordLock(command name: String) -> pid_t? {
+        let locks = String(decoding: readFile("/proc/locks") ?? [], as: UTF8.self)
+        for line in locks.split(separator: "\n") where line.contains("->") {
+            let fields = line.split(separator: " ")
+            guard let arrow = fields.firstIndex(of: "->"), fields.count > arrow + 4, let pid = pid_t(fields[arrow + 4]) else { continue }
+            let command = (readFile("/proc/\(pid)/cmdline") ?? []).split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            if command.first?.hasSuffix("useradd") == true && command.last == name { return pid }
+        }
+        return nil
+    }
+
+    /// Groups come from the configuration file's top level only (issue 31 §5): an
+    /// identify_group in a [service NAME] section is where that stack identifies, and puts
+    /// no new account in it (nor says the next login is a touch).
+    @Test func aServiceSectionsIdentifyGroupIsNotGivenToNewAccounts() throws {
+        let group = "fsp-section"
+        if getgrnam(group) == nil { #expect(Child.runQuietly("/usr/sbin/groupadd", [group]) == 0) }
+        defer { _ = Child.runQuietly("/usr/sbin/groupdel", [group]) }
+        let rig = try Rig(provision: "[service \(Self.service)]\nidentify_group=\(group)", moduleOptions: "provision=idp identify")
+        let name = try rig.newPerson()
+        let result = try rig.provision(name)
+        #expect(result.status == 0, "\(result.all)")
+        let groups = try Child.run("/usr/bin/id", ["-nG", name]).stdout.split(separator: " ").map { $0.trimmingCharacters() }
+        #expect(groups.contains("users") && !groups.contains(group), "\(groups)")
+        #expect(result.stdout.contains(Messages.provisionDone(name)), "\(result.all)")
     }
 
     /// The provider's name for the person is an account that exists here (typed another
@@ -499,6 +688,16 @@ struct ProvisioningTests {
     let wrapped = SystemAccounts.command(direct, underSystemd: true)
     #expect(Array(wrapped.prefix(2)) == [SystemAccounts.systemdRun, "--wait"] && Array(wrapped.suffix(4)) == ["--"] + direct)
     #expect(wrapped.contains("--property=RuntimeMaxSec=30") && wrapped.contains("--collect"))
+}
+
+/// auth_time against the code's issue time (issue 31 §2): at or after it, or within the skew
+/// before it, is fresh; earlier is stale; none is missing.
+@Test func freshnessIsTheAuthTimeAgainstTheCode() {
+    let issued: Int64 = 1_800_000_000
+    #expect(Provisioning.freshness(authTime: issued + 5, codeIssuedAt: issued) == .fresh)
+    #expect(Provisioning.freshness(authTime: issued - Provisioning.authTimeSkew, codeIssuedAt: issued) == .fresh)
+    #expect(Provisioning.freshness(authTime: issued - Provisioning.authTimeSkew - 1, codeIssuedAt: issued) == .stale)
+    #expect(Provisioning.freshness(authTime: nil, codeIssuedAt: issued) == .missing)
 }
 
 private extension Substring {

@@ -106,6 +106,19 @@ final class LocalIdP {
         try setSwitch("claims-user", user ?? "off")
     }
 
+    /// The ID token's auth_time: "login" (DOT's: the user's last login, which approving a
+    /// device code makes now), "old" (an hour ago) or "absent".
+    func authTime(_ value: String) throws {
+        try setSwitch("auth-time", value)
+    }
+
+    /// Every device authorization request's parameters so far, oldest first (name: values).
+    func deviceAuthorizations() throws -> [[String: [String]]] {
+        struct Answer: Decodable { let requests: [[String: [String]]] }
+        let body = try http.send(.get(origin + "/test/device-authorizations")).body
+        return try JSONDecoder().decode(Answer.self, from: Data(body)).requests
+    }
+
     /// A raw form POST to `path` (no client of ours): status and body.
     func post(_ path: String, _ fields: [(name: String, value: String)],
               headers: [(name: String, value: String)] = []) throws -> (status: Int, body: String) {

@@ -12,7 +12,7 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     guard let data, size > 0 else { return 0 }
     let selector = data[0]
     let input = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
-    switch selector % 18 {
+    switch selector % 19 {
     case 0:
         // The envelope of every vault file: whatever it accepts must re-encode to the input.
         for kind in [Container.FileType.vault, .deviceKey, .lockout] {
@@ -170,6 +170,15 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
         if let body = try? SecureBytes(copying: input) {
             _ = try? TokenRequests.parseTokens(body)
         }
+    case 18:
+        // The policy files that reserve names from provisioning (sudoers, polkit, /etc/security,
+        // PAM, login.defs: root's files, but read by the broker for every new account): every
+        // name found must be one useradd could be given.
+        let text = String(decoding: input, as: UTF8.self)
+        let found = PolicyNames.sudoers(text).union(PolicyNames.polkit(text)).union(PolicyNames.semicolonFields(text, [2, 4]))
+            .union(PolicyNames.access(text)).union(PolicyNames.limits(text)).union(PolicyNames.pamWheel(text))
+        guard found.allSatisfy(AccountName.isValid) else { trap() }
+        _ = PolicyNames.loginDefs(text)
     default:
         // A full vault file: envelope, then document.
         if let body = try? Container.decode(.vault, input, file: "fuzz") {

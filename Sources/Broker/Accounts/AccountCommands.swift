@@ -122,12 +122,11 @@ enum AccountCommands {
     }
 
     /// The account of `record`, its vault and the record. The account is removed only when
-    /// it is still the one made (same uid; for a pending record without a uid yet, the name);
-    /// false when userdel refused.
+    /// it is still the one made (`isTheOneMade`); false when userdel refused.
     static func removeAccount(_ record: ProvisionRecord, registry: ProvisionRegistry, state: BrokerState,
                               options: Options) throws -> Bool {
         let account = try UserAccount.named(record.name)
-        if let account, record.uid == nil || record.uid == account.uid {
+        if let account, isTheOneMade(record, account) {
             // The account first: while userdel refuses (signed in), everything stays.
             guard try SystemAccounts.remove(record.name, removeHome: true) else { return false }
             Provisioning.removeVault(of: account, state: state, options: options)
@@ -135,8 +134,21 @@ enum AccountCommands {
             // The account is gone already (or is another one now): only the vault of its uid.
             Provisioning.removeVault(of: UserAccount(name: record.name, uid: uid, gid: uid, home: "/nonexistent"),
                                      state: state, options: options)
+        } else if account != nil {
+            Syslog.log(.notice, "fingersealed: the account \(record.name) is not the one provisioning made, so it was left alone")
         }
         try registry.locked { try registry.remove(record.name) }
         return true
+    }
+
+    /// Whether `account` is the one `record` speaks of. An active record names it by the uid
+    /// kept when its making finished. A pending one may have been written before useradd ran
+    /// (the broker stopped in between, and someone else may have made an account of that name
+    /// since): its account must carry the record's marker in its comment, and its uid when
+    /// the record has one.
+    static func isTheOneMade(_ record: ProvisionRecord, _ account: UserAccount) -> Bool {
+        if let uid = record.uid, uid != account.uid { return false }
+        guard record.state == .pending else { return record.uid != nil }
+        return SystemAccounts.isMade(record.name, marker: record.marker, uid: record.uid)
     }
 }

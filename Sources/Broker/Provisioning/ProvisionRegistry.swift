@@ -21,6 +21,10 @@ struct ProvisionRecord: Codable, Equatable {
     var subject: String?
     var createdAt: Int64
     var lastUsed: Int64
+    /// The mark useradd was given in the account's comment (`SystemAccounts.comment(marker:)`):
+    /// how the undo and `recover` tell the account made from another of the same name. Nil
+    /// in a record from before it was kept (the comment was then the bare one).
+    var marker: String? = nil
 }
 
 final class ProvisionRegistry {
@@ -81,6 +85,11 @@ final class ProvisionRegistry {
     func remove(_ name: String) throws {
         guard AccountName.isValid(name) else { return }
         try directory.remove(ProvisionRegistry.fileName(name))
+    }
+
+    /// The records (pending or active) of accounts made for one identity.
+    func records(issuer: String, subject: String) throws -> [ProvisionRecord] {
+        try records().filter { $0.issuer == issuer && $0.subject == subject }
     }
 
     /// Accounts made (or being made) within the hour before `now`.

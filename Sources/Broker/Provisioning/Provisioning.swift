@@ -12,11 +12,14 @@ import SystemKit
 /// The first sign-in with the organisation's account (issue 22 §2): a PAM authentication for
 /// a user name this machine does not know, in a stack with `provision=idp`, becomes in the
 /// same conversation
-/// 1. a device sign-in (RFC 8628) at the `[provision]` issuer and client: the address and
-///    the code as sentences, and a QR code;
-/// 2. the checks: the identity carries `provision_require`, its `user_claim` names exactly
-///    the name typed (a valid POSIX name, no account or group of that name), fewer than
-///    `provision_per_hour` accounts made in the last hour;
+/// 1. a device sign-in (RFC 8628) at the `[provision]` issuer and client, asking for a fresh
+///    sign-in there: the address and the code to type, this computer's name, and (opt-in) a
+///    QR code; a short wait (`provision_code_lifetime`);
+/// 2. the checks: the person signed in at the provider after the code was shown (the ID
+///    token's `auth_time`), the identity carries `provision_require`, its `user_claim` names
+///    exactly the name typed (a valid POSIX name, no account or group of that name), it has
+///    no account made here yet (`provision_per_subject`), fewer than `provision_per_hour`
+///    accounts made in the last hour;
 /// 3. a pending record, then the account (useradd: locked password, the configured groups;
 ///    the home directory comes from pam_mkhomedir in the session stack);
 /// 4. a new PIN (asked twice) and the vault with the sign-in sealed in it;
@@ -32,6 +35,8 @@ struct Provisioning {
     let conversation: Conversation
     let state: BrokerState
     let options: Options
+    /// The configuration file's top level alone: what decides a new account's groups.
+    let site: Options
     let given: RequestOptions
     /// The user name typed (PAM_USER), which stays the account's.
     let name: String
@@ -39,8 +44,6 @@ struct Provisioning {
     /// The accounts being made now (by any request).
     static let inFlight = NamesInFlight()
 
-    /// How long the device sign-in may take, at most (the code's own life may be shorter).
-    static let signInLimit = 900.0
     /// Tries at choosing a new PIN (a mismatch, a PIN the rules refuse).
     static let pinTries = 3
 
@@ -59,12 +62,17 @@ struct Provisioning {
         guard PAMFlows.isInteractive(options, caller, pam) else { return nil }
         if LoginOrigin.isRemote(remoteHost: pam.rhost, sshSession: caller.remote) { return nil }
         return Provisioning(caller: caller, request: request, channel: channel, conversation: conversation, state: state,
-                            options: options, given: given, name: name)
+                            options: options, site: try state.systemOptions().0, given: given, name: name)
     }
 
     /// What was made so far, for the undo.
     struct Made {
         var recorded = false
+        /// This request's mark in the comment of the account it makes: the undo removes only
+        /// an account that carries it.
+        var marker: String? = nil
+        /// useradd found the name taken: whatever has it now is not this request's.
+        var nameTaken = false
         var account: UserAccount? = nil
         var vault = false
         /// Past the checks: an undo is a cancel, not a refusal.
@@ -107,6 +115,9 @@ struct Provisioning {
             throw FingersealError(.badConfiguration, Messages.provisionNotConfigured,
                                   detail: "provision=idp needs issuer, client_id, provision_require and user_claim")
         }
+        if claim == .emailLocalPart && options.provisionEmailDomains.isEmpty {
+            throw refusal(.badConfiguration, Messages.provisionEmailDomainMissing, "emailDomainMissing")
+        }
         let registry = try ProvisionRegistry(stateDirectory: state.settings.stateDirectory)
         // Before anyone signs in for nothing: a reader to enroll with, room in the hour.
         if state.reader.readerPresent(call(for: placeholder)) == false {
@@ -115,8 +126,10 @@ struct Provisioning {
         if try registry.locked({ try registry.madeWithinHour(now: SystemClock().now()) }) >= options.provisionPerHour {
             throw refusal(.notPermitted, Messages.provisionRateLimited, "rateLimited")
         }
-        // The name typed is the account's: a group of that name (useradd would need the name
-        // for the account's own group) is known to clash before anyone signs in.
+        // The name typed is the account's: a name kept for the system or administrators, or a
+        // group of that name (useradd would need the name for the account's own group), is
+        // known to be refused before anyone signs in.
+        if let refusal = reservedRefusal(name) { throw refusal }
         if SystemAccounts.groupExists(name) { throw refusal(.notPermitted, Messages.provisionClash(name), "nameTaken") }
 
         // 1. The device sign-in.
@@ -124,10 +137,13 @@ struct Provisioning {
         let http = HTTPClient(options: options)
         let client: OAuthClient
         let tokens: TokenSet
+        let codeIssuedAt: Int64
         do {
             client = OAuthClient(metadata: try Discovery.discover(issuer: provider.issuer, http: http), clientID: provider.clientID,
                                  http: http)
-            tokens = try deviceSignIn(client)
+            let signedIn = try deviceSignIn(client)
+            tokens = try Provisioning.withIDToken(signedIn.tokens, client)
+            codeIssuedAt = signedIn.issuedAt
         } catch let failure as TokenFailure {
             throw LoginCommand.loginError(failure)
         } catch let error as FingersealError where error.outcome == .timedOut {
@@ -149,15 +165,30 @@ struct Provisioning {
             throw LoginCommand.loginError(error)
         }
         guard let claims else { throw refuse(Messages.identityUnknown, "identityUnknown") }
+        // Whoever approved the code signed in at the provider for it, after it was shown: not
+        // a session their phone already had, which is what a relayed code rides on.
+        switch Provisioning.freshness(authTime: Provisioning.signedAuthTime(claims, tokens, client), codeIssuedAt: codeIssuedAt) {
+        case .fresh: break
+        case .missing: throw refuse(Messages.provisionNoAuthTime, "authTimeMissing")
+        case .stale: throw refuse(Messages.provisionNotFresh, "authNotFresh")
+        }
         let identity = SignedInIdentity(claims)
         guard try carries(requirement, claims, tokens, client) else {
             throw refuse(Messages.provisionNotAllowed(identity.display), "requirement")
+        }
+        if claim == .emailLocalPart {
+            switch Provisioning.emailVerdict(claims, domains: options.provisionEmailDomains) {
+            case .accepted: break
+            case .unverified: throw refuse(Messages.provisionEmailUnverified(identity.display), "emailUnverified")
+            case .otherDomain: throw refuse(Messages.provisionEmailOtherDomain(identity.display), "emailDomain")
+            }
         }
         let map = claim == .sub ? try UserMap.load(path: options.userMap) : nil
         guard let mapped = IdentityBinding.mappedName(identity, claim: claim, map: map) else {
             throw refuse(Messages.provisionNoName(identity.display, claim.rawValue), "noName")
         }
         guard AccountName.isValid(mapped) else { throw refuse(Messages.provisionInvalidName(String(mapped.prefix(64))), "invalidName") }
+        if mapped != name, let refusal = reservedRefusal(mapped) { throw refusal }
         if try UserAccount.named(mapped) != nil || SystemAccounts.groupExists(mapped) {
             throw refuse(Messages.provisionClash(mapped), "nameTaken")
         }
@@ -165,10 +196,19 @@ struct Provisioning {
 
         // 3. The record first, then the account: in `provision_groups`, and, where this stack
         // also signs in by touch, in `identify_group` (so the next login is a touch).
-        let groups = options.provisionGroups
-            + (options.identify ? options.identifyGroup.map { [$0] } ?? [] : []).filter { !options.provisionGroups.contains($0) }
+        let (groups, touchGroup) = Provisioning.groups(options, site: site)
+        if options.identify, touchGroup == nil, let group = options.identifyGroup {
+            Syslog.log(.notice, "fingersealed: provisioning \(name): identify_group=\(Options.shown(group)) is not the configuration "
+                       + "file's top-level one, so the new account is not put in it")
+        }
         let now = SystemClock().now()
         let issuer = client.providerRecord.issuer
+        let marker = Encoding.hex(try Sodium.randomBytes(8))
+        made.marker = marker
+        func record(uid: UInt32?, _ state: ProvisionRecord.State, lastUsed: Int64) -> ProvisionRecord {
+            ProvisionRecord(name: name, uid: uid, state: state, issuer: issuer, subject: identity.subject, createdAt: now,
+                            lastUsed: lastUsed, marker: marker)
+        }
         try registry.locked {
             // Checked again under the lock: another request may have made it meanwhile.
             if try registry.record(name) != nil || UserAccount.named(name) != nil || SystemAccounts.groupExists(name) {
@@ -177,14 +217,22 @@ struct Provisioning {
             if try registry.madeWithinHour(now: now) >= options.provisionPerHour {
                 throw refuse(Messages.provisionRateLimited, "rateLimited")
             }
-            try registry.write(ProvisionRecord(name: name, uid: nil, state: .pending, issuer: issuer, subject: identity.subject,
-                                               createdAt: now, lastUsed: now))
+            // One account per identity: a second one for the same person is what a stranger
+            // with a relayed code would get.
+            if try registry.records(issuer: issuer, subject: identity.subject).count >= options.provisionPerSubject {
+                throw refuse(Messages.provisionHasAccount(identity.display), "subjectProvisioned")
+            }
+            try registry.write(record(uid: nil, .pending, lastUsed: now))
             made.recorded = true
             Provisioning.inFlight.begin(name)
         }
         made.started = true
         do {
-            try SystemAccounts.create(name, groups: groups)
+            try SystemAccounts.create(name, groups: groups, marker: marker)
+        } catch is SystemAccounts.NameInUse {
+            // Made by someone else since it was checked: theirs, and not for the undo to touch.
+            made.nameTaken = true
+            throw refuse(Messages.provisionClash(name), "nameTaken")
         } catch {
             throw FingersealError(.systemError, Messages.provisionFailed(Messages.systemFailure(.finishRequest)),
                                   detail: "useradd \(name): \(error)")
@@ -193,10 +241,7 @@ struct Provisioning {
             throw FingersealError(.systemError, Messages.provisionFailed(Messages.systemFailure(.lookUpAccount)), detail: "no account after useradd")
         }
         made.account = account
-        try registry.locked {
-            try registry.write(ProvisionRecord(name: name, uid: account.uid, state: .pending, issuer: issuer, subject: identity.subject,
-                                               createdAt: now, lastUsed: now))
-        }
+        try registry.locked { try registry.write(record(uid: account.uid, .pending, lastUsed: now)) }
         let call = call(for: account)
         let store = call.store
 
@@ -228,35 +273,44 @@ struct Provisioning {
 
         // Touch to sign in, where this stack offers it: the person chose the PIN and enrolled
         // the finger in this very conversation, which is what `fingerseal identify on` asks.
-        if options.identify {
+        if touchGroup != nil {
             try vault.update { $0.setIdentify(true) }
         }
 
         // Done: the record is active; from here the account is a normal one.
         try registry.locked {
-            try registry.write(ProvisionRecord(name: name, uid: account.uid, state: .active, issuer: issuer, subject: identity.subject,
-                                               createdAt: now, lastUsed: SystemClock().now()))
+            try registry.write(record(uid: account.uid, .active, lastUsed: SystemClock().now()))
             try registry.noteMade(now: now)
         }
         AuditTrail(store: store).record([.provisioned(issuer: issuer, subject: identity.subject)]
-                                        + (options.identify ? [.identifySetting(on: true)] : []), vault: vault)
+                                        + (touchGroup != nil ? [.identifySetting(on: true)] : []), vault: vault)
         Syslog.log(.notice, "fingersealed: provisioned account \(name) (uid \(account.uid)) for \(identity.subject) at \(issuer) "
                    + "service=\(channel.pam?.service ?? "?") (\(caller))")
-        return Reply(.success, options.identify ? Messages.provisionDoneTouch(name) : Messages.provisionDone(name))
+        return Reply(.success, touchGroup != nil ? Messages.provisionDoneTouch(name) : Messages.provisionDone(name))
     }
 
-    /// RFC 8628 in the PAM conversation: the address and the code as one sentence, then a QR
-    /// code (never the only way), then polling at the provider's interval. While it waits the
+    /// RFC 8628 in the PAM conversation: the address and the code to type as one sentence,
+    /// this computer's name, a QR code only where the administrator opts in, then polling at
+    /// the provider's interval for `provision_code_lifetime` at most. While it waits the
     /// module hears from the broker at each poll (an event it ignores), so its bound on
     /// silence holds; the person's cancel, or the host ending the conversation, stops it.
-    private func deviceSignIn(_ client: OAuthClient) throws -> TokenSet {
-        let authorization = try client.startDeviceAuthorization(scope: options.scope)
+    /// Returns the tokens and when the code was asked for (what `auth_time` is checked against).
+    private func deviceSignIn(_ client: OAuthClient) throws -> (tokens: TokenSet, issuedAt: Int64) {
+        let deviceName = Provisioning.deviceName(options)
+        let issuedAt = SystemClock().now()
+        let authorization = try client.startDeviceAuthorization(scope: options.scope,
+                                                                parameters: Provisioning.deviceParameters(options, deviceName: deviceName))
         conversation.info(Messages.openAndEnter(authorization.verificationURI, authorization.userCode))
-        if let target = authorization.verificationURIComplete, let code = try? QRCode(text: target) {
+        conversation.info(Messages.provisionThisComputer(deviceName))
+        // A link with the code in it opens with one tap wherever it is sent: the easiest thing
+        // to relay. Typing the code is the default.
+        if options.provisionQR, let target = authorization.verificationURIComplete, let code = try? QRCode(text: target) {
             conversation.info(Messages.orScanQR + "\n" + code.renderHalfBlocks())
         }
         conversation.info(Messages.provisionWaiting)
-        return try LoginCommand.awaitApproval(client, authorization, conversation, limit: Provisioning.signInLimit, keepAlive: true)
+        let tokens = try LoginCommand.awaitApproval(client, authorization, conversation, limit: Double(options.provisionCodeLifetime),
+                                                    keepAlive: true)
+        return (tokens, issuedAt)
     }
 
     /// A new PIN, asked twice; a mismatch or a PIN the rules refuse is said and asked again,
@@ -304,26 +358,27 @@ struct Provisioning {
         }
     }
 
-    /// A refusal: said, logged, audited; nothing was made.
-    private func refusal(_ outcome: Outcome, _ sentence: String, _ reason: String) -> Refusal {
-        Refusal(error: FingersealError(outcome, sentence, detail: "provisioning refused: \(reason)"), reason: reason)
+    /// A refusal: said, logged (with `detail`, when there is more to say than the reason),
+    /// audited; nothing was made.
+    func refusal(_ outcome: Outcome, _ sentence: String, _ reason: String, detail: String? = nil) -> Refusal {
+        Refusal(error: FingersealError(outcome, sentence, detail: "provisioning refused: \(detail ?? reason)"), reason: reason)
     }
 
     /// Ends the sign-in at the provider, then removes whatever `made` says was made, newest
-    /// first: the vault (and its directory),
-    /// the account (only the one made here: same name and uid), the record. Then the event
-    /// goes to the audit trail (a refusal or a cancel).
+    /// first: the vault (and its directory), the account (only the one made here: its comment
+    /// carries this request's marker), the record. Then the event goes to the audit trail (a
+    /// refusal or a cancel).
     private func undo(_ made: Made, reason: String, detail: String) {
         made.revoke?()
         var accountGone = true
         if let account = made.account {
             Provisioning.removeVault(of: account, state: state, options: options)
-            if (try? UserAccount.named(name))??.uid == account.uid {
-                accountGone = (try? SystemAccounts.remove(name, removeHome: true)) == true
-            }
-        } else if made.recorded {
-            // useradd may have made it and failed after, or its account not be seen yet: the
-            // pending record says the name is ours (it was free under the registry's lock).
+        }
+        // The account only when it is the one this request made: its comment carries this
+        // request's marker (and its uid is the one seen after useradd, when one was). useradd
+        // may have made it and failed after, or failed first while another took the name:
+        // an account of the name that is not this request's is left alone.
+        if made.recorded, !made.nameTaken, SystemAccounts.isMade(name, marker: made.marker, uid: made.account?.uid) {
             accountGone = (try? SystemAccounts.remove(name, removeHome: true)) == true
         }
         // An account userdel would not remove keeps its pending record: the next broker start

@@ -12,22 +12,53 @@ enum SystemAccounts {
     /// How long one tool may take.
     static let limit = 30.0
     /// The comment (GECOS) of every account provisioning makes: an administrator reading
-    /// /etc/passwd sees where it came from.
+    /// /etc/passwd sees where it came from; the request's marker follows it.
     static let comment = "fingerseal provisioned"
+    /// useradd's exit status for a name (or the group of that name) already in use.
+    static let nameInUseStatus: Int32 = 9
 
     struct Failure: Error, CustomStringConvertible {
         let description: String
     }
 
+    /// useradd found the name taken: by someone else, since it was checked.
+    struct NameInUse: Error {}
+
+    /// The comment of an account made with `marker` (the bare comment for a record made
+    /// before markers were kept).
+    static func comment(marker: String?) -> String { marker.map { "\(comment) \($0)" } ?? comment }
+
     /// A new account: no home directory here (pam_mkhomedir makes it at the first session),
-    /// a locked password, its own group (the system's default) and `groups`.
-    static func create(_ name: String, groups: [String]) throws {
-        guard AccountName.isValid(name), groups.allSatisfy(isSafeGroup) else { throw Failure(description: "invalid name") }
-        var arguments = [useradd, "--no-create-home", "--password", "!", "--comment", comment]
+    /// a locked password, its own group (the system's default) and `groups`, and `marker` in
+    /// its comment.
+    static func create(_ name: String, groups: [String], marker: String) throws {
+        guard AccountName.isValid(name), groups.allSatisfy(isSafeGroup), marker.allSatisfy({ $0.isASCII && $0.isHexDigit }) else {
+            throw Failure(description: "invalid name")
+        }
+        var arguments = [useradd, "--no-create-home", "--password", "!", "--comment", comment(marker: marker)]
         if !groups.isEmpty { arguments += ["--groups", groups.joined(separator: ",")] }
         arguments += ["--", name]
         let status = try run(arguments)
+        if status == nameInUseStatus { throw NameInUse() }
         guard status == 0 else { throw Failure(description: "useradd exited with status \(status)") }
+    }
+
+    /// Whether the account `name` is the one made with `marker`: its comment says so (and its
+    /// uid is `uid`, when that is known). False when there is no such account.
+    static func isMade(_ name: String, marker: String?, uid: UInt32? = nil) -> Bool {
+        guard let entry = entry(name) else { return false }
+        return entry.comment == comment(marker: marker) && uid.map { $0 == entry.uid } ?? true
+    }
+
+    /// The uid and comment (GECOS) of the account `name`; nil when there is none.
+    static func entry(_ name: String) -> (uid: UInt32, comment: String)? {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>? = nil
+        var buffer = [CChar](repeating: 0, count: 65536)
+        return buffer.withUnsafeMutableBufferPointer { raw -> (uid: UInt32, comment: String)? in
+            guard let base = raw.baseAddress, getpwnam_r(name, &entry, base, raw.count, &result) == 0, result != nil else { return nil }
+            return (entry.pw_uid, entry.pw_gecos.map { String(cString: $0) } ?? "")
+        }
     }
 
     /// A group name useradd's --groups can take as one item (the administrator's
@@ -50,13 +81,7 @@ enum SystemAccounts {
     }
 
     /// Whether a group of that name exists (useradd would make one of the account's name).
-    static func groupExists(_ name: String) -> Bool {
-        var entry = group()
-        var buffer = [CChar](repeating: 0, count: 16384)
-        var result: UnsafeMutablePointer<group>? = nil
-        let rc = getgrnam_r(name, &entry, &buffer, buffer.count, &result)
-        return rc == 0 && result != nil
-    }
+    static func groupExists(_ name: String) -> Bool { groupID(named: name) != nil }
 
     /// Where systemd is the service manager, the tools run as a transient unit of their own
     /// (`systemd-run --wait`): the broker's unit (ProtectSystem=strict, no CAP_CHOWN, the

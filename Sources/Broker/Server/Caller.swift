@@ -257,7 +257,7 @@ public struct Caller: Sendable, CustomStringConvertible {
 
     /// Whether the caller's process belonged to the group named `name` when it connected.
     public func isInGroup(named name: String) -> Bool {
-        guard let id = groupID(name) else { return false }
+        guard let id = groupID(named: name) else { return false }
         return groups.contains(id)
     }
 }
@@ -297,12 +297,3 @@ public enum SessionLiveness: Hashable, Sendable {
     }
 }
 
-func groupID(_ name: String) -> UInt32? {
-    var entry = Glibc.group()
-    var result: UnsafeMutablePointer<Glibc.group>? = nil
-    var buffer = [CChar](repeating: 0, count: 16384)
-    return buffer.withUnsafeMutableBufferPointer { raw -> UInt32? in
-        guard let base = raw.baseAddress, getgrnam_r(name, &entry, base, raw.count, &result) == 0, result != nil else { return nil }
-        return entry.gr_gid
-    }
-}

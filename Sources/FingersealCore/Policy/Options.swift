@@ -16,6 +16,25 @@ public struct Options: Equatable, Sendable {
         !name.isEmpty && name.utf8.count <= 1024 && !name.contains(where: { $0 == "\n" || $0 == " " || $0 == "," })
     }
 
+    /// A parameter of the device authorization request the administrator names: a plain
+    /// name, never one the request already carries (which would then be sent twice).
+    static func isExtraParameterName(_ name: String) -> Bool {
+        (1...64).contains(name.utf8.count)
+            && name.unicodeScalars.allSatisfy { ($0.value >= 0x61 && $0.value <= 0x7a) || ($0.value >= 0x41 && $0.value <= 0x5a)
+                || ($0.value >= 0x30 && $0.value <= 0x39) || $0 == "_" }
+            && !["client_id", "client_secret", "scope", "max_age", "prompt"].contains(name)
+    }
+
+    /// A DNS name as an e-mail address ends with it: labels of letters, digits and -, joined by
+    /// dots (lower case once read).
+    static func isDomainName(_ name: String) -> Bool {
+        let labels = name.split(separator: ".", omittingEmptySubsequences: false)
+        return name.utf8.count <= 253 && labels.count >= 1 && labels.allSatisfy { label in
+            (1...63).contains(label.utf8.count) && !label.hasPrefix("-") && !label.hasSuffix("-")
+                && label.unicodeScalars.allSatisfy { ($0.value >= 0x61 && $0.value <= 0x7a) || ($0.value >= 0x30 && $0.value <= 0x39) || $0 == "-" }
+        }
+    }
+
     /// A name from the file or a caller as a sentence quotes it: at most 64 characters.
     public static func shown(_ name: String) -> String { name.count > 64 ? String(name.prefix(64)) + "…" : name }
 
@@ -131,6 +150,35 @@ public struct Options: Equatable, Sendable {
     /// `provision_expire_days=`: provisioned accounts unused this many days are removed with
     /// their vaults (0: never).
     public var provisionExpireDays = 0
+    // Against device-code phishing (issue 31 §2: RFC 8628 §5.4, the cross-device flows BCP):
+    // a stranger at the kiosk who relays the code to a member must not end up with the
+    // member's account.
+    /// `provision_code_lifetime=`: seconds the kiosk waits for the code's approval, at most
+    /// (the provider's own `expires_in` when shorter): a code relayed to someone far away has
+    /// little time to be approved.
+    public var provisionCodeLifetime = 300
+    /// `provision_device_name=`: this computer's name in the kiosk's sentence and, with
+    /// `provision_device_name_parameter`, sent to the provider; nil: the host name.
+    public var provisionDeviceName: String? = nil
+    /// `provision_device_name_parameter=`: the device authorization request's parameter that
+    /// carries `provision_device_name` (RFC 8628 has none; a provider's own); nil: not sent.
+    public var provisionDeviceNameParameter: String? = nil
+    /// `provision_qr=`: a QR code of the address with the code in it, beside the address and
+    /// the code to type. Off: a link that opens by itself is easier to relay.
+    public var provisionQR = false
+    /// `provision_reauthenticate=`: ask the provider for a fresh sign-in (`max_age=0`,
+    /// `prompt=login`) on the device authorization request. The ID token's `auth_time` is
+    /// checked against the code's issue time whatever this says.
+    public var provisionReauthenticate = true
+    /// `provision_per_subject=`: accounts one identity (issuer and subject) may have had made
+    /// on this computer at once.
+    public var provisionPerSubject = 1
+    // Names (issue 31 §5).
+    /// `provision_email_domain=`: with `user_claim=email_local`, the domains whose verified
+    /// addresses name new accounts; none: email_local makes no account.
+    public var provisionEmailDomains: [String] = []
+    /// `provision_reserved=`: names no new account gets, beyond `ReservedNames`'.
+    public var provisionReserved: [String] = []
     // The password's place in the day (issue 23 §1): the phone's rule, per account, kept by
     // the broker (`PasswordRule`); the finger and the PIN wait until the password was given.
     /// `password_after_boot=`: the first sign-in of each account after a restart needs the
@@ -166,9 +214,11 @@ public struct Options: Equatable, Sendable {
     /// Options only the configuration file sets: module arguments naming them are ignored.
     public static let fileOnly: Set<String> = ["fixed", "tpm", "tpm_tcti", "tpm_pcrs", "stepup_max_ttl", "provision_issuer",
                                                "provision_client_id", "provision_require", "provision_groups",
-                                               "provision_per_hour", "provision_expire_days", "keyring_services",
-                                               "keyring_without_tpm", "identify_pause_after", "identify_pause", "identify_lock_after",
-                                               "identify_daily_max"]
+                                               "provision_per_hour", "provision_expire_days", "provision_code_lifetime",
+                                               "provision_device_name", "provision_device_name_parameter", "provision_qr",
+                                               "provision_reauthenticate", "provision_per_subject", "provision_email_domain",
+                                               "provision_reserved", "keyring_services", "keyring_without_tpm", "identify_pause_after",
+                                               "identify_pause", "identify_lock_after", "identify_daily_max"]
 
     /// A `[service NAME]` section sets a password rule (`password_after_boot`,
     /// `password_after`): the broker learns of passwords whichever service saw them.
@@ -340,6 +390,12 @@ public struct Options: Equatable, Sendable {
             }
             return value
         }
+        /// A comma-separated list, blanks around its items ignored, each item one `valid` takes.
+        func list(_ valid: (String) -> Bool, _ why: @autoclosure () -> String, limit: Int = 1024) throws -> [String] {
+            let items = try text({ $0.utf8.count <= limit }, why()).split(separator: ",").map(\.trimmingSpaces).filter { !$0.isEmpty }
+            guard items.allSatisfy(valid) else { throw FingersealError(.badConfiguration, Messages.badOption(name, why())) }
+            return items
+        }
         func services() throws -> [String] {
             try text({ $0.utf8.count <= 1024 && $0.split(separator: ",").allSatisfy { Options.isServiceName(String($0)) } },
                      tr("it needs service names separated by commas")).split(separator: ",").map(String.init)
@@ -439,13 +495,7 @@ public struct Options: Equatable, Sendable {
                 throw FingersealError(.badConfiguration, Messages.badOption(name, tr("it needs CLAIM:VALUE, for example groups:staff")))
             }
             provisionRequire = requirement
-        case "provision_groups":
-            let groups = try text({ $0.utf8.count <= 1024 }, tr("it needs group names separated by commas"))
-                .split(separator: ",").map(\.trimmingSpaces).filter { !$0.isEmpty }
-            guard groups.allSatisfy(AccountName.isValid) else {
-                throw FingersealError(.badConfiguration, Messages.badOption(name, tr("it needs group names separated by commas")))
-            }
-            provisionGroups = groups
+        case "provision_groups": provisionGroups = try list(AccountName.isValid, tr("it needs group names separated by commas"))
         case "password_after_boot": passwordAfterBoot = try flag()
         case "password_after":
             guard let value else {
@@ -464,6 +514,21 @@ public struct Options: Equatable, Sendable {
         case "keyring_without_tpm": keyringWithoutTPM = try flag()
         case "provision_per_hour": provisionPerHour = try integer(1...1000)
         case "provision_expire_days": provisionExpireDays = try integer(0...36500)
+        case "provision_code_lifetime": provisionCodeLifetime = try integer(30...1800)
+        case "provision_device_name":
+            provisionDeviceName = try text({ $0.utf8.count <= 64 && $0.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7f } },
+                                           tr("it needs a name of at most 64 printable characters"))
+        case "provision_device_name_parameter":
+            provisionDeviceNameParameter = try text(Options.isExtraParameterName,
+                                                    tr("it needs a parameter name of letters, digits and _, not one OAuth already uses"))
+        case "provision_qr": provisionQR = try flag()
+        case "provision_reauthenticate": provisionReauthenticate = try flag()
+        case "provision_per_subject": provisionPerSubject = try integer(1...100)
+        case "provision_email_domain":
+            provisionEmailDomains = try list({ Options.isDomainName($0.lowercased()) }, tr("it needs domain names separated by commas"))
+                .map { $0.lowercased() }
+        case "provision_reserved":
+            provisionReserved = try list(AccountName.isValid, tr("it needs user names separated by commas"), limit: 4096)
         case "fixed":
             let names = try text({ $0.utf8.count <= 1024 }, tr("it needs option names separated by commas"))
                 .split(separator: ",", omittingEmptySubsequences: false).map(\.trimmingSpaces)

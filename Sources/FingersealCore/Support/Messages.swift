@@ -542,6 +542,14 @@ public enum Messages {
         case "identityUnknown": return tr("the identity provider did not say who signed in")
         case "brokerStopped": return tr("the broker stopped while making it")
         case "signInRefused": return tr("the identity provider refused the sign-in")
+        case "authTimeMissing": return tr("the identity provider did not say when the person signed in")
+        case "authNotFresh": return tr("the person did not sign in again after the code was shown")
+        case "subjectProvisioned": return tr("this identity already has an account made here")
+        case "reservedName": return tr("the name is kept for the system or for administrators")
+        case "reservedNamesUnknown": return tr("the names kept for administrators could not be read")
+        case "emailDomainMissing": return tr("no e-mail domain is set for new accounts")
+        case "emailUnverified": return tr("the e-mail address is not verified")
+        case "emailDomain": return tr("the e-mail address is in another domain")
         default: return reason
         }
     }

@@ -7,6 +7,33 @@ extension Messages {
         tr("There is no account %1$s on this computer yet. You can make it now by signing in with your organisation's account.", user)
     }
     public static var provisionWaiting: String { tr("Waiting for you to finish signing in on the other device.") }
+    public static func provisionThisComputer(_ name: String) -> String {
+        tr("This computer is called %1$s. Approve the sign-in only if you are at this computer and typed your user name here yourself.", name)
+    }
+    public static var provisionNoAuthTime: String {
+        tr("The identity provider did not say when you signed in, so this computer cannot tell that it was you, here, and nothing was made. Ask an administrator.")
+    }
+    public static var provisionNotFresh: String {
+        tr("The code was approved without a new sign-in at the identity provider after it was shown, so nothing was made. Sign out at the identity provider on your other device, then type your user name here again.")
+    }
+    public static func provisionReservedName(_ name: String) -> String {
+        tr("The name %1$s is kept for the system or for administrators on this computer, so no account of that name can be made. Ask an administrator.", name)
+    }
+    public static var provisionNamesUnchecked: String {
+        tr("New accounts cannot be made on this computer now because the names it keeps for administrators could not be read. Ask an administrator.")
+    }
+    public static var provisionEmailDomainMissing: String {
+        tr("New accounts cannot be named after e-mail addresses on this computer because no e-mail domain is set for them. Ask an administrator.")
+    }
+    public static func provisionEmailUnverified(_ who: String) -> String {
+        tr("The identity provider has not verified the e-mail address of %1$s, so it cannot name an account here, and nothing was made.", who)
+    }
+    public static func provisionEmailOtherDomain(_ who: String) -> String {
+        tr("The e-mail address of %1$s is not in a domain this computer makes accounts for, so nothing was made.", who)
+    }
+    public static func provisionHasAccount(_ who: String) -> String {
+        tr("%1$s already has an account made on this computer, so no other was made. Ask an administrator if you need another.", who)
+    }
     public static var provisionNotConfigured: String {
         tr("New accounts cannot be made on this computer now because its configuration is incomplete. Ask an administrator.")
     }

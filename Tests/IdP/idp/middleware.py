@@ -11,6 +11,7 @@ from . import state
 
 TOKEN_PATH = "/o/token/"
 REVOKE_PATH = "/o/revoke_token/"
+DEVICE_AUTHORIZATION_PATH = "/o/device-authorization/"
 OVERSIZED_BYTES = 5 * 1024 * 1024
 
 
@@ -62,6 +63,9 @@ class StricterProvider:
                                  no client_secret) -> 401 with an empty body;
     empty-errors=400|401|403     the token endpoint's error answers (4xx) for the chosen
                                  grant_type -> that status with an empty body.
+
+    It also keeps every device authorization request's parameters for
+    /test/device-authorizations (what a provider would see: max_age, prompt, a device name).
     """
 
     def __init__(self, get_response):
@@ -77,6 +81,11 @@ class StricterProvider:
                     {"error": "invalid_request", "error_description": "repeated parameter: " + ", ".join(repeated)}
                 )
                 return HttpResponse(body, status=400, content_type="application/json")
+        if request.path == DEVICE_AUTHORIZATION_PATH:
+            # What the client asked for (/test/device-authorizations); never a client secret.
+            state.record_device_authorization(
+                {name: values for name, values in _form(request).items() if name != "client_secret"}
+            )
         if request.path == REVOKE_PATH and state.switch("revocation") == "confidential-only":
             if not request.META.get("HTTP_AUTHORIZATION", "").lower().startswith("basic ") and not _form(request).get(
                 "client_secret"

@@ -30,6 +30,11 @@ SWITCHES = {
     # A user name: the ID token's and userinfo's preferred_username, email and name are that
     # user's, whoever signed in ("off": the signed-in user's).
     "claims-user": ("off", "USERNAME"),
+    # The ID token's auth_time: DOT's (the user's last login: fresh after /test/approve-device,
+    # which logs in), an hour before now (a session the phone already had), or none at all.
+    "auth-time": ("login", "old", "absent"),
+    # The identity claims' email_verified: true (every address here is), or false.
+    "email-verified": ("true", "false"),
 }
 GRANT_TYPES = ("any", "password", "refresh_token", "authorization_code",
                "urn:ietf:params:oauth:grant-type:device_code")
@@ -40,6 +45,8 @@ _switches["empty-errors-grant-type"] = "any"
 _mode = {"mode": "normal", "remaining": None, "seconds": 30.0}
 # token_family (str) -> {"reuse": n, "revoked_use": n}
 _family_events = {}
+# The device authorization requests' parameters, oldest first (/test/device-authorizations).
+_device_authorizations = []
 
 
 def set_mode(mode, count=None, seconds=30.0):
@@ -95,3 +102,13 @@ def record_revoked_use(token_family, superseded):
 def family_events(token_family):
     with _lock:
         return dict(_family_events.get(str(token_family), {"reuse": 0, "revoked_use": 0}))
+
+
+def record_device_authorization(parameters):
+    with _lock:
+        _device_authorizations.append(parameters)
+
+
+def device_authorizations():
+    with _lock:
+        return list(_device_authorizations)

@@ -21,4 +21,5 @@ urlpatterns = [
     path("test/mode", views.mode),
     path("test/login", views.login_and_go),
     path("test/switch", views.switch),
+    path("test/device-authorizations", views.device_authorizations),
 ]

@@ -6,13 +6,15 @@
 2. When a revoked refresh token is presented, record whether it was a reuse of a rotated
    token, so /test/refresh-family-alive can report "reuse_detected".
 3. The /test/switch behaviours that live in DOT's validator: exact redirect URIs
-   (exact-redirect-port), ES256 ID tokens (id-token-alg), and the identity claims
+   (exact-redirect-port), ES256 ID tokens (id-token-alg), the identity claims
    (preferred_username, email, email_verified, name, groups: always, whatever the scope;
-   another user's with claims-user).
+   another user's with claims-user; email_verified false with email-verified), and the ID
+   token's auth_time (auth-time).
 """
 
 import hashlib
 import json
+import time
 from functools import lru_cache
 
 from django.conf import settings
@@ -60,12 +62,21 @@ class TestIdPValidator(OAuth2Validator):
         return {
             "preferred_username": user.username,
             "email": user.email,
-            "email_verified": True,
+            "email_verified": state.switch("email-verified") == "true",
             "name": user.get_full_name() or user.username,
             # Not standard OIDC, but what providers send for membership (issue 22 §2's
             # provision_require=groups:NAME); /test/add-user puts users in groups.
             "groups": sorted(g.name for g in user.groups.all()),
         }
+
+    def get_id_token_dictionary(self, token, token_handler, request):
+        claims, expiration_time = super().get_id_token_dictionary(token, token_handler, request)
+        when = state.switch("auth-time")
+        if when == "absent":
+            del claims["auth_time"]
+        elif when == "old":
+            claims["auth_time"] = int(time.time()) - 3600
+        return claims, expiration_time
 
     def finalize_id_token(self, id_token, token, token_handler, request):
         if state.switch("id-token-alg") != "ES256":

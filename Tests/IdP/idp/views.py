@@ -218,15 +218,16 @@ def login_and_go(request):
 @csrf_exempt
 @require_POST
 def add_user(request):
-    """A new user (password "pw-USERNAME", email USERNAME@example.test), or one that exists,
-    put in the comma-separated groups (made when missing): the groups claim fingerseal's
-    provisioning rule reads."""
+    """A new user (password "pw-USERNAME", email USERNAME@example.test or the one given), or
+    one that exists, put in the comma-separated groups (made when missing): the groups claim
+    fingerseal's provisioning rule reads."""
     from django.contrib.auth.models import Group
 
     username = request.POST.get("username", "")
     if not username:
         return _error(400, "no_username", username)
-    user = _user(username) or get_user_model().objects.create_user(username, f"{username}@example.test", "pw-" + username)
+    email = request.POST.get("email") or f"{username}@example.test"
+    user = _user(username) or get_user_model().objects.create_user(username, email, "pw-" + username)
     for name in filter(None, request.POST.get("groups", "").split(",")):
         group, _ = Group.objects.get_or_create(name=name)
         user.groups.add(group)
@@ -292,6 +293,13 @@ def refresh_family_alive(request):
             "client_id": latest.application.client_id,
         }
     )
+
+
+@require_GET
+def device_authorizations(request):
+    """The device authorization requests' parameters so far, oldest first: each a map of
+    name -> list of values (the client secret left out)."""
+    return JsonResponse({"requests": state.device_authorizations()})
 
 
 # --- token endpoint misbehaviour -----------------------------------------------------------
