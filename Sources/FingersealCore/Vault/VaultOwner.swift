@@ -58,7 +58,7 @@ public enum VaultOwnership: Equatable, Sendable {
     /// Bound to this very account.
     case owned
     /// Made before vaults recorded their account, and nothing says it is another's: bound to
-    /// this account when it is next opened (a finger or the PIN: the account's own proof).
+    /// this account when the broker next opens it for the account (its keyslots' own proof).
     case unbound
     /// Another account's: set aside, never opened for this one.
     case otherAccount(OwnerMismatch)
@@ -198,7 +198,7 @@ extension Vault {
 
 extension UnlockedVault {
     /// Binds a vault made before vaults recorded their account to the account that just
-    /// opened it (a finger or the PIN: what only the vault's maker has).
+    /// opened it, after the check of whose it is found nothing saying it is another's.
     func bindIfUnbound() throws {
         try update { editor in
             guard editor.document.owner == nil else { return }
