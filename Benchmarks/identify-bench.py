@@ -190,14 +190,23 @@ class IdentifyBench:
                             what=f"identify on for {name(index)}")
 
     def gallery(self, broker, templates, size):
-        """Exactly `size` vaults: copies of the four fillers' in turn, then the target."""
-        target = str(FIRST_UID + self.target)
+        """Exactly `size` accounts take part: the target, the four fillers (made with the CLI),
+        and the rest, each with a vault of its own holding the prints of the fillers in turn
+        (`fingerseal-bench clone-gallery`: a copied vault directory is another account's and
+        would be set aside, issue 31)."""
+        fillers = [FIRST_UID + index for index in range(min(4, size - 1))]
+        keep = {str(FIRST_UID + self.target)} | {str(uid) for uid in fillers}
         for entry in os.listdir(broker.state):
-            if entry.isdigit() and entry != target:
+            if entry.isdigit() and entry not in keep:
                 shutil.rmtree(os.path.join(broker.state, entry))
-        for index in range(size - 1):
-            source = os.path.join(templates, str(FIRST_UID + index % 4))
-            shutil.copytree(source, os.path.join(broker.state, str(FIRST_UID + index)), symlinks=True)
+        for uid in fillers:
+            if not os.path.exists(os.path.join(broker.state, str(uid))):
+                shutil.copytree(os.path.join(templates, str(uid)), os.path.join(broker.state, str(uid)), symlinks=True)
+        targets = [f"{FIRST_UID + index}:{name(index)}:{FIRST_UID + index % 4}" for index in range(4, size - 1)]
+        if targets:
+            sources = [f"source={FIRST_UID + index}:{name(index)}" for index in range(4)]
+            subprocess.run([os.path.join(self.release, "fingerseal-bench"), "clone-gallery", broker.state, PIN] + sources + targets,
+                           check=True)
 
     def measure(self, broker, reader, services, service, user=None, restart=False, runs=None):
         """Scan -> PAM_SUCCESS for each run, in milliseconds: after one unmeasured run, or

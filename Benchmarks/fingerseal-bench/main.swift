@@ -43,6 +43,16 @@ func format(_ value: Double) -> String {
     return "\(scaled)"
 }
 
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "clone-gallery" {
+    do {
+        try Gallery.clone(Array(CommandLine.arguments.dropFirst(2)))
+        exit(0)
+    } catch {
+        print("fingerseal-bench clone-gallery: \(error)")
+        exit(1)
+    }
+}
+
 let rssAtStart = peakRSSKiB()
 do {
     var template = Array("/tmp/fingerseal-bench-XXXXXX".utf8CString)
