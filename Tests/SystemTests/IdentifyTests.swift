@@ -120,14 +120,15 @@ import Testing
                     return .none
                 case .promptEchoOn:
                     return typed.map { .text($0) } ?? .abort
-                case let .textInfo(text) where text.hasPrefix("Place your finger") || text.hasPrefix("Swipe your finger"):
-                    if let then { try? self.touch(then) }
-                    return .none
                 case .promptEchoOff:
                     if let pin { return .text(pin) }
-                    // A host without Ctrl-C: the finger is on the reader, then Enter, once the
-                    // broker has the match (Enter before it means the password instead).
-                    if let typed, then != nil { _ = ReaderBroker.waitUntil(10) { self.unlocks(typed) > unlocksBefore } }
+                    // A host without Ctrl-C: its question, asked once the reader is armed, is the
+                    // scan's one sentence. The finger on the reader, then Enter, once the broker
+                    // has the match (Enter before it means the password instead).
+                    if let typed, let then {
+                        try? self.touch(then)
+                        _ = ReaderBroker.waitUntil(10) { self.unlocks(typed) > unlocksBefore }
+                    }
                     return .text("")
                 default:
                     return .none
