@@ -176,10 +176,11 @@ enum FingerOrPIN {
                 session.note(.failure(action: "fingerprint scan", reason: error.outcome.rawValue))
             }
             // What the person must hear; a PAM host goes on quietly when there is no reader.
-            // The TPM's states are said everywhere: nothing else explains them.
+            // The TPM's states are said everywhere: nothing else explains them; so is a scan
+            // ended by sleep or a login at the seat, in the middle of a prompt.
             if [.noMatch, .triesExhausted, .lockedOut, .timedOut, .fingersChanged].contains(error.outcome) || error.cause != nil {
                 call.conversation.error(error.message)
-            } else if call.channel.explainsQuietFallbacks {
+            } else if call.channel.explainsQuietFallbacks || ReaderTurns.Interruption.ended(error) {
                 call.conversation.info(error.message)
             }
             return .fallback(error)
