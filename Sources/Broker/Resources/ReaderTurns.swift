@@ -59,6 +59,13 @@ final class ReaderTurns: @unchecked Sendable {
             }
         }
 
+        /// Whether `error` is what a turn taken away ends with (`ReaderTurns.preemption`):
+        /// nothing the person did, so every host is told why, a PAM host too, which otherwise
+        /// goes on to the next way in without a word.
+        static func ended(_ error: FingersealError) -> Bool {
+            [Interruption.neededElsewhere, .sleep].contains { $0.error == error }
+        }
+
         /// The failures a scan reports when it is stopped this way: a reader that suspends
         /// may also say it went away.
         var outcomes: [Outcome] {
