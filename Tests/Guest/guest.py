@@ -135,7 +135,8 @@ class Guest:
             # would connect once, at QEMU's start).
             netdev += f",guestfwd=tcp:{address}:{guest_port}-cmd:socat - TCP:127.0.0.1:{host_port}"
         argv = [
-            "qemu-system-x86_64", "-accel", "tcg,thread=multi,tb-size=512", "-cpu", "max", "-m", str(self.memory),
+            "qemu-system-x86_64", "-accel", "tcg,thread=multi,tb-size=512", "-cpu", os.environ.get("FINGERSEAL_GUEST_CPU", "max"),
+            "-m", str(self.memory),
             "-smp", "2", "-M", "pc", "-global", "PIIX4_PM.disable_s3=0", "-nodefaults", "-no-user-config",
             "-kernel", os.path.join(self.image_dir, "vmlinuz"), "-initrd", os.path.join(self.image_dir, "initrd.img"),
             "-append", "root=/dev/vda rw console=ttyS0 quiet systemd.show_status=false",
@@ -272,7 +273,8 @@ class Guest:
     KEYS = {" ": "spc", "\n": "ret", "-": "minus", ".": "dot", "/": "slash", "_": ("shift", "minus"), ":": ("shift", "semicolon"),
             "=": "equal", ",": "comma", ";": "semicolon", "'": "apostrophe", "\t": "tab", "|": ("shift", "backslash"),
             ">": ("shift", "dot"), "<": ("shift", "comma"), "&": ("shift", "7"), "$": ("shift", "4"), "\"": ("shift", "apostrophe"),
-            "(": ("shift", "9"), ")": ("shift", "0"), "*": ("shift", "8"), "?": ("shift", "slash")}
+            "(": ("shift", "9"), ")": ("shift", "0"), "*": ("shift", "8"), "?": ("shift", "slash"), "+": ("shift", "equal"),
+            "!": ("shift", "1"), "@": ("shift", "2"), "#": ("shift", "3"), "%": ("shift", "5"), "~": ("shift", "grave_accent")}
 
     def type_keys(self, text):
         """Types `text` on the guest's keyboard (QMP send-key, one key at a time)."""
