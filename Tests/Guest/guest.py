@@ -135,7 +135,7 @@ class Guest:
             # would connect once, at QEMU's start).
             netdev += f",guestfwd=tcp:{address}:{guest_port}-cmd:socat - TCP:127.0.0.1:{host_port}"
         argv = [
-            "qemu-system-x86_64", "-accel", "tcg,thread=multi,tb-size=512", "-cpu", os.environ.get("FINGERSEAL_GUEST_CPU", "max"),
+            "qemu-system-x86_64", "-accel", "tcg,thread=multi,tb-size=512", "-cpu", os.environ.get("FINGERSEAL_GUEST_CPU", Guest.CPU),
             "-m", str(self.memory),
             "-smp", "2", "-M", "pc", "-global", "PIIX4_PM.disable_s3=0", "-nodefaults", "-no-user-config",
             "-kernel", os.path.join(self.image_dir, "vmlinuz"), "-initrd", os.path.join(self.image_dir, "initrd.img"),
@@ -265,6 +265,38 @@ class Guest:
         """The display as a PNG (QMP screendump writes PPM; netpbm's pnmtopng converts it)."""
         ppm = png[:-4] + ".ppm"
         self.qmp("screendump", {"filename": ppm})
+        with open(png, "wb") as out:
+            subprocess.run(["pnmtopng", ppm], stdout=out, check=True, timeout=30)
+        os.unlink(ppm)
+        return png
+
+    # QEMU 7.2's TCG emulates AVX/AVX2 (new in 7.2) wrongly enough that llvmpipe's code (which
+    # draws GNOME Shell here) crashes or draws garbage; without them it draws as on hardware.
+    CPU = "max,avx=off,avx2=off,fma=off,f16c=off"
+    BRIGHT = bytes(range(201, 256))
+
+    def settled_screenshot(self, png, limit=180, bright=300):
+        """The display once it has something drawn and has stopped changing: two screendumps a
+        second apart that differ in at most one of 64 bands (a blinking caret, the clock), with
+        more than `bright` bright bytes on it (more than the pointer has). What the greeter and the session draw has no event of its
+        own; this waits for the picture itself. A PNG, as `screenshot`."""
+        ppm = png[:-4] + ".ppm"
+        deadline, previous = time.monotonic() + limit, None
+        while True:
+            self.qmp("screendump", {"filename": ppm})
+            with open(ppm, "rb") as dump:
+                pixels = dump.read().split(b"\n", 3)[3]
+            band = max(1, len(pixels) // 64)
+            # Text or a dialog on the screen: more bright bytes than a pointer has.
+            drawn = len(pixels) - len(pixels.translate(None, Guest.BRIGHT)) > bright
+            if drawn and previous is not None and len(previous) == len(pixels):
+                changed = sum(previous[i:i + band] != pixels[i:i + band] for i in range(0, len(pixels), band))
+                if changed <= 1:
+                    break
+            if time.monotonic() > deadline:
+                raise GuestError(f"the display did not settle within {limit} s ({png})")
+            previous = pixels
+            time.sleep(1)
         with open(png, "wb") as out:
             subprocess.run(["pnmtopng", ppm], stdout=out, check=True, timeout=30)
         os.unlink(ppm)
