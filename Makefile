@@ -1,6 +1,7 @@
 # fingerseal — build, test, benchmark, demo, install.
 #   make            release build
 #   make check      all tests, man page lint included (installs what they need first)
+#   make system-check  the system-test tier alone: the packages on a booted Debian 12 guest
 #   make bench      benchmarks, printed against baselines measured in the same run
 #   make demo       a walk through fingerseal on this machine, in a throwaway vault
 #   make fuzz       libFuzzer: the parsers, the PAM module's entry points, the broker's dispatcher
@@ -48,14 +49,15 @@ MODULE    := .build/embedded/pam_fingerseal.so
 # lld: GNU ld warns about a mktemp reference inside the toolchain's static Foundation.
 BUILD_RELEASE := $(SWIFT) build -c release --static-swift-stdlib -Xswiftc -use-ld=lld
 
-.PHONY: all deps build module locale check sanitize fuzz fuzz-long faults soak valgrind bench demo completions deb install uninstall clean
+.PHONY: all deps build module locale check system-check sanitize fuzz fuzz-long faults soak valgrind bench demo completions deb install uninstall clean
 
 all: build
 
 deps:
 	@scripts/install-deps
 
-# The products, not every target: TestSupport (the tests' fixtures) builds with the tests only.
+# The products: what is installed and benchmarked. Every other target builds in release too
+# (`swift build -c release`, which `make check` keeps true), but nothing here needs them.
 RELEASE_PRODUCTS := fingersealed fingerseal fingerseal-agent fingerseal-bench verify-latency
 build: deps locale module
 	for product in $(RELEASE_PRODUCTS); do $(BUILD_RELEASE) --product $$product || exit 1; done
@@ -80,17 +82,26 @@ check: deps module
 	$(SWIFT) build --product fingerseal
 	scripts/lint-man .build/debug/fingerseal .build/debug/fingerseal-agent
 	scripts/outside-login-session scripts/system-test-pam
-	$(BUILD_RELEASE) --product fingerseal
-	$(BUILD_RELEASE) --product fingersealed
-	$(BUILD_RELEASE) --product fingerseal-agent
+	# Every target in release, the products the package steps below use among them: as
+	# `swift build -c release` on a fresh clone builds them (the tests' fixtures in TestSupport
+	# included, which must not `@testable import` a module built without testing). Beyond the
+	# products this costs about 15 s.
+	$(BUILD_RELEASE)
 	# In a throwaway overlay of /: the tests above leave a fingerseal-rig group (BrokerTests),
 	# which the package's purge would delete on the real machine.
 	scripts/test-deb --overlay
+	# The system-test tier: those packages on a booted Debian 12 guest (QEMU, TCG), every flow
+	# a person meets (README, "The system-test tier").
+	scripts/system-check --deb "$$(ls build/deb/fingerseal_*_amd64.deb | head -n 1)"
 	# 15 s per target, three targets: under a minute with the harness already built.
 	FUZZ_SECONDS=$${FUZZ_SECONDS:-15} scripts/fuzz
 	# The broker, CLI and helpers built with ASan+UBSan, started by the ordinary test binary in
 	# a few broker suites, and the module under ASan in pamtester (scripts/sanitize --ci).
 	scripts/sanitize address --ci
+
+# The system-test tier alone: the packages built (scripts/build-deb), then the guest.
+system-check: deps
+	scripts/system-check
 
 # Every sanitized suite, the test binary sanitized too; both builds are full ones.
 sanitize: deps

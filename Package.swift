@@ -182,6 +182,8 @@ let package = Package(
         // The tests, by layer (swift-argument-parser's Unit / EndToEnd split); what they share
         // (the local IdP, test users, brokers, PAM and bus rigs) is in TestSupport. The
         // executables a layer runs are its dependencies, so that they are built first.
+        // TestSupport is an ordinary target, built by `swift build -c release` as well: it uses
+        // the public API of what it imports, never `@testable import` (refused in release).
         .target(
             name: "TestSupport",
             dependencies: ["FingersealCore", "FingersealWire", "IdentityClient", "CurlKit", "SodiumKit", "SystemKit"],

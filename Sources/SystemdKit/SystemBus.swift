@@ -65,12 +65,19 @@ public final class SystemBus: @unchecked Sendable {
 
     // MARK: logind
 
-    /// logind's Manager.LidClosed; nil when logind is not on the bus (it is never activated:
-    /// NameHasOwner first). Bounded (1 s each call).
-    public func lidClosed() -> Bool? {
+    /// logind's Manager.LidClosed; nil when logind is not on the bus. Bounded.
+    public func lidClosed() -> Bool? { logindFlag("LidClosed") }
+
+    /// logind's Manager.PreparingForSleep: true from before PrepareForSleep(true) until the
+    /// computer woke; nil when logind is not on the bus. Bounded.
+    public func preparingForSleep() -> Bool? { logindFlag("PreparingForSleep") }
+
+    /// A boolean property of logind's Manager; nil when logind is not on the bus (it is never
+    /// activated: NameHasOwner first). Bounded (1 s each call).
+    private func logindFlag(_ property: String) -> Bool? {
         guard (try? nameHasOwner("org.freedesktop.login1", timeout: 1)) == true else { return nil }
         let get = BusCall(destination: "org.freedesktop.login1", path: "/org/freedesktop/login1", interface: BusCall.properties,
-                          member: "Get", arguments: ["org.freedesktop.login1.Manager", "LidClosed"])
+                          member: "Get", arguments: ["org.freedesktop.login1.Manager", property])
         guard let reply = try? call(get, timeout: 1) else { return nil }
         return try? reply.readVariant("b") { (m) throws(BusError) in try m.readBool() }
     }

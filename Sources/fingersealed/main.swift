@@ -46,6 +46,12 @@ while let argument = arguments.first {
     case "--version":
         print("fingersealed \(Fingerseal.version)")
         exit(0)
+    case ReservedNameProbe.option:
+        // Provisioning's check of the policy files, run by the broker outside its sandbox
+        // (ProvisionNames.reserved): the verdict on one line, nothing else done.
+        guard let line = ReservedNameProbe.verdictLine(value()) else { fail("\(ReservedNameProbe.option) needs a user name.") }
+        print(line)
+        exit(0)
     case "--help":
         print("Usage: fingersealed [--socket PATH --state DIR] [--config FILE] [--idle-exit SECONDS] [--pam-dir DIR] [--boot-id-file FILE]")
         exit(0)

@@ -161,39 +161,63 @@ import Testing
     }
 
     /// The broker, not the host, decides whether Ctrl-C is named: from /proc, for the real
-    /// process that asks (root here, filling in the same PAM items each time). Only a host that
-    /// leads its terminal's foreground process group hears of it. In the foreground group
-    /// without leading it (pkexec's agent helper), in the background, or with no terminal, the
-    /// host is asked to press Enter once the finger is on the reader instead (the sentence
-    /// first, then the question), and Enter alone ends the scan at once, nothing counted.
-    @Test func ctrlCIsNamedOnlyToTheLeaderOfATerminalsForeground() throws {
+    /// process that asks (root here, filling in the same PAM items each time). A host in its
+    /// terminal's foreground process group hears of it, whether it leads the group (sudo at an
+    /// interactive shell) or not (a script's sudo: the kernel sends Ctrl-C to the whole group).
+    /// In the background, or with no terminal, the host is asked one question while the reader
+    /// waits, and nothing before it saying the same (one sentence per prompt); Enter alone ends
+    /// the scan at once, nothing counted.
+    @Test func ctrlCIsNamedToEveryHostInATerminalsForeground() throws {
         let home = try Self.enrolledHome()
         let sensor = try #require(home.sensor)
         let request = [home.broker.socketPath, "pam.authenticate", "pam.user=root", "pam.tty=/dev/pts/0", "option=timeout=30"]
-        let leader = try Child(Paths.buildDirectory + "/wire-client", request, terminal: .leader)
-        var prompt: String? = nil
-        while prompt == nil, let line = leader.readLine() {
-            if line.hasPrefix("info: ") || line.hasPrefix("ask: ") { prompt = line }
+        for placement: TerminalPlacement in [.leader, .follower] {
+            let host = try Child(Paths.buildDirectory + "/wire-client", request, terminal: placement)
+            var prompt: String? = nil
+            while prompt == nil, let line = host.readLine() {
+                if line.hasPrefix("info: ") || line.hasPrefix("ask: ") { prompt = line }
+            }
+            #expect(prompt == "info: Swipe your finger across the reader, or press Ctrl-C to use your password.", "\(placement)")
+            try VirtualSensor.send("SCAN finger-a", to: sensor)
+            let matched = host.finish(limit: 30)
+            #expect(matched.stdout.contains("result: success") && !matched.stdout.contains("ask: "), "\(placement): \(matched.all)")
         }
-        #expect(prompt == "info: Swipe your finger across the reader, or press Ctrl-C to use your password.")
-        try VirtualSensor.send("SCAN finger-a", to: sensor)
-        let matched = leader.finish(limit: 30)
-        #expect(matched.stdout.contains("result: success") && !matched.stdout.contains("ask: "), "\(matched.all)")
-
-        let sentence = "info: Swipe your finger across the reader, then press Enter. Enter alone goes on to the password."
         // Nothing to type but Enter: no PIN is taken (purpose other).
-        let question = "ask: secret other Touch the fingerprint reader and press Enter, or press Enter alone for your password: "
-        for placement: TerminalPlacement? in [.follower, .background, nil] {
+        let question = "ask: secret other Swipe your finger across the reader and press Enter, or press Enter alone for your password: "
+        for placement: TerminalPlacement? in [.background, nil] {
             let started = VirtualSensor.now()
             // No answer given: wire-client answers the question with Enter alone.
             let result = try Child.run(Paths.buildDirectory + "/wire-client", request, terminal: placement)
             let lines = result.stdout.split(separator: "\n").map(String.init)
-            #expect(Array(lines.prefix(2)) == [sentence, question], "\(String(describing: placement)): \(result.all)")
+            #expect(lines.first == question, "\(String(describing: placement)): \(result.all)")
             #expect(lines.last?.hasPrefix("result: cancelled") == true, "\(String(describing: placement)): \(result.all)")
             #expect(!result.all.contains("Ctrl-C"), "\(String(describing: placement)): \(result.all)")
             #expect(VirtualSensor.now() - started < 5, "Enter alone took \(VirtualSensor.now() - started) s")
         }
         #expect(try home.run(["status"]).stdout.contains("failed scans in a row: 0"))
+    }
+
+    /// polkit's agent helper is told apart by its program, as the kernel names it: a host
+    /// named polkit-agent-helper-1 in its terminal's foreground group (pkexec's text agent,
+    /// whose Ctrl-C would end pkexec) is asked the question, never told to press Ctrl-C. Here
+    /// a copy of wire-client under that name, in the group its parent leads, as pkexec's
+    /// helper is.
+    @Test func polkitsAgentHelperIsAskedTheQuestionInTheForeground() throws {
+        let home = try Self.enrolledHome()
+        // The helper sets no PAM_TTY; it runs in the person's login session, which the build
+        // machines have none of: the service is named as one a person answers.
+        writeFile(home.broker.config, Array("interactive_services=polkit-1\n".utf8), mode: 0o644)
+        let temp = try TempDirectory()
+        let helper = temp.file("polkit-agent-helper-1")
+        let copied = try Child.run("/bin/cp", [Paths.buildDirectory + "/wire-client", helper])
+        try #require(copied.status == 0, "\(copied.all)")
+        let request = [home.broker.socketPath, "pam.authenticate", "pam.user=root", "pam.service=polkit-1", "option=timeout=30"]
+        let result = try Child.run(helper, request, terminal: .follower)
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first == "ask: secret other Swipe your finger across the reader and press Enter, or press Enter alone for your password: ",
+                "\(result.all)")
+        #expect(lines.last?.hasPrefix("result: cancelled") == true, "\(result.all)")
+        #expect(!result.all.contains("Ctrl-C"), "\(result.all)")
     }
 
     @Test func nobodyToAnswerMeansNoScanAndNoPIN() throws {

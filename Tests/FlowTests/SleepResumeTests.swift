@@ -92,6 +92,46 @@ import SystemKit
         #expect(try rig.rig.lockout().fingerFailures == 0)
     }
 
+    /// A PAM host waiting for the finger when the computer goes to sleep (issue 32): sudo at a
+    /// console, whose way to the password is Ctrl-C, and a graphical host, which shows the
+    /// password beside the scan; each pamtester under pam_wrapper on a terminal it leads. The
+    /// scan ends with the one sentence that says why, then the stack goes on to the password
+    /// (pam_matrix), nothing counted; after waking the next scan matches at once.
+    @Test(.enabled(if: skip == nil && Pamtester.available)) func sleepDuringAPAMHostsScanSaysWhyBeforeThePassword() throws {
+        let rig = try Rig()
+        let services = rig.rig.files.file("pam.d")
+        #expect(mkdir(services, 0o755) == 0)
+        let service = "fingerseal-sleep-test"
+        let passdb = rig.rig.files.file("passdb")
+        writeFile(passdb, Array("root:secret:\(service)\n".utf8), mode: 0o644)
+        writeFile(services + "/" + service, Array("""
+            auth [success=done default=ignore] \(Paths.module) socket=\(rig.rig.broker.socketPath) timeout=30
+            auth required \(Pamtester.matrix) passdb=\(passdb)
+
+            """.utf8), mode: 0o644)
+        // A display's host names it as its PAM_TTY (pamtester sets no PAM_XDISPLAY).
+        for (host, tty, prompt) in [("a console", "/dev/pts/0", "Swipe your finger across the reader, or press Ctrl-C to use your password."),
+                                    ("a display", ":0", "Swipe your finger across the reader, or use your password.")] {
+            // stdbuf: the conversation's sentences reach the test as they are shown.
+            let pamtester = try Child("/usr/bin/stdbuf", ["-oL", "/usr/bin/pamtester", "-I", "tty=\(tty)", service, "root", "authenticate"],
+                                      environment: Pamtester.environment(services), stdin: Array("secret\n".utf8),
+                                      terminal: .leader)
+            // The computer sleeps once the reader waits for the finger.
+            #expect(pamtester.waitForLine(containing: "Swipe your finger"), "\(host)")
+            try rig.bus.prepareForSleep(true)
+            let result = pamtester.finish(limit: 20)
+            #expect(result.status == 0, "\(host): \(result.all)")
+            #expect(result.stdout.contains(prompt), "\(host): \(result.all)")
+            #expect(result.stdout.components(separatedBy: Messages.scanStoppedForSleep).count == 2,
+                    "\(host): said once: \(result.all)")
+            #expect(result.stderr.contains("Password: ") && result.all.contains("successfully authenticated"), "\(host): \(result.all)")
+            #expect(rig.readerClosed(), "\(host): the reader stayed open for the sleep")
+            #expect(try rig.rig.lockout().fingerFailures == 0, "\(host)")
+            try rig.bus.prepareForSleep(false)
+        }
+        try rig.verifiesAtOnce()
+    }
+
     /// An idle reader the broker keeps open is closed before sleep, and opened afresh by the
     /// first request after waking.
     @Test(.enabled(if: skip == nil)) func sleepWhileIdleClosesTheHeldReader() throws {

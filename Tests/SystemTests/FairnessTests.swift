@@ -335,6 +335,33 @@ import SystemKit
         #expect(try setup.rig.lockout(for: Self.bob).fingerFailures == 0, "the stopped scan counted nothing")
     }
 
+    /// (6, said) A setuid host's scan for another account (bob's su to alice: a request in the
+    /// background) that gives the reader up to alice's login at the seat says why, as the
+    /// command line does (issue 32): a PAM host used to go on to its password without a word.
+    /// Here a setuid copy of wire-client run by bob, on a terminal it leads (the scan alone,
+    /// Ctrl-C its way out), so each message shows as it comes. Nothing is counted.
+    @Test func aHostWhoseScanGivesWayToALoginIsToldWhy() throws {
+        let setup = try ReaderRig()
+        let copies = try TempDirectory()
+        #expect(chmod(copies.path, 0o755) == 0)
+        let setuid = copies.file("wire-client")
+        writeFile(setuid, try #require(readFile(Paths.buildDirectory + "/wire-client")), mode: 0o755)
+        #expect(chown(setuid, 0, 0) == 0 && chmod(setuid, 0o4755) == 0)
+        let bob = try #require(getpwnam(Self.bob)?.pointee)
+        let host = try Child("/usr/bin/setpriv", ["--reuid=\(bob.pw_uid)", "--regid=\(bob.pw_gid)", "--init-groups", "--", setuid,
+                                                  setup.rig.broker.socketPath, "--wait", "60", "pam.authenticate",
+                                                  "pam.user=\(Self.alice)", "pam.tty=/dev/pts/0", "option=timeout=30"],
+                             terminal: .leader)
+        defer { host.signal(SIGKILL) }
+        #expect(host.nextLine { $0.contains("your finger") } != nil, "bob's host never scanned")
+        let login = try setup.aliceLogsIn()
+        #expect(login.status == PAM_SUCCESS, "\(login)")
+        let ended = host.finish(limit: 10)
+        #expect(ended.stdout.contains("info: " + Messages.readerNeededElsewhere), "\(ended.all)")
+        #expect(ended.stdout.contains("result: unavailable"), "\(ended.all)")
+        #expect(try setup.rig.lockout(for: Self.alice).fingerFailures == 0, "the stopped scan counted nothing")
+    }
+
     // MARK: failures of others (8, 10)
 
     /// (8) User M's wrong scans through a setuid host for user B lock M out of B's finger, not

@@ -1,4 +1,5 @@
 import CPAM
+import FoundationEssentials
 import Glibc
 import PAMKit
 import Testing
@@ -220,7 +221,7 @@ import SystemKit
     @Test func promptCombinedAsksOnePromptThatMentionsTheFinger() throws {
         let rig = try ModuleFingerprintTests.Rig(moduleOptions: "pin prompt=combined", alone: true)
         let pin = try PAMClient(service: ModuleFingerprintTests.service, user: rig.user, configDirectory: rig.services) { message in
-            if case .promptEchoOff(Messages.fingerOrPINPrompt) = message { return ModuleFingerprintTests.pin }
+            if case .promptEchoOff(Messages.fingerOrPINPrompt(swipe: true)) = message { return ModuleFingerprintTests.pin }
             return nil
         }
         #expect(pin.setItem(.tty, "/dev/pts/0") == PAM_SUCCESS)
@@ -228,7 +229,7 @@ import SystemKit
         // The finger, while the prompt is up; then Enter alone.
         let sensor = rig.socket
         let finger = try PAMClient(service: ModuleFingerprintTests.service, user: rig.user, configDirectory: rig.services) { message in
-            guard case .promptEchoOff(Messages.fingerOrPINPrompt) = message else { return nil }
+            guard case .promptEchoOff(Messages.fingerOrPINPrompt(swipe: true)) = message else { return nil }
             _ = try? VirtualSensor.send("SCAN finger-a", to: sensor)
             var pause = timespec(tv_sec: 1, tv_nsec: 0)
             nanosleep(&pause, nil)
@@ -237,6 +238,78 @@ import SystemKit
         #expect(finger.setItem(.tty, "/dev/pts/0") == PAM_SUCCESS)
         #expect(finger.authenticate() == PAM_SUCCESS)
         #expect(try rig.rig.lockout().pinFailures == 0)
+    }
+
+    // MARK: the terminal's foreground group (issue 32)
+
+    /// What pty_session.py prints.
+    struct TerminalSession: Decodable {
+        let ok: Bool
+        let transcript: String
+        let status: Int32
+        let echo: Bool
+    }
+
+    /// `host` (pamtester, or a copy of it) run by a bash script on a terminal of its own, as a
+    /// script runs sudo: bash leads the terminal's foreground process group, and the host is
+    /// in that group without leading it. `steps` as pty_session.py plays them; the script
+    /// says "script went on" with the host's status once the host is done.
+    static func fromAScript(_ rig: ModuleFingerprintTests.Rig, host: String, _ steps: [[String]]) throws -> TerminalSession {
+        let script = Paths.packageRoot + "/Tests/TestSupport/pty_session.py"
+        let stepsJSON = String(decoding: try JSONEncoder().encode(steps), as: UTF8.self)
+        var environment = rig.environment
+        environment["TERM"] = "dumb"
+        let result = try Child.run("/usr/bin/python3", [
+            script, stepsJSON, "--", "/bin/bash", "-c", #""$@"; echo "script went on: $?""#, "bash",
+            host, "-I", "tty=/dev/pts/0", ModuleFingerprintTests.service, rig.user, "authenticate",
+        ], environment: environment)
+        #expect(result.status == 0, "\(result.all)")
+        return try JSONDecoder().decode(TerminalSession.self, from: Data(result.stdout.utf8))
+    }
+
+    /// sudo called from a script (issue 32): Ctrl-C typed on the terminal reaches every process
+    /// of its foreground group, the host included, which need not lead it. The host is told
+    /// so in one sentence, with no question after it; Ctrl-C goes on to the password at once,
+    /// nothing counted, and the script goes on after its sudo. (bash waits for its command
+    /// after a Ctrl-C; dash, Debian's sh, ends at once, and its script with it.)
+    @Test(.enabled(if: ModuleFingerprintTests.available)) func aScriptsSudoIsOfferedCtrlC() throws {
+        let rig = try ModuleFingerprintTests.Rig(moduleOptions: "timeout=30")
+        let prompt = "Swipe your finger across the reader, or press Ctrl-C to use your password."
+        let started = VirtualSensor.now()
+        let session = try Self.fromAScript(rig, host: "/usr/bin/pamtester", [
+            [prompt, "@interrupt pamtester"], ["Password: ", "@noecho secret\n"], ["script went on: ", ""],
+        ])
+        #expect(session.ok, "\(session.transcript)")
+        #expect(VirtualSensor.now() - started < 20, "Ctrl-C took until the scan's timeout")
+        #expect(session.transcript.components(separatedBy: "Swipe your finger").count == 2, "one sentence: \(session.transcript)")
+        #expect(!session.transcript.contains("press Enter"), "\(session.transcript)")
+        #expect(session.transcript.contains("successfully authenticated"), "\(session.transcript)")
+        #expect(session.transcript.contains("script went on: 0"), "\(session.transcript)")
+        #expect(session.echo)
+        #expect(try rig.status().contains("failed scans in a row: 0"))
+    }
+
+    /// polkit's agent helper is in its agent's foreground group too (pkexec's text agent),
+    /// where Ctrl-C would end the agent: it is told apart by its program, as the kernel names
+    /// it, and asked one question while the reader waits, the only sentence of its prompt.
+    /// Enter alone goes on to the password. Here a copy of pamtester named
+    /// polkit-agent-helper-1, run by a script that leads the group as pkexec does.
+    @Test(.enabled(if: ModuleFingerprintTests.available)) func polkitsAgentHelperInTheForegroundIsAskedTheQuestion() throws {
+        let rig = try ModuleFingerprintTests.Rig(moduleOptions: "timeout=30")
+        let helper = rig.temp.file("polkit-agent-helper-1")
+        let copied = try Child.run("/bin/cp", ["/usr/bin/pamtester", helper])
+        try #require(copied.status == 0, "\(copied.all)")
+        let question = Messages.fingerThenEnterPrompt(swipe: true)
+        let started = VirtualSensor.now()
+        let session = try Self.fromAScript(rig, host: helper, [
+            [question, "@noecho \n"], ["Password: ", "@noecho secret\n"], ["script went on: ", ""],
+        ])
+        #expect(session.ok, "\(session.transcript)")
+        #expect(VirtualSensor.now() - started < 20, "Enter alone took until the scan's timeout")
+        #expect(session.transcript.components(separatedBy: "Swipe your finger").count == 2, "one sentence: \(session.transcript)")
+        #expect(!session.transcript.contains("Ctrl-C"), "\(session.transcript)")
+        #expect(session.transcript.contains("successfully authenticated"), "\(session.transcript)")
+        #expect(try rig.status().contains("failed scans in a row: 0"))
     }
 
     /// A graphical host that ends the conversation halfway (gdm when the person turns to the

@@ -128,13 +128,10 @@ import Testing
         for message in transcript.messages {
             #expect(!message.text.contains("Ctrl-C"), "\(message)")
         }
-        let sentence = Messages.placeFinger(swipe: true, cancelHint: .fingerThenEnterForPAM)
-        let sentenceAt = transcript.messages.firstIndex { $0.type == "info" && $0.text == sentence }
         let questions = transcript.questions
-        #expect(questions.map(\.text) == [Messages.fingerThenEnterPrompt, "Password: "], "\(transcript)")
-        // The reader's sentence comes before its question.
-        let questionAt = transcript.messages.firstIndex { $0.text == Messages.fingerThenEnterPrompt }
-        #expect(sentenceAt != nil && questionAt != nil && sentenceAt! < questionAt!, "\(transcript)")
+        #expect(questions.map(\.text) == [Messages.fingerThenEnterPrompt(swipe: true), "Password: "], "\(transcript)")
+        // One sentence per prompt: the question names the reader's way, and no sentence says it again.
+        #expect(!transcript.messages.contains { $0.type == "info" && $0.text.contains("your finger") }, "\(transcript)")
         let entered = try #require(transcript.messages.first { $0.type == "answered" && $0.text.isEmpty })
         let password = try #require(questions.last)
         #expect(password.at - entered.at < 3, "Enter alone took \(password.at - entered.at) s to reach the password")
@@ -155,7 +152,7 @@ import Testing
             ["answer", ""],
         ])
         #expect(transcript.ok && transcript.result == "success", "\(transcript)")
-        #expect(transcript.questions.map(\.text) == [Messages.fingerThenEnterPrompt], "\(transcript)")
+        #expect(transcript.questions.map(\.text) == [Messages.fingerThenEnterPrompt(swipe: true)], "\(transcript)")
         let trail = try host.trail()
         #expect(trail.contains("\"method\":\"finger\""), "\(trail)")
         try host.expectNothingCounted()
@@ -187,7 +184,7 @@ import Testing
         // The default address, in this namespace only: pkexec is setuid and ignores DBUS_SYSTEM_BUS_ADDRESS.
         let bus = try PrivateSystemBus.config(socket: "/run/dbus/system_bus_socket", services: work.file("no-services"))
         writeFile(work.file("bus.conf"), Array(bus.utf8), mode: 0o644)
-        let question = Messages.fingerThenEnterPrompt
+        let question = Messages.fingerThenEnterPrompt(swipe: true)
         // Typed once the agent reads without echo: it flushes what was typed before.
         let steps = [[question, "@noecho \n"], ["Password: ", "@noecho secret\n"], ["No session for cookie", ""]]
         let script = """
@@ -210,6 +207,8 @@ import Testing
         ])
         #expect(run.stdout.contains("\"ok\": true"), "\(run.all)")
         #expect(run.stdout.contains(question), "\(run.all)")
+        // The only sentence that names the reader: no line before the question says it again.
+        #expect(run.stdout.components(separatedBy: "Swipe your finger").count == 2, "\(run.all)")
         #expect(!run.stdout.contains("Ctrl-C"), "\(run.all)")
         try host.expectNothingCounted()
         #expect(try host.trail().contains("\"fallback\""))

@@ -46,12 +46,16 @@ import Testing
         /// (`fingers`). `members`: each account's vault, finger and opt-in, made by root with
         /// the CLI (`--user`).
         /// `config`: the broker's fingerseal.conf; `wrap`: its command line changed (`--idle-exit`).
+        /// `environment`: more of the broker's environment (a private system bus).
         init(members: [String] = IdentifyTests.members, options: String = "max_tries=1", images: Bool = false,
-             fingers: [String: String] = [:], config: String = "", wrap: (([String]) -> (String, [String]))? = nil) throws {
+             fingers: [String: String] = [:], config: String = "", environment: [String: String] = [:],
+             wrap: (([String]) -> (String, [String]))? = nil) throws {
             try IdentifyTests.ensureAccounts(members)
             self.images = images
-            rig = images ? try ReaderBroker(driver: "virtual_image", variable: "FP_VIRTUAL_IMAGE", config: config, wrap: wrap)
-                : try ReaderBroker(driver: "virtual_device_storage", variable: "FP_VIRTUAL_DEVICE_STORAGE", config: config, wrap: wrap)
+            rig = images ? try ReaderBroker(driver: "virtual_image", variable: "FP_VIRTUAL_IMAGE", config: config,
+                                            extraEnvironment: environment, wrap: wrap)
+                : try ReaderBroker(driver: "virtual_device_storage", variable: "FP_VIRTUAL_DEVICE_STORAGE", config: config,
+                                   extraEnvironment: environment, wrap: wrap)
             #expect(mkdir(services, 0o755) == 0)
             for name in members + [IdentifyTests.outsider] {
                 try prepare(name, finger: fingers[name] ?? "id-" + name)
@@ -120,14 +124,15 @@ import Testing
                     return .none
                 case .promptEchoOn:
                     return typed.map { .text($0) } ?? .abort
-                case let .textInfo(text) where text.hasPrefix("Place your finger") || text.hasPrefix("Swipe your finger"):
-                    if let then { try? self.touch(then) }
-                    return .none
                 case .promptEchoOff:
                     if let pin { return .text(pin) }
-                    // A host without Ctrl-C: the finger is on the reader, then Enter, once the
-                    // broker has the match (Enter before it means the password instead).
-                    if let typed, then != nil { _ = ReaderBroker.waitUntil(10) { self.unlocks(typed) > unlocksBefore } }
+                    // A host without Ctrl-C: its question, asked once the reader is armed, is the
+                    // scan's one sentence. The finger on the reader, then Enter, once the broker
+                    // has the match (Enter before it means the password instead).
+                    if let typed, let then {
+                        try? self.touch(then)
+                        _ = ReaderBroker.waitUntil(10) { self.unlocks(typed) > unlocksBefore }
+                    }
                     return .text("")
                 default:
                     return .none
@@ -220,6 +225,39 @@ import Testing
         #expect(login.shown.contains { if case .promptEchoOn = $0 { return true } else { return false } }, "\(login.shown)")
         #expect(login.status == PAM_SUCCESS, "\(login.shown)")
         #expect(login.user == name)
+    }
+
+    /// The computer goes to sleep while the identify prompt waits for a touch (issue 32):
+    /// the host is told why the scan stopped, then asked for the user name. logind is
+    /// python3-dbusmock's template on a private system bus, sending PrepareForSleep.
+    @Test(.enabled(if: PrivateSystemBus.available)) func sleepAtTheIdentifyPromptSaysWhy() throws {
+        let bus = try PrivateSystemBus(fprintd: false)
+        defer { bus.stop() }
+        try bus.startLogindMock(lidClosed: false)
+        let rig = try Rig(environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
+        var shown: [PAMClient.Message] = []
+        let client = try PAMClient.start(service: IdentifyTests.service, user: nil, configDirectory: rig.services) { message in
+            shown.append(message)
+            switch message {
+            case let .textInfo(text) where text.contains(IdentifyTests.signInWords):
+                // The reader waits for a touch: the computer sleeps now.
+                do { try bus.prepareForSleep(true) } catch { Issue.record("\(error)") }
+                return .none
+            case .promptEchoOn:
+                // The user name: the test ends here.
+                return .abort
+            default:
+                return .none
+            }
+        }
+        #expect(client.setItem(.tty, "/dev/pts/0") == PAM_SUCCESS)
+        #expect(client.authenticate() != PAM_SUCCESS)
+        let said = shown.firstIndex(of: .textInfo(Messages.scanStoppedForSleep))
+        let asked = shown.firstIndex { if case .promptEchoOn = $0 { return true } else { return false } }
+        #expect(said != nil && asked != nil && said! < asked!, "\(shown)")
+        for member in IdentifyTests.members {
+            #expect(try rig.rig.store(for: member).lockoutCounters().fingerFailures == 0)
+        }
     }
 
     /// The same finger enrolled for two accounts (virtual_image, identify on the host): nobody

@@ -286,12 +286,12 @@ final class Child {
 }
 
 /// Where a program sits on a terminal of its own, as the kernel sees it (on_terminal.py). The
-/// broker tells a PAM host to press Ctrl-C only where the kernel says it leads the terminal's
-/// foreground process group.
+/// broker tells a PAM host to press Ctrl-C only where the kernel says it is in the terminal's
+/// foreground process group, which Ctrl-C reaches (and not polkit's agent helper there).
 enum TerminalPlacement: String {
     /// Leads the foreground process group (sudo, su or login at a terminal); the same pid.
     case leader
-    /// In the foreground group its parent leads (pkexec's agent helper).
+    /// In the foreground group its parent leads (a script's sudo, pkexec's agent helper).
     case follower
     /// In a process group of its own in the background (a shell's `&` job).
     case background

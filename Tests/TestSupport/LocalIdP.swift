@@ -1,8 +1,8 @@
 import CurlKit
 import FoundationEssentials
 import Glibc
-@testable import FingersealCore
-@testable import IdentityClient
+import FingersealCore
+import IdentityClient
 import SodiumKit
 
 /// The local test IdP (django-oauth-toolkit on 127.0.0.1, a fresh database per instance).

@@ -98,9 +98,13 @@ final class PrivateSystemBus {
     }
 
     /// logind's PrepareForSleep from the logind mock: `sleeping` before sleep, false after
-    /// waking (the mock's EmitSignal; the template itself never suspends anything).
+    /// waking (the mock's EmitSignal; the template itself never suspends anything). As logind
+    /// does, Manager.PreparingForSleep says the same before the signal goes out.
     func prepareForSleep(_ sleeping: Bool) throws {
         guard logind != nil else { throw TestFailure("the logind mock is not running") }
+        try gdbus(["call", "--system", "--dest", "org.freedesktop.login1", "--object-path", "/org/freedesktop/login1",
+                   "--method", "org.freedesktop.DBus.Properties.Set", "org.freedesktop.login1.Manager", "PreparingForSleep",
+                   sleeping ? "<true>" : "<false>"])
         try gdbus(["call", "--system", "--dest", "org.freedesktop.login1", "--object-path", "/org/freedesktop/login1",
                    "--method", "org.freedesktop.DBus.Mock.EmitSignal", "org.freedesktop.login1.Manager", "PrepareForSleep",
                    "b", sleeping ? "[<true>]" : "[<false>]"])

@@ -2,7 +2,7 @@ import Glibc
 #if canImport(Testing)
 import Testing
 #endif
-@testable import FingersealCore
+import FingersealCore
 import SodiumKit
 import SystemKit
 

@@ -6,7 +6,8 @@ usage: on_terminal.py PLACEMENT -- COMMAND...
   leader      the command leads the terminal's foreground process group (sudo, su or login
               started at a terminal), in this very process: its pid is the one the test
               started, so the test can signal it
-  follower    in the foreground group, which its parent leads (pkexec's agent helper)
+  follower    in the foreground group, which its parent leads (a script's sudo, pkexec's
+              agent helper)
   background  in a process group of its own, not the foreground one (a shell's `&` job)
 Exits with the command's status. The terminal's master side stays open in the command (and
 for `follower` and `background` in the waiting parent too), so the terminal lives exactly

@@ -6,11 +6,14 @@ then type `send`. A `send` of "@noecho TEXT" types TEXT once the terminal no lon
 secret prompt is really reading). A `send` of "@sensor COMMAND" goes to the virtual_device socket named in
 PTY_SENSOR (the broker's reader, whose socket the command itself never needs to know; for
 older callers, FP_VIRTUAL_DEVICE) instead of the terminal (a finger on the reader while a
-prompt waits). PTY_SENSOR is not passed on to the command. Prints a JSON object: the whole
+prompt waits). A `send` of "@interrupt NAME" types the terminal's interrupt character (Ctrl-C,
+which the kernel turns into SIGINT for every process of the terminal's foreground group) once
+a process named NAME in that group has SIGINT blocked (a PAM module waiting for its broker
+watches Ctrl-C exactly then). PTY_SENSOR is not passed on to the command. Prints a JSON object: the whole
 transcript, the exit status, and whether the terminal still echoes afterwards (it must: a
 cancelled prompt restores the terminal).
 """
-import json, os, pty, select, socket, sys, termios, time
+import json, os, pty, select, signal, socket, sys, termios, time
 
 steps = json.loads(sys.argv[1])
 command = sys.argv[sys.argv.index("--") + 1:]
@@ -38,6 +41,25 @@ def read_until(needle, deadline):
             transcript += chunk
     return True
 
+def blocks_interrupt(name, group):
+    """A process named `name` in process group `group` has SIGINT blocked."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+            with open(f"/proc/{entry}/status") as f:
+                status = f.read()
+        except OSError:
+            continue
+        comm = stat[stat.index(b"(") + 1:stat.rindex(b")")].decode(errors="replace")
+        pgrp = int(stat[stat.rindex(b")") + 2:].split()[2])
+        blocked = next((int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigBlk:")), 0)
+        if comm == name and pgrp == group and blocked & (1 << (signal.SIGINT - 1)):
+            return True
+    return False
+
 ok = True
 for expect, send in steps:
     # Generous: a host under a loaded machine (polkitd, pam_unix's delay) may be slow to ask.
@@ -51,7 +73,18 @@ for expect, send in steps:
         deadline = time.monotonic() + 30
         while termios.tcgetattr(fd)[3] & termios.ECHO and time.monotonic() < deadline:
             time.sleep(0.01)
-    if send.startswith("@sensor "):
+    if send.startswith("@interrupt "):
+        name = send[len("@interrupt "):]
+        deadline = time.monotonic() + 30
+        while not blocks_interrupt(name, os.tcgetpgrp(fd)):
+            if time.monotonic() > deadline:
+                ok = False
+                break
+            time.sleep(0.01)
+        if not ok:
+            break
+        os.write(fd, termios.tcgetattr(fd)[6][termios.VINTR])
+    elif send.startswith("@sensor "):
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sensor:
             sensor.settimeout(10)
             sensor.connect(sensor_path)

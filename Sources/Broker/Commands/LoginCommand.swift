@@ -64,7 +64,7 @@ enum LoginCommand {
         AuditTrail(store: store).record(.signIn(issuer: signedInTo, flow: flow), vault: vault)
         call.conversation.output(Messages.signedIn(signedInTo))
         if let identity { call.conversation.output(Messages.signedInAs(identity.display)) }
-        if try vault.enrolledFingers().isEmpty { call.conversation.info(Messages.offerEnroll) }
+        if try call.state.reader.enrolledFingers(call, vault: vault).isEmpty { call.conversation.info(Messages.offerEnroll) }
         return Reply(.success)
     }
 

@@ -10,7 +10,7 @@ extension Provisioning {
     /// Why `name` may not be made, or nil: reserved (said, with what reserves it logged), or
     /// unknown because a policy file could not be read (nothing is made while it cannot).
     func reservedRefusal(_ name: String) -> Refusal? {
-        switch ReservedNames.check(name, extra: options.provisionReserved) {
+        switch Provisioning.reserved(name, extra: options.provisionReserved) {
         case .free:
             return nil
         case let .reserved(source):
@@ -20,6 +20,30 @@ extension Provisioning {
             return refusal(.badConfiguration, Messages.provisionNamesUnchecked, "reservedNamesUnknown",
                            detail: "the reserved names cannot be read: \(path): \(why)")
         }
+    }
+
+    /// Whether `name` is reserved. The policy files are read where they can be: polkit keeps
+    /// its rule directories polkitd's alone (0700), which the broker's sandbox, root without
+    /// CAP_DAC_READ_SEARCH, cannot open. Under systemd they are read by the broker's own
+    /// program in a transient unit of its own whose one capability is that one (the way
+    /// useradd runs: `SystemAccounts`); elsewhere (containers, tests: root unconfined) here.
+    static func reserved(_ name: String, extra: [String]) -> ReservedNames.Verdict {
+        if ReservedNames.builtIn.contains(name) { return .reserved(by: "built-in") }
+        if extra.contains(name) { return .reserved(by: "provision_reserved") }
+        guard SystemAccounts.underSystemd else { return ReservedNames.check(name, extra: []) }
+        guard let program = SystemAccounts.ownProgram else { return .unknown(path: "/proc/self/exe", why: "unreadable") }
+        var output: [UInt8]? = []
+        let status: Int32
+        do {
+            status = try SystemAccounts.run([program, ReservedNames.checkOption, name], properties: SystemAccounts.policyReaderProperties,
+                                            capturing: &output)
+        } catch {
+            return .unknown(path: program, why: "\(error)")
+        }
+        guard status == 0, let verdict = ReservedNames.Verdict(line: String(decoding: output ?? [], as: UTF8.self)) else {
+            return .unknown(path: program, why: "exit status \(status)")
+        }
+        return verdict
     }
 
     enum EmailVerdict: Equatable {
@@ -46,5 +70,16 @@ extension Provisioning {
     static func groups(_ options: Options, site: Options) -> (groups: [String], touchGroup: String?) {
         let touch = options.identify && site.identifyGroup == options.identifyGroup ? site.identifyGroup : nil
         return (site.provisionGroups + (touch.map { [$0] } ?? []).filter { !site.provisionGroups.contains($0) }, touch)
+    }
+}
+
+/// `fingersealed --reserved-name NAME`: what the policy files say of one name, as one line
+/// (`ReservedNames.Verdict.line`), for the broker that runs it outside its sandbox.
+public enum ReservedNameProbe {
+    public static let option = ReservedNames.checkOption
+
+    /// Nil for a string that is no user name.
+    public static func verdictLine(_ name: String) -> String? {
+        AccountName.isValid(name) ? ReservedNames.check(name, extra: []).line : nil
     }
 }

@@ -267,7 +267,7 @@ struct Provisioning {
                 throw ReaderCommands.clientCancel(call, error, turn)
             }
         }
-        guard try !vault.enrolledFingers().isEmpty else {
+        guard try !state.reader.enrolledFingers(call, vault: vault).isEmpty else {
             throw FingersealError(.notEnrolled, Messages.provisionFailed(Messages.noFingerEnrolled))
         }
 

@@ -89,23 +89,56 @@ enum SystemAccounts {
     /// must not be loosened for everything else it does. Elsewhere (containers, the tests:
     /// systemd not running) they run directly, as the broker's children.
     static let systemdRun = "/usr/bin/systemd-run"
+
+    /// The broker's own program, for work it runs outside its sandbox.
+    static var ownProgram: String? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        return count > 0 ? String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil
+    }
+
+    /// The unit that reads the policy files for the reserved names: root that can read any
+    /// file and change nothing (no other capability, nothing writable, no new privileges).
+    static let policyReaderProperties = ["CapabilityBoundingSet=CAP_DAC_READ_SEARCH", "NoNewPrivileges=yes", "ProtectSystem=strict",
+                                         "ProtectHome=yes", "PrivateTmp=yes", "PrivateDevices=yes", "RestrictAddressFamilies=AF_UNIX"]
     static var underSystemd: Bool { access("/run/systemd/system", F_OK) == 0 && access(systemdRun, X_OK) == 0 }
 
-    /// How `arguments` (the program first) is started: directly, or through systemd-run.
-    static func command(_ arguments: [String], underSystemd: Bool) -> [String] {
+    /// How `arguments` (the program first) is started: directly, or through systemd-run
+    /// (`properties`: the transient unit's own, as `--property=` takes them; `output`: its
+    /// standard output comes back through --pipe).
+    static func command(_ arguments: [String], underSystemd: Bool, properties: [String] = [], output: Bool = false) -> [String] {
         guard underSystemd else { return arguments }
-        return [systemdRun, "--wait", "--quiet", "--collect", "--service-type=exec",
-                "--property=RuntimeMaxSec=\(Int(limit))", "--description=fingerseal: \(arguments[0])", "--"] + arguments
+        return [systemdRun, "--wait", "--quiet", "--collect", "--service-type=exec"] + (output ? ["--pipe"] : [])
+            + (["RuntimeMaxSec=\(Int(limit))"] + properties).map { "--property=" + $0 }
+            + ["--description=fingerseal: \(arguments[0])", "--"] + arguments
     }
 
     /// Runs `arguments` (the program first) and returns its exit status (systemd-run --wait
     /// returns its unit's); a program still running after `limit` is killed (status -1).
     static func run(_ arguments: [String]) throws -> Int32 {
-        let arguments = command(arguments, underSystemd: underSystemd)
+        var output: [UInt8]? = nil
+        return try run(arguments, properties: [], capturing: &output)
+    }
+
+    /// The same, with the unit's `properties` under systemd; `capturing` non-nil: what the
+    /// program writes to its standard output, up to `outputLimit` bytes.
+    static let outputLimit = 16 << 10
+    static func run(_ arguments: [String], properties: [String], capturing output: inout [UInt8]?) throws -> Int32 {
+        let capture = output != nil
+        let arguments = command(arguments, underSystemd: underSystemd, properties: properties, output: capture)
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
+        var pipeFDs: [Int32] = [-1, -1]
+        if capture {
+            guard pipe2(&pipeFDs, O_CLOEXEC) == 0 else { throw Failure(description: "pipe: \(errno)") }
+        }
+        defer { for fd in pipeFDs where fd >= 0 { close(fd) } }
         for fd in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] {
+            if capture && fd == STDOUT_FILENO {
+                posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], STDOUT_FILENO)
+                continue
+            }
             posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY, 0)
         }
         let pid = try spawnProgram(arguments[0], arguments: arguments,
@@ -131,6 +164,20 @@ enum SystemAccounts {
                 var fds: [pollfd] = []
                 _ = waitReady(&fds, until: min(deadline, monotonicSeconds() + 0.05))
             }
+        }
+        if capture {
+            // Small by design (a line or two): the pipe held all of it while the program ran.
+            close(pipeFDs[1])
+            pipeFDs[1] = -1
+            _ = fcntl(pipeFDs[0], F_SETFL, O_NONBLOCK)
+            var bytes: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while bytes.count < outputLimit {
+                let count = read(pipeFDs[0], &chunk, chunk.count)
+                if count <= 0 { break }
+                bytes += chunk[..<count]
+            }
+            output = Array(bytes.prefix(outputLimit))
         }
         // WIFEXITED / WEXITSTATUS are macros.
         return status & 0x7f == 0 ? (status >> 8) & 0xff : -1

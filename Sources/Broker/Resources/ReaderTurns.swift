@@ -59,6 +59,13 @@ final class ReaderTurns: @unchecked Sendable {
             }
         }
 
+        /// Whether `error` is what a turn taken away ends with (`ReaderTurns.preemption`):
+        /// nothing the person did, so every host is told why, a PAM host too, which otherwise
+        /// goes on to the next way in without a word.
+        static func ended(_ error: FingersealError) -> Bool {
+            [Interruption.neededElsewhere, .sleep].contains { $0.error == error }
+        }
+
         /// The failures a scan reports when it is stopped this way: a reader that suspends
         /// may also say it went away.
         var outcomes: [Outcome] {
@@ -127,6 +134,12 @@ final class ReaderTurns: @unchecked Sendable {
     /// The holder's scan runs through fprintd, which suspends its device and ends (or keeps)
     /// the scan itself: not stopped twice, only explained. Under the lock.
     private var holderOnFprintd = false
+    /// Between PrepareForSleep(true) and (false); `wakes` counts the latter. Under the lock.
+    private var asleep = false
+    private var wakes = 0
+    /// The longest a claim on fprintd's device waits for the computer to wake before it is
+    /// released anyway (waking time: the clock stops while the computer sleeps).
+    static let wakeLimit = 30.0
     /// The longest a request waits for its turn.
     static let waitLimit = 30.0
     /// A turn ends when another principal of the same rank has waited this long.
@@ -254,6 +267,11 @@ final class ReaderTurns: @unchecked Sendable {
     func prepareForSleep(_ sleeping: Bool) {
         let free = condition.locked { () -> Bool in
             sleptSinceOpen = true
+            asleep = sleeping
+            if !sleeping {
+                wakes += 1
+                condition.broadcast()
+            }
             if sleeping, let holder { holder.interrupt(.sleep, stopping: !holderOnFprintd) }
             return holder == nil
         }
@@ -409,13 +427,36 @@ final class ReaderTurns: @unchecked Sendable {
             }
             throw Fingerprint.translate(error)
         }
-        defer { device.release() }
+        defer { releaseAwake(device, bus: bus) }
         do {
             return try body(.fprintd(device, user: user, storage: call.options.fprintdStorage))
         } catch let error as FingersealError where error.outcome == .systemError {
             self.bus = nil
             throw error
         }
+    }
+
+    /// Releases fprintd's device once the computer is awake. fprintd cannot close a suspended
+    /// device, and its Release then leaves the device open for good: every Claim after fails
+    /// ("already been opened") until fprintd restarts. A scan that failed may have been
+    /// ended by the sleep (with an error or an outcome), whether or not PrepareForSleep reached
+    /// the broker yet: logind's PreparingForSleep says. Waits at most `wakeLimit` of waking
+    /// time. Holder only.
+    private func releaseAwake(_ device: FprintdDevice, bus: SystemBus) {
+        let (sleeping, seen) = condition.locked { (asleep, wakes) }
+        if sleeping || bus.preparingForSleep() == true {
+            let deadline = monotonicSeconds() + ReaderTurns.wakeLimit
+            condition.locked {
+                while wakes == seen && monotonicSeconds() < deadline { condition.wait(until: deadline) }
+            }
+        }
+        device.release()
+    }
+
+    /// The fingers enrolled for `call`'s user where they are kept: fprintd's set when fprintd is
+    /// the backend, the vault's own otherwise. Outside the reader's turn, as `fprintdSet`.
+    func enrolledFingers(_ call: Call, vault: UnlockedVault) throws -> [String] {
+        try fprintdSet(call)?.fingers ?? vault.enrolledFingers()
     }
 
     /// fprintd's enrolled set for `call`'s user, when fprintd is the backend; nil otherwise.

@@ -37,12 +37,9 @@ public struct Caller: Sendable, CustomStringConvertible {
     public var inLoginSession: Bool { login.session.isLogin }
     /// logind says the caller's session is remote (ssh).
     public var remote: Bool { login.remote }
-    /// Ctrl-C typed at the caller's terminal reaches the caller and nothing it depends on: the
-    /// kernel says it leads the foreground process group of its controlling terminal (sudo,
-    /// su, login started there). A greeter's or display manager's worker has no terminal; a
-    /// helper its agent started inside the agent's own group (pkexec's polkit-agent-helper-1)
-    /// does not lead it, and Ctrl-C there ends the agent first.
-    public var leadsTerminalForeground: Bool { login.leadsTerminalForeground }
+    /// Where the caller stands toward its terminal, and which program it is, as the kernel
+    /// says (`TerminalStanding`): read from /proc once, when a scan is about to be offered.
+    public var terminalStanding: TerminalStanding { login.terminalStanding }
 
     public var isRoot: Bool { uid == 0 }
 
@@ -97,7 +94,7 @@ public struct Caller: Sendable, CustomStringConvertible {
         private let lock = ThreadLock()
         private var logind: String?? = nil
         private var found: LoginSession? = nil
-        private var foreground: Bool? = nil
+        private var standing: TerminalStanding? = nil
 
         init(pin: ProcessPin, realUID: UInt32, loginUID: UInt32?) {
             self.pin = pin
@@ -123,13 +120,14 @@ public struct Caller: Sendable, CustomStringConvertible {
             }
         }
 
-        /// Whether the caller leads its terminal's foreground process group (`Caller`).
-        var leadsTerminalForeground: Bool {
+        /// The caller's place on its terminal (`Caller.terminalStanding`).
+        var terminalStanding: TerminalStanding {
             lock.locked {
-                if let foreground { return foreground }
+                if let standing { return standing }
                 // Read while pinned: a process that is gone now may have been another's pid.
-                let read = Caller.leadsTerminalForeground(pin.pid) && pin.isStillThePeer
-                foreground = read
+                var read = TerminalStanding.of(pin.pid) ?? .nowhere
+                if !pin.isStillThePeer { read = .nowhere }
+                standing = read
                 return read
             }
         }
@@ -197,16 +195,6 @@ public struct Caller: Sendable, CustomStringConvertible {
         return ("pid-\(pid)-\(start)", realUID, .leader(pid: pid, startTime: start), false)
     }
 
-    /// From /proc/PID/stat (proc(5)): pgrp (5), tty_nr (7), tpgid (8). A controlling terminal
-    /// (tty_nr not 0) whose foreground group (tpgid; -1 without a terminal, which reads as no
-    /// number) is the process's own group, led by the process itself.
-    static func leadsTerminalForeground(_ pid: pid_t) -> Bool {
-        guard pid > 0, let stat = readBytes("/proc/\(pid)/stat", limit: 4096),
-              let group = statField(5, of: stat), let terminal = statField(7, of: stat),
-              let foreground = statField(8, of: stat) else { return false }
-        return terminal != 0 && foreground == group && group == UInt64(pid)
-    }
-
     /// logind's session of `pid`, when logind knows one.
     static func logindSession(_ pid: pid_t) -> String? {
         // Without logind (containers, build machines) there is nothing to ask, and asking
@@ -259,6 +247,45 @@ public struct Caller: Sendable, CustomStringConvertible {
     public func isInGroup(named name: String) -> Bool {
         guard let id = groupID(named: name) else { return false }
         return groups.contains(id)
+    }
+}
+
+/// Where a process stands toward its controlling terminal, and which program it runs, as the
+/// kernel says in /proc/PID/stat (proc(5)). What Ctrl-C does there follows from it
+/// (`Channel.wayToPassword`).
+public struct TerminalStanding: Sendable, Equatable {
+    /// In the foreground process group of its controlling terminal: Ctrl-C typed there reaches
+    /// it, since the kernel sends SIGINT to every process of that group, whether or not the
+    /// process leads it (sudo from an interactive shell leads its group; from a script, or
+    /// `login` under `sh -c`, it does not).
+    public let inForeground: Bool
+    /// The program's name as the kernel set it when the process started it (field 2, `comm`:
+    /// the executable's file name, cut at 15 bytes). /proc/PID/exe would say more, but the
+    /// broker's unit keeps no CAP_SYS_PTRACE, which reading it needs for a setuid host (sudo,
+    /// su, polkit's agent helper).
+    public let program: String
+
+    /// No terminal, no program known: a process gone, or a file that could not be read.
+    public static let nowhere = TerminalStanding(inForeground: false, program: "")
+}
+
+extension TerminalStanding {
+    /// Read from /proc/PID/stat; nil when it cannot be.
+    static func of(_ pid: pid_t) -> TerminalStanding? {
+        guard pid > 0, let stat = Caller.readBytes("/proc/\(pid)/stat", limit: 4096) else { return nil }
+        return TerminalStanding(stat: stat)
+    }
+
+    /// From the text of /proc/PID/stat: the program between the first "(" and the last ")"
+    /// (it may hold either itself), then pgrp (5), tty_nr (7) and tpgid (8). In the
+    /// foreground: a controlling terminal (tty_nr not 0) whose foreground group (tpgid; -1
+    /// without a terminal, which reads as no number) is the process's own group.
+    init?(stat: [UInt8]) {
+        guard let open = stat.firstIndex(of: 0x28), let close = stat.lastIndex(of: 0x29), open < close,
+              let group = statField(5, of: stat), let terminal = statField(7, of: stat) else { return nil }
+        let foreground = statField(8, of: stat)
+        program = String(decoding: stat[(open + 1)..<close], as: UTF8.self)
+        inForeground = terminal != 0 && foreground == group
     }
 }
 

@@ -72,8 +72,8 @@ enum Channel {
 
     /// How a person at a PAM host turns from the scan to the password.
     enum WayToPassword {
-        /// Ctrl-C: the host leads the foreground process group of its terminal (sudo, su,
-        /// login), which only the kernel says, never the host.
+        /// Ctrl-C: the host is in the foreground process group of its terminal (sudo, su,
+        /// login, a script's sudo), which only the kernel says, never the host.
         case ctrlC
         /// The host shows the password beside the scan, or ends the conversation for it (a
         /// display, gdm's services).
@@ -88,8 +88,24 @@ enum Channel {
         guard case let .pamHost(items, host) = self else { return nil }
         if items.isGraphical { return .besideTheScan }
         // Read from /proc only here, when a scan is about to be offered.
-        return host.leadsTerminalForeground ? .ctrlC : .emptyAnswer
+        return Channel.wayToPassword(graphical: false, host: host.terminalStanding)
     }
+
+    /// The rule, from what the kernel says of the host: the password beside the scan on a
+    /// graphical host; Ctrl-C wherever it reaches the host, which is in its terminal's
+    /// foreground process group (the kernel sends SIGINT to the whole group); an empty
+    /// answer elsewhere, and always at polkit's agent helper, which is in its agent's
+    /// foreground group (pkexec's, pkttyagent's) where Ctrl-C ends the agent first.
+    static func wayToPassword(graphical: Bool, host: TerminalStanding) -> WayToPassword {
+        if graphical { return .besideTheScan }
+        if host.program == polkitAgentHelper { return .emptyAnswer }
+        return host.inForeground ? .ctrlC : .emptyAnswer
+    }
+
+    /// polkit's agent helper as the kernel names its program (`TerminalStanding.program`, 15
+    /// bytes of polkit-agent-helper-1), wherever a distribution installs it
+    /// (/usr/lib/polkit-1 on Debian, /usr/libexec on Fedora).
+    static let polkitAgentHelper = String(decoding: "polkit-agent-helper-1".utf8.prefix(15), as: UTF8.self)
 
     /// How the scan prompt ends: the CLI turns Ctrl-C into a cancel; a PAM host is told only
     /// the way it has. Where the way is an empty answer, the question asked while the reader

@@ -82,15 +82,16 @@ enum FingerOrPIN {
         let passwordBeside = request.password && call.channel.skippedPIN == .accountPassword
         let turn: FingerTurn
         if asks || (request.pinWhileScanning && takesPIN) || passwordBeside {
-            // The question: a PAM host's says it all (a host may show only prompts); the
-            // command line's prompt is the scan's sentence; a dialog draws its own.
-            let question = !asks ? "" : takesPIN ? Messages.fingerOrPINPrompt : Messages.fingerThenEnterPrompt
+            // A PAM host's question says it all, and is the one sentence of its prompt (a host
+            // may show only prompts; a terminal would show a sentence before it as a second
+            // line saying the same). The command line's prompt is the scan's sentence; a
+            // dialog draws its own.
             if call.channel.application == nil {
-                settings.cancelHint = !asks ? .fingerOrPIN : takesPIN ? .fingerOrPINForPAM : .fingerThenEnterForPAM
+                settings.cancelHint = asks ? .none : .fingerOrPIN
             } else if takesPIN {
                 settings.cancelHint = .orTypePIN
             }
-            turn = try fingerWhilePIN(call, request, question: question, takesPIN: takesPIN, session: session, ledger: ledger,
+            turn = try fingerWhilePIN(call, request, asks: asks, takesPIN: takesPIN, session: session, ledger: ledger,
                                       settings: settings)
         } else {
             turn = try fingerFirst(call, request, session: session, ledger: ledger, settings: settings)
@@ -175,26 +176,28 @@ enum FingerOrPIN {
                 session.note(.failure(action: "fingerprint scan", reason: error.outcome.rawValue))
             }
             // What the person must hear; a PAM host goes on quietly when there is no reader.
-            // The TPM's states are said everywhere: nothing else explains them.
+            // The TPM's states are said everywhere: nothing else explains them; so is a scan
+            // ended by sleep or a login at the seat, in the middle of a prompt.
             if [.noMatch, .triesExhausted, .lockedOut, .timedOut, .fingersChanged].contains(error.outcome) || error.cause != nil {
                 call.conversation.error(error.message)
-            } else if call.channel.explainsQuietFallbacks {
+            } else if call.channel.explainsQuietFallbacks || ReaderTurns.Interruption.ended(error) {
                 call.conversation.info(error.message)
             }
             return .fallback(error)
         }
     }
 
-    /// The scan on a thread of its own while the client answers `question`: the PIN
-    /// (`takesPIN`), or a PAM host's Enter once the finger is on the reader. Both in the
-    /// reader's turn, and the scan always stopped and waited for before the turn ends.
-    static func fingerWhilePIN(_ call: Call, _ request: UnlockRequest, question: String, takesPIN: Bool,
+    /// The scan on a thread of its own while the client answers a question: the PIN
+    /// (`takesPIN`), or (`asks`: a PAM host's question, which names the reader's way of taking
+    /// the finger) Enter once the finger is on the reader. Both in the reader's turn, and the
+    /// scan always stopped and waited for before the turn ends.
+    static func fingerWhilePIN(_ call: Call, _ request: UnlockRequest, asks: Bool, takesPIN: Bool,
                                session: VaultSession, ledger: LockoutLedger, settings: ScanSettings) throws -> FingerTurn {
         let raced: Result<FingerTurn, any Error>
         do {
             raced = try call.state.reader.withReader(call, deviceID: request.deviceID) { reader, turn in
                 Result {
-                    try race(call, request, question: question, takesPIN: takesPIN, reader: reader, turn: turn,
+                    try race(call, request, asks: asks, takesPIN: takesPIN, reader: reader, turn: turn,
                              session: session, ledger: ledger, settings: settings)
                 }
             }
@@ -207,25 +210,28 @@ enum FingerOrPIN {
         return try raced.get()
     }
 
-    private static func race(_ call: Call, _ request: UnlockRequest, question: String, takesPIN: Bool,
+    private static func race(_ call: Call, _ request: UnlockRequest, asks: Bool, takesPIN: Bool,
                              reader: ReaderBackend, turn: ReaderTurns.Turn, session: VaultSession, ledger: LockoutLedger,
                              settings: ScanSettings) throws -> FingerTurn {
         let conversation = call.conversation
+        let question = !asks ? "" : takesPIN ? Messages.fingerOrPINPrompt(swipe: reader.swipe)
+            : Messages.fingerThenEnterPrompt(swipe: reader.swipe)
         let job = try BackgroundScan()
         let scanReader = UncheckedReader(reader)
         let scanSession = UncheckedSession(session)
         let stopFD = turn.stopFD
-        let prompter = ArmedPrompter(conversation, armed: job.armed.rawValue)
+        // Where the question says it all, the reader's sentence is not sent, only waited for.
+        let prompter = ArmedPrompter(conversation, armed: job.armed.rawValue, announces: !asks)
         let started = job.start { cancelFD in
             try Fingerprint.verify(session: scanSession.session, ledger: ledger, reader: scanReader.reader, settings: settings,
                                    prompter: prompter, cancelFDs: [cancelFD, stopFD])
         }
         guard started else { throw FingersealError(.systemError, Messages.systemFailure(.startScan)) }
-        // For a PAM host the reader's sentence goes out before the question: it shows one
-        // message at a time, and a sentence sent after the question would show only once it is
-        // answered. A scan that ends before it is armed, or a client that cancels or leaves,
-        // ends the wait. The command line and a dialog get the question first: the terminal
-        // stops echoing before the sentence that invites the PIN is shown.
+        // For a PAM host the question goes out once the reader is armed, and not at all when the
+        // scan ends before that (no reader, a TPM state): a host cannot take a question back. A
+        // client that cancels or leaves ends the wait too. The command line and a dialog get
+        // the question first: the terminal stops echoing before the sentence that invites the
+        // PIN is shown.
         var endedFirst = false
         if call.channel.showsOnlyTheConversation {
             var waited = [pollEntry(job.armed.rawValue), pollEntry(job.done.rawValue), pollEntry(conversation.cancelFD)]
@@ -357,18 +363,24 @@ final class BackgroundScan: @unchecked Sendable {
 }
 
 /// The scan's sentences to the client; the first one (the reader armed: "Place your finger …")
-/// also signals `armed`, so the question goes out after it.
+/// also signals `armed`, so the question goes out after it. With `announces` false (a PAM
+/// host's question says it all) that first sentence is only signalled, never sent.
 final class ArmedPrompter: ScanPrompter, @unchecked Sendable {
     private let conversation: Conversation
     private let armed: Int32
+    private let announces: Bool
+    /// The reader's first sentence came; touched by the scan's thread alone.
+    private var armedSaid = false
 
-    init(_ conversation: Conversation, armed: Int32) {
+    init(_ conversation: Conversation, armed: Int32, announces: Bool = true) {
         self.conversation = conversation
         self.armed = armed
+        self.announces = announces
     }
 
     func info(_ text: String) {
-        conversation.info(text)
+        if armedSaid || announces { conversation.info(text) }
+        armedSaid = true
         var one: UInt64 = 1
         _ = write(armed, &one, 8)
     }

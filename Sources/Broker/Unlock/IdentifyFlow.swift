@@ -36,6 +36,9 @@ enum IdentifyFlow {
         do {
             found = try scan(call, group: group)
         } catch let error as FingersealError {
+            // A scan ended by sleep or by another login at the seat is said before the user
+            // name is asked; the rest (a cancel, a timeout) goes on to it quietly.
+            if ReaderTurns.Interruption.ended(error) { call.conversation.info(error.message) }
             PAMFlows.log(call, AuthenticationResult(error.outcome, "identify: \(error.description)"))
             return Reply(error.outcome)
         }

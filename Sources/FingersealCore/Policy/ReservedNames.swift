@@ -20,7 +20,31 @@ public enum ReservedNames {
         /// A policy file or directory could not be read safely (unsafe owner or mode, too
         /// large, unreadable): which names it reserves is unknown, so none may be made.
         case unknown(path: String, why: String)
+
+        /// One line, as `fingersealed --reserved-name NAME` prints it for the broker that ran
+        /// it outside its sandbox: `free`, `reserved<TAB>BY`, `unknown<TAB>PATH<TAB>WHY`.
+        public var line: String {
+            switch self {
+            case .free: return "free"
+            case let .reserved(by): return "reserved\t" + by.filter { $0 != "\t" && $0 != "\n" }
+            case let .unknown(path, why): return "unknown\t" + path.filter { $0 != "\t" && $0 != "\n" } + "\t"
+                + why.filter { $0 != "\t" && $0 != "\n" }
+            }
+        }
+
+        public init?(line text: String) {
+            let fields = text.split(separator: "\n").first.map { $0.split(separator: "\t", omittingEmptySubsequences: false) } ?? []
+            switch (fields.first, fields.count) {
+            case ("free"?, 1): self = .free
+            case ("reserved"?, 2): self = .reserved(by: String(fields[1]))
+            case ("unknown"?, 3): self = .unknown(path: String(fields[1]), why: String(fields[2]))
+            default: return nil
+            }
+        }
     }
+
+    /// The broker's option that prints the verdict of the policy files on one name.
+    public static let checkOption = "--reserved-name"
 
     /// Whether `name` is reserved on this machine. `extra`: the administrator's names.
     /// `root`: where the files are looked for (tests; "" on the machine).

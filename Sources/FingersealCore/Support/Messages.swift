@@ -15,13 +15,8 @@ public enum ScanHint: Sendable {
     case orUsePassword
     /// "or type your PIN and press Enter. Enter alone goes straight to the PIN."
     case fingerOrPIN
-    /// prompt=combined for hosts that show the sentence: Enter alone goes to the password.
-    case fingerOrPINForPAM
     /// "or type your PIN" (an application's dialog, whose field and buttons say the rest)
     case orTypePIN
-    /// A PAM host without Ctrl-C and without the PIN, asked to press Enter while the reader
-    /// waits: "then press Enter. Enter alone goes on to the password."
-    case fingerThenEnterForPAM
 }
 
 /// Every sentence a person sees, in one table: plain sentences a screen reader can speak,
@@ -176,14 +171,6 @@ public enum Messages {
             return tr("Swipe your finger across the reader, or type your PIN and press Enter. Enter alone goes straight to the PIN.")
         case (false, .orTypePIN): return tr("Place your finger on the reader, or type your PIN.")
         case (true, .orTypePIN): return tr("Swipe your finger across the reader, or type your PIN.")
-        case (false, .fingerOrPINForPAM):
-            return tr("Place your finger on the reader, or type your PIN. Enter alone goes on to the password.")
-        case (true, .fingerOrPINForPAM):
-            return tr("Swipe your finger across the reader, or type your PIN. Enter alone goes on to the password.")
-        case (false, .fingerThenEnterForPAM):
-            return tr("Place your finger on the reader, then press Enter. Enter alone goes on to the password.")
-        case (true, .fingerThenEnterForPAM):
-            return tr("Swipe your finger across the reader, then press Enter. Enter alone goes on to the password.")
         }
     }
     public static func enrollProgress(_ done: Int, _ total: Int, swipe: Bool) -> String {
@@ -257,10 +244,18 @@ public enum Messages {
         trn("A fresh access token is ready. It is valid for %1$s more minute.", "A fresh access token is ready. It is valid for %1$s more minutes.", minutes, minutes)
     }
     public static var offlineNoToken: String { tr("The identity provider cannot be reached, so there is no fresh access token. The offline grace still allows unlocking.") }
-    /// prompt=combined: the one prompt of a host that drops info messages, so it says it all.
-    public static var fingerOrPINPrompt: String { tr("Touch the fingerprint reader and press Enter, or type your PIN: ") }
-    /// The question a PAM host without Ctrl-C shows while the reader waits, with no PIN to type.
-    public static var fingerThenEnterPrompt: String { tr("Touch the fingerprint reader and press Enter, or press Enter alone for your password: ") }
+    /// The question a PAM host is asked while the reader waits (prompt=combined with the PIN,
+    /// or a host without Ctrl-C): the one sentence of its prompt, which says it all, the
+    /// reader's way of taking the finger included (a host may show only prompts).
+    public static func fingerOrPINPrompt(swipe: Bool) -> String {
+        swipe ? tr("Swipe your finger across the reader and press Enter, or type your PIN: ")
+            : tr("Place your finger on the reader and press Enter, or type your PIN: ")
+    }
+    /// The same with no PIN to type: Enter alone goes on to the password.
+    public static func fingerThenEnterPrompt(swipe: Bool) -> String {
+        swipe ? tr("Swipe your finger across the reader and press Enter, or press Enter alone for your password: ")
+            : tr("Place your finger on the reader and press Enter, or press Enter alone for your password: ")
+    }
     public static var loggedOut: String { tr("Signed out. The sign-in is removed from your vault; your PIN and fingers are kept.") }
     public static func revokeFailed(_ detail: String) -> String {
         tr("The identity provider could not be told to end the sign-in (%1$s). It is removed here; at the provider it ends when it expires.", embedded(detail))
