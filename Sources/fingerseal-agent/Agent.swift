@@ -18,6 +18,11 @@ final class Agent {
     let socketPath: String
     let settings: AgentSettings
     private var requests: [String: AgentRequest] = [:]
+    /// Requests that are over, by path, kept on the bus for `AgentRequest.takeLimit` so a late
+    /// Take or Cancel is answered as documented; at most `endedPerApplication` per application
+    /// (the oldest goes first), so none can pile them up.
+    private var ended: [String: AgentRequest] = [:]
+    static let endedPerApplication = 8
     private var grantKeys: [GrantOwner: SecureBytes] = [:]
     /// One watch per application with grants or requests: its departure ends them.
     private var departures: [String: UInt32] = [:]
@@ -137,6 +142,8 @@ final class Agent {
         }
         let path = requestPath(call.sender, token: options.handleToken)
         guard requests[path] == nil else { return call.fail(AgentErrors.invalidArgs, AgentStrings.badOption("handle_token")) }
+        // A handle token used again: the earlier request with it is over, and gives way.
+        ended.removeValue(forKey: path)?.unexport()
         let grantKey: [UInt8]?
         do { grantKey = try context.map { try key(for: GrantOwner(busName: call.sender, context: $0)) } } catch {
             return call.fail(AgentErrors.failed, AgentStrings.brokerEnded)
@@ -153,9 +160,11 @@ final class Agent {
         requests[path] = request
         watchDeparture(of: call.sender)
         cancelIdleExit()
-        request.onClosed = { [weak self] in
-            self?.requests[path] = nil
-            self?.scheduleIdleExit()
+        request.onClosed = { [weak self, weak request] in
+            guard let self else { return }
+            self.requests[path] = nil
+            if let request { self.keepEnded(request) }
+            self.scheduleIdleExit()
         }
         if let dialog = prompt as? DialogPrompt { dialog.attach(request) }
         if waits { request.waiter = call } else { call.reply([.objectPath(path)]) }
@@ -275,6 +284,21 @@ final class Agent {
         scheduleIdleExit()
     }
 
+    /// An ended request stays on the bus a while (see `ended`), then goes.
+    private func keepEnded(_ request: AgentRequest) {
+        let path = request.path
+        ended[path]?.unexport()
+        ended[path] = request
+        let own = ended.values.filter { $0.owner == request.owner }
+        if own.count > Agent.endedPerApplication, let oldest = own.min(by: { $0.endedAt < $1.endedAt }) {
+            ended.removeValue(forKey: oldest.path)?.unexport()
+        }
+        MainLoop.after(AgentRequest.takeLimit) { [weak self, weak request] in
+            guard let self, let request, self.ended[path] === request else { return }
+            self.ended.removeValue(forKey: path)?.unexport()
+        }
+    }
+
     /// When an application leaves the bus: its requests are cancelled, its confirmations end.
     private func watchDeparture(of busName: String) {
         guard departures[busName] == nil else { return }
@@ -284,6 +308,7 @@ final class Agent {
     private func departed(_ busName: String) {
         if let watch = departures.removeValue(forKey: busName) { bus.endWatch(watch) }
         for request in requests.values where request.owner == busName { request.cancel() }
+        for request in ended.values where request.owner == busName { ended.removeValue(forKey: request.path)?.unexport() }
         for owner in grantKeys.keys where owner.busName == busName { endContext(owner) {} }
     }
 

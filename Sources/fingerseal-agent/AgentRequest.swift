@@ -53,8 +53,12 @@ final class AgentRequest {
     /// What Take hands out once: the token or the plaintext.
     private var secret: SecureBytes? = nil
     private var finished = false
-    /// Called once the request is over and unexported.
+    /// Called once the request is over (its Response sent and nothing left to take): it no
+    /// longer counts as open. Its object stays until `unexport`, answering every method as
+    /// documented (Take: nothing to take) rather than vanishing under the caller.
     var onClosed: (() -> Void)?
+    /// When it ended (monotonic seconds): the agent lets the oldest ended request go first.
+    private(set) var endedAt = 0.0
     /// An *AndWait call, answered with the Response's values when the request ends.
     var waiter: MethodCall?
 
@@ -237,16 +241,23 @@ final class AgentRequest {
         close(fd)
     }
 
-    /// Unexports the object; what it held is wiped (SecureBytes frees into zeros).
+    /// The request is over: what it held is wiped (SecureBytes frees into zeros) and the
+    /// agent is told (`onClosed`). The object stays exported until the agent unexports it.
     func end() {
+        secret = nil
+        if endedAt == 0 { endedAt = monotonicSeconds() }
+        let closed = onClosed
+        onClosed = nil
+        closed?()
+    }
+
+    /// Removes the object from the bus; calls to its path then find nothing.
+    func unexport() {
         secret = nil
         if registration != 0 {
             bus.unexport(registration)
             registration = 0
         }
-        let closed = onClosed
-        onClosed = nil
-        closed?()
     }
 }
 

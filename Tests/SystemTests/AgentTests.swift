@@ -172,6 +172,25 @@ import Testing
         #expect(noMatch.states.contains("no-match"), "\(noMatch.result.stdout)")
     }
 
+    /// Take after a cancel, after a failure and after the secret was taken answers the
+    /// documented error with its sentence: the request's object stays a while after it ended
+    /// (issue 33 §5; it used to vanish, so the caller got "Object does not exist").
+    @Test func takeWithNothingToTakeAnswersTheDocumentedError() throws {
+        let agent = try AgentRig()
+        let plain = agent.rig.files.file("plain"), sealed = agent.rig.files.file("notes.sealed")
+        writeFile(plain, Array("notes\n".utf8))
+        #expect(try agent.rig.cli(["seal", "--context", "notes", "--out", sealed, plain]).status == 0)
+        let runs = [try agent.run(["reveal", "notes", sealed, "--prompt", "app", "--cancel-at", "waiting-for-finger", "--take-again"]),
+                    try agent.run(["reveal", "notes", sealed, "--prompt", "app", "--methods", "finger", "--take-again"], scan: "SCAN finger-b"),
+                    try agent.run(["reveal", "notes", sealed, "--prompt", "app", "--take-again"], scan: "SCAN finger-a")]
+        for run in runs {
+            let take = run.events.first { $0.event == "take" }
+            #expect(take?.error == "org.fingerseal.Agent1.Error.Failed" && take?.sentence?.contains("nothing to take") == true,
+                    "\(run.result.stdout)")
+        }
+        #expect(runs[2].result.stdout.contains("notes\n"), "the first Take still gives the plaintext: \(runs[2].result.stdout)")
+    }
+
     @Test func theAccountPasswordInsteadOfTheFinger() throws {
         try #require(TestUsers.ensure(TestUsers.alice))
         let agent = try AgentRig(user: TestUsers.alice)

@@ -161,6 +161,7 @@ struct ClientEvent: Decodable {
     var method: String? = nil
     var length: Int? = nil
     var text: String? = nil
+    var error: String? = nil
 }
 
 /// What one client run printed: its JSON lines, and how it ended.
