@@ -172,6 +172,16 @@ import Testing
         #expect(noMatch.states.contains("no-match"), "\(noMatch.result.stdout)")
     }
 
+    /// An application's confirmation lasts as long as its screen, up to the administrator's
+    /// ceiling (issue 33 §6), not the command line's 5 minutes (a user's: root's ceiling is a
+    /// day), and the response says so.
+    @Test func anApplicationsConfirmationLastsUpToTheCeiling() throws {
+        try #require(TestUsers.ensure(TestUsers.alice))
+        let agent = try AgentRig(user: TestUsers.alice, brokerConfig: "stepup_max_ttl=600\n")
+        let app = try agent.run(["step-up", "contacts", "--prompt", "app"], scan: "SCAN finger-a")
+        #expect(app.responses.first?.sentence?.hasSuffix("for 10 minutes.") == true, "\(app.result.stdout)")
+    }
+
     /// Take after a cancel, after a failure and after the secret was taken answers the
     /// documented error with its sentence: the request's object stays a while after it ended
     /// (issue 33 §5; it used to vanish, so the caller got "Object does not exist").

@@ -8,9 +8,11 @@ import SodiumKit
 enum StepUpCommands {
     /// `--ttl` (default `StepUp.defaultTTL`; its range checked when the call was made): at
     /// most the site's ceiling for anyone other than root (asking for more is a mistake that
-    /// names the ceiling; the default simply shrinks to it).
+    /// names the ceiling; the default simply shrinks to it). An application's confirmation
+    /// (through the session agent) is held for its screen: until the application ends its
+    /// context or leaves, so by default up to the ceiling, not a clock of its own.
     static func ttlSeconds(_ call: Call, asked: Int?) throws -> Int {
-        guard let asked else { return call.stepUpSeconds(StepUp.defaultTTL) }
+        guard let asked else { return call.stepUpSeconds(call.channel.application != nil ? StepUp.maxTTL : StepUp.defaultTTL) }
         guard call.stepUpSeconds(asked) == asked else { throw FingersealError(.usage, Messages.stepUpCeiling(call.options.stepUpMaxTTL)) }
         return asked
     }
