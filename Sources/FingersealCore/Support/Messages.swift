@@ -212,10 +212,27 @@ public enum Messages {
     }
     public static var duplicateFinger: String { tr("The reader already holds this finger, stored by another program (fprintd, another operating system or another user). Enroll a different finger, or remove that print with the program that stored it.") }
     public static var readerStorageFull: String { tr("The reader's storage is full. fingerseal never deletes other programs' prints to make room: remove prints you no longer need with the program that stored them, then enroll again.") }
-    public static func enrolled(_ finger: String) -> String { tr("Enrolled %1$s.", finger) }
+    public static func enrolled(_ finger: String) -> String { tr("Enrolled %1$s.", fingerName(finger)) }
     public static func forgotten(_ fingers: [String]) -> String {
         fingers.isEmpty ? tr("No finger was enrolled.")
-            : trn("Forgot %1$s.", "Forgot these fingers: %1$s.", fingers.count, fingers.joined(separator: ", "))
+            : trn("Forgot %1$s.", "Forgot these fingers: %1$s.", fingers.count, fingers.map(fingerName).joined(separator: ", "))
+    }
+    /// A finger as a person says it, for fprintd's name of it ("right-index-finger"); a name
+    /// that is none of the ten stays as it is. Command lines and --json keep fprintd's names.
+    public static func fingerName(_ name: String) -> String {
+        switch name {
+        case "left-thumb": return tr("left thumb")
+        case "left-index-finger": return tr("left index finger")
+        case "left-middle-finger": return tr("left middle finger")
+        case "left-ring-finger": return tr("left ring finger")
+        case "left-little-finger": return tr("left little finger")
+        case "right-thumb": return tr("right thumb")
+        case "right-index-finger": return tr("right index finger")
+        case "right-middle-finger": return tr("right middle finger")
+        case "right-ring-finger": return tr("right ring finger")
+        case "right-little-finger": return tr("right little finger")
+        default: return name
+        }
     }
     public static func notEnrolledFinger(_ finger: String) -> String { tr("The finger %1$s is not enrolled.", finger) }
     public static var onDeviceTemplateLeft: String { tr("The reader is not connected, so its stored copy of the print could not be deleted. Run fingerseal forget again with the reader connected to delete it.") }
@@ -882,10 +899,10 @@ public enum Messages {
     }
     public static func statusFprintdFingers(_ fingers: [String]) -> String {
         fingers.isEmpty ? tr("Fingers enrolled in fprintd: none")
-            : tr("Fingers enrolled in fprintd: %1$s", fingers.joined(separator: ", "))
+            : tr("Fingers enrolled in fprintd: %1$s", fingers.map(fingerName).joined(separator: ", "))
     }
     public static func statusFingers(_ fingers: [String]) -> String {
-        fingers.isEmpty ? tr("Fingers enrolled: none") : tr("Fingers enrolled: %1$s", fingers.joined(separator: ", "))
+        fingers.isEmpty ? tr("Fingers enrolled: none") : tr("Fingers enrolled: %1$s", fingers.map(fingerName).joined(separator: ", "))
     }
     public static var statusNotSignedIn: String { tr("Sign-in: not signed in") }
     public static var statusSignedIn: String { tr("Sign-in: signed in") }
