@@ -61,7 +61,7 @@ final class Agent {
         case "StepUp", "StepUpAndWait":
             guard let context = call.arguments.first?.string else { return call.fail(AgentErrors.invalidArgs, AgentStrings.badContext) }
             begin(call, .stepUp(context: context), options: call.arguments.count > 2 ? call.arguments[2] : nil,
-                  reason: call.arguments.count > 1 ? call.arguments[1].string ?? "" : "", waits: call.method.hasSuffix("AndWait"))
+                  reasonArgument: call.arguments.count > 1 ? call.arguments[1].string ?? "" : "", waits: call.method.hasSuffix("AndWait"))
         case "Reveal", "RevealAndWait":
             guard call.arguments.count > 1, let context = call.arguments[1].string else {
                 return call.fail(AgentErrors.invalidArgs, AgentStrings.badContext)
@@ -90,11 +90,19 @@ final class Agent {
     /// Starts one request: the caller identified, its options read, a prompt chosen, the
     /// request object exported (its path is the reply), the broker asked on a thread.
     /// `waits`: the *AndWait form, answered when the request ends instead of with its path.
-    private func begin(_ call: MethodCall, _ kind: AgentRequest.Kind, options raw: BusValue?, reason: String = "",
+    private func begin(_ call: MethodCall, _ kind: AgentRequest.Kind, options raw: BusValue?, reasonArgument: String = "",
                        waits: Bool = false) {
         let options: RequestOptions
         do { options = try RequestOptions(raw) } catch let error as OptionProblem { return call.fail(AgentErrors.invalidArgs, error.sentence) } catch {
             return call.fail(AgentErrors.invalidArgs, AgentStrings.badMethods)
+        }
+        // StepUp's reason argument, else the reason option: the program's words, plain text only.
+        var reason = options.reason
+        if !reasonArgument.isEmpty {
+            guard let shown = AskingApplication.shownText(reasonArgument) else {
+                return call.fail(AgentErrors.invalidArgs, AgentStrings.badOption("reason"))
+            }
+            reason = shown
         }
         let application: AskingApplication
         do {
@@ -132,8 +140,8 @@ final class Agent {
         }
         let prompt: PromptSurface?
         if options.prompt == .dialog {
-            guard let dialog = settings.makeDialog(heading(kind, application, reason: reason), options.parentWindow,
-                                                   passwordAllowed: options.allows(.password)) else {
+            let words = DialogWords(kind, application, reason: reason, label: options.label)
+            guard let dialog = settings.makeDialog(words, options.parentWindow, passwordAllowed: options.allows(.password)) else {
                 return call.fail(AgentErrors.noDisplay, AgentStrings.noDisplay)
             }
             prompt = dialog
@@ -176,13 +184,6 @@ final class Agent {
                                       expiresAt: nil, secret: nil) }
     }
 
-    private func heading(_ kind: AgentRequest.Kind, _ application: AskingApplication, reason: String) -> String {
-        switch kind {
-        case .unlock: return AgentStrings.unlockHeading(application.displayName)
-        case .stepUp: return AgentStrings.stepUpHeading(application.displayName, reason)
-        case let .reveal(context): return AgentStrings.revealHeading(application.displayName, context)
-        }
-    }
 
     /// The request the broker gets: the command, its options, and the application as the
     /// agent's claim (with the grant key for a context).

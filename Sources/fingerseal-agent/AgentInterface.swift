@@ -29,16 +29,17 @@ enum AgentInterface {
       <arg type="a{sv}" name="capabilities" direction="out"/>
     </method>
     <!-- A finger, else the fallback, then a fresh access token (Take). Options: methods (as),
-         prompt (s: dialog or app), parent_window (s), app_name (s), reason (s),
-         handle_token (s). -->
+         prompt (s: dialog or app), parent_window (s), app_name (s), reason (s: a sentence
+         shown beneath the heading), handle_token (s). -->
     <method name="Unlock">
       <arg type="a{sv}" name="options" direction="in"/>
       <arg type="o" name="handle" direction="out"/>
     </method>
-    <!-- A confirmation for context, kept for this application until EndContext, until it
-         leaves the bus, or the administrator's ceiling. Options: max_age (u, seconds: a
+    <!-- A confirmation for context (an identifier, never shown), kept for this application
+         until EndContext, until it leaves the bus, or the administrator's ceiling. reason: a
+         sentence shown beneath the heading (or empty). Options: max_age (u, seconds: a
          confirmation held that old or younger answers without a prompt), fresh (b), methods,
-         prompt, parent_window, app_name, handle_token. -->
+         prompt, parent_window, app_name, reason, handle_token. -->
     <method name="StepUp">
       <arg type="s" name="context" direction="in"/>
       <arg type="s" name="reason" direction="in"/>
@@ -46,7 +47,8 @@ enum AgentInterface {
       <arg type="o" name="handle" direction="out"/>
     </method>
     <!-- The plaintext of a file sealed with `fingerseal seal --context CONTEXT`, after a
-         confirmation for its context (Take). Options: as for StepUp. -->
+         confirmation for its context (Take). Options: as for StepUp, and label (s: what the
+         data is called, for the title "Meander: show LABEL"). -->
     <method name="Reveal">
       <arg type="h" name="sealed" direction="in"/>
       <arg type="s" name="context" direction="in"/>

@@ -20,6 +20,11 @@ struct RequestOptions {
     var parentWindow: String? = nil
     var appName: String? = nil
     var handleToken: String? = nil
+    /// Words for people, in the person's language (the application translates them): what a
+    /// request is for (`reason`, a sentence) and what a context is called (`label`, "contact
+    /// assignments"). A context itself is an identifier and is never shown.
+    var reason: String? = nil
+    var label: String? = nil
 
     init(_ raw: BusValue?) throws {
         guard let raw else { return }
@@ -46,11 +51,17 @@ struct RequestOptions {
             case "fresh":
                 guard let flag = value.bool else { throw OptionProblem(sentence: AgentStrings.badOption(name)) }
                 fresh = flag
-            case "parent_window", "app_name", "handle_token", "reason":
+            case "parent_window", "app_name", "handle_token":
                 guard let text = value.string, text.utf8.count <= 256 else { throw OptionProblem(sentence: AgentStrings.badOption(name)) }
                 if name == "parent_window" { parentWindow = text }
                 if name == "app_name" { appName = text }
                 if name == "handle_token" { handleToken = text }
+            case "reason", "label":
+                // Shown as they are: plain text only (no line break, escape or bidi control).
+                guard let text = value.string, let shown = AskingApplication.shownText(text) else {
+                    throw OptionProblem(sentence: AgentStrings.badOption(name))
+                }
+                if name == "reason" { reason = shown } else { label = shown }
             default:
                 // Unknown options are ignored, as xdg-desktop-portal does: a newer client still works.
                 continue

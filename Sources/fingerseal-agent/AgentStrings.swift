@@ -4,20 +4,23 @@ import Localization
 /// the person's language): the dialog's words, the answers to mistaken calls. Looked up in
 /// the catalogs (po/), in the language of the agent's session.
 enum AgentStrings {
-    // The dialog
-    static var dialogTitle: String { tr("Confirm it is you") }
+    // The dialog: its title names what it does and for which program, so the window list and
+    // a screen reader's first words say who asks.
+    static func unlockTitle(_ application: String) -> String { tr("Unlock %1$s", application) }
+    static func stepUpTitle(_ application: String) -> String { tr("%1$s: confirm it is you", application) }
+    static func revealTitle(_ application: String, label: String?) -> String {
+        label.map { tr("%1$s: show %2$s", application, $0) } ?? tr("%1$s: show protected data", application)
+    }
     /// An application's own name for itself, with what the system vouches for (its Flatpak
     /// app id or its executable's path) beside it: "Meander (/usr/bin/meander)".
     static func claimedBeside(_ claimed: String, vouched: String) -> String { tr("%1$s (%2$s)", claimed, vouched) }
     static func unlockHeading(_ application: String) -> String {
         tr("%1$s wants to unlock with your fingerprint.", application)
     }
-    static func stepUpHeading(_ application: String, _ reason: String) -> String {
-        reason.isEmpty ? tr("%1$s wants to confirm it is you.", application)
-            : tr("%1$s wants to confirm it is you to %2$s.", application, reason)
-    }
-    static func revealHeading(_ application: String, _ context: String) -> String {
-        tr("%1$s wants to show protected data for %2$s. Confirm it is you first.", application, context)
+    static func stepUpHeading(_ application: String) -> String { tr("%1$s wants to confirm it is you.", application) }
+    static func revealHeading(_ application: String, label: String?) -> String {
+        label.map { tr("%1$s wants to show %2$s. Confirm it is you first.", application, $0) }
+            ?? tr("%1$s wants to show protected data. Confirm it is you first.", application)
     }
     /// Button labels: an underscore marks the Alt key of each, a different letter for each.
     static var cancel: String { tr("_Cancel") }

@@ -29,6 +29,15 @@ struct AskingApplication {
         return AgentStrings.claimedBeside(claimedName, vouched: vouchedName)
     }
 
+    /// What a window title calls it: its own name for itself, else the last part of what is
+    /// vouched for ("meander" for /usr/bin/meander). The heading beneath says who vouches.
+    var shortName: String {
+        if let claimedName { return claimedName }
+        if let appID { return appID }
+        if let executable, let last = executable.split(separator: "/").last { return String(last) }
+        return busName
+    }
+
     enum Refusal: Error {
         /// Another user's connection: the agent acts for its own user only.
         case otherUser
@@ -41,14 +50,15 @@ struct AskingApplication {
         let executable = readLink("/proc/\(pid)/exe")
         let appID = flatpakAppID(pid)
         return AskingApplication(busName: busName, pid: pid, executable: executable, appID: appID,
-                                 claimedName: claimedName.flatMap(shownClaim))
+                                 claimedName: claimedName.flatMap { shownText($0, limit: 100) })
     }
 
-    /// A claimed name as it may be shown: at most 100 bytes, and plain text. A line break or
-    /// escape (`ControlCharacters`) would end the sentence or drive a terminal; a bidi control
-    /// would make what follows it, the vouched-for part, read otherwise than it is.
-    private static func shownClaim(_ name: String) -> String? {
-        guard !name.isEmpty, name.utf8.count <= 100,
+    /// An application's words as they may be shown (a claimed name, a reason, a label): at
+    /// most `limit` bytes, and plain text. A line break or escape (`ControlCharacters`) would end
+    /// the sentence or drive a terminal; a bidi control would make what follows it, the
+    /// vouched-for part, read otherwise than it is.
+    static func shownText(_ name: String, limit: Int = 256) -> String? {
+        guard !name.isEmpty, name.utf8.count <= limit,
               !name.unicodeScalars.contains(where: { ControlCharacters.contains($0) || ControlCharacters.isBidiControl($0) })
         else { return nil }
         return name

@@ -25,9 +25,9 @@ final class DialogPrompt: PromptSurface {
     nonisolated(unsafe) private static var knownAvailable: Bool? = nil
 
     /// nil without a display.
-    init?(heading: String, parentWindow: String?, passwordAllowed: Bool) {
+    init?(_ words: DialogWords, parentWindow: String?, passwordAllowed: Bool) {
         guard DialogPrompt.available else { return nil }
-        let text = DialogText(title: AgentStrings.dialogTitle, heading: heading, cancelLabel: AgentStrings.cancel,
+        let text = DialogText(title: words.title, heading: words.heading, description: words.description, cancelLabel: AgentStrings.cancel,
                               usePasswordLabel: passwordAllowed ? AgentStrings.usePassword : nil, submitLabel: AgentStrings.submit)
         guard let dialog = Dialog(text: text, parentWindow: parentWindow) else { return nil }
         self.dialog = dialog

@@ -9,10 +9,14 @@ import Testing
 @Suite(.serialized, .enabled(if: DesktopSession.missing == nil && AgentRig.missing == nil,
                              Comment(rawValue: DesktopSession.missing ?? AgentRig.missing ?? "")))
 struct AgentDialogTests {
-    static let title = "Confirm it is you"
+    /// What it does and for which program, so the window list and a screen reader's first
+    /// words say who asks (issue 33 §1).
+    static let title = "Meander: confirm it is you"
     /// The name the application gives itself, with its executable (what the kernel vouches
     /// for) beside it (issue 31 §6).
-    static var heading: String { "Meander (\(AgentRig.pythonExecutable)) wants to confirm it is you to open contact assignments." }
+    static var heading: String { "Meander (\(AgentRig.pythonExecutable)) wants to confirm it is you." }
+    /// The program's own words, beneath (issue 33 §2: no fragment glued into a sentence).
+    static let reason = "Contact assignments hold personal data."
 
     /// The dialog's X11 handle, once it is mapped: found by its title, given the keyboard (no
     /// window manager here does that).
@@ -31,7 +35,7 @@ struct AgentDialogTests {
         let desktop = try DesktopSession()
         let agent = try AgentRig(desktop: desktop.environment)
         let shownAfter = VirtualSensor.now()
-        let client = try agent.client(["step-up", "contacts", "open contact assignments", "--app-name", "Meander"])
+        let client = try agent.client(["step-up", "contacts", Self.reason, "--app-name", "Meander"])
         #expect(client.waitForLine(containing: "waiting-for-finger"))
         let handle = try Self.dialogHandle(desktop)
         let shown = VirtualSensor.now()
@@ -42,7 +46,8 @@ struct AgentDialogTests {
         #expect(tree.role == "dialog" && tree.name == Self.title)
         #expect(tree.states.contains("modal"))
         #expect(tree.focused?.role == "password text" && tree.focused?.description == "Swipe your finger across the reader, or type your PIN.")
-        #expect(tree.description.contains(Self.heading), "\(tree.description)")
+        #expect(tree.description.contains(Self.heading) && tree.description.contains(Self.reason), "\(tree.description)")
+        #expect(!tree.description.contains("contacts"), "the context is an identifier, never shown: \(tree.description)")
         #expect(tree.first(role: "heading")?.text == Self.heading)
         #expect(tree.all(role: "push button").map(\.name) == ["Use password instead", "Cancel", "Continue"])
         let small = try desktop.screenshot(handle, named: "agent-step-up-scale-1", suite: "AgentDialogTests")
@@ -58,7 +63,7 @@ struct AgentDialogTests {
     @Test func escapeCancelsAndNothingIsCounted() throws {
         let desktop = try DesktopSession()
         let agent = try AgentRig(desktop: desktop.environment)
-        let client = try agent.client(["step-up", "contacts", "open contact assignments", "--app-name", "Meander"])
+        let client = try agent.client(["step-up", "contacts", Self.reason, "--app-name", "Meander"])
         #expect(client.waitForLine(containing: "waiting-for-finger"))
         _ = try Self.dialogHandle(desktop)
         _ = try desktop.accessibleTree(Self.title, focused: "PIN")
@@ -71,7 +76,7 @@ struct AgentDialogTests {
     @Test func aPINTypedInTheDialogConfirms() throws {
         let desktop = try DesktopSession()
         let agent = try AgentRig(enroll: false, desktop: desktop.environment)
-        let client = try agent.client(["step-up", "contacts", "open contact assignments", "--app-name", "Meander", "--methods", "pin"])
+        let client = try agent.client(["step-up", "contacts", Self.reason, "--app-name", "Meander", "--methods", "pin"])
         #expect(client.waitForLine(containing: "needs-pin"))
         _ = try Self.dialogHandle(desktop)
         let tree = try desktop.accessibleTree(Self.title, focused: "PIN")
@@ -88,7 +93,7 @@ struct AgentDialogTests {
         for scale in ["1", "2"] {
             let desktop = try DesktopSession()
             let agent = try AgentRig(desktop: desktop.environment, agentEnvironment: ["GDK_SCALE": scale])
-            let client = try agent.client(["step-up", "contacts", "open contact assignments", "--app-name", "Meander",
+            let client = try agent.client(["step-up", "contacts", Self.reason, "--app-name", "Meander",
                                            "--cancel-at", "never"])
             #expect(client.waitForLine(containing: "waiting-for-finger"))
             let handle = try Self.dialogHandle(desktop)

@@ -31,7 +31,9 @@ import Testing
                                    "--app-name", "Meander"], scan: "SCAN finger-a")
         #expect(twice.result.status == 0, "\(twice.result.all)")
         #expect(twice.responses.map(\.method) == ["finger", "held"], "\(twice.result.stdout)")
-        #expect(twice.responses.first?.sentence?.contains("Confirmed with your finger for contacts") == true, "\(twice.result.stdout)")
+        // An application's context is an identifier: no sentence names it (issue 33 §2).
+        #expect(twice.responses.first?.sentence?.hasPrefix("Confirmed with your finger, for ") == true, "\(twice.result.stdout)")
+        #expect(!twice.result.stdout.contains("for contacts"), "\(twice.result.stdout)")
         #expect(twice.states.first == "waiting-for-finger")
         // Another application (another connection) asking for the same context is asked again.
         let other = try agent.run(["step-up", "contacts", "--prompt", "app", "--cancel-at", "waiting-for-finger"])

@@ -69,7 +69,8 @@ enum StepUpCommands {
         let ttl = try ttlSeconds(call, asked: given.ttl)
         if !given.command {
             let (_, asked) = try confirm(call, context, fresh: given.fresh, ttl: ttl, maxAge: given.maxAge)
-            call.conversation.output(asked.map { Messages.steppedUp(context, $0, ttl: ttl) } ?? Messages.grantHeld(context))
+            let shown = call.shownContext(context)
+            call.conversation.output(asked.map { Messages.steppedUp(shown, $0, ttl: ttl) } ?? Messages.grantHeld(shown))
             return Reply(.success, method: asked?.rawValue ?? "held")
         }
         // For as long as the command runs, but never past the ceiling (root: a day).
@@ -141,4 +142,10 @@ enum StepUpCommands {
         payload.bytes.withUnsafeBytes(in: plaintext) { call.conversation.data($0) }
         return Reply(.success, method: asked?.rawValue ?? "held")
     }
+}
+
+extension Call {
+    /// A context as a sentence may name it: an application's is an identifier of its own (its
+    /// dialog shows the program's words for it), so the sentences it gets name none.
+    func shownContext(_ context: String) -> String? { channel.application == nil ? context : nil }
 }
