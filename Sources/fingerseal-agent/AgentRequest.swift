@@ -107,47 +107,63 @@ final class AgentRequest {
 
     // MARK: what the broker says
 
+    /// A state the broker announced whose sentence comes next (a no-match, a hint, the finger
+    /// or the PIN while the reader waits): published with that sentence, never before it with
+    /// the previous one.
+    private var sentencePending = false
+
     private func noted(_ note: ExchangeNote) {
         guard !finished else { return }
         switch note {
         case let .sentence(text, _):
             sentence = text
+            sentencePending = false
         case let .event(name):
             switch name {
-            case "finger-needed": state = .waitingForFinger
-            case "no-match": state = .noMatch
+            // After a no-match or a hint the reader waits again at once, and that state's
+            // sentence ("Try again.") already asks for the finger: it stays until the next change.
+            case "finger-needed": if state != .noMatch && state != .retry { state = .waitingForFinger }
+            case "no-match": state = .noMatch; sentencePending = true
             case "finger-locked": state = .locked
-            default: if name.hasPrefix("hint") { state = .retry }
+            default: if name.hasPrefix("hint") { state = .retry; sentencePending = true }
             }
         case let .ask(ask):
             openQuestion = ask
+            sentencePending = false
             switch (ask.purpose, ask.whileScanning) {
             case (.pin, true):
                 state = .waitingForFinger
-                if sentence.isEmpty { sentence = AgentStrings.fingerOrPIN }
+                // The reader's sentence ("Swipe your finger …, or type your PIN.") follows once
+                // it is armed: the Status waits for it rather than saying something else first.
+                sentencePending = true
             case (.pin, false):
                 state = .needsPIN
-                sentence = ask.prompt.isEmpty ? AgentStrings.enterPIN : ask.prompt
+                // The broker's prompt ("PIN: ") is a label, not a sentence: the field has its own.
+                sentence = AgentStrings.enterPIN
             case (.accountPassword, _):
                 state = .needsPassword
-                // PAM's own prompt ("Password: ") is a label, not a sentence.
                 sentence = AgentStrings.enterPassword
             default:
                 break
             }
         }
-        publish()
+        if !sentencePending { publish() }
     }
 
-    /// What was last published, so that a repeat says nothing new.
-    private var published: (RequestState, String, Ask.Purpose?)? = nil
+    /// What was last sent as Status, and last shown, so that a repeat says nothing new.
+    private var published: (RequestState, String)? = nil
+    private var shown: (RequestState, String, Ask.Purpose?)? = nil
 
-    /// The state to the owner (Status) and to the prompt, when it changed.
+    /// The state to the owner (Status: once per change of state or sentence) and to the
+    /// prompt (also when the field changes).
     private func publish() {
         let field: Ask.Purpose? = openQuestion.flatMap { [.pin, .accountPassword].contains($0.purpose) ? $0.purpose : nil }
-        if let published, published.0 == state, published.1 == sentence, published.2 == field { return }
-        published = (state, sentence, field)
-        bus.emit(to: owner, path: path, interface: AgentInterface.request, signal: "Status", [.string(state.rawValue), .string(sentence)])
+        if published.map({ $0.0 != state || $0.1 != sentence }) ?? true {
+            published = (state, sentence)
+            bus.emit(to: owner, path: path, interface: AgentInterface.request, signal: "Status", [.string(state.rawValue), .string(sentence)])
+        }
+        if let shown, shown.0 == state, shown.1 == sentence, shown.2 == field { return }
+        shown = (state, sentence, field)
         prompt?.show(state, sentence: sentence, field: field, canUsePassword: passwordAllowed && state != .needsPassword)
     }
 

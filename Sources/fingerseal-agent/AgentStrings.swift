@@ -30,7 +30,6 @@ enum AgentStrings {
     static var passwordLabel: String { tr("Password") }
     static var enterPIN: String { tr("Enter your PIN.") }
     static var enterPassword: String { tr("Enter your account password.") }
-    static var fingerOrPIN: String { tr("Touch the fingerprint reader, or type your PIN.") }
     static var checking: String { tr("Checking.") }
 
     // The outcomes the agent says itself

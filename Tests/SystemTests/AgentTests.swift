@@ -174,6 +174,32 @@ import Testing
         #expect(noMatch.states.contains("no-match"), "\(noMatch.result.stdout)")
     }
 
+    /// The Status signals an application draws its own prompt from (issue 33 §4): each with
+    /// its own sentence, sent once per change, never one the broker had not said yet (no
+    /// "no-match" with the sentence before it, no sentence of the agent's before the reader's).
+    @Test func statusSignalsCarryTheirOwnSentenceOncePerChange() throws {
+        let agent = try AgentRig()
+        func statuses(_ run: ClientRun) -> [String] {
+            run.events.filter { $0.event == "status" }.map { "\($0.state ?? "")|\($0.sentence ?? "")" }
+        }
+        let armed = "waiting-for-finger|Swipe your finger across the reader, or type your PIN."
+        let match = try agent.run(["step-up", "s1", "--prompt", "app"], scan: "SCAN finger-a")
+        #expect(statuses(match) == ["waiting-for-finger|Confirm it is you.", armed], "\(match.result.stdout)")
+        // A wrong finger, then the right one.
+        let child = try agent.client(["step-up", "s2", "--prompt", "app"])
+        #expect(child.waitForLine(containing: "type your PIN"))
+        try VirtualSensor.send("SCAN finger-b", to: agent.rig.sensor)
+        #expect(child.waitForLine(containing: "no-match"))
+        try VirtualSensor.send("SCAN finger-a", to: agent.rig.sensor)
+        let retried = ClientRun(child.finish(limit: 60))
+        #expect(statuses(retried) == ["waiting-for-finger|Confirm it is you.", armed, "no-match|The fingerprint did not match. Try again."],
+                "\(retried.result.stdout)")
+        #expect(retried.responses.first?.method == "finger", "\(retried.result.stdout)")
+        // The PIN asked alone: the agent's sentence, never the broker's field label ("PIN: ").
+        let pin = try agent.run(["step-up", "s3", "--prompt", "app", "--methods", "pin"], stdin: AgentRig.pin + "\n")
+        #expect(statuses(pin).contains("needs-pin|Enter your PIN.") && !pin.result.stdout.contains("PIN: "), "\(pin.result.stdout)")
+    }
+
     /// An application's confirmation lasts as long as its screen, up to the administrator's
     /// ceiling (issue 33 §6), not the command line's 5 minutes (a user's: root's ceiling is a
     /// day), and the response says so.
