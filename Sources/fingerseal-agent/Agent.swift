@@ -56,6 +56,10 @@ final class Agent {
     private func handle(_ call: MethodCall) {
         switch call.method {
         case "GetCapabilities": capabilities(call)
+        case "GetStatus": settingsStatus(call)
+        case "SetEnabled":
+            guard let enabled = call.arguments.first?.bool else { return call.fail(AgentErrors.invalidArgs, AgentStrings.badOption("enabled")) }
+            begin(call, .setEnabled(enabled), options: call.arguments.count > 1 ? call.arguments[1] : nil)
         case "Unlock", "UnlockAndWait":
             begin(call, .unlock, options: call.arguments.first, waits: call.method.hasSuffix("AndWait"))
         case "StepUp", "StepUpAndWait":
@@ -119,7 +123,7 @@ final class Agent {
         var context: String? = nil
         var payload: SecureBytes? = nil
         switch kind {
-        case .unlock: break
+        case .unlock, .setEnabled: break
         case let .stepUp(given), let .reveal(given):
             guard Agent.isValidContext(given) else { return call.fail(AgentErrors.invalidArgs, AgentStrings.badContext) }
             context = given
@@ -200,8 +204,12 @@ final class Agent {
         case .reveal:
             request = Request(.reveal)
             request.options.set(field: Option.noNotice.field, "1")
+        case let .setEnabled(on):
+            request = Request(on ? .fingerOn : .fingerOff)
         }
-        if case .unlock = kind {} else {
+        switch kind {
+        case .unlock, .setEnabled: break
+        case .stepUp, .reveal:
             if let maxAge = options.maxAge { request.options.set(field: Option.maxAge.field, String(maxAge)) }
             if options.fresh, case .stepUp = kind { request.options.set(field: Option.fresh.field, "1") }
         }
@@ -313,7 +321,25 @@ final class Agent {
         for owner in grantKeys.keys where owner.busName == busName { endContext(owner) {} }
     }
 
-    // MARK: capabilities
+    // MARK: capabilities and status
+
+    /// GetStatus: what a settings page shows (the broker's `status` for the application
+    /// channel): the facts, and each as a sentence in the person's language and zone.
+    private func settingsStatus(_ call: MethodCall) {
+        var request = Request(.status)
+        request.options.set(field: Option.json.field, "1")
+        request.language = settings.language
+        request.timeZone = settings.timeZone
+        request.application = Application(busName: call.sender)
+        let exchange = UncheckedExchange(AgentExchange(socketPath: socketPath, request: request, payload: nil, answers: nil,
+                                                       note: { _ in }))
+        let sendable = UncheckedCall(call)
+        let started = startDetachedThread {
+            let status = SettingsStatus(exchange.exchange.run())
+            MainLoop.post { sendable.call.reply([.dictionary(status.values)]) }
+        }
+        if !started { call.fail(AgentErrors.failed, AgentStrings.brokerEnded) }
+    }
 
     private func capabilities(_ call: MethodCall) {
         var request = Request(.status)

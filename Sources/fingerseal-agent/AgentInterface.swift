@@ -28,6 +28,22 @@ enum AgentInterface {
     <method name="GetCapabilities">
       <arg type="a{sv}" name="capabilities" direction="out"/>
     </method>
+    <!-- For a settings page: vault (b), enabled (b: fingerprint unlock is on), enabled_since
+         (x, Unix time), last_verified (x, absent when never), fingers (as: as people say them,
+         in the person's language), sentences (a{sv} of s: enabled, enabled_since,
+         last_verified, fingers, password: each fact as a sentence in the person's language
+         and time zone, ready to show and to announce). -->
+    <method name="GetStatus">
+      <arg type="a{sv}" name="status" direction="out"/>
+    </method>
+    <!-- The settings switch: fingerprint unlock on or off, confirmed with a finger or the PIN
+         (with it off, the PIN) in the agent's dialog or the application's (a request, as
+         Unlock). Options: methods, prompt, parent_window, app_name, reason, handle_token. -->
+    <method name="SetEnabled">
+      <arg type="b" name="enabled" direction="in"/>
+      <arg type="a{sv}" name="options" direction="in"/>
+      <arg type="o" name="handle" direction="out"/>
+    </method>
     <!-- A finger, else the fallback, then a fresh access token (Take). Options: methods (as),
          prompt (s: dialog or app), parent_window (s), app_name (s), reason (s: a sentence
          shown beneath the heading), handle_token (s). -->

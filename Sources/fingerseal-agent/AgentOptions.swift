@@ -116,3 +116,46 @@ struct Capabilities: Sendable {
         self.values = values
     }
 }
+
+/// GetStatus' answer, from the broker's `status --json` for the application channel: what a
+/// settings page shows (the switch, since when, when last verified, the fingers, when the
+/// password is next needed), each fact also as a sentence in the person's language and zone.
+struct SettingsStatus: Sendable {
+    let values: [String: BusValue]
+
+    private struct Report: Decodable {
+        struct Said: Decodable {
+            let fingerUnlock: String
+            let enabledSince: String
+            let enabledSinceUnix: Int64
+            let lastVerified: String
+            let lastVerifiedUnix: Int64?
+            let fingers: String
+            let fingerNames: [String]
+            let password: String?
+        }
+        let vault: Bool
+        let fingerUnlock: Bool?
+        let said: Said?
+    }
+
+    init(_ ending: AgentExchange.Ending) {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        guard case let .reply(_, _, output) = ending, let report = try? decoder.decode(Report.self, from: Data(output.utf8)),
+              report.vault, let said = report.said else {
+            // No vault (or no broker): nothing is on, nothing to show but that.
+            values = ["vault": .bool(false), "enabled": .bool(false), "fingers": .strings([]),
+                      "sentences": .dictionary(["enabled": .string(AgentStrings.notSetUp)])]
+            return
+        }
+        var values: [String: BusValue] = ["vault": .bool(true), "enabled": .bool(report.fingerUnlock ?? false),
+                                          "enabled_since": .int64(said.enabledSinceUnix), "fingers": .strings(said.fingerNames)]
+        if let verified = said.lastVerifiedUnix { values["last_verified"] = .int64(verified) }
+        var sentences: [String: BusValue] = ["enabled": .string(said.fingerUnlock), "enabled_since": .string(said.enabledSince),
+                                             "last_verified": .string(said.lastVerified), "fingers": .string(said.fingers)]
+        if let password = said.password { sentences["password"] = .string(password) }
+        values["sentences"] = .dictionary(sentences)
+        self.values = values
+    }
+}

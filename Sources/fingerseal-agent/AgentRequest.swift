@@ -34,6 +34,9 @@ final class AgentRequest {
         case unlock
         case stepUp(context: String)
         case reveal(context: String)
+        /// The person's own switch for fingerprint unlock (the broker's `on` and `off`),
+        /// confirmed with a finger or the PIN.
+        case setEnabled(Bool)
     }
 
     let path: String
@@ -133,9 +136,10 @@ final class AgentRequest {
             switch (ask.purpose, ask.whileScanning) {
             case (.pin, true):
                 state = .waitingForFinger
-                // The reader's sentence ("Swipe your finger …, or type your PIN.") follows once
-                // it is armed: the Status waits for it rather than saying something else first.
-                sentencePending = true
+                // The question and the reader's sentence ("Swipe your finger …, or type your
+                // PIN.") come in either order; with nothing said yet, the Status waits for the
+                // sentence rather than saying something else first.
+                if sentence.isEmpty { sentencePending = true }
             case (.pin, false):
                 state = .needsPIN
                 // The broker's prompt ("PIN: ") is a label, not a sentence: the field has its own.

@@ -14,6 +14,14 @@ enum AgentStrings {
     /// An application's own name for itself, with what the system vouches for (its Flatpak
     /// app id or its executable's path) beside it: "Meander (/usr/bin/meander)".
     static func claimedBeside(_ claimed: String, vouched: String) -> String { tr("%1$s (%2$s)", claimed, vouched) }
+    static func setEnabledTitle(_ application: String, on: Bool) -> String {
+        on ? tr("%1$s: turn on fingerprint unlock", application) : tr("%1$s: turn off fingerprint unlock", application)
+    }
+    static func setEnabledHeading(_ application: String, on: Bool) -> String {
+        on ? tr("%1$s wants to turn fingerprint unlock on. Confirm it is you first.", application)
+            : tr("%1$s wants to turn fingerprint unlock off. Confirm it is you first.", application)
+    }
+    static var notSetUp: String { tr("Fingerprint unlock is not set up for your account.") }
     static func unlockHeading(_ application: String) -> String {
         tr("%1$s wants to unlock with your fingerprint.", application)
     }

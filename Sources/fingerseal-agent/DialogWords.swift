@@ -18,6 +18,9 @@ struct DialogWords {
         case .reveal:
             title = AgentStrings.revealTitle(application.shortName, label: label)
             heading = AgentStrings.revealHeading(application.displayName, label: label)
+        case let .setEnabled(on):
+            title = AgentStrings.setEnabledTitle(application.shortName, on: on)
+            heading = AgentStrings.setEnabledHeading(application.displayName, on: on)
         }
         description = reason
     }

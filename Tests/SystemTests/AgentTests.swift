@@ -1,6 +1,7 @@
 import FingersealCore
 import Glibc
 import Testing
+import Foundation
 @testable import TestSupport
 
 /// fingerseal-agent for applications (issue 21): on a private session bus, in front of a
@@ -198,6 +199,37 @@ import Testing
         // The PIN asked alone: the agent's sentence, never the broker's field label ("PIN: ").
         let pin = try agent.run(["step-up", "s3", "--prompt", "app", "--methods", "pin"], stdin: AgentRig.pin + "\n")
         #expect(statuses(pin).contains("needs-pin|Enter your PIN.") && !pin.result.stdout.contains("PIN: "), "\(pin.result.stdout)")
+    }
+
+    /// A settings page (issue 33 §7): GetStatus gives the switch, since when, when last
+    /// verified and the fingers, each also as a sentence in the person's language and zone;
+    /// SetEnabled turns fingerprint unlock off with a finger and on again with the PIN.
+    @Test func aSettingsPageReadsTheStatusAndFlipsTheSwitch() throws {
+        let agent = try AgentRig()
+        func status() throws -> [String: Any] {
+            let run = try agent.run(["status"])
+            let line = run.result.stdout.split(separator: "\n").last.map(String.init) ?? ""
+            return (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] ?? [:]
+        }
+        let before = try status()
+        let sentences = before["sentences"] as? [String: Any] ?? [:]
+        #expect(before["enabled"] as? Bool == true && before["fingers"] as? [String] == ["right index finger"], "\(before)")
+        #expect(sentences["enabled"] as? String == "Fingerprint unlock is on." && (sentences["enabled_since"] as? String)?.hasPrefix("Enabled since ") == true
+                && sentences["last_verified"] as? String == "Last verified: never.", "\(before)")
+        #expect(try agent.run(["step-up", "settings", "--prompt", "app"], scan: "SCAN finger-a").result.status == 0)
+        let verified = try status()
+        #expect(verified["last_verified"] != nil
+                && ((verified["sentences"] as? [String: Any])?["last_verified"] as? String)?.hasPrefix("Last verified: today at ") == true,
+                "\(verified)")
+        let off = try agent.run(["set-enabled", "off", "--prompt", "app"], scan: "SCAN finger-a")
+        #expect(off.result.status == 0 && off.responses.first?.sentence == "Fingerprint unlock is off. Your vault and enrolled fingers are kept.",
+                "\(off.result.stdout)")
+        let after = try status()
+        #expect(after["enabled"] as? Bool == false
+                && (after["sentences"] as? [String: Any])?["enabled"] as? String == "Fingerprint unlock is off, by your choice.", "\(after)")
+        let on = try agent.run(["set-enabled", "on", "--prompt", "app"], stdin: AgentRig.pin + "\n")
+        #expect(on.result.status == 0 && on.states.contains("needs-pin"), "\(on.result.stdout)")
+        #expect(try status()["enabled"] as? Bool == true)
     }
 
     /// An application's confirmation lasts as long as its screen, up to the administrator's

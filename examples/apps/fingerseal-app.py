@@ -92,7 +92,7 @@ def run_request(bus, args, method, parameters, fd_list=None):
     # Subscribed before the call: a quick Response cannot be missed.
     bus.signal_subscribe(BUS_NAME, REQUEST, "Status", path, None, Gio.DBusSignalFlags.NONE, on_status)
     bus.signal_subscribe(BUS_NAME, REQUEST, "Response", path, None, Gio.DBusSignalFlags.NONE, on_response)
-    signature = {"Unlock": "(a{sv})", "StepUp": "(ssa{sv})", "Reveal": "(hsa{sv})"}[method]
+    signature = {"Unlock": "(a{sv})", "StepUp": "(ssa{sv})", "Reveal": "(hsa{sv})", "SetEnabled": "(ba{sv})"}[method]
     bus.call_with_unix_fd_list_sync(BUS_NAME, PATH, IFACE, method, GLib.Variant(signature, tuple(parameters)),
                                     None, Gio.DBusCallFlags.NONE, 10000, fd_list, None)
     loop.run()
@@ -121,8 +121,8 @@ def run_request(bus, args, method, parameters, fd_list=None):
 
 def main():
     parser = argparse.ArgumentParser(description="A client of fingerseal-agent.")
-    parser.add_argument("command", choices=["capabilities", "unlock", "step-up", "reveal", "end-context"])
-    parser.add_argument("context", nargs="?")
+    parser.add_argument("command", choices=["capabilities", "status", "set-enabled", "unlock", "step-up", "reveal", "end-context"])
+    parser.add_argument("context", nargs="?", help="CONTEXT; for set-enabled: on or off")
     parser.add_argument("extra", nargs="?", help="REASON for step-up, SEALED-FILE for reveal")
     parser.add_argument("--prompt", choices=["dialog", "app"])
     parser.add_argument("--methods")
@@ -152,6 +152,16 @@ def main():
             reply = bus.call_sync(BUS_NAME, PATH, IFACE, "GetCapabilities", None, GLib.VariantType("(a{sv})"),
                                   Gio.DBusCallFlags.NONE, 10000, None)
             print(json.dumps(reply.unpack()[0], sort_keys=True), flush=True)
+            continue
+        if args.command == "status":
+            # A settings page: the switch, since when, last verified, each also as a sentence.
+            reply = bus.call_sync(BUS_NAME, PATH, IFACE, "GetStatus", None, GLib.VariantType("(a{sv})"),
+                                  Gio.DBusCallFlags.NONE, 10000, None)
+            print(json.dumps(reply.unpack()[0], sort_keys=True, ensure_ascii=False), flush=True)
+            continue
+        if args.command == "set-enabled":
+            code, _ = run_request(bus, args, "SetEnabled", [args.context == "on", options(args)])
+            status = status or code
             continue
         if args.command == "end-context":
             bus.call_sync(BUS_NAME, PATH, IFACE, "EndContext", GLib.Variant("(s)", (args.context,)), None,

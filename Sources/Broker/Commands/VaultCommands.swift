@@ -73,6 +73,22 @@ enum VaultCommands {
             /// logind says the session is remote: the reader is not offered.
             let remote: Bool
         }
+        /// For an application's settings page (the agent's GetStatus): the facts as sentences
+        /// in the person's language and zone, ready to show and to announce, with the times.
+        var said: Said? = nil
+
+        struct Said: Encodable {
+            let fingerUnlock: String
+            let enabledSince: String
+            let enabledSinceUnix: Int64
+            let lastVerified: String
+            let lastVerifiedUnix: Int64?
+            let fingers: String
+            /// The enrolled fingers as people say them ("right index finger").
+            let fingerNames: [String]
+            /// When the account password is next needed; nil: no password rule.
+            let password: String?
+        }
         var fprintdFingers: [String]? = nil
         var fingersChanged: Bool? = nil
         /// The configuration's tpm= (auto, require, off).
@@ -154,7 +170,19 @@ enum VaultCommands {
             report.signedInAs = status.signIn == .none ? nil : status.identity?.display
             report.lockout = .init(fingerFailures: status.lockout.fingerFailures, fingerLocked: status.lockout.fingerLocked,
                                    pinFailures: status.lockout.pinFailures, pinLocked: status.lockout.pinLocked)
-            if call.channel.application != nil { report.capabilities = capabilities(call, status, fprintd: fprintd) }
+            if call.channel.application != nil {
+                report.capabilities = capabilities(call, status, fprintd: fprintd)
+                let verified = lastVerified(store)
+                let fingers = fprintd?.fingers ?? status.fingers
+                report.said = .init(fingerUnlock: status.fingerOff ? Messages.settingFingerUnlockOff : Messages.statusFingerUnlockOn,
+                                    enabledSince: Messages.statusEnabledSince(Localization.localTime(status.createdAt)),
+                                    enabledSinceUnix: status.createdAt,
+                                    lastVerified: Messages.statusLastVerified(verified, now: SystemClock().now()),
+                                    lastVerifiedUnix: verified,
+                                    fingers: fprintd.map { Messages.statusFprintdFingers($0.fingers) } ?? Messages.statusFingers(status.fingers),
+                                    fingerNames: fingers.map(Messages.fingerName),
+                                    password: PasswordDue.next(call, status).map(Messages.statusPasswordNext))
+            }
             try call.printJSON(report)
             return Reply(.success)
         }
@@ -316,7 +344,8 @@ enum VaultCommands {
         let vault = try result.confirmedVault()
         try vault.update { $0.setFingerUnlock(on) }
         AuditTrail(store: call.store).record(.fingerUnlockSetting(on: on), vault: vault)
-        call.conversation.output(on ? Messages.fingerUnlockTurnedOn : Messages.fingerUnlockTurnedOff)
+        let off = call.channel.application == nil ? Messages.fingerUnlockTurnedOff : Messages.fingerUnlockSwitchedOff
+        call.conversation.output(on ? Messages.fingerUnlockTurnedOn : off)
         return Reply(.success, method: result.method)
     }
 

@@ -711,6 +711,8 @@ public enum Messages {
     public static var fingerUnlockOff: String { tr("Fingerprint unlock is off for your account, by your choice. Use your PIN or password; fingerseal on turns it back on.") }
     public static var fingerUnlockTurnedOff: String { tr("Fingerprint unlock is off. Your vault and enrolled fingers are kept; fingerseal on turns it back on.") }
     public static var fingerUnlockTurnedOn: String { tr("Fingerprint unlock is on again.") }
+    /// The same for an application's switch, which turns it back on itself (no command to name).
+    public static var fingerUnlockSwitchedOff: String { tr("Fingerprint unlock is off. Your vault and enrolled fingers are kept.") }
     // The keyring, unlocked by the finger (issue 23 §1).
     public static var keyringNeedsPassword: String { tr("To unlock your keyring with your finger, fingerseal keeps your account password sealed in your vault. Give your account password.") }
     public static var keyringTurnedOn: String { tr("Your account password is sealed in your vault. A finger or PIN at sign-in now unlocks your keyring too.") }
@@ -767,6 +769,8 @@ public enum Messages {
     public static var fingerUnlockAlreadyOff: String { tr("Fingerprint unlock is already off.") }
     public static var statusFingerUnlockOn: String { tr("Fingerprint unlock is on.") }
     public static var statusFingerUnlockOff: String { tr("Fingerprint unlock is off, by your choice. Run: fingerseal on") }
+    /// The same on an application's settings page, whose switch turns it on (no command to name).
+    public static var settingFingerUnlockOff: String { tr("Fingerprint unlock is off, by your choice.") }
 
     // Touch to sign in (identify)
     /// The identify scan's prompt, one whole sentence per reader and host.
