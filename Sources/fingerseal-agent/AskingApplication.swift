@@ -11,6 +11,9 @@ struct AskingApplication {
     let pid: pid_t
     let executable: String?
     let appID: String?
+    /// For an interpreter (python3, perl, gjs, …): the script it runs, as its command line
+    /// names it (the program's own word, like `app_name`: a title's, never the vouched part).
+    let script: String?
     /// What the application calls itself (`app_name`): its own claim, which anything can
     /// make ("Files", "System Update"); nil when it names none, or one that cannot be shown
     /// as plain text beside another.
@@ -34,8 +37,24 @@ struct AskingApplication {
     var shortName: String {
         if let claimedName { return claimedName }
         if let appID { return appID }
+        if let script { return script }
         if let executable, let last = executable.split(separator: "/").last { return String(last) }
         return busName
+    }
+
+    /// Interpreters whose program is the script they run.
+    static let interpreters = ["python", "perl", "ruby", "node", "gjs", "sh", "bash", "dash", "lua", "php"]
+
+    /// The script an interpreter runs: its first argument that is no option, without its
+    /// directory and extension ("meander" for `python3 /opt/meander/meander.py`); nil for any
+    /// other program, or a name that is no plain text.
+    static func script(executable: String?, arguments: [String]) -> String? {
+        guard let executable, let program = executable.split(separator: "/").last,
+              interpreters.contains(where: { program == $0 || (program.hasPrefix($0) && program.dropFirst($0.count).allSatisfy { $0.isNumber || $0 == "." }) })
+        else { return nil }
+        guard let path = arguments.dropFirst().first(where: { !$0.hasPrefix("-") }), let file = path.split(separator: "/").last else { return nil }
+        let name = file.split(separator: ".").first.map(String.init) ?? String(file)
+        return shownText(name, limit: 100)
     }
 
     enum Refusal: Error {
@@ -50,6 +69,7 @@ struct AskingApplication {
         let executable = readLink("/proc/\(pid)/exe")
         let appID = flatpakAppID(pid)
         return AskingApplication(busName: busName, pid: pid, executable: executable, appID: appID,
+                                 script: script(executable: executable, arguments: commandLine(pid)),
                                  claimedName: claimedName.flatMap { shownText($0, limit: 100) })
     }
 
@@ -62,6 +82,17 @@ struct AskingApplication {
               !name.unicodeScalars.contains(where: { ControlCharacters.contains($0) || ControlCharacters.isBidiControl($0) })
         else { return nil }
         return name
+    }
+
+    /// /proc/PID/cmdline's arguments (at most 4 KiB read).
+    private static func commandLine(_ pid: pid_t) -> [String] {
+        let fd = open("/proc/\(pid)/cmdline", O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard fd >= 0 else { return [] }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        let count = read(fd, &bytes, bytes.count)
+        guard count > 0 else { return [] }
+        return bytes[..<count].split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
     }
 
     private static func readLink(_ path: String) -> String? {

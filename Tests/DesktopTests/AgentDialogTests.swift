@@ -20,7 +20,7 @@ struct AgentDialogTests {
 
     /// The dialog's X11 handle, once it is mapped: found by its title, given the keyboard (no
     /// window manager here does that).
-    static func dialogHandle(_ desktop: DesktopSession) throws -> String {
+    static func dialogHandle(_ desktop: DesktopSession, title: String = title) throws -> String {
         let found = try Child.run("/usr/bin/xdotool", ["search", "--sync", "--onlyvisible", "--name", title],
                                   environment: desktop.environment)
         guard found.status == 0, let decimal = found.stdout.split(separator: "\n").last, let id = UInt(decimal) else {
@@ -60,13 +60,17 @@ struct AgentDialogTests {
         #expect(gone.stdout.isEmpty, "\(gone.all)")
     }
 
+    /// Also: a script that gives no name is titled by the script, not its interpreter
+    /// (issue 33 §8: "python3.11 wants…").
     @Test func escapeCancelsAndNothingIsCounted() throws {
         let desktop = try DesktopSession()
         let agent = try AgentRig(desktop: desktop.environment)
-        let client = try agent.client(["step-up", "contacts", Self.reason, "--app-name", "Meander"])
+        let client = try agent.client(["step-up", "contacts", Self.reason])
         #expect(client.waitForLine(containing: "waiting-for-finger"))
-        _ = try Self.dialogHandle(desktop)
-        _ = try desktop.accessibleTree(Self.title, focused: "PIN")
+        let title = "fingerseal-app: confirm it is you"
+        _ = try Self.dialogHandle(desktop, title: title)
+        let tree = try desktop.accessibleTree(title, focused: "PIN")
+        #expect(tree.first(role: "heading")?.text == "\(AgentRig.pythonExecutable) wants to confirm it is you.", "\(tree.description)")
         try desktop.key("Escape")
         let run = ClientRun(client.finish(limit: 30))
         #expect(run.result.status == 1 && run.responses.first?.outcome == "cancelled", "\(run.result.all)")
