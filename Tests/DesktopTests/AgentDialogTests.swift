@@ -20,9 +20,9 @@ struct AgentDialogTests {
 
     /// The dialog's X11 handle, once it is mapped: found by its title, given the keyboard (no
     /// window manager here does that).
-    static func dialogHandle(_ desktop: DesktopSession, title: String = title) throws -> String {
-        let found = try Child.run("/usr/bin/xdotool", ["search", "--sync", "--onlyvisible", "--name", title],
-                                  environment: desktop.environment)
+    static func dialogHandle(_ desktop: DesktopSession, title: String = title, limit: Double = 120) throws -> String {
+        let found = try Child("/usr/bin/xdotool", ["search", "--sync", "--onlyvisible", "--name", title],
+                              environment: desktop.environment).finish(limit: limit)
         guard found.status == 0, let decimal = found.stdout.split(separator: "\n").last, let id = UInt(decimal) else {
             throw TestFailure("no dialog window: \(found.all)")
         }
@@ -90,6 +90,40 @@ struct AgentDialogTests {
         let run = ClientRun(client.finish(limit: 30))
         #expect(run.result.status == 0 && run.responses.first?.method == "pin", "\(run.result.all)")
         #expect(!run.result.all.contains(AgentRig.pin))
+    }
+
+    /// The example application (examples/apps/meander.py) as its person meets it (issue 33):
+    /// at start the agent's dialog says "Unlock Meander" and a finger opens the app; its
+    /// sensitive screen asks again, titled by the app, and Escape there leaves the app as it
+    /// was (nothing counted); the settings page reads fingerseal's own sentences.
+    @Test(.enabled(if: LocalIdP.available)) func theExampleApplicationsStories() throws {
+        let idp = try LocalIdP()
+        let desktop = try DesktopSession()
+        let agent = try AgentRig(desktop: desktop.environment)
+        let login = try agent.rig.cli(["login", "--issuer", idp.issuer, "--client-id", "fingerseal-test", "--flow", "password",
+                                       "--idp-user", "alice", "--password-fd", "3", "--pin-fd", "3"], fd3: "wonderland-7\n\(AgentRig.pin)\n")
+        #expect(login.status == 0, "\(login.all)")
+        let command = [AgentRig.python, Paths.packageRoot + "/examples/apps/meander.py"]
+        let app = try Child(command[0], Array(command.dropFirst()), environment: agent.environment())
+        defer { app.signal(SIGTERM); _ = app.finish(limit: 10) }
+        do { _ = try Self.dialogHandle(desktop, title: "Unlock Meander") } catch {
+            app.signal(SIGTERM)
+            throw TestFailure("\(error); the app said: \(app.finish(limit: 10).all); the agent: \(agent.agentLog)")
+        }
+        let unlock = try desktop.accessibleTree("Unlock Meander", showing: "Your assignments are on the server.")
+        #expect(unlock.role == "dialog" && unlock.description.contains("Your assignments are on the server."), "\(unlock.description)")
+        try VirtualSensor.send("SCAN finger-a", to: agent.rig.sensor)
+        let welcome = try desktop.accessibleTree("Meander", showing: "Welcome back.")
+        #expect(welcome.all(role: "push button").map(\.name).contains("Contact assignments"), "each button named once")
+        try desktop.press("Contact assignments", in: "Meander")
+        do { _ = try Self.dialogHandle(desktop, title: "Meander: confirm it is you", limit: 30) } catch {
+            app.signal(SIGTERM)
+            throw TestFailure("\(error) The app said: \(app.finish(limit: 10).all)")
+        }
+        try desktop.key("Escape")
+        let home = try desktop.accessibleTree("Meander", showing: "Welcome back.")
+        #expect(home.name == "Meander")
+        #expect(try agent.rig.lockout().fingerFailures == 0)
     }
 
     @Test func theDialogIsReadableAtTwiceTheScale() throws {
