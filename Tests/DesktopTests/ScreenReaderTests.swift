@@ -62,10 +62,14 @@ struct ScreenReaderTests {
         Set(reader.record.split(separator: "[application | ").dropFirst().compactMap { $0.split(separator: "]").first.map(String.init) })
     }
 
-    /// Nothing said twice (across requests, each dialog is new: `since` counts from its start).
+    /// No sentence said twice (across requests, each dialog is new: `since` counts from its
+    /// start). Orca says a record's lines as one utterance (shown " / " here): each line counts
+    /// as a sentence of its own, so that the instruction said in the dialog's announcement and
+    /// again alone is caught.
     static func expectNothingTwice(_ reader: ScreenReader, since start: Int, sourceLocation: SourceLocation = #_sourceLocation) {
         var seen: Set<String> = []
-        let repeated = reader.heard(after: start).filter { !seen.insert($0).inserted }
+        let sentences = reader.heard(after: start).flatMap { $0.components(separatedBy: " / ") }
+        let repeated = sentences.filter { !seen.insert($0).inserted }
         #expect(repeated.isEmpty, "said twice: \(repeated) in \(reader.heard(after: start))", sourceLocation: sourceLocation)
     }
 
@@ -75,7 +79,7 @@ struct ScreenReaderTests {
         let desktop = try DesktopSession()
         let reader = try ScreenReader(desktop)
         // Before the desktop goes: Orca refuses to start while another Orca of this user runs.
-        defer { reader.stop() }
+        defer { reader.stop(keep: "orca-unlock-en") }
         let idp = try LocalIdP()
         let agent = try AgentRig(desktop: desktop.environment)
         let login = try agent.rig.cli(["login", "--issuer", idp.issuer, "--client-id", "fingerseal-test", "--flow", "password",
@@ -124,22 +128,45 @@ struct ScreenReaderTests {
         print("Orca heard (\(Int(VirtualSensor.now() - started)) s): \(reader.heard.map { "«\($0)»" }.joined(separator: " "))")
     }
 
-    @Test func stepUpIsSpokenInNorwegian() throws {
+    @Test(.enabled(if: LocalIdP.available, "the local IdP's venv is missing (make check makes it)"))
+    func stepUpANoMatchAndUnlockAreSpokenInNorwegian() throws {
         let started = VirtualSensor.now()
         let desktop = try DesktopSession()
         let reader = try ScreenReader(desktop)
         // Before the desktop goes: Orca refuses to start while another Orca of this user runs.
-        defer { reader.stop() }
+        defer { reader.stop(keep: "orca-nb") }
+        let idp = try LocalIdP()
         let agent = try AgentRig(desktop: desktop.environment,
                                  agentEnvironment: ["LANGUAGE": "nb", "LANG": "nb_NO.UTF-8", "FINGERSEAL_LOCALEDIR": Self.catalogs])
-        let start = reader.heard.count
-        let client = try agent.client(["step-up", "contacts", "åpne kontaktoppdrag", "--app-name", "Meander"])
-        _ = try Self.sentence(of: "waiting-for-finger", from: client)
+        let login = try agent.rig.cli(["login", "--issuer", idp.issuer, "--client-id", "fingerseal-test", "--flow", "password",
+                                       "--idp-user", "alice", "--password-fd", "3", "--pin-fd", "3"], fd3: "wonderland-7\n\(AgentRig.pin)\n")
+        try #require(login.status == 0, "\(login.all)")
+
+        // Step-up, the agent's first dialog.
+        var start = reader.heard.count
+        let stepUp = try agent.client(["step-up", "contacts", "åpne kontaktoppdrag", "--app-name", "Meander"])
+        _ = try Self.sentence(of: "waiting-for-finger", from: stepUp)
         let title = try Self.focusDialog(desktop)
         #expect(title != AgentDialogTests.title, "the dialog is not in Norwegian: \(title)")
         _ = try Self.expectAnnounced(reader, desktop, title: title, since: start)
+        let focus = try #require(try desktop.accessibleTree(title).focused?.name)
+        let before = reader.heard.count
+        try VirtualSensor.send("SCAN finger-b", to: agent.rig.sensor)
+        _ = try Self.sentence(of: "no-match", from: stepUp)
+        let said = try reader.waitToHear("the no-match sentence", after: before) { _ in true }
+        let shown = try desktop.accessibleTree(title)
+        #expect(shown.first(role: "status bar")?.text == said && shown.focused?.name == focus, "\(reader.heard(after: before))")
         try VirtualSensor.send("SCAN finger-a", to: agent.rig.sensor)
-        #expect(ClientRun(client.finish(limit: 30)).responses.first?.method == "finger")
+        #expect(ClientRun(stepUp.finish(limit: 30)).responses.first?.method == "finger")
+        Self.expectNothingTwice(reader, since: start)
+
+        // Unlock, the agent already running: its dialog is announced as well.
+        start = reader.heard.count
+        let unlock = try agent.client(["unlock", "--app-name", "Meander"])
+        _ = try Self.sentence(of: "waiting-for-finger", from: unlock)
+        _ = try Self.expectAnnounced(reader, desktop, title: try Self.focusDialog(desktop), since: start)
+        try desktop.key("Escape")
+        _ = unlock.finish(limit: 30)
         Self.expectNothingTwice(reader, since: start)
         print("Orca heard (\(Int(VirtualSensor.now() - started)) s): \(reader.heard.map { "«\($0)»" }.joined(separator: " "))")
     }

@@ -59,12 +59,17 @@ final class ScreenReader {
 
     deinit { stop() }
 
-    func stop() {
+    /// Ends Orca and speech-dispatcher; with `keep`, Orca's whole record is copied to the
+    /// test output (`DesktopSession.outputDirectory`) as `keep`.log, for a person to read.
+    func stop(keep: String? = nil) {
         if let recorder {
             recorder.signal(SIGTERM)
             _ = recorder.finish(limit: 10)
         }
         recorder = nil
+        if let keep, let directory = try? DesktopSession.outputDirectory(for: "ScreenReaderTests") {
+            _ = Child.runQuietly("/bin/cp", [recordPath, directory + "/" + keep + ".log"])
+        }
         if let speech {
             speech.signal(SIGTERM)
             _ = speech.finish(limit: 5)
