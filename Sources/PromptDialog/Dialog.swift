@@ -49,6 +49,9 @@ public final class Dialog {
     /// and where GTK had put it when the window became active.
     private var focusGiven = false
     private var focusAtActivation: Widget?
+    /// The state's sentence, and the control left undescribed while it stands (`giveInitialFocus`).
+    private var sentence = ""
+    private var quiet: (control: Widget, sentence: String)?
     /// The description each control was last given, so that a control is described anew
     /// only when its words change: a screen reader speaks every change.
     private var descriptions: [Widget: String] = [:]
@@ -170,10 +173,9 @@ public final class Dialog {
             descriptions[window] = described
             fs_gtk_accessible_set_string(window.raw, GTK_ACCESSIBLE_PROPERTY_DESCRIPTION, described)
         }
-        for control in controls where descriptions[control] != sentence {
-            descriptions[control] = sentence
-            fs_gtk_accessible_set_string(control.raw, GTK_ACCESSIBLE_PROPERTY_DESCRIPTION, sentence)
-        }
+        if quiet?.sentence != sentence { quiet = nil }
+        self.sentence = sentence
+        describeControls()
         let secret: String? = secretLabel ?? (state.asksForSecret ? text.secretLabel : nil)
         pendingLayout = .some(secret)
         if !hasBeenActive {
@@ -250,8 +252,25 @@ public final class Dialog {
         guard let target, focusedControl() == focusAtActivation else { return }
         // GTK focused the first control itself as the window mapped, unannounced: the focus
         // leaves and comes back, so that the screen reader hears it arrive.
+        let control = Dialog.canTakeFocus(target) ? target : cancelButton
+        // The dialog's announcement says the sentence already (the dialog's description), and
+        // GTK 4.8 sends a control's description again after its first focus when its
+        // accessible object was made late (a field shown after the window mapped): Orca would
+        // say the sentence twice. The control is described again from the next sentence on.
+        quiet = (control, sentence)
+        describeControls()
         gtk_window_set_focus(window.window, nil)
-        gtk_window_set_focus(window.window, Dialog.canTakeFocus(target) ? target : cancelButton)
+        gtk_window_set_focus(window.window, control)
+    }
+
+    /// Describes every control by the sentence, but the one in `quiet`, which has none.
+    private func describeControls() {
+        for control in controls {
+            let description = quiet?.control == control ? "" : sentence
+            guard descriptions[control] != description else { continue }
+            descriptions[control] = description
+            fs_gtk_accessible_set_string(control.raw, GTK_ACCESSIBLE_PROPERTY_DESCRIPTION, description)
+        }
     }
 
     private var controls: [Widget] { [entry, usePasswordButton, cancelButton, submitButton].compactMap { $0 } }
