@@ -169,7 +169,10 @@ public final class Dialog {
         // control that took the focus.
         let described = ([text.heading] + (text.description.map { [$0] } ?? []) + (sentence.isEmpty ? [] : [sentence]))
             .joined(separator: "\n")
-        if descriptions[window] != described {
+        // Only until the focus is first given: Orca reads the description live as it
+        // announces the dialog, and a sentence that changed just before would be said in the
+        // announcement and again as the focused control's change.
+        if !focusGiven, descriptions[window] != described {
             descriptions[window] = described
             fs_gtk_accessible_set_string(window.raw, GTK_ACCESSIBLE_PROPERTY_DESCRIPTION, described)
         }
