@@ -37,6 +37,26 @@ public final class Dialog {
     /// While `onSecret` holds the entry's bytes: nothing else may clear or wipe them.
     private var lending = false
     private var frameClock: OpaquePointer?
+    private var initialFocusTimer: guint = 0
+    /// The secret field's label (nil: no field) for a layout waiting for GTK to send the
+    /// controls' descriptions (`apply`), and its idle source.
+    private var pendingLayout: String??
+    private var layoutSource: guint = 0
+    /// The control that gets the focus once the window is first active (see `becameActive`).
+    private var initialFocus: Widget?
+    private var hasBeenActive = false
+    /// Whether the initial focus was given (after that, each state moves the focus itself),
+    /// and where GTK had put it when the window became active.
+    private var focusGiven = false
+    private var focusAtActivation: Widget?
+    /// The state's sentence, and the control left undescribed while it stands (`giveInitialFocus`).
+    private var sentence = ""
+    private var quiet: (control: Widget, sentence: String)?
+    /// The description each control was last given, so that a control is described anew
+    /// only when its words change: a screen reader speaks every change.
+    private var descriptions: [Widget: String] = [:]
+    /// Whether a dialog of this process was ever active (see `becameActive`). Main thread only.
+    nonisolated(unsafe) private static var processHadActiveDialog = false
 
     /// `parentWindow`: the requesting application's window as xdg-desktop-portal passes it
     /// ("x11:XID" in hex, or "wayland:HANDLE" from xdg-foreign); the dialog stays above it.
@@ -60,6 +80,7 @@ public final class Dialog {
 
         let me = Unmanaged.passUnretained(self).toOpaque()
         _ = fs_gtk_connect_bool(window.raw, "close-request", Callbacks.closeRequest, me)
+        _ = fs_gtk_connect_notify(window.raw, "notify::is-active", Callbacks.activeChanged, me)
         _ = fs_gtk_connect_void(cancelButton.raw, "clicked", Callbacks.cancel, me)
         _ = fs_gtk_connect_void(submitButton.raw, "clicked", Callbacks.submit, me)
         _ = fs_gtk_connect_void(entry.raw, "activate", Callbacks.submit, me)
@@ -117,6 +138,8 @@ public final class Dialog {
             fs_gtk_disconnect_all(object.raw, me)
         }
         if let frameClock { fs_gtk_disconnect_all(UnsafeMutableRawPointer(frameClock), me) }
+        for source in [initialFocusTimer, layoutSource] where source != 0 { g_source_remove(source) }
+        (initialFocusTimer, layoutSource) = (0, 0)
         frameClock = nil
         // Also frees the children and controllers (the Esc shortcut's action with them).
         gtk_window_destroy(window.window)
@@ -134,8 +157,44 @@ public final class Dialog {
         } else {
             gtk_widget_remove_css_class(statusLabel, "error")
         }
+        // The sentence also describes every control: a screen reader reads the focused
+        // object's description when it changes, and with the control when the focus arrives.
+        // Every control, so that the one the focus moves to is described already: GTK 4.8
+        // sends a description change after a focus change made in the same turn of the main
+        // loop, whatever the order of the calls, and Orca 43.1 would say the sentence with the
+        // control, then again as a change (its check for an unchanged description never
+        // matches). Orca ignores the change on the controls without the focus.
+        // The dialog is described by its heading, its reason and this sentence: Orca 43.1 says
+        // a dialog's description as the focus enters it, and then skips the description of the
+        // control that took the focus.
+        let described = ([text.heading] + (text.description.map { [$0] } ?? []) + (sentence.isEmpty ? [] : [sentence]))
+            .joined(separator: "\n")
+        // Only until the focus is first given: Orca reads the description live as it
+        // announces the dialog, and a sentence that changed just before would be said in the
+        // announcement and again as the focused control's change.
+        if !focusGiven, descriptions[window] != described {
+            descriptions[window] = described
+            fs_gtk_accessible_set_string(window.raw, GTK_ACCESSIBLE_PROPERTY_DESCRIPTION, described)
+        }
+        if quiet?.sentence != sentence { quiet = nil }
+        self.sentence = sentence
+        describeControls()
+        let secret: String? = secretLabel ?? (state.asksForSecret ? text.secretLabel : nil)
+        pendingLayout = .some(secret)
+        if !hasBeenActive {
+            // Not shown yet, or never announced: nothing to keep in order.
+            layOut()
+        } else if layoutSource == 0 {
+            // The rest (the controls shown, the focus) once GTK sent the descriptions.
+            layoutSource = g_idle_add_full(G_PRIORITY_LOW, Callbacks.layOut, Unmanaged.passUnretained(self).toOpaque(), nil)
+        }
+    }
 
-        let secret = secretLabel ?? (state.asksForSecret ? text.secretLabel : nil)
+    /// The controls for the current state, and the focus (`apply`).
+    fileprivate func layOut() {
+        layoutSource = 0
+        guard !isClosed, let secret = pendingLayout else { return }
+        pendingLayout = nil
         if let secret {
             gtk_label_set_text_with_mnemonic(secretCaption.opaque, secret)
             Widgets.name(entry, withoutMnemonic(secret))
@@ -152,20 +211,68 @@ public final class Dialog {
             gtk_widget_set_visible(usePasswordButton, state == .needsPassword || state == .done ? 0 : 1)
         }
 
-        var focus = focusedControl()
+        let focus = focusGiven ? focusedControl() : initialFocus
         if state.movesFocus || focus.map(Dialog.canTakeFocus) != true {
             let target = secret != nil ? entry : (usePasswordButton.flatMap { Dialog.canTakeFocus($0) ? $0 : nil } ?? cancelButton)
-            gtk_window_set_focus(window.window, target)
-            focus = target
+            // Until the window is first active the focus waits (`becameActive`): a control
+            // focused earlier is never announced.
+            if focusGiven { gtk_window_set_focus(window.window, target) } else { initialFocus = target }
         }
-        // The sentence also describes the focused control: screen readers read a focused
-        // object's description when it changes, and with the control when focus arrives.
+    }
+
+    /// The window became active (or stopped being). The first time, the focus goes to its
+    /// control: Orca 43.1 announces a dialog only through a focus event that follows the
+    /// window's activation (GTK 4.8 gives a dialog-role window no AT-SPI `active` state, so
+    /// Orca ignores its activation): Orca then says the dialog's name and description (its
+    /// title, and the heading naming the program), the control, and the control's description
+    /// (the state's sentence), each once.
+    /// The first dialog of a process waits a little longer: GTK 4.8 registers the process with
+    /// the AT-SPI registry only when its first window maps, and a screen reader drops every
+    /// event that comes before the registration (it cannot look the sender up).
+    fileprivate func becameActive() {
+        guard !isClosed, !hasBeenActive, gtk_window_is_active(window.window) != 0 else { return }
+        hasBeenActive = true
+        focusAtActivation = focusedControl()
+        let first = !Dialog.processHadActiveDialog
+        Dialog.processHadActiveDialog = true
+        guard first else { return giveInitialFocus() }
+        initialFocusTimer = g_timeout_add(Dialog.registrationGrace, Callbacks.initialFocus,
+                                          Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Milliseconds the first dialog of a process waits, once active, before its focus moves:
+    /// GTK's registration is one round trip to the registry, and the screen reader's look-up
+    /// of the new application another.
+    static let registrationGrace: guint = 300
+
+    fileprivate func giveInitialFocus() {
+        initialFocusTimer = 0
+        guard !isClosed, !focusGiven else { return }
+        focusGiven = true
+        let target = initialFocus
+        initialFocus = nil
+        // The person moved the focus already (Tab): it stays where they put it.
+        guard let target, focusedControl() == focusAtActivation else { return }
+        // GTK focused the first control itself as the window mapped, unannounced: the focus
+        // leaves and comes back, so that the screen reader hears it arrive.
+        let control = Dialog.canTakeFocus(target) ? target : cancelButton
+        // The dialog's announcement says the sentence already (the dialog's description), and
+        // GTK 4.8 sends a control's description again after its first focus when its
+        // accessible object was made late (a field shown after the window mapped): Orca would
+        // say the sentence twice. The control is described again from the next sentence on.
+        quiet = (control, sentence)
+        describeControls()
+        gtk_window_set_focus(window.window, nil)
+        gtk_window_set_focus(window.window, control)
+    }
+
+    /// Describes every control by the sentence, but the one in `quiet`, which has none.
+    private func describeControls() {
         for control in controls {
-            if control == focus {
-                fs_gtk_accessible_set_string(control.raw, GTK_ACCESSIBLE_PROPERTY_DESCRIPTION, sentence)
-            } else {
-                fs_gtk_accessible_reset(control.raw, GTK_ACCESSIBLE_PROPERTY_DESCRIPTION)
-            }
+            let description = quiet?.control == control ? "" : sentence
+            guard descriptions[control] != description else { continue }
+            descriptions[control] = description
+            fs_gtk_accessible_set_string(control.raw, GTK_ACCESSIBLE_PROPERTY_DESCRIPTION, description)
         }
     }
 
@@ -298,8 +405,7 @@ private struct Widgets {
         // The focus ring from the start: a keyboard user sees where Enter and Space go.
         gtk_window_set_focus_visible(window.window, 1)
         fs_gtk_accessible_set_string(window.raw, GTK_ACCESSIBLE_PROPERTY_LABEL, text.title)
-        fs_gtk_accessible_set_string(window.raw, GTK_ACCESSIBLE_PROPERTY_DESCRIPTION,
-                                     ([text.heading] + (text.description.map { [$0] } ?? [])).joined(separator: "\n"))
+        // Its description (the heading, the reason and the state's sentence): `Dialog.apply`.
         fs_gtk_accessible_set_bool(window.raw, GTK_ACCESSIBLE_PROPERTY_MODAL, 1)
 
         for setMargin in [gtk_widget_set_margin_top, gtk_widget_set_margin_bottom, gtk_widget_set_margin_start, gtk_widget_set_margin_end] {
@@ -379,6 +485,16 @@ private enum Callbacks {
     static let usePassword: fs_gtk_void_handler = { _, data in dialog(data)?.usePassword() }
     static let submit: fs_gtk_void_handler = { _, data in dialog(data)?.submit() }
     static let painted: fs_gtk_void_handler = { _, data in dialog(data)?.painted() }
+    static let activeChanged: fs_gtk_notify_handler = { _, _, data in dialog(data)?.becameActive() }
+    static let layOut: GSourceFunc = { data in
+        dialog(data)?.layOut()
+        return 0
+    }
+    /// Once (G_SOURCE_REMOVE).
+    static let initialFocus: GSourceFunc = { data in
+        dialog(data)?.giveInitialFocus()
+        return 0
+    }
     /// The window's close button: a cancel. TRUE: the dialog destroys itself in cancel().
     static let closeRequest: fs_gtk_bool_handler = { _, data in
         dialog(data)?.cancel()

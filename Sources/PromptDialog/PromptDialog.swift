@@ -14,6 +14,14 @@ public enum PromptDialog {
         if gtk_is_initialized() != 0 { return true }
         return fs_gtk_init_check() != 0
     }
+
+    /// The process's name as screen readers list it: GTK 4.8 names its AT-SPI application by
+    /// GLib's program name ("Unnamed" without one, as gtk_init, given no arguments, sets
+    /// none); the application name (window lists) is the same. Call before `initialize()`.
+    public static func setApplicationName(_ name: String) {
+        g_set_prgname(name)
+        g_set_application_name(name)
+    }
 }
 
 /// What the dialog says, every string from the caller, already translated. Button and secret

@@ -17,6 +17,8 @@ final class DialogPrompt: PromptSurface {
     static var available: Bool {
         if let known = knownAvailable { return known }
         let display = ["DISPLAY", "WAYLAND_DISPLAY"].contains { (name: String) in getenv(name).map { $0.pointee != 0 } ?? false }
+        // Named before GTK starts: screen readers list the agent by it, not as "Unnamed".
+        if display { PromptDialog.setApplicationName("fingerseal") }
         let available = display && PromptDialog.initialize()
         knownAvailable = available
         return available

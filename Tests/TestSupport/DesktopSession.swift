@@ -233,7 +233,7 @@ final class DesktopSession {
     }
 
     /// Waits (bounded) for a path to appear.
-    private static func waitFor(path: String, what: String, limit: Double = 15) throws {
+    static func waitFor(path: String, what: String, limit: Double = 15) throws {
         let deadline = VirtualSensor.now() + limit
         while access(path, F_OK) != 0 {
             guard VirtualSensor.now() < deadline else { throw TestFailure("\(what) (\(path)) did not appear in \(limit) s") }
