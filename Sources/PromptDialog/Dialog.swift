@@ -26,6 +26,8 @@ public final class Dialog {
     private let parentWindow: String?
     private let window: Widget
     private let statusLabel: Widget
+    /// The fingerprint icon beside the sentence, shown while a finger is wanted.
+    private let fingerprintIcon: Widget?
     private let secretRow: Widget
     private let secretCaption: Widget
     private let entry: Widget
@@ -68,6 +70,7 @@ public final class Dialog {
         self.parentWindow = parentWindow
         window = widgets.window
         statusLabel = widgets.status
+        fingerprintIcon = widgets.fingerprint
         secretRow = widgets.secretRow
         secretCaption = widgets.secretCaption
         entry = widgets.entry
@@ -122,8 +125,11 @@ public final class Dialog {
     /// and moves the focus to it; none hides the entry and wipes whatever was typed in it.
     /// Without an entry the focus goes to "Use password instead", or Cancel when there is none.
     /// `.working` and `.done` leave the focus where it is (unless its control went away).
-    public func update(state: DialogState, sentence: String, secretLabel: String? = nil) {
+    /// `fingerWanted`: the reader waits for a finger (the fingerprint icon shows), also while
+    /// the PIN may be typed beside it; nil: as `state` says.
+    public func update(state: DialogState, sentence: String, secretLabel: String? = nil, fingerWanted: Bool? = nil) {
         guard !isClosed else { return }
+        if let fingerprintIcon { gtk_widget_set_visible(fingerprintIcon, (fingerWanted ?? state.wantsFinger) ? 1 : 0) }
         apply(state: state, sentence: sentence, secretLabel: secretLabel)
     }
 
@@ -370,6 +376,7 @@ public final class Dialog {
 private struct Widgets {
     let window: Widget
     let status: Widget
+    let fingerprint: Widget?
     let secretRow: Widget
     let secretCaption: Widget
     let entry: Widget
@@ -397,6 +404,15 @@ private struct Widgets {
         else { return nil }
         let description = text.description.flatMap { Widgets.label($0, role: GTK_ACCESSIBLE_ROLE_LABEL) }
         let usePassword = text.usePasswordLabel.flatMap(Widgets.button)
+        // The platform's look: the theme's fingerprint beside the sentence, an image with a
+        // name of its own (the sentence, not the icon, says what to do).
+        fingerprint = text.fingerprintIcon.flatMap { name in
+            gtk_image_new_from_icon_name("auth-fingerprint-symbolic").map { icon in
+                gtk_image_set_pixel_size(icon.opaque, 48)
+                fs_gtk_accessible_set_string(icon.raw, GTK_ACCESSIBLE_PROPERTY_LABEL, name)
+                return icon
+            }
+        }
         (self.window, self.status, self.secretRow, self.secretCaption, self.entry) = (window, status, secretRow, secretCaption, entry)
         (self.usePassword, self.cancel, self.submit, self.shortcutController) = (usePassword, cancel, submit, shortcutController)
 
@@ -417,6 +433,7 @@ private struct Widgets {
         if let description { gtk_box_append(content.box, description) }
         // The sentence for the current state: role status (AT-SPI "status bar"), so that
         // screen readers treat its changes as news.
+        if let fingerprint { gtk_box_append(content.box, fingerprint) }
         gtk_box_append(content.box, status)
 
         gtk_label_set_mnemonic_widget(secretCaption.opaque, entry)

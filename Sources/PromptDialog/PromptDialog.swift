@@ -43,9 +43,13 @@ public struct DialogText: Sendable, Equatable {
     public var submitLabel: String
     /// The entry's label when `update` is given `.needsPIN` or `.needsPassword` without one.
     public var secretLabel: String?
+    /// The accessible name of the fingerprint icon beside the sentence while a finger is
+    /// wanted (the icon theme's auth-fingerprint-symbolic); nil: no icon.
+    public var fingerprintIcon: String?
 
     public init(title: String, heading: String, description: String? = nil, cancelLabel: String,
-                usePasswordLabel: String? = nil, submitLabel: String, secretLabel: String? = nil) {
+                usePasswordLabel: String? = nil, submitLabel: String, secretLabel: String? = nil, fingerprintIcon: String? = nil) {
+        self.fingerprintIcon = fingerprintIcon
         self.title = title
         self.heading = heading
         self.description = description
@@ -70,6 +74,8 @@ public enum DialogState: Sendable, Equatable, CaseIterable {
     case done
 
     var asksForSecret: Bool { self == .needsPIN || self == .needsPassword }
+    /// A finger is what the reader waits for (the fingerprint icon shows).
+    var wantsFinger: Bool { self == .waitingForFinger || self == .retry || self == .noMatch }
     /// Whether the focus moves to this state's control; while working, or done, it stays put
     /// so that a screen reader is not sent elsewhere mid-sentence.
     var movesFocus: Bool { self != .working && self != .done }

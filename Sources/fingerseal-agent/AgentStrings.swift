@@ -35,6 +35,8 @@ enum AgentStrings {
     static var usePassword: String { tr("_Use password instead") }
     static var submit: String { tr("C_ontinue") }
     static var pinLabel: String { tr("PIN") }
+    /// The fingerprint icon's accessible name.
+    static var fingerprintIcon: String { tr("Fingerprint reader") }
     static var passwordLabel: String { tr("Password") }
     static var enterPIN: String { tr("Enter your PIN.") }
     static var enterPassword: String { tr("Enter your account password.") }

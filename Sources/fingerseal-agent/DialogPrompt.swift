@@ -30,7 +30,8 @@ final class DialogPrompt: PromptSurface {
     init?(_ words: DialogWords, parentWindow: String?, passwordAllowed: Bool) {
         guard DialogPrompt.available else { return nil }
         let text = DialogText(title: words.title, heading: words.heading, description: words.description, cancelLabel: AgentStrings.cancel,
-                              usePasswordLabel: passwordAllowed ? AgentStrings.usePassword : nil, submitLabel: AgentStrings.submit)
+                              usePasswordLabel: passwordAllowed ? AgentStrings.usePassword : nil, submitLabel: AgentStrings.submit,
+                              fingerprintIcon: AgentStrings.fingerprintIcon)
         guard let dialog = Dialog(text: text, parentWindow: parentWindow) else { return nil }
         self.dialog = dialog
     }
@@ -61,7 +62,8 @@ final class DialogPrompt: PromptSurface {
         case (.checking, _): shown = .working
         }
         let label = field == .pin ? AgentStrings.pinLabel : field == .accountPassword ? AgentStrings.passwordLabel : nil
-        dialog.update(state: shown, sentence: sentence, secretLabel: label)
+        dialog.update(state: shown, sentence: sentence, secretLabel: label,
+                      fingerWanted: [.waitingForFinger, .retry, .noMatch].contains(state))
         if !presented {
             presented = true
             dialog.present()

@@ -51,6 +51,8 @@ struct AgentDialogTests {
         #expect(tree.description.contains(Self.heading) && tree.description.contains(Self.reason), "\(tree.description)")
         #expect(!tree.description.contains("contacts"), "the context is an identifier, never shown: \(tree.description)")
         #expect(tree.first(role: "heading")?.text == Self.heading)
+        // The theme's fingerprint beside the sentence, named (issue 33): an image, no meaning of its own.
+        #expect(tree.first(role: "image")?.name == "Fingerprint reader", "\(tree.all.map(\.role))")
         #expect(tree.all(role: "push button").map(\.name) == ["Use password instead", "Cancel", "Continue"])
         let small = try desktop.screenshot(handle, named: "agent-step-up-scale-1", suite: "AgentDialogTests")
         print("screenshot: \(small.path)")
