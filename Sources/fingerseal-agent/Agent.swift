@@ -188,7 +188,6 @@ final class Agent {
                                       expiresAt: nil, secret: nil) }
     }
 
-
     /// The request the broker gets: the command, its options, and the application as the
     /// agent's claim (with the grant key for a context).
     private func brokerRequest(_ kind: AgentRequest.Kind, _ application: AskingApplication, _ options: RequestOptions,
@@ -326,22 +325,17 @@ final class Agent {
     /// GetStatus: what a settings page shows (the broker's `status` for the application
     /// channel): the facts, and each as a sentence in the person's language and zone.
     private func settingsStatus(_ call: MethodCall) {
-        var request = Request(.status)
-        request.options.set(field: Option.json.field, "1")
-        request.language = settings.language
-        request.timeZone = settings.timeZone
-        request.application = Application(busName: call.sender)
-        let exchange = UncheckedExchange(AgentExchange(socketPath: socketPath, request: request, payload: nil, answers: nil,
-                                                       note: { _ in }))
-        let sendable = UncheckedCall(call)
-        let started = startDetachedThread {
-            let status = SettingsStatus(exchange.exchange.run())
-            MainLoop.post { sendable.call.reply([.dictionary(status.values)]) }
-        }
-        if !started { call.fail(AgentErrors.failed, AgentStrings.brokerEnded) }
+        askStatus(call) { SettingsStatus($0).values }
     }
 
     private func capabilities(_ call: MethodCall) {
+        let display = settings.canShowDialog
+        askStatus(call) { Capabilities($0, display: display).values }
+    }
+
+    /// The broker's `status --json` for the caller as an application, in the session's
+    /// language and zone, on a thread; `answer` turns it into the reply's dictionary.
+    private func askStatus(_ call: MethodCall, _ answer: @escaping @Sendable (AgentExchange.Ending) -> [String: BusValue]) {
         var request = Request(.status)
         request.options.set(field: Option.json.field, "1")
         request.language = settings.language
@@ -350,10 +344,9 @@ final class Agent {
         let exchange = UncheckedExchange(AgentExchange(socketPath: socketPath, request: request, payload: nil, answers: nil,
                                                        note: { _ in }))
         let sendable = UncheckedCall(call)
-        let display = settings.canShowDialog
         let started = startDetachedThread {
-            let capabilities = Capabilities(exchange.exchange.run(), display: display)
-            MainLoop.post { sendable.call.reply([.dictionary(capabilities.values)]) }
+            let values = answer(exchange.exchange.run())
+            MainLoop.post { sendable.call.reply([.dictionary(values)]) }
         }
         if !started { call.fail(AgentErrors.failed, AgentStrings.brokerEnded) }
     }

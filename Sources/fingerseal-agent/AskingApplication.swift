@@ -66,7 +66,7 @@ struct AskingApplication {
     static func identify(_ busName: String, on bus: SessionBus, claimedName: String?) throws -> AskingApplication {
         guard let (pid, uid) = try? bus.credentials(of: busName), let pid else { throw Refusal.unknown }
         guard uid == getuid() else { throw Refusal.otherUser }
-        let executable = readLink("/proc/\(pid)/exe")
+        let executable = symbolicLinkTarget("/proc/\(pid)/exe")
         let appID = flatpakAppID(pid)
         return AskingApplication(busName: busName, pid: pid, executable: executable, appID: appID,
                                  script: script(executable: executable, arguments: commandLine(pid)),
@@ -86,20 +86,8 @@ struct AskingApplication {
 
     /// /proc/PID/cmdline's arguments (at most 4 KiB read).
     private static func commandLine(_ pid: pid_t) -> [String] {
-        let fd = open("/proc/\(pid)/cmdline", O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-        guard fd >= 0 else { return [] }
-        defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: 4096)
-        let count = read(fd, &bytes, bytes.count)
-        guard count > 0 else { return [] }
-        return bytes[..<count].split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-    }
-
-    private static func readLink(_ path: String) -> String? {
-        var buffer = [CChar](repeating: 0, count: 4097)
-        let count = readlink(path, &buffer, 4096)
-        guard count > 0 else { return nil }
-        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let bytes = readPlainFileHead("/proc/\(pid)/cmdline", limit: 4096) ?? []
+        return bytes.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Flatpak writes /.flatpak-info into every sandbox: `[Application]` then `name=APP-ID`.

@@ -144,7 +144,9 @@ enum VaultCommands {
                 report.fingersChanged = changed
             }
             report.enabledSince = isoTimestamp(status.createdAt)
-            report.lastVerified = lastVerified(store).map(isoTimestamp)
+            // Read from the audit trail once, for the report and for an application's sentences.
+            let verified = lastVerified(store)
+            report.lastVerified = verified.map(isoTimestamp)
             report.pinSet = status.pinSet
             report.keyslots = status.keyslots.map { slot in
                 .init(kind: slot.kind.rawValue, protection: slot.protection.rawValue,
@@ -172,14 +174,13 @@ enum VaultCommands {
                                    pinFailures: status.lockout.pinFailures, pinLocked: status.lockout.pinLocked)
             if call.channel.application != nil {
                 report.capabilities = capabilities(call, status, fprintd: fprintd)
-                let verified = lastVerified(store)
                 let fingers = fprintd?.fingers ?? status.fingers
                 report.said = .init(fingerUnlock: status.fingerOff ? Messages.settingFingerUnlockOff : Messages.statusFingerUnlockOn,
                                     enabledSince: Messages.statusEnabledSince(Localization.localTime(status.createdAt)),
                                     enabledSinceUnix: status.createdAt,
                                     lastVerified: Messages.statusLastVerified(verified, now: SystemClock().now()),
                                     lastVerifiedUnix: verified,
-                                    fingers: fprintd.map { Messages.statusFprintdFingers($0.fingers) } ?? Messages.statusFingers(status.fingers),
+                                    fingers: fingersLine(status, fprintd: fprintd),
                                     fingerNames: fingers.map(Messages.fingerName),
                                     password: PasswordDue.next(call, status).map(Messages.statusPasswordNext))
             }
@@ -196,12 +197,8 @@ enum VaultCommands {
         ]
         lines += status.keyslots.map { "  \($0.kind.rawValue): \(describe($0, pcrs: $0.pcrs))" }
         lines.append(Messages.statusTPM(call.options.tpm.rawValue))
-        if let fprintd {
-            lines.append(Messages.statusFprintdFingers(fprintd.fingers))
-            if changed == true { lines.append(Messages.fingersChanged) }
-        } else {
-            lines.append(Messages.statusFingers(status.fingers))
-        }
+        lines.append(fingersLine(status, fprintd: fprintd))
+        if changed == true { lines.append(Messages.fingersChanged) }
         lines.append(status.fingerOff ? Messages.statusFingerUnlockOff : Messages.statusFingerUnlockOn)
         lines.append(status.identify ? Messages.statusIdentifyOn : Messages.identifyTurnedOff)
         lines.append(status.keyring ? Messages.statusKeyringOn : Messages.statusKeyringOff)
@@ -213,6 +210,11 @@ enum VaultCommands {
         lines.append(status.lockout.pinLocked ? Messages.statusPINLocked : Messages.statusPINNotLocked(status.lockout.pinFailures))
         call.conversation.output(lines.joined(separator: "\n"))
         return Reply(.success)
+    }
+
+    /// The enrolled fingers, as `status` says them: fprintd's where fprintd holds them.
+    static func fingersLine(_ status: VaultStatus, fprintd: FprintdSet?) -> String {
+        fprintd.map { Messages.statusFprintdFingers($0.fingers) } ?? Messages.statusFingers(status.fingers)
     }
 
     /// When the account last confirmed it is them (an unlock, a step-up that succeeded), from
