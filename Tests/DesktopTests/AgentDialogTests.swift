@@ -104,9 +104,7 @@ struct AgentDialogTests {
         let idp = try LocalIdP()
         let desktop = try DesktopSession()
         let agent = try AgentRig(desktop: desktop.environment)
-        let login = try agent.rig.cli(["login", "--issuer", idp.issuer, "--client-id", "fingerseal-test", "--flow", "password",
-                                       "--idp-user", "alice", "--password-fd", "3", "--pin-fd", "3"], fd3: "wonderland-7\n\(AgentRig.pin)\n")
-        #expect(login.status == 0, "\(login.all)")
+        try agent.signIn(at: idp)
         let command = [AgentRig.python, Paths.packageRoot + "/examples/apps/meander.py"]
         let app = try Child(command[0], Array(command.dropFirst()), environment: agent.environment())
         defer { app.signal(SIGTERM); _ = app.finish(limit: 10) }

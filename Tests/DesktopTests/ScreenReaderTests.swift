@@ -64,6 +64,20 @@ struct ScreenReaderTests {
         return reader.heard.indices.dropFirst(start).first { reader.heard[$0] == announced } ?? start
     }
 
+    /// A finger that does not match: the sentence the dialog shows is said alone, the focus
+    /// where it was (no control presented again).
+    static func expectNoMatchSaidInPlace(_ reader: ScreenReader, _ desktop: DesktopSession, _ agent: AgentRig, _ client: Child,
+                                         title: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let focus = try #require(try desktop.accessibleTree(title).focused?.name, sourceLocation: sourceLocation)
+        let before = reader.heard.count
+        try VirtualSensor.send("SCAN finger-b", to: agent.rig.sensor)
+        _ = try Self.sentence(of: "no-match", from: client)
+        let said = try reader.waitToHear("the no-match sentence", after: before) { _ in true }
+        let shown = try desktop.accessibleTree(title)
+        #expect(shown.first(role: "status bar")?.text == said && shown.focused?.name == focus, "\(reader.heard(after: before))",
+                sourceLocation: sourceLocation)
+    }
+
     /// The names of the applications in Orca's record.
     static func applications(_ reader: ScreenReader) -> Set<String> {
         Set(reader.record.split(separator: "[application | ").dropFirst().compactMap { $0.split(separator: "]").first.map(String.init) })
@@ -79,7 +93,7 @@ struct ScreenReaderTests {
                                    sourceLocation: SourceLocation = #_sourceLocation) {
         var seen: Set<String> = []
         let sentences = reader.heard(after: start).prefix(end - start).flatMap { $0.components(separatedBy: " / ") }
-            .map { String($0.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed()) }
+            .map(\.trimmingSpaces)
         let repeated = sentences.filter { !seen.insert($0).inserted }
         #expect(repeated.isEmpty, "said twice: \(repeated) in \(reader.heard(after: start).prefix(end - start))",
                 sourceLocation: sourceLocation)
@@ -94,9 +108,7 @@ struct ScreenReaderTests {
         defer { reader.stop(keep: "orca-unlock-en") }
         let idp = try LocalIdP()
         let agent = try AgentRig(desktop: desktop.environment)
-        let login = try agent.rig.cli(["login", "--issuer", idp.issuer, "--client-id", "fingerseal-test", "--flow", "password",
-                                       "--idp-user", "alice", "--password-fd", "3", "--pin-fd", "3"], fd3: "wonderland-7\n\(AgentRig.pin)\n")
-        try #require(login.status == 0, "\(login.all)")
+        try agent.signIn(at: idp)
 
         // The unlock dialog appears: its title, the program, the first instruction, once.
         var start = reader.heard.count
@@ -107,15 +119,7 @@ struct ScreenReaderTests {
         // The agent has a name of its own in the screen reader's list of applications.
         #expect(Self.applications(reader) == ["orca", "fingerseal"], "\(Self.applications(reader))")
 
-        // A finger that does not match: the sentence the dialog shows, alone (no control
-        // presented again: the focus stayed where it was).
-        let focus = try #require(try desktop.accessibleTree(title).focused?.name)
-        let before = reader.heard.count
-        try VirtualSensor.send("SCAN finger-b", to: agent.rig.sensor)
-        _ = try Self.sentence(of: "no-match", from: client)
-        let said = try reader.waitToHear("the no-match sentence", after: before) { _ in true }
-        let shown = try desktop.accessibleTree(title)
-        #expect(shown.first(role: "status bar")?.text == said && shown.focused?.name == focus, "\(reader.heard(after: before))")
+        try Self.expectNoMatchSaidInPlace(reader, desktop, agent, client, title: title)
         try desktop.key("Escape")
         #expect(ClientRun(client.finish(limit: 30)).responses.first?.outcome == "cancelled")
 
@@ -154,9 +158,7 @@ struct ScreenReaderTests {
         let idp = try LocalIdP()
         let agent = try AgentRig(desktop: desktop.environment,
                                  agentEnvironment: ["LANGUAGE": "nb", "LANG": "nb_NO.UTF-8", "FINGERSEAL_LOCALEDIR": Self.catalogs])
-        let login = try agent.rig.cli(["login", "--issuer", idp.issuer, "--client-id", "fingerseal-test", "--flow", "password",
-                                       "--idp-user", "alice", "--password-fd", "3", "--pin-fd", "3"], fd3: "wonderland-7\n\(AgentRig.pin)\n")
-        try #require(login.status == 0, "\(login.all)")
+        try agent.signIn(at: idp)
 
         // Step-up, the agent's first dialog.
         var start = reader.heard.count
@@ -165,13 +167,7 @@ struct ScreenReaderTests {
         let title = try Self.focusDialog(desktop)
         #expect(title != AgentDialogTests.title, "the dialog is not in Norwegian: \(title)")
         try Self.expectAnnounced(reader, desktop, title: title, since: start)
-        let focus = try #require(try desktop.accessibleTree(title).focused?.name)
-        let before = reader.heard.count
-        try VirtualSensor.send("SCAN finger-b", to: agent.rig.sensor)
-        _ = try Self.sentence(of: "no-match", from: stepUp)
-        let said = try reader.waitToHear("the no-match sentence", after: before) { _ in true }
-        let shown = try desktop.accessibleTree(title)
-        #expect(shown.first(role: "status bar")?.text == said && shown.focused?.name == focus, "\(reader.heard(after: before))")
+        try Self.expectNoMatchSaidInPlace(reader, desktop, agent, stepUp, title: title)
         try VirtualSensor.send("SCAN finger-a", to: agent.rig.sensor)
         #expect(ClientRun(stepUp.finish(limit: 30)).responses.first?.method == "finger")
 

@@ -290,9 +290,7 @@ import Foundation
     @Test(.enabled(if: LocalIdP.available)) func unlockGivesAFreshTokenOnADescriptor() throws {
         let idp = try LocalIdP()
         let agent = try AgentRig()
-        let login = try agent.rig.cli(["login", "--issuer", idp.issuer, "--client-id", "fingerseal-test", "--flow", "password",
-                                       "--idp-user", "alice", "--password-fd", "3", "--pin-fd", "3"], fd3: "wonderland-7\n\(AgentRig.pin)\n")
-        #expect(login.status == 0, "\(login.all)")
+        try agent.signIn(at: idp)
         let client = try agent.client(["unlock", "--prompt", "app"])
         #expect(client.waitForLine(containing: "waiting-for-finger"))
         let scanned = VirtualSensor.now()
