@@ -206,6 +206,12 @@ class Tier:
         # Not the command's own echo ("MARKER=$?"): a value never starts with a $.
         return console.expect(marker + r"=([^$\s]\S*)\r?\n", limit).group(1)
 
+    @staticmethod
+    def printed(console, marker, limit=60):
+        """Waits for the whole line `MARKER=digits` (the line's end too: "SU=4" may come before
+        its "2"); returns the match."""
+        return console.expect(marker + r"=(\d+)\r?\n", limit)
+
     def scan(self, finger, count=1):
         """`finger` on the virtual reader fprintd drives, `count` times, each once fprintd says
         a finger is needed (a scan is under way: a scan sent before would be dropped)."""
@@ -285,7 +291,7 @@ class Tier:
         self.session.send("fingerseal step-up vm-test; echo STEPUP=$?\n")
         self.session.expect(r"your finger", 60)
         self.scan("alice-1")
-        check(self.session.expect(r"STEPUP=(\d+)", 60).group(1) == "0", "step-up with the finger")
+        check(self.printed(self.session, "STEPUP").group(1) == "0", "step-up with the finger")
         check(self.shell(self.session, "fingerseal step-up vm-test --check; echo HELD=$?", "HELD") == "0", "not held in its own session")
         other = g.console(0)
         self.login(other, "alice", "alice-1")
@@ -302,13 +308,13 @@ class Tier:
         console.send("sudo -k; sudo true; echo SUDO=$?\n")
         prompt = console.expect(r"[^\n]*your finger[^\n]*\n", 60).group(0).strip()
         self.scan("alice-1")
-        check(console.expect(r"SUDO=(\d+)", 60).group(1) == "0", f"sudo with the finger ({prompt!r})")
+        check(self.printed(console, "SUDO").group(1) == "0", f"sudo with the finger ({prompt!r})")
         console.send("sudo -k; sudo true; echo SUDO=$?\n")
         console.expect(r"your finger[^\n]*Ctrl-C", 60)
         console.send("\x03")
         console.expect(r"password for alice: ", 60)
         self.answer_secret(console, "ttyS1", PASSWORD)
-        check(console.expect(r"SUDO=(\d+)", 60).group(1) == "0", "sudo with the password after Ctrl-C")
+        check(self.printed(console, "SUDO").group(1) == "0", "sudo with the password after Ctrl-C")
         failures = self.guest.ssh("fingerseal status --json --user alice").stdout
         check(re.search(r'"finger_failures" : 0', failures), f"Ctrl-C was counted: {failures[-300:]}")
         console.send("sh -c 'sudo -k; sudo true; echo SCRIPT=$?'\n")
@@ -316,7 +322,7 @@ class Tier:
         start = console.seen
         console.expect(r"your finger", 60)
         self.scan("alice-1")
-        result = console.expect(r"SCRIPT=(\d+)", 60)
+        result = self.printed(console, "SCRIPT")
         said = [line for line in re.split(r"[\r\n]+", re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", console.buffer[start:result.start()]))
                 if line.strip()]
         check(len(said) == 1 and "Ctrl-C" in said[0] and "Enter" not in said[0], f"a script's sudo said {said}")
@@ -324,7 +330,7 @@ class Tier:
         console.send("su alice -c 'echo SU=$((40 + 2))'\n")
         console.expect(r"your finger", 60)
         self.scan("alice-1")
-        check(console.expect(r"SU=(\d+)", 60).group(1) == "42", "su with the finger")
+        check(self.printed(console, "SU").group(1) == "42", "su with the finger")
         return f"sudo: {prompt!r}"
 
     def ssh_login(self):
@@ -426,11 +432,11 @@ class Tier:
         said = console.buffer[mark:prompt.start()]
         check("going to sleep" in said, f"sudo said nothing of why the scan ended: {said!r}")
         self.answer_secret(console, "ttyS1", PASSWORD)
-        check(console.expect(r"SUDO=(\d+)", 60).group(1) == "0", "sudo with the password after the sleep")
+        check(self.printed(console, "SUDO").group(1) == "0", "sudo with the password after the sleep")
         console.send("sudo -k; sudo true; echo SUDO=$?\n")
         console.expect(r"your finger", 60)
         self.scan("alice-1")
-        check(console.expect(r"SUDO=(\d+)", 60).group(1) == "0", "the first scan after resume")
+        check(self.printed(console, "SUDO").group(1) == "0", "the first scan after resume")
         return next((line.strip() for line in said.splitlines() if "sleep" in line), "")
 
     def provisioning(self):
