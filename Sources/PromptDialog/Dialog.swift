@@ -10,8 +10,8 @@ import CGtk
 public final class Dialog {
     /// The person cancelled (Esc, Cancel, or closed the window). The dialog is closed already.
     public var onCancel: (() -> Void)?
-    /// The person chose "Use password instead".
-    public var onUsePassword: (() -> Void)?
+    /// The person chose the other way in ("Use password instead", "Use PIN instead").
+    public var onOtherWay: (() -> Void)?
     /// The typed PIN or password (UTF-8, no terminator), lent only for the call: the bytes
     /// are GTK's own mlocked buffer, wiped and the entry emptied as soon as the call returns.
     /// Copy them into secure memory if they must live longer; never into a String.
@@ -31,7 +31,11 @@ public final class Dialog {
     private let secretRow: Widget
     private let secretCaption: Widget
     private let entry: Widget
-    private let usePasswordButton: Widget?
+    /// "Use password instead" or "Use PIN instead", as `update` says.
+    private let otherWayButton: Widget?
+    private var otherWay: OtherWay? = .password
+    /// The button's label now.
+    private var otherWayLabel: String?
     private let cancelButton: Widget
     private let submitButton: Widget
     private var state = DialogState.waitingForFinger
@@ -74,7 +78,8 @@ public final class Dialog {
         secretRow = widgets.secretRow
         secretCaption = widgets.secretCaption
         entry = widgets.entry
-        usePasswordButton = widgets.usePassword
+        otherWayButton = widgets.otherWay
+        otherWayLabel = text.usePasswordLabel ?? text.usePINLabel
         cancelButton = widgets.cancel
         submitButton = widgets.submit
         // GTK owns a toplevel until gtk_window_destroy; this reference keeps the object (not
@@ -87,8 +92,8 @@ public final class Dialog {
         _ = fs_gtk_connect_void(cancelButton.raw, "clicked", Callbacks.cancel, me)
         _ = fs_gtk_connect_void(submitButton.raw, "clicked", Callbacks.submit, me)
         _ = fs_gtk_connect_void(entry.raw, "activate", Callbacks.submit, me)
-        if let usePasswordButton {
-            _ = fs_gtk_connect_void(usePasswordButton.raw, "clicked", Callbacks.usePassword, me)
+        if let otherWayButton {
+            _ = fs_gtk_connect_void(otherWayButton.raw, "clicked", Callbacks.otherWay, me)
         }
         // Esc: a plain GtkWindow has no binding for it (GtkDialog's "close" is deprecated).
         let escape = gtk_shortcut_new(gtk_shortcut_trigger_parse_string("Escape"), gtk_callback_action_new(Callbacks.escape, me, nil))
@@ -123,12 +128,15 @@ public final class Dialog {
     /// Shows `state` with `sentence` (already translated). A `secretLabel` (or, for
     /// `.needsPIN`/`.needsPassword`, the text's) shows the PIN/password entry with that label
     /// and moves the focus to it; none hides the entry and wipes whatever was typed in it.
-    /// Without an entry the focus goes to "Use password instead", or Cancel when there is none.
+    /// Without an entry the focus goes to the other way's button, or Cancel when there is none.
     /// `.working` and `.done` leave the focus where it is (unless its control went away).
     /// `fingerWanted`: the reader waits for a finger (the fingerprint icon shows), also while
-    /// the PIN may be typed beside it; nil: as `state` says.
-    public func update(state: DialogState, sentence: String, secretLabel: String? = nil, fingerWanted: Bool? = nil) {
+    /// the PIN may be typed beside it; nil: as `state` says. `otherWay`: what the button beside
+    /// Cancel turns to (nil: no button); hidden where the state asks for that way already.
+    public func update(state: DialogState, sentence: String, secretLabel: String? = nil, fingerWanted: Bool? = nil,
+                       otherWay: OtherWay? = .password) {
         guard !isClosed else { return }
+        self.otherWay = otherWay
         if let fingerprintIcon { gtk_widget_set_visible(fingerprintIcon, (fingerWanted ?? state.wantsFinger) ? 1 : 0) }
         apply(state: state, sentence: sentence, secretLabel: secretLabel)
     }
@@ -140,7 +148,7 @@ public final class Dialog {
         if !lending { clearEntry(lendingTo: nil) }
         isClosed = true
         let me = Unmanaged.passUnretained(self).toOpaque()
-        for object in [window, cancelButton, submitButton, entry, usePasswordButton].compactMap({ $0 }) {
+        for object in [window, cancelButton, submitButton, entry, otherWayButton].compactMap({ $0 }) {
             fs_gtk_disconnect_all(object.raw, me)
         }
         if let frameClock { fs_gtk_disconnect_all(UnsafeMutableRawPointer(frameClock), me) }
@@ -212,14 +220,21 @@ public final class Dialog {
         gtk_editable_set_editable(entry.opaque, state.acceptsInput ? 1 : 0)
         gtk_widget_set_visible(submitButton, secret != nil ? 1 : 0)
         gtk_widget_set_sensitive(submitButton, state.acceptsInput ? 1 : 0)
-        if let usePasswordButton {
-            // Asked for the password already, or done: the button would lead nowhere new.
-            gtk_widget_set_visible(usePasswordButton, state == .needsPassword || state == .done ? 0 : 1)
+        if let otherWayButton {
+            let label = otherWay == .pin ? text.usePINLabel : otherWay == .password ? text.usePasswordLabel : nil
+            if let label, label != otherWayLabel {
+                otherWayLabel = label
+                Widgets.relabel(otherWayButton, label)
+            }
+            // Asked for that way already, or done: the button would lead nowhere new.
+            let leadsNowhere = state == .done || (otherWay == .password && state == .needsPassword)
+                || (otherWay == .pin && state == .needsPIN)
+            gtk_widget_set_visible(otherWayButton, label == nil || leadsNowhere ? 0 : 1)
         }
 
         let focus = focusGiven ? focusedControl() : initialFocus
         if state.movesFocus || focus.map(Dialog.canTakeFocus) != true {
-            let target = secret != nil ? entry : (usePasswordButton.flatMap { Dialog.canTakeFocus($0) ? $0 : nil } ?? cancelButton)
+            let target = secret != nil ? entry : (otherWayButton.flatMap { Dialog.canTakeFocus($0) ? $0 : nil } ?? cancelButton)
             // Until the window is first active the focus waits (`becameActive`): a control
             // focused earlier is never announced.
             if focusGiven { gtk_window_set_focus(window.window, target) } else { initialFocus = target }
@@ -282,7 +297,7 @@ public final class Dialog {
         }
     }
 
-    private var controls: [Widget] { [entry, usePasswordButton, cancelButton, submitButton].compactMap { $0 } }
+    private var controls: [Widget] { [entry, otherWayButton, cancelButton, submitButton].compactMap { $0 } }
 
     /// Which of our controls holds the focus (the entry's focus is on its inner text widget).
     private func focusedControl() -> Widget? {
@@ -304,9 +319,9 @@ public final class Dialog {
         handler?()
     }
 
-    fileprivate func usePassword() {
+    fileprivate func turnToOtherWay() {
         guard !isClosed else { return }
-        onUsePassword?()
+        onOtherWay?()
     }
 
     fileprivate func submit() {
@@ -380,7 +395,7 @@ private struct Widgets {
     let secretRow: Widget
     let secretCaption: Widget
     let entry: Widget
-    let usePassword: Widget?
+    let otherWay: Widget?
     let cancel: Widget
     let submit: Widget
     /// A GtkShortcutController, which is also its GtkEventController (both opaque in Swift).
@@ -403,7 +418,7 @@ private struct Widgets {
               let shortcutController = gtk_shortcut_controller_new()
         else { return nil }
         let description = text.description.flatMap { Widgets.label($0, role: GTK_ACCESSIBLE_ROLE_LABEL) }
-        let usePassword = text.usePasswordLabel.flatMap(Widgets.button)
+        let otherWay = (text.usePasswordLabel ?? text.usePINLabel).flatMap(Widgets.button)
         // The platform's look: the theme's fingerprint beside the sentence, an image with a
         // name of its own (the sentence, not the icon, says what to do).
         fingerprint = text.fingerprintIcon.flatMap { name in
@@ -414,7 +429,7 @@ private struct Widgets {
             }
         }
         (self.window, self.status, self.secretRow, self.secretCaption, self.entry) = (window, status, secretRow, secretCaption, entry)
-        (self.usePassword, self.cancel, self.submit, self.shortcutController) = (usePassword, cancel, submit, shortcutController)
+        (self.otherWay, self.cancel, self.submit, self.shortcutController) = (otherWay, cancel, submit, shortcutController)
 
         gtk_window_set_title(window.window, text.title)
         gtk_window_set_modal(window.window, 1)
@@ -447,7 +462,7 @@ private struct Widgets {
         gtk_widget_set_visible(submit, 0)
         // The theme's emphasis for the default action: decoration only, its label says it.
         gtk_widget_add_css_class(submit, "suggested-action")
-        for button in [usePassword, cancel, submit].compactMap({ $0 }) {
+        for button in [otherWay, cancel, submit].compactMap({ $0 }) {
             gtk_box_append(buttons.box, button)
         }
         gtk_box_append(content.box, buttons)
@@ -483,11 +498,17 @@ private struct Widgets {
 
     private static func button(_ label: String) -> Widget? {
         guard let button = gtk_button_new_with_mnemonic(label) else { return nil }
+        relabel(button, label)
+        return button
+    }
+
+    /// A mnemonic `label` on `button`, named once.
+    static func relabel(_ button: Widget, _ label: String) {
+        gtk_button_set_label(button.button, label)
         Widgets.name(button, withoutMnemonic(label))
         // GTK 4.8 shows a button's label as a node of its own under the button: a screen
         // reader exploring the dialog would read each button twice.
         if let child = gtk_button_get_child(button.button) { fs_gtk_accessible_set_hidden(child.raw, 1) }
-        return button
     }
 }
 
@@ -499,7 +520,7 @@ private enum Callbacks {
     }
 
     static let cancel: fs_gtk_void_handler = { _, data in dialog(data)?.cancel() }
-    static let usePassword: fs_gtk_void_handler = { _, data in dialog(data)?.usePassword() }
+    static let otherWay: fs_gtk_void_handler = { _, data in dialog(data)?.turnToOtherWay() }
     static let submit: fs_gtk_void_handler = { _, data in dialog(data)?.submit() }
     static let painted: fs_gtk_void_handler = { _, data in dialog(data)?.painted() }
     static let activeChanged: fs_gtk_notify_handler = { _, _, data in dialog(data)?.becameActive() }

@@ -24,6 +24,10 @@ public enum PromptDialog {
     }
 }
 
+/// The button beside Cancel: the other way in, when the current one is not what the person
+/// wants (`Dialog.update`).
+public enum OtherWay: Sendable, Equatable { case password, pin }
+
 /// What the dialog says, every string from the caller, already translated. Button and secret
 /// labels may mark a mnemonic with an underscore ("_Cancel": Alt+C), "__" for an underscore
 /// itself; their accessible names are the same text without the marks. Give each control a
@@ -39,6 +43,8 @@ public struct DialogText: Sendable, Equatable {
     public var cancelLabel: String
     /// nil: no "Use password instead" button.
     public var usePasswordLabel: String?
+    /// nil: no "Use PIN instead" button (the same button, relabelled: `Dialog.update`).
+    public var usePINLabel: String?
     /// The button that sends the typed PIN or password (Enter in the entry does the same).
     public var submitLabel: String
     /// The entry's label when `update` is given `.needsPIN` or `.needsPassword` without one.
@@ -48,7 +54,9 @@ public struct DialogText: Sendable, Equatable {
     public var fingerprintIcon: String?
 
     public init(title: String, heading: String, description: String? = nil, cancelLabel: String,
-                usePasswordLabel: String? = nil, submitLabel: String, secretLabel: String? = nil, fingerprintIcon: String? = nil) {
+                usePasswordLabel: String? = nil, usePINLabel: String? = nil, submitLabel: String, secretLabel: String? = nil,
+                fingerprintIcon: String? = nil) {
+        self.usePINLabel = usePINLabel
         self.fingerprintIcon = fingerprintIcon
         self.title = title
         self.heading = heading

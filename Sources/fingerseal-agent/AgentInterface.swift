@@ -111,8 +111,12 @@ enum AgentInterface {
     <method name="Answer">
       <arg type="h" name="secret" direction="in"/>
     </method>
-    <!-- Skip to the account password (the dialog's "Use password instead"). -->
+    <!-- Skip to the account password (the dialog's "Use password instead"), where the
+         application allowed it and the password is not asked already. -->
     <method name="UsePassword"/>
+    <!-- While the password is asked (needs-password) and the account has a PIN: skip to
+         the PIN (the dialog's "Use PIN instead"). Nothing is counted. -->
+    <method name="UsePIN"/>
     <!-- Ends the request; nothing is counted, nothing is revealed. -->
     <method name="Cancel"/>
     <!-- After a successful Response with "take" true: the token or plaintext, once. -->

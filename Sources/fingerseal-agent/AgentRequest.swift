@@ -1,6 +1,7 @@
 import CLinux
 import FingersealWire
 import Glibc
+import PromptDialog
 import SessionBusKit
 import SodiumKit
 import SystemKit
@@ -21,8 +22,8 @@ enum RequestState: String {
 /// with Answer). Main thread only.
 protocol PromptSurface: AnyObject {
     /// `field`: the secret the person may type now (a PIN or the password), nil for none;
-    /// `canUsePassword`: "Use password instead" may be offered.
-    func show(_ state: RequestState, sentence: String, field: Ask.Purpose?, canUsePassword: Bool)
+    /// `otherWay`: where "Use password instead" or "Use PIN instead" leads, nil for neither.
+    func show(_ state: RequestState, sentence: String, field: Ask.Purpose?, otherWay: OtherWay?)
     func close()
 }
 
@@ -114,6 +115,10 @@ final class AgentRequest {
     /// or the PIN while the reader waits): published with that sentence, never before it with
     /// the previous one.
     private var sentencePending = false
+    /// The sentence was said after the broker turned to the PIN or the password, before its
+    /// question: why (no reader, a password due). The question keeps it, rather than the
+    /// agent's plain "Enter your PIN.".
+    private var sentenceSaysWhy = false
 
     private func noted(_ note: ExchangeNote) {
         guard !finished else { return }
@@ -121,6 +126,7 @@ final class AgentRequest {
         case let .sentence(text, _):
             sentence = text
             sentencePending = false
+            sentenceSaysWhy = [.needsPIN, .needsPassword].contains(state)
         case let .event(name):
             switch name {
             // After a no-match or a hint the reader waits again at once, and that state's
@@ -128,6 +134,15 @@ final class AgentRequest {
             case "finger-needed": if state != .noMatch && state != .retry { state = .waitingForFinger }
             case "no-match": state = .noMatch; sentencePending = true
             case "finger-locked": state = .locked
+            // The broker turns to a secret; its sentence (why), if any, and the question follow.
+            // Published with the question: an application answers once it sees the state.
+            case RequestState.needsPIN.rawValue, RequestState.needsPassword.rawValue:
+                let next = RequestState(rawValue: name) ?? state
+                openQuestion = nil
+                if next != state {
+                    state = next
+                    sentenceSaysWhy = false
+                }
             default: if name.hasPrefix("hint") { state = .retry; sentencePending = true }
             }
         case let .ask(ask):
@@ -141,17 +156,18 @@ final class AgentRequest {
                 // sentence rather than saying something else first.
                 if sentence.isEmpty { sentencePending = true }
             case (.pin, false):
-                state = .needsPIN
                 // The broker's prompt ("PIN: ") is a label, not a sentence: the field has its own.
-                sentence = AgentStrings.enterPIN
+                if state != .needsPIN || !sentenceSaysWhy { sentence = AgentStrings.enterPIN }
+                state = .needsPIN
             case (.accountPassword, _):
+                if state != .needsPassword || !sentenceSaysWhy { sentence = AgentStrings.enterPassword }
                 state = .needsPassword
-                sentence = AgentStrings.enterPassword
             default:
                 break
             }
         }
-        if !sentencePending { publish() }
+        let awaitingQuestion = [.needsPIN, .needsPassword].contains(state) && openQuestion == nil
+        if !sentencePending && !awaitingQuestion { publish() }
     }
 
     /// What was last sent as Status, and last shown, so that a repeat says nothing new.
@@ -168,7 +184,15 @@ final class AgentRequest {
         }
         if let shown, shown.0 == state, shown.1 == sentence, shown.2 == field { return }
         shown = (state, sentence, field)
-        prompt?.show(state, sentence: sentence, field: field, canUsePassword: passwordAllowed && state != .needsPassword)
+        prompt?.show(state, sentence: sentence, field: field, otherWay: otherWay)
+    }
+
+    /// Where a skip leads now: from the password, to the PIN where the broker offers it;
+    /// otherwise to the password, where the application allows it. None while an answer is checked.
+    private var otherWay: OtherWay? {
+        if state == .checking { return nil }
+        if let question = openQuestion, question.purpose == .accountPassword { return question.skipsTo == .pin ? .pin : nil }
+        return passwordAllowed ? .password : nil
     }
 
     // MARK: what the person does (the dialog, or the application's calls)
@@ -177,15 +201,20 @@ final class AgentRequest {
     func answer(_ secret: SecureBytes) {
         guard openQuestion != nil, !finished else { return }
         openQuestion = nil
+        sentenceSaysWhy = false
         state = .checking
         sentence = AgentStrings.checking
         publish()
         answers.give(.secret(secret))
     }
 
-    func usePassword() {
-        guard passwordAllowed, !finished else { return }
+    /// The other way in (`otherWay`): the answer is a skip, which the broker turns into it.
+    /// False when there is none now.
+    @discardableResult
+    func turn(to way: OtherWay) -> Bool {
+        guard !finished, otherWay == way else { return false }
         answers.give(.skip)
+        return true
     }
 
     func cancel() {
@@ -204,8 +233,10 @@ final class AgentRequest {
             }
             answer(secret)
             call.reply()
-        case "UsePassword":
-            usePassword()
+        case "UsePassword", "UsePIN":
+            guard turn(to: call.method == "UsePIN" ? .pin : .password) else {
+                return call.fail(AgentErrors.failed, AgentStrings.noOtherWay)
+            }
             call.reply()
         case "Cancel":
             cancel()

@@ -33,6 +33,7 @@ enum AgentStrings {
     /// Button labels: an underscore marks the Alt key of each, a different letter for each.
     static var cancel: String { tr("_Cancel") }
     static var usePassword: String { tr("_Use password instead") }
+    static var usePIN: String { tr("Use _PIN instead") }
     static var submit: String { tr("C_ontinue") }
     static var pinLabel: String { tr("PIN") }
     /// The fingerprint icon's accessible name.
@@ -60,6 +61,7 @@ enum AgentStrings {
     static var badMethods: String { tr("The option methods names only finger, pin and password.") }
     static var notYourRequest: String { tr("This request belongs to another program.") }
     static var noQuestion: String { tr("The request is not waiting for an answer.") }
+    static var noOtherWay: String { tr("The request does not offer that way now.") }
     static var nothingToTake: String { tr("The request has nothing to take: it did not succeed, or it was taken already.") }
     static var badSecret: String { tr("The answer could not be read from the descriptor, or it is longer than 1024 bytes.") }
     static var badSealedFile: String { tr("The sealed file could not be read from the descriptor, or it is too large.") }

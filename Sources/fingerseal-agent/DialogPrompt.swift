@@ -5,7 +5,8 @@ import SodiumKit
 
 /// The agent's own dialog (GTK 4, `PromptDialog`) for a request that does not draw its own
 /// prompt: it shows the request's state and sentences, takes the PIN or the password, offers
-/// "Use password instead" where the application allows it, and cancels with Esc. Main thread
+/// "Use password instead" where the application allows it ("Use PIN instead" beside the
+/// password), and cancels with Esc. Main thread
 /// only.
 final class DialogPrompt: PromptSurface {
     private let dialog: Dialog
@@ -29,8 +30,10 @@ final class DialogPrompt: PromptSurface {
     /// nil without a display.
     init?(_ words: DialogWords, parentWindow: String?, passwordAllowed: Bool) {
         guard DialogPrompt.available else { return nil }
+        // The PIN is a turn away only from the password, which the application allowed.
         let text = DialogText(title: words.title, heading: words.heading, description: words.description, cancelLabel: AgentStrings.cancel,
-                              usePasswordLabel: passwordAllowed ? AgentStrings.usePassword : nil, submitLabel: AgentStrings.submit,
+                              usePasswordLabel: passwordAllowed ? AgentStrings.usePassword : nil,
+                              usePINLabel: passwordAllowed ? AgentStrings.usePIN : nil, submitLabel: AgentStrings.submit,
                               fingerprintIcon: AgentStrings.fingerprintIcon)
         guard let dialog = Dialog(text: text, parentWindow: parentWindow) else { return nil }
         self.dialog = dialog
@@ -40,7 +43,10 @@ final class DialogPrompt: PromptSurface {
     func attach(_ request: AgentRequest) {
         self.request = request
         dialog.onCancel = { [weak self] in self?.request?.cancel() }
-        dialog.onUsePassword = { [weak self] in self?.request?.usePassword() }
+        dialog.onOtherWay = { [weak self] in
+            guard let self, let way = self.otherWay else { return }
+            self.request?.turn(to: way)
+        }
         dialog.onSecret = { [weak self] typed in
             // Into secure memory at once; the dialog wipes its own bytes when this returns.
             guard let request = self?.request, let secret = try? SecureBytes(copying: typed) else { return }
@@ -48,7 +54,11 @@ final class DialogPrompt: PromptSurface {
         }
     }
 
-    func show(_ state: RequestState, sentence: String, field: Ask.Purpose?, canUsePassword: Bool) {
+    /// What the other way's button leads to now.
+    private var otherWay: OtherWay?
+
+    func show(_ state: RequestState, sentence: String, field: Ask.Purpose?, otherWay: OtherWay?) {
+        self.otherWay = otherWay
         let shown: DialogState
         switch (state, field) {
         case (_, .pin?): shown = .needsPIN
@@ -63,7 +73,7 @@ final class DialogPrompt: PromptSurface {
         }
         let label = field == .pin ? AgentStrings.pinLabel : field == .accountPassword ? AgentStrings.passwordLabel : nil
         dialog.update(state: shown, sentence: sentence, secretLabel: label,
-                      fingerWanted: [.waitingForFinger, .retry, .noMatch].contains(state))
+                      fingerWanted: [.waitingForFinger, .retry, .noMatch].contains(state), otherWay: otherWay)
         if !presented {
             presented = true
             dialog.present()

@@ -96,6 +96,30 @@ struct AgentDialogTests {
         #expect(!run.result.all.contains(AgentRig.pin))
     }
 
+    /// No reader (issue 33 §3): the password first, the sentence saying why and the program's
+    /// reason still there; "Use PIN instead" turns to the PIN, and the PIN confirms.
+    @Test func withoutAReaderTheDialogAsksThePasswordFirstAndOffersThePIN() throws {
+        let desktop = try DesktopSession()
+        let agent = try AgentRig(desktop: desktop.environment)
+        try agent.rig.unplugReader()
+        let client = try agent.client(["step-up", "contacts", Self.reason, "--app-name", "Meander"])
+        #expect(client.waitForLine(containing: "needs-password"))
+        _ = try Self.dialogHandle(desktop)
+        let password = try desktop.accessibleTree(Self.title, focused: "Password",
+                                                  showing: "No fingerprint reader is connected. Enter your account password.")
+        #expect(password.description.contains(Self.reason), "\(password.description)")
+        #expect(password.all(role: "push button").map(\.name) == ["Use PIN instead", "Cancel", "Continue"])
+        try desktop.press("Use PIN instead", in: Self.title)
+        let pin = try desktop.accessibleTree(Self.title, focused: "PIN", showing: "Enter your PIN.")
+        #expect(pin.all(role: "push button").map(\.name) == ["Use password instead", "Cancel", "Continue"])
+        try desktop.type(AgentRig.pin)
+        try desktop.key("Return")
+        let run = ClientRun(client.finish(limit: 30))
+        #expect(run.result.status == 0 && run.responses.first?.method == "pin", "\(run.result.all)")
+        let counters = try agent.rig.lockout()
+        #expect(counters.pinFailures == 0 && (counters.passwordFailures ?? 0) == 0, "\(counters)")
+    }
+
     /// The example application (examples/apps/meander.py) as its person meets it (issue 33):
     /// at start the agent's dialog says "Unlock Meander" and a finger opens the app; its
     /// sensitive screen asks again, titled by the app, and Escape there leaves the app as it

@@ -123,16 +123,16 @@ struct ScreenReaderTests {
         try desktop.key("Escape")
         #expect(ClientRun(client.finish(limit: 30)).responses.first?.outcome == "cancelled")
 
-        // No reader: the dialog says so when it appears.
+        // No reader: the dialog says so when it appears, asking the password first (§3).
         try agent.rig.unplugReader()
         let first = start
         start = reader.heard.count
         let withoutReader = try agent.client(["unlock", "--app-name", "Meander"])
-        let noReader = try Self.sentence(of: "waiting-for-finger", from: withoutReader)
+        let noReader = try Self.sentence(of: "needs-password", from: withoutReader)
+        #expect(noReader.hasPrefix("No fingerprint reader is connected."), "\(noReader)")
         let announcedAt = try Self.expectAnnounced(reader, desktop, title: try Self.focusDialog(desktop), since: start)
         let announced = reader.heard[announcedAt]
-        // The person hears that there is no reader, whatever the dialog asks for next (the
-        // request moves on to the PIN's label at once: §3 of the issue).
+        // The person hears that there is no reader, and what the dialog asks for instead.
         #expect((reader.heard(after: start).contains { $0.contains(noReader) }), "\(noReader) in \(announced)")
         Self.expectNothingTwice(reader, from: first, to: announcedAt)
         try desktop.key("Escape")

@@ -180,9 +180,7 @@ import Foundation
     /// "no-match" with the sentence before it, no sentence of the agent's before the reader's).
     @Test func statusSignalsCarryTheirOwnSentenceOncePerChange() throws {
         let agent = try AgentRig()
-        func statuses(_ run: ClientRun) -> [String] {
-            run.events.filter { $0.event == "status" }.map { "\($0.state ?? "")|\($0.sentence ?? "")" }
-        }
+        let statuses = AgentTests.statuses
         let armed = "waiting-for-finger|Swipe your finger across the reader, or type your PIN."
         let match = try agent.run(["step-up", "s1", "--prompt", "app"], scan: "SCAN finger-a")
         #expect(statuses(match) == ["waiting-for-finger|Confirm it is you.", armed], "\(match.result.stdout)")
@@ -199,6 +197,15 @@ import Foundation
         // The PIN asked alone: the agent's sentence, never the broker's field label ("PIN: ").
         let pin = try agent.run(["step-up", "s3", "--prompt", "app", "--methods", "pin"], stdin: AgentRig.pin + "\n")
         #expect(statuses(pin).contains("needs-pin|Enter your PIN.") && !pin.result.stdout.contains("PIN: "), "\(pin.result.stdout)")
+        // A cancel while the reader waits: nothing after it but the Response.
+        let cancelled = try agent.run(["step-up", "s4", "--prompt", "app", "--cancel-at", "waiting-for-finger"])
+        #expect(statuses(cancelled).allSatisfy { $0.hasPrefix("waiting-for-finger|") } && cancelled.responses.first?.outcome == "cancelled",
+                "\(cancelled.result.stdout)")
+    }
+
+    /// Each Status as "state|sentence", in order.
+    static func statuses(_ run: ClientRun) -> [String] {
+        run.events.filter { $0.event == "status" }.map { "\($0.state ?? "")|\($0.sentence ?? "")" }
     }
 
     /// A settings page (issue 33 §7): GetStatus gives the switch, since when, when last
@@ -267,9 +274,35 @@ import Foundation
         let run = try agent.run(["step-up", "payroll", "--prompt", "app", "--use-password"], stdin: "correct horse\n")
         #expect(run.result.status == 0, "\(run.result.all)")
         #expect(run.states.contains("needs-password") && run.responses.first?.method == "password", "\(run.result.stdout)")
+        // "Use password instead": the password's own sentence, then the check; never the PIN's.
+        #expect(AgentTests.statuses(run).suffix(2) == ["needs-password|Enter your account password instead of a finger or the PIN.",
+                                                       "checking|Checking."] && !run.states.contains("needs-pin"), "\(run.result.stdout)")
         let refused = try agent.run(["step-up", "payroll2", "--prompt", "app", "--use-password"], stdin: "not-the-password\n")
         #expect(refused.result.status != 0 && refused.responses.first?.outcome == "noMatch", "\(refused.result.stdout)")
         #expect(try agent.rig.lockout().fingerFailures == 0)
+    }
+
+    /// No reader (issue 33 §3): an application that allows the password asks it first, saying
+    /// why, and the PIN is one call away (UsePIN); neither turn is a try.
+    @Test func withoutAReaderThePasswordComesFirstAndThePINIsOneStepAway() throws {
+        try #require(TestUsers.ensure(TestUsers.alice))
+        let agent = try AgentRig(user: TestUsers.alice)
+        try agent.rig.unplugReader()
+        let password = try agent.run(["step-up", "payroll", "--prompt", "app"], stdin: "correct horse\n")
+        #expect(AgentTests.statuses(password) == ["waiting-for-finger|Confirm it is you.",
+                                                  "needs-password|No fingerprint reader is connected. Enter your account password.",
+                                                  "checking|Checking."], "\(password.result.stdout)")
+        #expect(password.result.status == 0 && password.responses.first?.method == "password", "\(password.result.all)")
+        let pin = try agent.run(["step-up", "payroll2", "--prompt", "app", "--use-pin"], stdin: AgentRig.pin + "\n")
+        #expect(AgentTests.statuses(pin).suffix(3) == ["needs-password|No fingerprint reader is connected. Enter your account password.",
+                                                       "needs-pin|Enter your PIN.", "checking|Checking."], "\(pin.result.stdout)")
+        #expect(pin.result.status == 0 && pin.responses.first?.method == "pin", "\(pin.result.all)")
+        let counters = try agent.rig.lockout()
+        #expect(counters.pinFailures == 0 && (counters.passwordFailures ?? 0) == 0, "\(counters)")
+        // Without the password allowed, the PIN alone, as before.
+        let pinOnly = try agent.run(["step-up", "payroll3", "--prompt", "app", "--methods", "finger,pin"], stdin: AgentRig.pin + "\n")
+        #expect(!AgentTests.statuses(pinOnly).contains { $0.hasPrefix("needs-password") } && pinOnly.responses.first?.method == "pin",
+                "\(pinOnly.result.stdout)")
     }
 
     @Test func aDialogWithoutADisplayIsRefusedWithASentence() throws {

@@ -76,6 +76,9 @@ def run_request(bus, args, method, parameters, fd_list=None):
         elif args.use_password and state == "waiting-for-finger" and not outcome.get("skipped"):
             outcome["skipped"] = True
             call_request("UsePassword")
+        elif args.use_pin and state == "needs-password" and not outcome.get("turned"):
+            outcome["turned"] = True
+            call_request("UsePIN")
         elif state in ("needs-pin", "needs-password") and args.prompt == "app":
             secret = sys.stdin.readline().rstrip("\n").encode()
             read_end, write_end = os.pipe()
@@ -130,6 +133,7 @@ def main():
     parser.add_argument("--max-age", type=int)
     parser.add_argument("--fresh", action="store_true")
     parser.add_argument("--use-password", action="store_true")
+    parser.add_argument("--use-pin", action="store_true", help="turn from the password to the PIN once it is asked")
     parser.add_argument("--cancel-at")
     parser.add_argument("--hold", action="store_true", help="stay on the bus after a step-up until stdin closes")
     parser.add_argument("--repeat", type=int, default=1, help="do it this many times on one connection")

@@ -93,6 +93,15 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
         send(.event(#"{"event":"\#(outcome.rawValue)"}"#))
     }
 
+    /// The secret asked next, said before the sentences that explain it (no reader, a
+    /// password due): an application draws that state with them, not with the last one's.
+    public enum Turn: String { case pin = "needs-pin", password = "needs-password" }
+
+    public func turning(to next: Turn) {
+        guard wantsEvents else { return }
+        send(.event(#"{"event":"\#(next.rawValue)"}"#))
+    }
+
     static func hintName(_ hint: RetryHint) -> String {
         switch hint {
         case .general: return "general"
@@ -174,8 +183,9 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
     }
 
     /// The secret answer to `question`, nil when skipped.
-    public func askSecret(_ purpose: Ask.Purpose, _ prompt: String) throws -> SecureBytes? {
-        switch try ask(Ask(.secret, purpose, prompt)) {
+    /// `skipsTo`: what a skip turns to, for a client that names it (nil answers a skip too).
+    public func askSecret(_ purpose: Ask.Purpose, _ prompt: String, skipsTo: Ask.Purpose? = nil) throws -> SecureBytes? {
+        switch try ask(Ask(.secret, purpose, prompt, skipsTo: skipsTo)) {
         case let .secret(bytes): return bytes.count > 0 ? bytes : nil
         case .skipped: return nil
         case .text: throw FingersealError(.usage, Messages.badAnswer)

@@ -144,6 +144,7 @@ public enum Messages {
 
     // Applications (through the session agent)
     public static var passwordInstead: String { tr("Enter your account password instead of a finger or the PIN.") }
+    public static var noReaderEnterPassword: String { tr("No fingerprint reader is connected. Enter your account password.") }
     public static var passwordOnlyForApplications: String { tr("Only an application's dialog may use the account password in place of a finger or the PIN.") }
     public static var badApplication: String { tr("The session agent sent a description of the application that fingerseal cannot use.") }
     public static func notForApplications(_ command: String) -> String { tr("Applications cannot ask for %1$s.", command) }
