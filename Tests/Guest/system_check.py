@@ -176,12 +176,20 @@ class Tier:
 
     def set_up(self, name, finger):
         """A vault for `name` (root, as for a kiosk: no account password) and its finger
-        enrolled through fprintd, five scans."""
+        enrolled through fprintd, five scans: each sent once the last one was taken and fprintd
+        wants a finger again (a scan sent between stages would be dropped)."""
+        g = self.guest
         self.as_service(f"fingerseal pin set --user {name} --pin-fd 0", stdin=PIN + "\n")
-        self.guest.ssh(f"(for i in 1 2 3 4 5; do for t in $(seq 300); do printf 'SCAN {finger}' | "
-                       f"socat -t 20 - UNIX-CONNECT:{SENSOR} 2>/dev/null && break; sleep 0.1; done; done) >/dev/null 2>&1 & "
-                       f"printf '{PIN}\\n' | systemd-run --wait --pipe --quiet fingerseal enroll --user {name} "
-                       f"--finger right-index-finger --pin-fd 0; status=$?; wait; exit $status", timeout=180)
+        out = f"/root/enroll-{name}.out"
+        g.ssh(f"rm -f {out}; setsid sh -c \"printf '{PIN}\\n' | systemd-run --wait --pipe --quiet fingerseal enroll --user {name} "
+              f"--finger right-index-finger --pin-fd 0 > {out} 2>&1; echo EXIT=\\$? >> {out}\" < /dev/null > /dev/null 2>&1 &")
+        for taken in range(5):
+            g.wait_for(f"test $(grep -c 'Scan [0-9]* of [0-9]* done' {out}) -ge {taken} && {FINGER_NEEDED}", 60,
+                       f"fprintd to want scan {taken + 1} of the enrollment")
+            g.ssh(f"printf 'SCAN {finger}' | socat -t 20 - UNIX-CONNECT:{SENSOR}", timeout=60)
+        g.wait_for(f"grep -q '^EXIT=' {out}", 120, "the enrollment to end")
+        said = g.ssh(f"cat {out}").stdout
+        check("EXIT=0" in said, f"fingerseal enroll: {said}")
 
     def login(self, console, name, finger):
         """`name` signs in at a serial console (agetty's login) with `finger`; the console then
