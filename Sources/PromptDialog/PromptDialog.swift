@@ -22,6 +22,14 @@ public enum PromptDialog {
         g_set_prgname(name)
         g_set_application_name(name)
     }
+
+    /// Draws with GTK's cairo renderer unless the person chose one (GSK_RENDERER): a small
+    /// dialog gains nothing from OpenGL, and a resident process that loaded the GL driver keeps
+    /// it (measured under Xvfb with Mesa's llvmpipe: 162 MiB resident against 92 MiB). Call
+    /// before `initialize()`.
+    public static func preferSoftwareRendering() {
+        setenv("GSK_RENDERER", "cairo", 0)
+    }
 }
 
 /// The button beside Cancel: the other way in, when the current one is not what the person

@@ -19,7 +19,10 @@ final class DialogPrompt: PromptSurface {
         if let known = knownAvailable { return known }
         let display = ["DISPLAY", "WAYLAND_DISPLAY"].contains { (name: String) in getenv(name).map { $0.pointee != 0 } ?? false }
         // Named before GTK starts: screen readers list the agent by it, not as "Unnamed".
-        if display { PromptDialog.setApplicationName("fingerseal") }
+        if display {
+            PromptDialog.setApplicationName("fingerseal")
+            PromptDialog.preferSoftwareRendering()
+        }
         let available = display && PromptDialog.initialize()
         knownAvailable = available
         return available
