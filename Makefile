@@ -58,7 +58,7 @@ deps:
 
 # The products: what is installed and benchmarked. Every other target builds in release too
 # (`swift build -c release`, which `make check` keeps true), but nothing here needs them.
-RELEASE_PRODUCTS := fingersealed fingerseal fingerseal-agent fingerseal-bench verify-latency
+RELEASE_PRODUCTS := fingersealed fingerseal fingerseal-agent fingerseal-bench verify-latency dialog-demo
 build: deps locale module
 	for product in $(RELEASE_PRODUCTS); do $(BUILD_RELEASE) --product $$product || exit 1; done
 

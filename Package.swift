@@ -188,7 +188,7 @@ let package = Package(
             name: "TestSupport",
             dependencies: ["FingersealCore", "FingersealWire", "IdentityClient", "CurlKit", "SodiumKit", "SystemKit"],
             path: "Tests/TestSupport",
-            exclude: ["desktop_probe.py", "pty_session.py", "on_terminal.py", "greetd_greeter.py", "system-bus.conf"]
+            exclude: ["desktop_probe.py", "pty_session.py", "on_terminal.py", "greetd_greeter.py", "orca_record.py", "system-bus.conf"]
         ),
         // The wire: typed command options and their sentences.
         .testTarget(

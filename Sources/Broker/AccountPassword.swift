@@ -11,6 +11,8 @@ import SystemKit
 /// questions go to the client as questions of the request; its messages as sentences.
 enum AccountPassword {
     static let service = "fingerseal-verify"
+    /// The detail of a check the person skipped for another way in (`skipsTo`).
+    static let skipped = "password skipped"
 
     /// Checks the password unless the caller is root (root may provision for any user).
     static func requireUnlessRoot(_ call: Call) throws {
@@ -21,14 +23,16 @@ enum AccountPassword {
     /// Runs pam_authenticate and pam_acct_mgmt for the account acted on, after saying `why`.
     /// Throws `.noMatch` when PAM refuses, `.cancelled`/`.timedOut` when the client cancels,
     /// leaves or does not answer, `.systemError` when PAM cannot be started. Returns the
-    /// password PAM was given (nil if it asked for none).
+    /// password PAM was given (nil if it asked for none). With `skipsTo`, nothing typed is a
+    /// turn to that way in, never a try: `.cancelled` with the detail `skipped`.
     @discardableResult
-    static func check(_ call: Call, why: String = Messages.accountPasswordNeeded) throws -> SecureBytes? {
+    static func check(_ call: Call, why: String = Messages.accountPasswordNeeded, skipsTo: Ask.Purpose? = nil) throws -> SecureBytes? {
         let conversation = call.conversation
         // Counted before PAM is asked (a killed check still counts), per account, with the
         // PIN's delays: so the broker is no faster an oracle than a login prompt.
         let tries = LockoutLedger(store: call.store, options: call.options)
         try tries.beginPasswordAttempt()
+        conversation.turning(to: .password)
         conversation.info(why)
         // PAM's hidden question's answer: a cancel before it gives the try back.
         var answered: SecureBytes? = nil
@@ -39,7 +43,13 @@ enum AccountPassword {
             do {
                 switch message {
                 case let .promptEchoOff(prompt):
-                    guard let secret = try conversation.askSecret(.accountPassword, prompt) else { return .text("") }
+                    guard let secret = try conversation.askSecret(.accountPassword, prompt, skipsTo: skipsTo) else {
+                        guard skipsTo == nil else {
+                            interrupted = FingersealError(.cancelled, Messages.cancelled, detail: skipped)
+                            return .abort
+                        }
+                        return .text("")
+                    }
                     answered = secret
                     guard let owned = cString(secret) else {
                         interrupted = FingersealError(.systemError, Messages.secureMemory)

@@ -15,11 +15,16 @@ static inline gboolean fs_gtk_init_check(void) { return gtk_init_check(); }
 /* Signal handlers, one typedef per C signature we connect (G_CALLBACK is untyped). */
 typedef void (*fs_gtk_void_handler)(gpointer instance, gpointer data);
 typedef gboolean (*fs_gtk_bool_handler)(gpointer instance, gpointer data);
+/* "notify::PROPERTY": the instance, the property's GParamSpec, the data. */
+typedef void (*fs_gtk_notify_handler)(gpointer instance, gpointer pspec, gpointer data);
 
 static inline gulong fs_gtk_connect_void(gpointer instance, const char *signal, fs_gtk_void_handler handler, gpointer data) {
     return g_signal_connect_data(instance, signal, G_CALLBACK(handler), data, NULL, 0);
 }
 static inline gulong fs_gtk_connect_bool(gpointer instance, const char *signal, fs_gtk_bool_handler handler, gpointer data) {
+    return g_signal_connect_data(instance, signal, G_CALLBACK(handler), data, NULL, 0);
+}
+static inline gulong fs_gtk_connect_notify(gpointer instance, const char *signal, fs_gtk_notify_handler handler, gpointer data) {
     return g_signal_connect_data(instance, signal, G_CALLBACK(handler), data, NULL, 0);
 }
 /* g_signal_handlers_disconnect_by_data is a macro. */

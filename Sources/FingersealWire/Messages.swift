@@ -173,12 +173,16 @@ public struct Ask: Equatable, Sendable {
     public var purpose: Purpose
     public var prompt: String
     public var whileScanning: Bool
+    /// What answering with nothing (a skip) turns to, for a client that names it ("Use PIN
+    /// instead"); nil: a skip is whatever the request makes of it.
+    public var skipsTo: Purpose?
 
-    public init(_ kind: Echo, _ purpose: Purpose, _ prompt: String, whileScanning: Bool = false) {
+    public init(_ kind: Echo, _ purpose: Purpose, _ prompt: String, whileScanning: Bool = false, skipsTo: Purpose? = nil) {
         self.kind = kind
         self.purpose = purpose
         self.prompt = prompt
         self.whileScanning = whileScanning
+        self.skipsTo = skipsTo
     }
 }
 
@@ -371,6 +375,7 @@ extension BrokerMessage {
             fields.add("purpose", ask.purpose.rawValue)
             fields.add("prompt", ask.prompt)
             fields.add("while-scanning", ask.whileScanning)
+            fields.add("skips-to", ask.skipsTo?.rawValue)
         case let .data(bytes, end):
             kind = .data
             fields.add("bytes", bytes)
@@ -406,7 +411,8 @@ extension BrokerMessage {
             guard let kind = Ask.Echo(rawValue: try fields.required("kind")) else { throw .badValue("kind") }
             // An unknown purpose from a newer broker is still a question a person can answer.
             let purpose = Ask.Purpose(rawValue: try fields.string("purpose") ?? "") ?? .other
-            return .ask(Ask(kind, purpose, try fields.required("prompt"), whileScanning: try fields.flag("while-scanning")))
+            return .ask(Ask(kind, purpose, try fields.required("prompt"), whileScanning: try fields.flag("while-scanning"),
+                            skipsTo: try fields.string("skips-to").flatMap { Ask.Purpose(rawValue: $0) }))
         case .browse?: return .browse(try fields.required("url"))
         case .data?:
             return .data(try fields.bytes("bytes") ?? [], end: try fields.flag("end"))

@@ -27,8 +27,10 @@ public enum Localization {
     }
 
     /// The catalogs of a program installed as `executable`: PREFIX/share/locale for
-    /// PREFIX/bin/fingerseal and PREFIX/libexec/fingerseal/fingersealed; `FINGERSEAL_LOCALEDIR`
-    /// (the tests: the build's catalogs) wins. Only where sentences come from, never an outcome.
+    /// PREFIX/bin/fingerseal and PREFIX/libexec/fingerseal/fingersealed; for a program run
+    /// from a build tree (TREE/.build/…/debug/fingerseal-agent), the catalogs `make` builds
+    /// there (TREE/.build/locale); `FINGERSEAL_LOCALEDIR` wins. Only where sentences come from,
+    /// never an outcome.
     public static func installedDirectory(executable: String, environment: String? = nil) -> String {
         if let environment, environment.hasPrefix("/") { return environment }
         var parts = executable.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
@@ -36,6 +38,8 @@ public enum Localization {
             parts.removeLast(2)
         } else if parts.count >= 4, parts[parts.count - 3] == "libexec" {
             parts.removeLast(3)
+        } else if let build = parts.dropLast().lastIndex(of: ".build"), build > 0 {
+            return parts[...build].joined(separator: "/") + "/locale"
         } else {
             return "/usr/share/locale"
         }

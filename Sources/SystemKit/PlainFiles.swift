@@ -13,6 +13,23 @@ public func readPlainFile(_ path: String, limit: Int, followLinks: Bool = true) 
     return try? FileDescriptor(owning: fd).readAll(limit: limit, subject: path)
 }
 
+/// The first `limit` bytes of a file (fewer at its end); nil when it cannot be read. For a
+/// /proc file whose head is enough (a command line).
+public func readPlainFileHead(_ path: String, limit: Int) -> [UInt8]? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+    guard fd >= 0 else { return nil }
+    return try? FileDescriptor(owning: fd).readBytes(at: 0, count: limit, subject: path)
+}
+
+/// Where the symbolic link `path` points, as written (at most 4 KiB); nil when it is no link
+/// or cannot be read (/proc/PID/exe of a process gone).
+public func symbolicLinkTarget(_ path: String) -> String? {
+    var buffer = [CChar](repeating: 0, count: 4096)
+    let count = readlink(path, &buffer, buffer.count)
+    guard count > 0 else { return nil }
+    return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
 /// The names in a directory, without "." and "..", sorted; empty when it cannot be read.
 /// `onlyDirectories`: real subdirectories only (no symbolic links to them).
 public func directoryNames(_ path: String, onlyDirectories: Bool = false) -> [String] {

@@ -18,6 +18,11 @@ final class Agent {
     let socketPath: String
     let settings: AgentSettings
     private var requests: [String: AgentRequest] = [:]
+    /// Requests that are over, by path, kept on the bus for `AgentRequest.takeLimit` so a late
+    /// Take or Cancel is answered as documented; at most `endedPerApplication` per application
+    /// (the oldest goes first), so none can pile them up.
+    private var ended: [String: AgentRequest] = [:]
+    static let endedPerApplication = 8
     private var grantKeys: [GrantOwner: SecureBytes] = [:]
     /// One watch per application with grants or requests: its departure ends them.
     private var departures: [String: UInt32] = [:]
@@ -51,12 +56,16 @@ final class Agent {
     private func handle(_ call: MethodCall) {
         switch call.method {
         case "GetCapabilities": capabilities(call)
+        case "GetStatus": settingsStatus(call)
+        case "SetEnabled":
+            guard let enabled = call.arguments.first?.bool else { return call.fail(AgentErrors.invalidArgs, AgentStrings.badOption("enabled")) }
+            begin(call, .setEnabled(enabled), options: call.arguments.count > 1 ? call.arguments[1] : nil)
         case "Unlock", "UnlockAndWait":
             begin(call, .unlock, options: call.arguments.first, waits: call.method.hasSuffix("AndWait"))
         case "StepUp", "StepUpAndWait":
             guard let context = call.arguments.first?.string else { return call.fail(AgentErrors.invalidArgs, AgentStrings.badContext) }
             begin(call, .stepUp(context: context), options: call.arguments.count > 2 ? call.arguments[2] : nil,
-                  reason: call.arguments.count > 1 ? call.arguments[1].string ?? "" : "", waits: call.method.hasSuffix("AndWait"))
+                  reasonArgument: call.arguments.count > 1 ? call.arguments[1].string ?? "" : "", waits: call.method.hasSuffix("AndWait"))
         case "Reveal", "RevealAndWait":
             guard call.arguments.count > 1, let context = call.arguments[1].string else {
                 return call.fail(AgentErrors.invalidArgs, AgentStrings.badContext)
@@ -85,11 +94,19 @@ final class Agent {
     /// Starts one request: the caller identified, its options read, a prompt chosen, the
     /// request object exported (its path is the reply), the broker asked on a thread.
     /// `waits`: the *AndWait form, answered when the request ends instead of with its path.
-    private func begin(_ call: MethodCall, _ kind: AgentRequest.Kind, options raw: BusValue?, reason: String = "",
+    private func begin(_ call: MethodCall, _ kind: AgentRequest.Kind, options raw: BusValue?, reasonArgument: String = "",
                        waits: Bool = false) {
         let options: RequestOptions
         do { options = try RequestOptions(raw) } catch let error as OptionProblem { return call.fail(AgentErrors.invalidArgs, error.sentence) } catch {
             return call.fail(AgentErrors.invalidArgs, AgentStrings.badMethods)
+        }
+        // StepUp's reason argument, else the reason option: the program's words, plain text only.
+        var reason = options.reason
+        if !reasonArgument.isEmpty {
+            guard let shown = AskingApplication.shownText(reasonArgument) else {
+                return call.fail(AgentErrors.invalidArgs, AgentStrings.badOption("reason"))
+            }
+            reason = shown
         }
         let application: AskingApplication
         do {
@@ -106,7 +123,7 @@ final class Agent {
         var context: String? = nil
         var payload: SecureBytes? = nil
         switch kind {
-        case .unlock: break
+        case .unlock, .setEnabled: break
         case let .stepUp(given), let .reveal(given):
             guard Agent.isValidContext(given) else { return call.fail(AgentErrors.invalidArgs, AgentStrings.badContext) }
             context = given
@@ -127,8 +144,8 @@ final class Agent {
         }
         let prompt: PromptSurface?
         if options.prompt == .dialog {
-            guard let dialog = settings.makeDialog(heading(kind, application, reason: reason), options.parentWindow,
-                                                   passwordAllowed: options.allows(.password)) else {
+            let words = DialogWords(kind, application, reason: reason, label: options.label)
+            guard let dialog = settings.makeDialog(words, options.parentWindow, passwordAllowed: options.allows(.password)) else {
                 return call.fail(AgentErrors.noDisplay, AgentStrings.noDisplay)
             }
             prompt = dialog
@@ -137,6 +154,8 @@ final class Agent {
         }
         let path = requestPath(call.sender, token: options.handleToken)
         guard requests[path] == nil else { return call.fail(AgentErrors.invalidArgs, AgentStrings.badOption("handle_token")) }
+        // A handle token used again: the earlier request with it is over, and gives way.
+        ended.removeValue(forKey: path)?.unexport()
         let grantKey: [UInt8]?
         do { grantKey = try context.map { try key(for: GrantOwner(busName: call.sender, context: $0)) } } catch {
             return call.fail(AgentErrors.failed, AgentStrings.brokerEnded)
@@ -153,9 +172,11 @@ final class Agent {
         requests[path] = request
         watchDeparture(of: call.sender)
         cancelIdleExit()
-        request.onClosed = { [weak self] in
-            self?.requests[path] = nil
-            self?.scheduleIdleExit()
+        request.onClosed = { [weak self, weak request] in
+            guard let self else { return }
+            self.requests[path] = nil
+            if let request { self.keepEnded(request) }
+            self.scheduleIdleExit()
         }
         if let dialog = prompt as? DialogPrompt { dialog.attach(request) }
         if waits { request.waiter = call } else { call.reply([.objectPath(path)]) }
@@ -165,14 +186,6 @@ final class Agent {
         }
         if !started { request.respond(code: 2, outcome: Outcome.systemError.rawValue, sentence: AgentStrings.brokerEnded, method: nil,
                                       expiresAt: nil, secret: nil) }
-    }
-
-    private func heading(_ kind: AgentRequest.Kind, _ application: AskingApplication, reason: String) -> String {
-        switch kind {
-        case .unlock: return AgentStrings.unlockHeading(application.displayName)
-        case .stepUp: return AgentStrings.stepUpHeading(application.displayName, reason)
-        case let .reveal(context): return AgentStrings.revealHeading(application.displayName, context)
-        }
     }
 
     /// The request the broker gets: the command, its options, and the application as the
@@ -190,8 +203,12 @@ final class Agent {
         case .reveal:
             request = Request(.reveal)
             request.options.set(field: Option.noNotice.field, "1")
+        case let .setEnabled(on):
+            request = Request(on ? .fingerOn : .fingerOff)
         }
-        if case .unlock = kind {} else {
+        switch kind {
+        case .unlock, .setEnabled: break
+        case .stepUp, .reveal:
             if let maxAge = options.maxAge { request.options.set(field: Option.maxAge.field, String(maxAge)) }
             if options.fresh, case .stepUp = kind { request.options.set(field: Option.fresh.field, "1") }
         }
@@ -275,6 +292,21 @@ final class Agent {
         scheduleIdleExit()
     }
 
+    /// An ended request stays on the bus a while (see `ended`), then goes.
+    private func keepEnded(_ request: AgentRequest) {
+        let path = request.path
+        ended[path]?.unexport()
+        ended[path] = request
+        let own = ended.values.filter { $0.owner == request.owner }
+        if own.count > Agent.endedPerApplication, let oldest = own.min(by: { $0.endedAt < $1.endedAt }) {
+            ended.removeValue(forKey: oldest.path)?.unexport()
+        }
+        MainLoop.after(AgentRequest.takeLimit) { [weak self, weak request] in
+            guard let self, let request, self.ended[path] === request else { return }
+            self.ended.removeValue(forKey: path)?.unexport()
+        }
+    }
+
     /// When an application leaves the bus: its requests are cancelled, its confirmations end.
     private func watchDeparture(of busName: String) {
         guard departures[busName] == nil else { return }
@@ -284,12 +316,26 @@ final class Agent {
     private func departed(_ busName: String) {
         if let watch = departures.removeValue(forKey: busName) { bus.endWatch(watch) }
         for request in requests.values where request.owner == busName { request.cancel() }
+        for request in ended.values where request.owner == busName { ended.removeValue(forKey: request.path)?.unexport() }
         for owner in grantKeys.keys where owner.busName == busName { endContext(owner) {} }
     }
 
-    // MARK: capabilities
+    // MARK: capabilities and status
+
+    /// GetStatus: what a settings page shows (the broker's `status` for the application
+    /// channel): the facts, and each as a sentence in the person's language and zone.
+    private func settingsStatus(_ call: MethodCall) {
+        askStatus(call) { SettingsStatus($0).values }
+    }
 
     private func capabilities(_ call: MethodCall) {
+        let display = settings.canShowDialog
+        askStatus(call) { Capabilities($0, display: display).values }
+    }
+
+    /// The broker's `status --json` for the caller as an application, in the session's
+    /// language and zone, on a thread; `answer` turns it into the reply's dictionary.
+    private func askStatus(_ call: MethodCall, _ answer: @escaping @Sendable (AgentExchange.Ending) -> [String: BusValue]) {
         var request = Request(.status)
         request.options.set(field: Option.json.field, "1")
         request.language = settings.language
@@ -298,10 +344,9 @@ final class Agent {
         let exchange = UncheckedExchange(AgentExchange(socketPath: socketPath, request: request, payload: nil, answers: nil,
                                                        note: { _ in }))
         let sendable = UncheckedCall(call)
-        let display = settings.canShowDialog
         let started = startDetachedThread {
-            let capabilities = Capabilities(exchange.exchange.run(), display: display)
-            MainLoop.post { sendable.call.reply([.dictionary(capabilities.values)]) }
+            let values = answer(exchange.exchange.run())
+            MainLoop.post { sendable.call.reply([.dictionary(values)]) }
         }
         if !started { call.fail(AgentErrors.failed, AgentStrings.brokerEnded) }
     }

@@ -28,17 +28,34 @@ enum AgentInterface {
     <method name="GetCapabilities">
       <arg type="a{sv}" name="capabilities" direction="out"/>
     </method>
+    <!-- For a settings page: vault (b), enabled (b: fingerprint unlock is on), enabled_since
+         (x, Unix time), last_verified (x, absent when never), fingers (as: as people say them,
+         in the person's language), sentences (a{sv} of s: enabled, enabled_since,
+         last_verified, fingers, password: each fact as a sentence in the person's language
+         and time zone, ready to show and to announce). -->
+    <method name="GetStatus">
+      <arg type="a{sv}" name="status" direction="out"/>
+    </method>
+    <!-- The settings switch: fingerprint unlock on or off, confirmed with a finger or the PIN
+         (with it off, the PIN) in the agent's dialog or the application's (a request, as
+         Unlock). Options: methods, prompt, parent_window, app_name, reason, handle_token. -->
+    <method name="SetEnabled">
+      <arg type="b" name="enabled" direction="in"/>
+      <arg type="a{sv}" name="options" direction="in"/>
+      <arg type="o" name="handle" direction="out"/>
+    </method>
     <!-- A finger, else the fallback, then a fresh access token (Take). Options: methods (as),
-         prompt (s: dialog or app), parent_window (s), app_name (s), reason (s),
-         handle_token (s). -->
+         prompt (s: dialog or app), parent_window (s), app_name (s), reason (s: a sentence
+         shown beneath the heading), handle_token (s). -->
     <method name="Unlock">
       <arg type="a{sv}" name="options" direction="in"/>
       <arg type="o" name="handle" direction="out"/>
     </method>
-    <!-- A confirmation for context, kept for this application until EndContext, until it
-         leaves the bus, or the administrator's ceiling. Options: max_age (u, seconds: a
+    <!-- A confirmation for context (an identifier, never shown), kept for this application
+         until EndContext, until it leaves the bus, or the administrator's ceiling. reason: a
+         sentence shown beneath the heading (or empty). Options: max_age (u, seconds: a
          confirmation held that old or younger answers without a prompt), fresh (b), methods,
-         prompt, parent_window, app_name, handle_token. -->
+         prompt, parent_window, app_name, reason, handle_token. -->
     <method name="StepUp">
       <arg type="s" name="context" direction="in"/>
       <arg type="s" name="reason" direction="in"/>
@@ -46,7 +63,8 @@ enum AgentInterface {
       <arg type="o" name="handle" direction="out"/>
     </method>
     <!-- The plaintext of a file sealed with `fingerseal seal --context CONTEXT`, after a
-         confirmation for its context (Take). Options: as for StepUp. -->
+         confirmation for its context (Take). Options: as for StepUp, and label (s: what the
+         data is called, for the title "Meander: show LABEL"). -->
     <method name="Reveal">
       <arg type="h" name="sealed" direction="in"/>
       <arg type="s" name="context" direction="in"/>
@@ -93,8 +111,12 @@ enum AgentInterface {
     <method name="Answer">
       <arg type="h" name="secret" direction="in"/>
     </method>
-    <!-- Skip to the account password (the dialog's "Use password instead"). -->
+    <!-- Skip to the account password (the dialog's "Use password instead"), where the
+         application allowed it and the password is not asked already. -->
     <method name="UsePassword"/>
+    <!-- While the password is asked (needs-password) and the account has a PIN: skip to
+         the PIN (the dialog's "Use PIN instead"). Nothing is counted. -->
+    <method name="UsePIN"/>
     <!-- Ends the request; nothing is counted, nothing is revealed. -->
     <method name="Cancel"/>
     <!-- After a successful Response with "take" true: the token or plaintext, once. -->

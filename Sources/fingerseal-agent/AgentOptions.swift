@@ -20,6 +20,11 @@ struct RequestOptions {
     var parentWindow: String? = nil
     var appName: String? = nil
     var handleToken: String? = nil
+    /// Words for people, in the person's language (the application translates them): what a
+    /// request is for (`reason`, a sentence) and what a context is called (`label`, "contact
+    /// assignments"). A context itself is an identifier and is never shown.
+    var reason: String? = nil
+    var label: String? = nil
 
     init(_ raw: BusValue?) throws {
         guard let raw else { return }
@@ -46,11 +51,17 @@ struct RequestOptions {
             case "fresh":
                 guard let flag = value.bool else { throw OptionProblem(sentence: AgentStrings.badOption(name)) }
                 fresh = flag
-            case "parent_window", "app_name", "handle_token", "reason":
+            case "parent_window", "app_name", "handle_token":
                 guard let text = value.string, text.utf8.count <= 256 else { throw OptionProblem(sentence: AgentStrings.badOption(name)) }
                 if name == "parent_window" { parentWindow = text }
                 if name == "app_name" { appName = text }
                 if name == "handle_token" { handleToken = text }
+            case "reason", "label":
+                // Shown as they are: plain text only (no line break, escape or bidi control).
+                guard let text = value.string, let shown = AskingApplication.shownText(text) else {
+                    throw OptionProblem(sentence: AgentStrings.badOption(name))
+                }
+                if name == "reason" { reason = shown } else { label = shown }
             default:
                 // Unknown options are ignored, as xdg-desktop-portal does: a newer client still works.
                 continue
@@ -102,6 +113,49 @@ struct Capabilities: Sendable {
             values["reader"] = .string("unknown")
             values["remote"] = .bool(false)
         }
+        self.values = values
+    }
+}
+
+/// GetStatus' answer, from the broker's `status --json` for the application channel: what a
+/// settings page shows (the switch, since when, when last verified, the fingers, when the
+/// password is next needed), each fact also as a sentence in the person's language and zone.
+struct SettingsStatus: Sendable {
+    let values: [String: BusValue]
+
+    private struct Report: Decodable {
+        struct Said: Decodable {
+            let fingerUnlock: String
+            let enabledSince: String
+            let enabledSinceUnix: Int64
+            let lastVerified: String
+            let lastVerifiedUnix: Int64?
+            let fingers: String
+            let fingerNames: [String]
+            let password: String?
+        }
+        let vault: Bool
+        let fingerUnlock: Bool?
+        let said: Said?
+    }
+
+    init(_ ending: AgentExchange.Ending) {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        guard case let .reply(_, _, output) = ending, let report = try? decoder.decode(Report.self, from: Data(output.utf8)),
+              report.vault, let said = report.said else {
+            // No vault (or no broker): nothing is on, nothing to show but that.
+            values = ["vault": .bool(false), "enabled": .bool(false), "fingers": .strings([]),
+                      "sentences": .dictionary(["enabled": .string(AgentStrings.notSetUp)])]
+            return
+        }
+        var values: [String: BusValue] = ["vault": .bool(true), "enabled": .bool(report.fingerUnlock ?? false),
+                                          "enabled_since": .int64(said.enabledSinceUnix), "fingers": .strings(said.fingerNames)]
+        if let verified = said.lastVerifiedUnix { values["last_verified"] = .int64(verified) }
+        var sentences: [String: BusValue] = ["enabled": .string(said.fingerUnlock), "enabled_since": .string(said.enabledSince),
+                                             "last_verified": .string(said.lastVerified), "fingers": .string(said.fingers)]
+        if let password = said.password { sentences["password"] = .string(password) }
+        values["sentences"] = .dictionary(sentences)
         self.values = values
     }
 }

@@ -1,6 +1,7 @@
 import CLinux
 import FingersealWire
 import Glibc
+import PromptDialog
 import SessionBusKit
 import SodiumKit
 import SystemKit
@@ -21,8 +22,8 @@ enum RequestState: String {
 /// with Answer). Main thread only.
 protocol PromptSurface: AnyObject {
     /// `field`: the secret the person may type now (a PIN or the password), nil for none;
-    /// `canUsePassword`: "Use password instead" may be offered.
-    func show(_ state: RequestState, sentence: String, field: Ask.Purpose?, canUsePassword: Bool)
+    /// `otherWay`: where "Use password instead" or "Use PIN instead" leads, nil for neither.
+    func show(_ state: RequestState, sentence: String, field: Ask.Purpose?, otherWay: OtherWay?)
     func close()
 }
 
@@ -34,6 +35,9 @@ final class AgentRequest {
         case unlock
         case stepUp(context: String)
         case reveal(context: String)
+        /// The person's own switch for fingerprint unlock (the broker's `on` and `off`),
+        /// confirmed with a finger or the PIN.
+        case setEnabled(Bool)
     }
 
     let path: String
@@ -53,8 +57,12 @@ final class AgentRequest {
     /// What Take hands out once: the token or the plaintext.
     private var secret: SecureBytes? = nil
     private var finished = false
-    /// Called once the request is over and unexported.
+    /// Called once the request is over (its Response sent and nothing left to take): it no
+    /// longer counts as open. Its object stays until `unexport`, answering every method as
+    /// documented (Take: nothing to take) rather than vanishing under the caller.
     var onClosed: (() -> Void)?
+    /// When it ended (monotonic seconds): the agent lets the oldest ended request go first.
+    private(set) var endedAt = 0.0
     /// An *AndWait call, answered with the Response's values when the request ends.
     var waiter: MethodCall?
 
@@ -103,48 +111,88 @@ final class AgentRequest {
 
     // MARK: what the broker says
 
+    /// A state the broker announced whose sentence comes next (a no-match, a hint, the finger
+    /// or the PIN while the reader waits): published with that sentence, never before it with
+    /// the previous one.
+    private var sentencePending = false
+    /// The sentence was said after the broker turned to the PIN or the password, before its
+    /// question: why (no reader, a password due). The question keeps it, rather than the
+    /// agent's plain "Enter your PIN.".
+    private var sentenceSaysWhy = false
+
     private func noted(_ note: ExchangeNote) {
         guard !finished else { return }
         switch note {
         case let .sentence(text, _):
             sentence = text
+            sentencePending = false
+            sentenceSaysWhy = [.needsPIN, .needsPassword].contains(state)
         case let .event(name):
             switch name {
-            case "finger-needed": state = .waitingForFinger
-            case "no-match": state = .noMatch
+            // After a no-match or a hint the reader waits again at once, and that state's
+            // sentence ("Try again.") already asks for the finger: it stays until the next change.
+            case "finger-needed": if state != .noMatch && state != .retry { state = .waitingForFinger }
+            case "no-match": state = .noMatch; sentencePending = true
             case "finger-locked": state = .locked
-            default: if name.hasPrefix("hint") { state = .retry }
+            // The broker turns to a secret; its sentence (why), if any, and the question follow.
+            // Published with the question: an application answers once it sees the state.
+            case RequestState.needsPIN.rawValue, RequestState.needsPassword.rawValue:
+                let next = RequestState(rawValue: name) ?? state
+                openQuestion = nil
+                if next != state {
+                    state = next
+                    sentenceSaysWhy = false
+                }
+            default: if name.hasPrefix("hint") { state = .retry; sentencePending = true }
             }
         case let .ask(ask):
             openQuestion = ask
+            sentencePending = false
             switch (ask.purpose, ask.whileScanning) {
             case (.pin, true):
                 state = .waitingForFinger
-                if sentence.isEmpty { sentence = AgentStrings.fingerOrPIN }
+                // The question and the reader's sentence ("Swipe your finger …, or type your
+                // PIN.") come in either order; with nothing said yet, the Status waits for the
+                // sentence rather than saying something else first.
+                if sentence.isEmpty { sentencePending = true }
             case (.pin, false):
+                // The broker's prompt ("PIN: ") is a label, not a sentence: the field has its own.
+                if state != .needsPIN || !sentenceSaysWhy { sentence = AgentStrings.enterPIN }
                 state = .needsPIN
-                sentence = ask.prompt.isEmpty ? AgentStrings.enterPIN : ask.prompt
             case (.accountPassword, _):
+                if state != .needsPassword || !sentenceSaysWhy { sentence = AgentStrings.enterPassword }
                 state = .needsPassword
-                // PAM's own prompt ("Password: ") is a label, not a sentence.
-                sentence = AgentStrings.enterPassword
             default:
                 break
             }
         }
-        publish()
+        let awaitingQuestion = [.needsPIN, .needsPassword].contains(state) && openQuestion == nil
+        if !sentencePending && !awaitingQuestion { publish() }
     }
 
-    /// What was last published, so that a repeat says nothing new.
-    private var published: (RequestState, String, Ask.Purpose?)? = nil
+    /// What was last sent as Status, and last shown, so that a repeat says nothing new.
+    private var published: (RequestState, String)? = nil
+    private var shown: (RequestState, String, Ask.Purpose?)? = nil
 
-    /// The state to the owner (Status) and to the prompt, when it changed.
+    /// The state to the owner (Status: once per change of state or sentence) and to the
+    /// prompt (also when the field changes).
     private func publish() {
         let field: Ask.Purpose? = openQuestion.flatMap { [.pin, .accountPassword].contains($0.purpose) ? $0.purpose : nil }
-        if let published, published.0 == state, published.1 == sentence, published.2 == field { return }
-        published = (state, sentence, field)
-        bus.emit(to: owner, path: path, interface: AgentInterface.request, signal: "Status", [.string(state.rawValue), .string(sentence)])
-        prompt?.show(state, sentence: sentence, field: field, canUsePassword: passwordAllowed && state != .needsPassword)
+        if published.map({ $0.0 != state || $0.1 != sentence }) ?? true {
+            published = (state, sentence)
+            bus.emit(to: owner, path: path, interface: AgentInterface.request, signal: "Status", [.string(state.rawValue), .string(sentence)])
+        }
+        if let shown, shown.0 == state, shown.1 == sentence, shown.2 == field { return }
+        shown = (state, sentence, field)
+        prompt?.show(state, sentence: sentence, field: field, otherWay: otherWay)
+    }
+
+    /// Where a skip leads now: from the password, to the PIN where the broker offers it;
+    /// otherwise to the password, where the application allows it. None while an answer is checked.
+    private var otherWay: OtherWay? {
+        if state == .checking { return nil }
+        if let question = openQuestion, question.purpose == .accountPassword { return question.skipsTo == .pin ? .pin : nil }
+        return passwordAllowed ? .password : nil
     }
 
     // MARK: what the person does (the dialog, or the application's calls)
@@ -153,15 +201,20 @@ final class AgentRequest {
     func answer(_ secret: SecureBytes) {
         guard openQuestion != nil, !finished else { return }
         openQuestion = nil
+        sentenceSaysWhy = false
         state = .checking
         sentence = AgentStrings.checking
         publish()
         answers.give(.secret(secret))
     }
 
-    func usePassword() {
-        guard passwordAllowed, !finished else { return }
+    /// The other way in (`otherWay`): the answer is a skip, which the broker turns into it.
+    /// False when there is none now.
+    @discardableResult
+    func turn(to way: OtherWay) -> Bool {
+        guard !finished, otherWay == way else { return false }
         answers.give(.skip)
+        return true
     }
 
     func cancel() {
@@ -180,8 +233,10 @@ final class AgentRequest {
             }
             answer(secret)
             call.reply()
-        case "UsePassword":
-            usePassword()
+        case "UsePassword", "UsePIN":
+            guard turn(to: call.method == "UsePIN" ? .pin : .password) else {
+                return call.fail(AgentErrors.failed, AgentStrings.noOtherWay)
+            }
             call.reply()
         case "Cancel":
             cancel()
@@ -237,16 +292,23 @@ final class AgentRequest {
         close(fd)
     }
 
-    /// Unexports the object; what it held is wiped (SecureBytes frees into zeros).
+    /// The request is over: what it held is wiped (SecureBytes frees into zeros) and the
+    /// agent is told (`onClosed`). The object stays exported until the agent unexports it.
     func end() {
+        secret = nil
+        if endedAt == 0 { endedAt = monotonicSeconds() }
+        let closed = onClosed
+        onClosed = nil
+        closed?()
+    }
+
+    /// Removes the object from the bus; calls to its path then find nothing.
+    func unexport() {
         secret = nil
         if registration != 0 {
             bus.unexport(registration)
             registration = 0
         }
-        let closed = onClosed
-        onClosed = nil
-        closed?()
     }
 }
 

@@ -17,7 +17,7 @@ struct AgentSettings {
     var canShowDialog: Bool { DialogPrompt.available }
 
     /// The agent's dialog for a request, with its heading; nil without a display.
-    func makeDialog(_ heading: String, _ parentWindow: String?, passwordAllowed: Bool) -> DialogPrompt? {
-        DialogPrompt(heading: heading, parentWindow: parentWindow, passwordAllowed: passwordAllowed)
+    func makeDialog(_ words: DialogWords, _ parentWindow: String?, passwordAllowed: Bool) -> DialogPrompt? {
+        DialogPrompt(words, parentWindow: parentWindow, passwordAllowed: passwordAllowed)
     }
 }

@@ -5,7 +5,8 @@ import SodiumKit
 
 /// The agent's own dialog (GTK 4, `PromptDialog`) for a request that does not draw its own
 /// prompt: it shows the request's state and sentences, takes the PIN or the password, offers
-/// "Use password instead" where the application allows it, and cancels with Esc. Main thread
+/// "Use password instead" where the application allows it ("Use PIN instead" beside the
+/// password), and cancels with Esc. Main thread
 /// only.
 final class DialogPrompt: PromptSurface {
     private let dialog: Dialog
@@ -17,6 +18,11 @@ final class DialogPrompt: PromptSurface {
     static var available: Bool {
         if let known = knownAvailable { return known }
         let display = ["DISPLAY", "WAYLAND_DISPLAY"].contains { (name: String) in getenv(name).map { $0.pointee != 0 } ?? false }
+        // Named before GTK starts: screen readers list the agent by it, not as "Unnamed".
+        if display {
+            PromptDialog.setApplicationName("fingerseal")
+            PromptDialog.preferSoftwareRendering()
+        }
         let available = display && PromptDialog.initialize()
         knownAvailable = available
         return available
@@ -25,10 +31,13 @@ final class DialogPrompt: PromptSurface {
     nonisolated(unsafe) private static var knownAvailable: Bool? = nil
 
     /// nil without a display.
-    init?(heading: String, parentWindow: String?, passwordAllowed: Bool) {
+    init?(_ words: DialogWords, parentWindow: String?, passwordAllowed: Bool) {
         guard DialogPrompt.available else { return nil }
-        let text = DialogText(title: AgentStrings.dialogTitle, heading: heading, cancelLabel: AgentStrings.cancel,
-                              usePasswordLabel: passwordAllowed ? AgentStrings.usePassword : nil, submitLabel: AgentStrings.submit)
+        // The PIN is a turn away only from the password, which the application allowed.
+        let text = DialogText(title: words.title, heading: words.heading, description: words.description, cancelLabel: AgentStrings.cancel,
+                              usePasswordLabel: passwordAllowed ? AgentStrings.usePassword : nil,
+                              usePINLabel: passwordAllowed ? AgentStrings.usePIN : nil, submitLabel: AgentStrings.submit,
+                              fingerprintIcon: AgentStrings.fingerprintIcon)
         guard let dialog = Dialog(text: text, parentWindow: parentWindow) else { return nil }
         self.dialog = dialog
     }
@@ -37,7 +46,10 @@ final class DialogPrompt: PromptSurface {
     func attach(_ request: AgentRequest) {
         self.request = request
         dialog.onCancel = { [weak self] in self?.request?.cancel() }
-        dialog.onUsePassword = { [weak self] in self?.request?.usePassword() }
+        dialog.onOtherWay = { [weak self] in
+            guard let self, let way = self.otherWay else { return }
+            self.request?.turn(to: way)
+        }
         dialog.onSecret = { [weak self] typed in
             // Into secure memory at once; the dialog wipes its own bytes when this returns.
             guard let request = self?.request, let secret = try? SecureBytes(copying: typed) else { return }
@@ -45,7 +57,11 @@ final class DialogPrompt: PromptSurface {
         }
     }
 
-    func show(_ state: RequestState, sentence: String, field: Ask.Purpose?, canUsePassword: Bool) {
+    /// What the other way's button leads to now.
+    private var otherWay: OtherWay?
+
+    func show(_ state: RequestState, sentence: String, field: Ask.Purpose?, otherWay: OtherWay?) {
+        self.otherWay = otherWay
         let shown: DialogState
         switch (state, field) {
         case (_, .pin?): shown = .needsPIN
@@ -59,7 +75,8 @@ final class DialogPrompt: PromptSurface {
         case (.checking, _): shown = .working
         }
         let label = field == .pin ? AgentStrings.pinLabel : field == .accountPassword ? AgentStrings.passwordLabel : nil
-        dialog.update(state: shown, sentence: sentence, secretLabel: label)
+        dialog.update(state: shown, sentence: sentence, secretLabel: label,
+                      fingerWanted: [.waitingForFinger, .retry, .noMatch].contains(state), otherWay: otherWay)
         if !presented {
             presented = true
             dialog.present()

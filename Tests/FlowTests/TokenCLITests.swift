@@ -231,7 +231,7 @@ import Testing
         let token = try s.run(["token", "--timeout", "1"], newSession: false)
         #expect(token.status == 7 && token.stdout.isEmpty, "\(token.all)")
         let status = try s.run(["status"]).stdout
-        #expect(status.contains("right-index-finger") && status.contains("Sign-in: not signed in"), "\(status)")
+        #expect(status.contains("Fingers enrolled: right index finger") && status.contains("Sign-in: not signed in"), "\(status)")
         let unlock = try s.run(["unlock"])
         #expect(unlock.status == 7 && unlock.stderr.contains("not signed in"), "\(unlock.all)")
         #expect(s.home.leftInHome().isEmpty, "\(s.home.leftInHome())")

@@ -1,6 +1,7 @@
 import FingersealCore
 import Glibc
 import Testing
+import Foundation
 @testable import TestSupport
 
 /// fingerseal-agent for applications (issue 21): on a private session bus, in front of a
@@ -31,7 +32,9 @@ import Testing
                                    "--app-name", "Meander"], scan: "SCAN finger-a")
         #expect(twice.result.status == 0, "\(twice.result.all)")
         #expect(twice.responses.map(\.method) == ["finger", "held"], "\(twice.result.stdout)")
-        #expect(twice.responses.first?.sentence?.contains("Confirmed with your finger for contacts") == true, "\(twice.result.stdout)")
+        // An application's context is an identifier: no sentence names it (issue 33 §2).
+        #expect(twice.responses.first?.sentence?.hasPrefix("Confirmed with your finger, for ") == true, "\(twice.result.stdout)")
+        #expect(!twice.result.stdout.contains("for contacts"), "\(twice.result.stdout)")
         #expect(twice.states.first == "waiting-for-finger")
         // Another application (another connection) asking for the same context is asked again.
         let other = try agent.run(["step-up", "contacts", "--prompt", "app", "--cancel-at", "waiting-for-finger"])
@@ -172,15 +175,134 @@ import Testing
         #expect(noMatch.states.contains("no-match"), "\(noMatch.result.stdout)")
     }
 
+    /// The Status signals an application draws its own prompt from (issue 33 §4): each with
+    /// its own sentence, sent once per change, never one the broker had not said yet (no
+    /// "no-match" with the sentence before it, no sentence of the agent's before the reader's).
+    @Test func statusSignalsCarryTheirOwnSentenceOncePerChange() throws {
+        let agent = try AgentRig()
+        let statuses = AgentTests.statuses
+        let armed = "waiting-for-finger|Swipe your finger across the reader, or type your PIN."
+        let match = try agent.run(["step-up", "s1", "--prompt", "app"], scan: "SCAN finger-a")
+        #expect(statuses(match) == ["waiting-for-finger|Confirm it is you.", armed], "\(match.result.stdout)")
+        // A wrong finger, then the right one.
+        let child = try agent.client(["step-up", "s2", "--prompt", "app"])
+        #expect(child.waitForLine(containing: "type your PIN"))
+        try VirtualSensor.send("SCAN finger-b", to: agent.rig.sensor)
+        #expect(child.waitForLine(containing: "no-match"))
+        try VirtualSensor.send("SCAN finger-a", to: agent.rig.sensor)
+        let retried = ClientRun(child.finish(limit: 60))
+        #expect(statuses(retried) == ["waiting-for-finger|Confirm it is you.", armed, "no-match|The fingerprint did not match. Try again."],
+                "\(retried.result.stdout)")
+        #expect(retried.responses.first?.method == "finger", "\(retried.result.stdout)")
+        // The PIN asked alone: the agent's sentence, never the broker's field label ("PIN: ").
+        let pin = try agent.run(["step-up", "s3", "--prompt", "app", "--methods", "pin"], stdin: AgentRig.pin + "\n")
+        #expect(statuses(pin).contains("needs-pin|Enter your PIN.") && !pin.result.stdout.contains("PIN: "), "\(pin.result.stdout)")
+        // A cancel while the reader waits: nothing after it but the Response.
+        let cancelled = try agent.run(["step-up", "s4", "--prompt", "app", "--cancel-at", "waiting-for-finger"])
+        #expect(statuses(cancelled).allSatisfy { $0.hasPrefix("waiting-for-finger|") } && cancelled.responses.first?.outcome == "cancelled",
+                "\(cancelled.result.stdout)")
+    }
+
+    /// Each Status as "state|sentence", in order.
+    static func statuses(_ run: ClientRun) -> [String] {
+        run.events.filter { $0.event == "status" }.map { "\($0.state ?? "")|\($0.sentence ?? "")" }
+    }
+
+    /// A settings page (issue 33 §7): GetStatus gives the switch, since when, when last
+    /// verified and the fingers, each also as a sentence in the person's language and zone;
+    /// SetEnabled turns fingerprint unlock off with a finger and on again with the PIN.
+    @Test func aSettingsPageReadsTheStatusAndFlipsTheSwitch() throws {
+        let agent = try AgentRig()
+        func status() throws -> [String: Any] {
+            let run = try agent.run(["status"])
+            let line = run.result.stdout.split(separator: "\n").last.map(String.init) ?? ""
+            return (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] ?? [:]
+        }
+        let before = try status()
+        let sentences = before["sentences"] as? [String: Any] ?? [:]
+        #expect(before["enabled"] as? Bool == true && before["fingers"] as? [String] == ["right index finger"], "\(before)")
+        #expect(sentences["enabled"] as? String == "Fingerprint unlock is on." && (sentences["enabled_since"] as? String)?.hasPrefix("Enabled since ") == true
+                && sentences["last_verified"] as? String == "Last verified: never.", "\(before)")
+        #expect(try agent.run(["step-up", "settings", "--prompt", "app"], scan: "SCAN finger-a").result.status == 0)
+        let verified = try status()
+        #expect(verified["last_verified"] != nil
+                && ((verified["sentences"] as? [String: Any])?["last_verified"] as? String)?.hasPrefix("Last verified: today at ") == true,
+                "\(verified)")
+        let off = try agent.run(["set-enabled", "off", "--prompt", "app"], scan: "SCAN finger-a")
+        #expect(off.result.status == 0 && off.responses.first?.sentence == "Fingerprint unlock is off. Your vault and enrolled fingers are kept.",
+                "\(off.result.stdout)")
+        let after = try status()
+        #expect(after["enabled"] as? Bool == false
+                && (after["sentences"] as? [String: Any])?["enabled"] as? String == "Fingerprint unlock is off, by your choice.", "\(after)")
+        let on = try agent.run(["set-enabled", "on", "--prompt", "app"], stdin: AgentRig.pin + "\n")
+        #expect(on.result.status == 0 && on.states.contains("needs-pin"), "\(on.result.stdout)")
+        #expect(try status()["enabled"] as? Bool == true)
+    }
+
+    /// An application's confirmation lasts as long as its screen, up to the administrator's
+    /// ceiling (issue 33 §6), not the command line's 5 minutes (a user's: root's ceiling is a
+    /// day), and the response says so.
+    @Test func anApplicationsConfirmationLastsUpToTheCeiling() throws {
+        try #require(TestUsers.ensure(TestUsers.alice))
+        let agent = try AgentRig(user: TestUsers.alice, brokerConfig: "stepup_max_ttl=600\n")
+        let app = try agent.run(["step-up", "contacts", "--prompt", "app"], scan: "SCAN finger-a")
+        #expect(app.responses.first?.sentence?.hasSuffix("for 10 minutes.") == true, "\(app.result.stdout)")
+    }
+
+    /// Take after a cancel, after a failure and after the secret was taken answers the
+    /// documented error with its sentence: the request's object stays a while after it ended
+    /// (issue 33 §5; it used to vanish, so the caller got "Object does not exist").
+    @Test func takeWithNothingToTakeAnswersTheDocumentedError() throws {
+        let agent = try AgentRig()
+        let plain = agent.rig.files.file("plain"), sealed = agent.rig.files.file("notes.sealed")
+        writeFile(plain, Array("notes\n".utf8))
+        #expect(try agent.rig.cli(["seal", "--context", "notes", "--out", sealed, plain]).status == 0)
+        let runs = [try agent.run(["reveal", "notes", sealed, "--prompt", "app", "--cancel-at", "waiting-for-finger", "--take-again"]),
+                    try agent.run(["reveal", "notes", sealed, "--prompt", "app", "--methods", "finger", "--take-again"], scan: "SCAN finger-b"),
+                    try agent.run(["reveal", "notes", sealed, "--prompt", "app", "--take-again"], scan: "SCAN finger-a")]
+        for run in runs {
+            let take = run.events.first { $0.event == "take" }
+            #expect(take?.error == "org.fingerseal.Agent1.Error.Failed" && take?.sentence?.contains("nothing to take") == true,
+                    "\(run.result.stdout)")
+        }
+        #expect(runs[2].result.stdout.contains("notes\n"), "the first Take still gives the plaintext: \(runs[2].result.stdout)")
+    }
+
     @Test func theAccountPasswordInsteadOfTheFinger() throws {
         try #require(TestUsers.ensure(TestUsers.alice))
         let agent = try AgentRig(user: TestUsers.alice)
         let run = try agent.run(["step-up", "payroll", "--prompt", "app", "--use-password"], stdin: "correct horse\n")
         #expect(run.result.status == 0, "\(run.result.all)")
         #expect(run.states.contains("needs-password") && run.responses.first?.method == "password", "\(run.result.stdout)")
+        // "Use password instead": the password's own sentence, then the check; never the PIN's.
+        #expect(AgentTests.statuses(run).suffix(2) == ["needs-password|Enter your account password instead of a finger or the PIN.",
+                                                       "checking|Checking."] && !run.states.contains("needs-pin"), "\(run.result.stdout)")
         let refused = try agent.run(["step-up", "payroll2", "--prompt", "app", "--use-password"], stdin: "not-the-password\n")
         #expect(refused.result.status != 0 && refused.responses.first?.outcome == "noMatch", "\(refused.result.stdout)")
         #expect(try agent.rig.lockout().fingerFailures == 0)
+    }
+
+    /// No reader (issue 33 §3): an application that allows the password asks it first, saying
+    /// why, and the PIN is one call away (UsePIN); neither turn is a try.
+    @Test func withoutAReaderThePasswordComesFirstAndThePINIsOneStepAway() throws {
+        try #require(TestUsers.ensure(TestUsers.alice))
+        let agent = try AgentRig(user: TestUsers.alice)
+        try agent.rig.unplugReader()
+        let password = try agent.run(["step-up", "payroll", "--prompt", "app"], stdin: "correct horse\n")
+        #expect(AgentTests.statuses(password) == ["waiting-for-finger|Confirm it is you.",
+                                                  "needs-password|No fingerprint reader is connected. Enter your account password.",
+                                                  "checking|Checking."], "\(password.result.stdout)")
+        #expect(password.result.status == 0 && password.responses.first?.method == "password", "\(password.result.all)")
+        let pin = try agent.run(["step-up", "payroll2", "--prompt", "app", "--use-pin"], stdin: AgentRig.pin + "\n")
+        #expect(AgentTests.statuses(pin).suffix(3) == ["needs-password|No fingerprint reader is connected. Enter your account password.",
+                                                       "needs-pin|Enter your PIN.", "checking|Checking."], "\(pin.result.stdout)")
+        #expect(pin.result.status == 0 && pin.responses.first?.method == "pin", "\(pin.result.all)")
+        let counters = try agent.rig.lockout()
+        #expect(counters.pinFailures == 0 && (counters.passwordFailures ?? 0) == 0, "\(counters)")
+        // Without the password allowed, the PIN alone, as before.
+        let pinOnly = try agent.run(["step-up", "payroll3", "--prompt", "app", "--methods", "finger,pin"], stdin: AgentRig.pin + "\n")
+        #expect(!AgentTests.statuses(pinOnly).contains { $0.hasPrefix("needs-password") } && pinOnly.responses.first?.method == "pin",
+                "\(pinOnly.result.stdout)")
     }
 
     @Test func aDialogWithoutADisplayIsRefusedWithASentence() throws {
@@ -201,9 +323,7 @@ import Testing
     @Test(.enabled(if: LocalIdP.available)) func unlockGivesAFreshTokenOnADescriptor() throws {
         let idp = try LocalIdP()
         let agent = try AgentRig()
-        let login = try agent.rig.cli(["login", "--issuer", idp.issuer, "--client-id", "fingerseal-test", "--flow", "password",
-                                       "--idp-user", "alice", "--password-fd", "3", "--pin-fd", "3"], fd3: "wonderland-7\n\(AgentRig.pin)\n")
-        #expect(login.status == 0, "\(login.all)")
+        try agent.signIn(at: idp)
         let client = try agent.client(["unlock", "--prompt", "app"])
         #expect(client.waitForLine(containing: "waiting-for-finger"))
         let scanned = VirtualSensor.now()

@@ -36,6 +36,18 @@ import Testing
         #expect(!check.all.contains("fuzzy") && !check.all.contains("untranslated"), "\(check.all)")
     }
 
+    /// Where a program finds its catalogs: beside its installation, in the build tree it was
+    /// built in (issue 33 §9: the agent run from a build tree spoke English), or where
+    /// FINGERSEAL_LOCALEDIR says.
+    @Test func catalogsAreFoundBesideTheProgram() {
+        #expect(Localization.installedDirectory(executable: "/usr/bin/fingerseal") == "/usr/share/locale")
+        #expect(Localization.installedDirectory(executable: "/usr/local/libexec/fingerseal/fingerseal-agent") == "/usr/local/share/locale")
+        #expect(Localization.installedDirectory(executable: "/src/fs/.build/x86_64-unknown-linux-gnu/debug/fingerseal-agent")
+                == "/src/fs/.build/locale")
+        #expect(Localization.installedDirectory(executable: "/opt/tool") == "/usr/share/locale")
+        #expect(Localization.installedDirectory(executable: "/usr/bin/fingerseal", environment: "/tmp/l") == "/tmp/l")
+    }
+
     @Test func placeholdersCanBeReordered() {
         #expect(Localization.fill("%2$s før %1$s, 100%%", ["a", "b"]) == "b før a, 100%")
         #expect(Localization.fill("%1$s og %1$s", ["x"]) == "x og x")

@@ -59,6 +59,12 @@ final class AgentRig {
 
     deinit { stopAgent() }
 
+    /// The rig's vault signed in at `idp` (LocalIdP's password sign-in as alice, the rig's PIN).
+    func signIn(at idp: LocalIdP) throws {
+        let login = try rig.cli(LocalIdP.passwordLoginArguments(idp), fd3: LocalIdP.passwordLoginAnswers(pin: AgentRig.pin))
+        guard login.status == 0 else { throw TestFailure("the sign-in failed: \(login.all)") }
+    }
+
     /// Enrolls finger-a for the rig's account (as that account: enroll acts on the caller).
     private static func enrollFinger(_ rig: ReaderBroker, as user: String?) throws -> Child.Result {
         let child = try rig.startCLI(["enroll", "--finger", "right-index-finger", "--pin-fd", "3"], fd3: AgentRig.pin + "\n", as: user)
@@ -161,6 +167,7 @@ struct ClientEvent: Decodable {
     var method: String? = nil
     var length: Int? = nil
     var text: String? = nil
+    var error: String? = nil
 }
 
 /// What one client run printed: its JSON lines, and how it ended.

@@ -85,7 +85,7 @@ extension CLIHome {
         let result = try scan(["enroll", "--finger", finger, "--pin-fd", "3"], Array(repeating: "SCAN \(id)", count: 5),
                               fd3: pin + "\n")
         #expect(result.status == 0, "\(result.all)", sourceLocation: sourceLocation)
-        #expect(result.stdout.contains("Enrolled \(finger)."), sourceLocation: sourceLocation)
+        #expect(result.stdout.contains("Enrolled \(finger.replacing("-", with: " "))."), sourceLocation: sourceLocation)
     }
 
     /// The vault directory and its files: owned by root, directory 0700, nothing for others.

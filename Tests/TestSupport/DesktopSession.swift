@@ -124,6 +124,12 @@ final class DesktopSession {
         try run("/usr/bin/xdotool", ["type", "--delay", "30", "--", text])
     }
 
+    /// Activates the button named `button` in the window named `window` through AT-SPI (its
+    /// action, as a screen reader does): no keyboard focus needed.
+    func press(_ button: String, in window: String) throws {
+        try run(DesktopSession.python, [DesktopSession.probe, "press", window, button])
+    }
+
     /// What a window manager's close button does: WM_DELETE_WINDOW to `handle`.
     func requestClose(_ handle: String) throws {
         try run(DesktopSession.python, [DesktopSession.probe, "close", try DesktopSession.windowID(handle)])
@@ -227,7 +233,7 @@ final class DesktopSession {
     }
 
     /// Waits (bounded) for a path to appear.
-    private static func waitFor(path: String, what: String, limit: Double = 15) throws {
+    static func waitFor(path: String, what: String, limit: Double = 15) throws {
         let deadline = VirtualSensor.now() + limit
         while access(path, F_OK) != 0 {
             guard VirtualSensor.now() < deadline else { throw TestFailure("\(what) (\(path)) did not appear in \(limit) s") }

@@ -156,7 +156,13 @@ extension LocalIdP {
     /// account), the provider's password and the new PIN from descriptor 3.
     static func passwordLogin(_ idp: LocalIdP, _ home: CLIHome, pin: String = "2580",
                               client: String = "fingerseal-test") throws -> Child.Result {
-        try home.run(["login", "--issuer", idp.issuer, "--client-id", client, "--flow", "password",
-                      "--idp-user", "alice", "--password-fd", "3", "--pin-fd", "3"], fd3: "wonderland-7\n\(pin)\n")
+        try home.run(passwordLoginArguments(idp, client: client), fd3: passwordLoginAnswers(pin: pin))
     }
+
+    /// That sign-in's command line, and what it reads from descriptor 3.
+    static func passwordLoginArguments(_ idp: LocalIdP, client: String = "fingerseal-test") -> [String] {
+        ["login", "--issuer", idp.issuer, "--client-id", client, "--flow", "password",
+         "--idp-user", "alice", "--password-fd", "3", "--pin-fd", "3"]
+    }
+    static func passwordLoginAnswers(pin: String) -> String { "wonderland-7\n\(pin)\n" }
 }

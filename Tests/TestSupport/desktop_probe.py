@@ -179,6 +179,29 @@ def events(args):
     return 1
 
 
+def find_named(accessible, role, name, depth=0):
+    if depth > 30:
+        return None
+    if role_name(accessible) == role and accessible.get_name() == name:
+        return accessible
+    for child in children(accessible):
+        found = find_named(child, role, name, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def press(args):
+    """Activates the push button `button` of window `name` through its AT-SPI action, as a
+    screen reader or switch access does (no keyboard focus needed)."""
+    window = find_window(args.name)
+    button = find_named(window, "push button", args.button) if window is not None else None
+    if button is None:
+        print(f"no button {args.button!r} in window {args.name!r}")
+        return 1
+    return 0 if button.get_action_iface().do_action(0) else 1
+
+
 def close(args):
     from Xlib import X, display, protocol
 
@@ -212,8 +235,11 @@ def main():
     events_parser.add_argument("--timeout", type=float, default=10)
     close_parser = commands.add_parser("close")
     close_parser.add_argument("xid")
+    press_parser = commands.add_parser("press")
+    press_parser.add_argument("name")
+    press_parser.add_argument("button")
     args = parser.parse_args()
-    return {"tree": tree, "events": events, "close": close}[args.command](args)
+    return {"tree": tree, "events": events, "close": close, "press": press}[args.command](args)
 
 
 if __name__ == "__main__":

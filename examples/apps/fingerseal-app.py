@@ -76,6 +76,9 @@ def run_request(bus, args, method, parameters, fd_list=None):
         elif args.use_password and state == "waiting-for-finger" and not outcome.get("skipped"):
             outcome["skipped"] = True
             call_request("UsePassword")
+        elif args.use_pin and state == "needs-password" and not outcome.get("turned"):
+            outcome["turned"] = True
+            call_request("UsePIN")
         elif state in ("needs-pin", "needs-password") and args.prompt == "app":
             secret = sys.stdin.readline().rstrip("\n").encode()
             read_end, write_end = os.pipe()
@@ -92,7 +95,7 @@ def run_request(bus, args, method, parameters, fd_list=None):
     # Subscribed before the call: a quick Response cannot be missed.
     bus.signal_subscribe(BUS_NAME, REQUEST, "Status", path, None, Gio.DBusSignalFlags.NONE, on_status)
     bus.signal_subscribe(BUS_NAME, REQUEST, "Response", path, None, Gio.DBusSignalFlags.NONE, on_response)
-    signature = {"Unlock": "(a{sv})", "StepUp": "(ssa{sv})", "Reveal": "(hsa{sv})"}[method]
+    signature = {"Unlock": "(a{sv})", "StepUp": "(ssa{sv})", "Reveal": "(hsa{sv})", "SetEnabled": "(ba{sv})"}[method]
     bus.call_with_unix_fd_list_sync(BUS_NAME, PATH, IFACE, method, GLib.Variant(signature, tuple(parameters)),
                                     None, Gio.DBusCallFlags.NONE, 10000, fd_list, None)
     loop.run()
@@ -106,13 +109,23 @@ def run_request(bus, args, method, parameters, fd_list=None):
         fd = fds.get(reply.unpack()[0])
         with os.fdopen(fd, "rb") as f:
             taken = f.read()
+    if args.take_again:
+        # Take when there is nothing (left) to take: the documented error, not a missing object.
+        try:
+            bus.call_with_unix_fd_list_sync(BUS_NAME, path, REQUEST, "Take", None, GLib.VariantType("(h)"),
+                                            Gio.DBusCallFlags.NONE, 5000, None, None)
+            say(args, "take", text="taken")
+        except GLib.Error as error:
+            name = Gio.DBusError.get_remote_error(error) or ""
+            Gio.DBusError.strip_remote_error(error)
+            say(args, "take", error=name, sentence=error.message)
     return code, taken
 
 
 def main():
     parser = argparse.ArgumentParser(description="A client of fingerseal-agent.")
-    parser.add_argument("command", choices=["capabilities", "unlock", "step-up", "reveal", "end-context"])
-    parser.add_argument("context", nargs="?")
+    parser.add_argument("command", choices=["capabilities", "status", "set-enabled", "unlock", "step-up", "reveal", "end-context"])
+    parser.add_argument("context", nargs="?", help="CONTEXT; for set-enabled: on or off")
     parser.add_argument("extra", nargs="?", help="REASON for step-up, SEALED-FILE for reveal")
     parser.add_argument("--prompt", choices=["dialog", "app"])
     parser.add_argument("--methods")
@@ -120,11 +133,13 @@ def main():
     parser.add_argument("--max-age", type=int)
     parser.add_argument("--fresh", action="store_true")
     parser.add_argument("--use-password", action="store_true")
+    parser.add_argument("--use-pin", action="store_true", help="turn from the password to the PIN once it is asked")
     parser.add_argument("--cancel-at")
     parser.add_argument("--hold", action="store_true", help="stay on the bus after a step-up until stdin closes")
     parser.add_argument("--repeat", type=int, default=1, help="do it this many times on one connection")
     parser.add_argument("--pause", type=float, default=0, help="seconds to wait between repeats")
     parser.add_argument("--end-between", action="store_true", help="EndContext between repeats")
+    parser.add_argument("--take-again", action="store_true", help="call Take once more after the request ended (tests)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     bus = Gio.bus_get_sync(Gio.BusType.SESSION, None)
@@ -141,6 +156,16 @@ def main():
             reply = bus.call_sync(BUS_NAME, PATH, IFACE, "GetCapabilities", None, GLib.VariantType("(a{sv})"),
                                   Gio.DBusCallFlags.NONE, 10000, None)
             print(json.dumps(reply.unpack()[0], sort_keys=True), flush=True)
+            continue
+        if args.command == "status":
+            # A settings page: the switch, since when, last verified, each also as a sentence.
+            reply = bus.call_sync(BUS_NAME, PATH, IFACE, "GetStatus", None, GLib.VariantType("(a{sv})"),
+                                  Gio.DBusCallFlags.NONE, 10000, None)
+            print(json.dumps(reply.unpack()[0], sort_keys=True, ensure_ascii=False), flush=True)
+            continue
+        if args.command == "set-enabled":
+            code, _ = run_request(bus, args, "SetEnabled", [args.context == "on", options(args)])
+            status = status or code
             continue
         if args.command == "end-context":
             bus.call_sync(BUS_NAME, PATH, IFACE, "EndContext", GLib.Variant("(s)", (args.context,)), None,

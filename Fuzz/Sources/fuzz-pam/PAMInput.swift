@@ -69,7 +69,8 @@ enum PAMInput {
             case 2, 3:
                 let echo: Ask.Echo = input.flag() ? .secret : .visible
                 let purpose = input.pick([Ask.Purpose.pin, .newPIN, .accountPassword, .idpPassword, .clientSecret, .confirm, .other])
-                packet = BrokerMessage.ask(Ask(echo, purpose, input.textOrPick(texts), whileScanning: input.flag())).encoded()
+                let skipsTo = input.flag() ? input.pick([Ask.Purpose.pin, .accountPassword, .other]) : nil
+                packet = BrokerMessage.ask(Ask(echo, purpose, input.textOrPick(texts), whileScanning: input.flag(), skipsTo: skipsTo)).encoded()
             case 4, 5, 6:
                 var reply = Reply(input.pick(Outcome.allCases), input.textOrPick(texts))
                 let fields = input.byte()

@@ -8,9 +8,11 @@ import SodiumKit
 enum StepUpCommands {
     /// `--ttl` (default `StepUp.defaultTTL`; its range checked when the call was made): at
     /// most the site's ceiling for anyone other than root (asking for more is a mistake that
-    /// names the ceiling; the default simply shrinks to it).
+    /// names the ceiling; the default simply shrinks to it). An application's confirmation
+    /// (through the session agent) is held for its screen: until the application ends its
+    /// context or leaves, so by default up to the ceiling, not a clock of its own.
     static func ttlSeconds(_ call: Call, asked: Int?) throws -> Int {
-        guard let asked else { return call.stepUpSeconds(StepUp.defaultTTL) }
+        guard let asked else { return call.stepUpSeconds(call.channel.application != nil ? StepUp.maxTTL : StepUp.defaultTTL) }
         guard call.stepUpSeconds(asked) == asked else { throw FingersealError(.usage, Messages.stepUpCeiling(call.options.stepUpMaxTTL)) }
         return asked
     }
@@ -67,7 +69,8 @@ enum StepUpCommands {
         let ttl = try ttlSeconds(call, asked: given.ttl)
         if !given.command {
             let (_, asked) = try confirm(call, context, fresh: given.fresh, ttl: ttl, maxAge: given.maxAge)
-            call.conversation.output(asked.map { Messages.steppedUp(context, $0, ttl: ttl) } ?? Messages.grantHeld(context))
+            let shown = call.shownContext(context)
+            call.conversation.output(asked.map { Messages.steppedUp(shown, $0, ttl: ttl) } ?? Messages.grantHeld(shown))
             return Reply(.success, method: asked?.rawValue ?? "held")
         }
         // For as long as the command runs, but never past the ceiling (root: a day).
@@ -139,4 +142,10 @@ enum StepUpCommands {
         payload.bytes.withUnsafeBytes(in: plaintext) { call.conversation.data($0) }
         return Reply(.success, method: asked?.rawValue ?? "held")
     }
+}
+
+extension Call {
+    /// A context as a sentence may name it: an application's is an identifier of its own (its
+    /// dialog shows the program's words for it), so the sentences it gets name none.
+    func shownContext(_ context: String) -> String? { channel.application == nil ? context : nil }
 }

@@ -73,6 +73,22 @@ enum VaultCommands {
             /// logind says the session is remote: the reader is not offered.
             let remote: Bool
         }
+        /// For an application's settings page (the agent's GetStatus): the facts as sentences
+        /// in the person's language and zone, ready to show and to announce, with the times.
+        var said: Said? = nil
+
+        struct Said: Encodable {
+            let fingerUnlock: String
+            let enabledSince: String
+            let enabledSinceUnix: Int64
+            let lastVerified: String
+            let lastVerifiedUnix: Int64?
+            let fingers: String
+            /// The enrolled fingers as people say them ("right index finger").
+            let fingerNames: [String]
+            /// When the account password is next needed; nil: no password rule.
+            let password: String?
+        }
         var fprintdFingers: [String]? = nil
         var fingersChanged: Bool? = nil
         /// The configuration's tpm= (auto, require, off).
@@ -128,7 +144,9 @@ enum VaultCommands {
                 report.fingersChanged = changed
             }
             report.enabledSince = isoTimestamp(status.createdAt)
-            report.lastVerified = lastVerified(store).map(isoTimestamp)
+            // Read from the audit trail once, for the report and for an application's sentences.
+            let verified = lastVerified(store)
+            report.lastVerified = verified.map(isoTimestamp)
             report.pinSet = status.pinSet
             report.keyslots = status.keyslots.map { slot in
                 .init(kind: slot.kind.rawValue, protection: slot.protection.rawValue,
@@ -154,7 +172,18 @@ enum VaultCommands {
             report.signedInAs = status.signIn == .none ? nil : status.identity?.display
             report.lockout = .init(fingerFailures: status.lockout.fingerFailures, fingerLocked: status.lockout.fingerLocked,
                                    pinFailures: status.lockout.pinFailures, pinLocked: status.lockout.pinLocked)
-            if call.channel.application != nil { report.capabilities = capabilities(call, status, fprintd: fprintd) }
+            if call.channel.application != nil {
+                report.capabilities = capabilities(call, status, fprintd: fprintd)
+                let fingers = fprintd?.fingers ?? status.fingers
+                report.said = .init(fingerUnlock: status.fingerOff ? Messages.settingFingerUnlockOff : Messages.statusFingerUnlockOn,
+                                    enabledSince: Messages.statusEnabledSince(Localization.localTime(status.createdAt)),
+                                    enabledSinceUnix: status.createdAt,
+                                    lastVerified: Messages.statusLastVerified(verified, now: SystemClock().now()),
+                                    lastVerifiedUnix: verified,
+                                    fingers: fingersLine(status, fprintd: fprintd),
+                                    fingerNames: fingers.map(Messages.fingerName),
+                                    password: PasswordDue.next(call, status).map(Messages.statusPasswordNext))
+            }
             try call.printJSON(report)
             return Reply(.success)
         }
@@ -168,12 +197,8 @@ enum VaultCommands {
         ]
         lines += status.keyslots.map { "  \($0.kind.rawValue): \(describe($0, pcrs: $0.pcrs))" }
         lines.append(Messages.statusTPM(call.options.tpm.rawValue))
-        if let fprintd {
-            lines.append(Messages.statusFprintdFingers(fprintd.fingers))
-            if changed == true { lines.append(Messages.fingersChanged) }
-        } else {
-            lines.append(Messages.statusFingers(status.fingers))
-        }
+        lines.append(fingersLine(status, fprintd: fprintd))
+        if changed == true { lines.append(Messages.fingersChanged) }
         lines.append(status.fingerOff ? Messages.statusFingerUnlockOff : Messages.statusFingerUnlockOn)
         lines.append(status.identify ? Messages.statusIdentifyOn : Messages.identifyTurnedOff)
         lines.append(status.keyring ? Messages.statusKeyringOn : Messages.statusKeyringOff)
@@ -185,6 +210,11 @@ enum VaultCommands {
         lines.append(status.lockout.pinLocked ? Messages.statusPINLocked : Messages.statusPINNotLocked(status.lockout.pinFailures))
         call.conversation.output(lines.joined(separator: "\n"))
         return Reply(.success)
+    }
+
+    /// The enrolled fingers, as `status` says them: fprintd's where fprintd holds them.
+    static func fingersLine(_ status: VaultStatus, fprintd: FprintdSet?) -> String {
+        fprintd.map { Messages.statusFprintdFingers($0.fingers) } ?? Messages.statusFingers(status.fingers)
     }
 
     /// When the account last confirmed it is them (an unlock, a step-up that succeeded), from
@@ -316,7 +346,8 @@ enum VaultCommands {
         let vault = try result.confirmedVault()
         try vault.update { $0.setFingerUnlock(on) }
         AuditTrail(store: call.store).record(.fingerUnlockSetting(on: on), vault: vault)
-        call.conversation.output(on ? Messages.fingerUnlockTurnedOn : Messages.fingerUnlockTurnedOff)
+        let off = call.channel.application == nil ? Messages.fingerUnlockTurnedOff : Messages.fingerUnlockSwitchedOff
+        call.conversation.output(on ? Messages.fingerUnlockTurnedOn : off)
         return Reply(.success, method: result.method)
     }
 

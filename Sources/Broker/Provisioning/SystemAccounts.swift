@@ -91,11 +91,7 @@ enum SystemAccounts {
     static let systemdRun = "/usr/bin/systemd-run"
 
     /// The broker's own program, for work it runs outside its sandbox.
-    static var ownProgram: String? {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        return count > 0 ? String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil
-    }
+    static var ownProgram: String? { symbolicLinkTarget("/proc/self/exe") }
 
     /// The unit that reads the policy files for the reserved names: root that can read any
     /// file and change nothing (no other capability, nothing writable, no new privileges).

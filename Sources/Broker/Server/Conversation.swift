@@ -15,6 +15,8 @@ import SystemKit
 public final class Conversation: ScanPrompter, @unchecked Sendable {
     let connection: WireConnection
     let wantsEvents: Bool
+    /// An application's request (through the session agent), told which secret comes next.
+    let announcesTurns: Bool
     private let lock = ThreadLock()
     private var gone = false
     private var cancelled = false
@@ -33,9 +35,10 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
     /// local client sends 64 MiB in well under a second.
     public static let payloadLimit = 60.0
 
-    init(connection: WireConnection, wantsEvents: Bool) {
+    init(connection: WireConnection, wantsEvents: Bool, announcesTurns: Bool = false) {
         self.connection = connection
         self.wantsEvents = wantsEvents
+        self.announcesTurns = announcesTurns
     }
 
     /// Readable when the client sends something (a cancel) or leaves: what a reader wait polls.
@@ -91,6 +94,16 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
     public func scanOutcome(_ outcome: ScanOutcome) {
         guard wantsEvents else { return }
         send(.event(#"{"event":"\#(outcome.rawValue)"}"#))
+    }
+
+    /// The secret asked next, said before the sentences that explain it (no reader, a
+    /// password due): an application draws that state with them, not with the last one's.
+    /// Only to the agent: its Status follows it; a command line has its prompt.
+    public enum Turn: String { case pin = "needs-pin", password = "needs-password" }
+
+    public func turning(to next: Turn) {
+        guard wantsEvents && announcesTurns else { return }
+        send(.event(#"{"event":"\#(next.rawValue)"}"#))
     }
 
     static func hintName(_ hint: RetryHint) -> String {
@@ -174,8 +187,9 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
     }
 
     /// The secret answer to `question`, nil when skipped.
-    public func askSecret(_ purpose: Ask.Purpose, _ prompt: String) throws -> SecureBytes? {
-        switch try ask(Ask(.secret, purpose, prompt)) {
+    /// `skipsTo`: what a skip turns to, for a client that names it (nil answers a skip too).
+    public func askSecret(_ purpose: Ask.Purpose, _ prompt: String, skipsTo: Ask.Purpose? = nil) throws -> SecureBytes? {
+        switch try ask(Ask(.secret, purpose, prompt, skipsTo: skipsTo)) {
         case let .secret(bytes): return bytes.count > 0 ? bytes : nil
         case .skipped: return nil
         case .text: throw FingersealError(.usage, Messages.badAnswer)

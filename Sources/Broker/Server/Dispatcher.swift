@@ -385,11 +385,12 @@ enum Dispatcher {
     }
 
     /// What the session agent may ask for an application, and what it may say of it: its
-    /// commands only, every field bounded (they go into the audit trail; control characters
+    /// commands only (the switch for fingerprint unlock among them: each asks a finger or the
+    /// PIN, as a step-up does), every field bounded (they go into the audit trail; control characters
     /// are refused with the rest of the request's text), a grant key of exactly 32 bytes.
     static func checkApplication(_ request: Request) throws {
         guard let application = request.application else { return }
-        guard [.unlock, .token, .stepUp, .reveal, .status].contains(request.command) else {
+        guard [.unlock, .token, .stepUp, .reveal, .status, .fingerOn, .fingerOff].contains(request.command) else {
             throw FingersealError(.usage, Messages.notForApplications(request.command.rawValue))
         }
         let texts = [application.busName, application.executable, application.appID, application.name].compactMap { $0 }

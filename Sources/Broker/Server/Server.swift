@@ -222,7 +222,8 @@ public final class Server: @unchecked Sendable {
         Localization.adopt(Localization.language(request.language ?? state.settings.defaultLanguage))
         // And every time in it in the person's zone.
         Localization.adopt(zoneNamed: request.timeZone, resolve: RequestZone.resolve)
-        let conversation = Conversation(connection: connection, wantsEvents: request.wantsEvents)
+        let conversation = Conversation(connection: connection, wantsEvents: request.wantsEvents,
+                                        announcesTurns: request.application != nil)
         // What its audit events say of where they came from, in the journal.
         AuditOrigin.$current.withValue(AuditOrigin(request, caller: caller)) {
             Dispatcher.handle(request, from: caller, conversation: conversation, state: state, slot: slot)

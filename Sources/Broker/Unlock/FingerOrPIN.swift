@@ -42,16 +42,35 @@ enum FingerOrPIN {
         let use = request.pin
         let pinUsable = use != .never && status.pinSet
         /// The next way in after `failure` (nil: the finger was never tried): the PIN, and
-        /// where the PIN is skipped or not set, the account password.
+        /// where the PIN is skipped or not set, the account password. An application's dialog
+        /// without a reader asks the password first (what the person types on any computer),
+        /// the PIN one action away.
         func fallback(after failure: FingersealError?) throws -> Unlocked {
             guard pinUsable || request.password else {
                 throw failure ?? FingersealError(.notEnrolled, Messages.notEnrolled)
             }
             if let failure { session.record(.fallback(reason: failure.auditReason)) }
-            if pinUsable, let vault = try PINEntry.unlock(call, session: session, skippable: request.password) {
-                return Unlocked(vault: vault, method: .pin, finger: nil)
+            let noReader = failure.map { passwordFirst(call, request, after: $0) } ?? false
+            return try pinOrPassword(passwordFirst: !pinUsable || noReader,
+                                     why: noReader ? Messages.noReaderEnterPassword : Messages.passwordInstead)
+        }
+        /// The PIN and (an application's) the password, each a skip away from the other where
+        /// both are there; a skip is never a try.
+        func pinOrPassword(passwordFirst: Bool, why: String) throws -> Unlocked {
+            var password = passwordFirst
+            var why = why
+            for _ in 0..<FingerOrPIN.turnLimit {
+                if password {
+                    if let unlocked = try PasswordEntry.unlock(call, session: session, why: why, skipsTo: pinUsable ? .pin : nil) {
+                        return unlocked
+                    }
+                } else if let vault = try PINEntry.unlock(call, session: session, skippable: request.password) {
+                    return Unlocked(vault: vault, method: .pin, finger: nil)
+                }
+                password.toggle()
+                why = Messages.passwordInstead
             }
-            return try PasswordEntry.unlock(call, session: session)
+            throw FingersealError(.cancelled, Messages.cancelled, detail: "turned between the PIN and the password \(FingerOrPIN.turnLimit) times")
         }
         if use == .only || !request.finger { return try fallback(after: nil) }
         if let finger = request.identified { return try identified(call, finger, session: session, status: status) }
@@ -102,7 +121,7 @@ enum FingerOrPIN {
             // Enter alone while the reader waited.
             switch call.channel.skippedPIN {
             case .stackPassword: throw failure
-            case .accountPassword where request.password: return try PasswordEntry.unlock(call, session: session)
+            case .accountPassword where request.password: return try pinOrPassword(passwordFirst: true, why: Messages.passwordInstead)
             case .accountPassword, .mistake: return try fallback(after: failure)
             }
         case let .fallback(failure): return try fallback(after: failure)
@@ -126,6 +145,17 @@ enum FingerOrPIN {
 
     /// What a skipped PIN while the reader waited leaves as its detail.
     static let skipped = "skipped while scanning"
+
+    /// How often one request may turn between the PIN and the password: each turn is a
+    /// question with its own time limit, so a client that keeps skipping ends, too.
+    static let turnLimit = 20
+
+    /// Whether `failure` of the finger turns an application's dialog to the account password
+    /// first: there is no reader (nothing to scan on this computer), and the application
+    /// allows the password.
+    static func passwordFirst(_ call: Call, _ request: UnlockRequest, after failure: FingersealError) -> Bool {
+        failure.outcome == .noReader && request.password && call.channel.skippedPIN == .accountPassword
+    }
 
     /// A vault just opened with the PIN: where fprintd holds the fingers and their set
     /// changed, the PIN confirms the new set (said once). Never fails the unlock.
@@ -203,8 +233,11 @@ enum FingerOrPIN {
             }
         } catch let error as FingersealError where [.noReader, .unavailable, .remoteSession].contains(error.outcome) {
             // No reader, or another request kept it: the PIN at once, or quietly on to the
-            // password where there is no PIN.
-            if takesPIN || call.channel.explainsQuietFallbacks { call.conversation.info(error.message) }
+            // password where there is no PIN. The password's own sentence says there is no reader.
+            if (takesPIN || call.channel.explainsQuietFallbacks) && !passwordFirst(call, request, after: error) {
+                if takesPIN { call.conversation.turning(to: .pin) }
+                call.conversation.info(error.message)
+            }
             return .fallback(error)
         }
         return try raced.get()

@@ -50,6 +50,7 @@ enum PINEntry {
                        skippable: Bool) throws -> UnlockedVault? {
         guard let status = try session.status() else { throw FingersealError(.noVault, Messages.noVault) }
         try PasswordDue.requireBeforePIN(call, status)
+        call.conversation.turning(to: .pin)
         let pin: SecureBytes
         if skippable && call.channel.skippedPIN == .accountPassword {
             guard let typed = try call.conversation.askSecret(.pin, prompt) else { return nil }

@@ -208,7 +208,7 @@ enum UnlockFlow {
             throw FingersealError(verdict.outcome, verdict.sentence, detail: verdict.detail)
         }
         if let wanted = request.confirmation, request.purpose == .confirmation {
-            call.conversation.info(Messages.stepUpPrompt(wanted.context))
+            call.conversation.info(Messages.stepUpPrompt(call.shownContext(wanted.context)))
         }
         let unlocked: Unlocked
         if let reason = PasswordDue.reason(call, status, now: request.clock.now()) {

@@ -24,11 +24,12 @@ public enum ReservedNames {
         /// One line, as `fingersealed --reserved-name NAME` prints it for the broker that ran
         /// it outside its sandbox: `free`, `reserved<TAB>BY`, `unknown<TAB>PATH<TAB>WHY`.
         public var line: String {
+            // A field holds no separator of the line's own.
+            func field(_ text: String) -> String { text.filter { $0 != "\t" && $0 != "\n" } }
             switch self {
             case .free: return "free"
-            case let .reserved(by): return "reserved\t" + by.filter { $0 != "\t" && $0 != "\n" }
-            case let .unknown(path, why): return "unknown\t" + path.filter { $0 != "\t" && $0 != "\n" } + "\t"
-                + why.filter { $0 != "\t" && $0 != "\n" }
+            case let .reserved(by): return "reserved\t" + field(by)
+            case let .unknown(path, why): return "unknown\t" + field(path) + "\t" + field(why)
             }
         }
 

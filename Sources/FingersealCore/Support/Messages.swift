@@ -144,6 +144,7 @@ public enum Messages {
 
     // Applications (through the session agent)
     public static var passwordInstead: String { tr("Enter your account password instead of a finger or the PIN.") }
+    public static var noReaderEnterPassword: String { tr("No fingerprint reader is connected. Enter your account password.") }
     public static var passwordOnlyForApplications: String { tr("Only an application's dialog may use the account password in place of a finger or the PIN.") }
     public static var badApplication: String { tr("The session agent sent a description of the application that fingerseal cannot use.") }
     public static func notForApplications(_ command: String) -> String { tr("Applications cannot ask for %1$s.", command) }
@@ -212,10 +213,27 @@ public enum Messages {
     }
     public static var duplicateFinger: String { tr("The reader already holds this finger, stored by another program (fprintd, another operating system or another user). Enroll a different finger, or remove that print with the program that stored it.") }
     public static var readerStorageFull: String { tr("The reader's storage is full. fingerseal never deletes other programs' prints to make room: remove prints you no longer need with the program that stored them, then enroll again.") }
-    public static func enrolled(_ finger: String) -> String { tr("Enrolled %1$s.", finger) }
+    public static func enrolled(_ finger: String) -> String { tr("Enrolled %1$s.", fingerName(finger)) }
     public static func forgotten(_ fingers: [String]) -> String {
         fingers.isEmpty ? tr("No finger was enrolled.")
-            : trn("Forgot %1$s.", "Forgot these fingers: %1$s.", fingers.count, fingers.joined(separator: ", "))
+            : trn("Forgot %1$s.", "Forgot these fingers: %1$s.", fingers.count, fingers.map(fingerName).joined(separator: ", "))
+    }
+    /// A finger as a person says it, for fprintd's name of it ("right-index-finger"); a name
+    /// that is none of the ten stays as it is. Command lines and --json keep fprintd's names.
+    public static func fingerName(_ name: String) -> String {
+        switch name {
+        case "left-thumb": return tr("left thumb")
+        case "left-index-finger": return tr("left index finger")
+        case "left-middle-finger": return tr("left middle finger")
+        case "left-ring-finger": return tr("left ring finger")
+        case "left-little-finger": return tr("left little finger")
+        case "right-thumb": return tr("right thumb")
+        case "right-index-finger": return tr("right index finger")
+        case "right-middle-finger": return tr("right middle finger")
+        case "right-ring-finger": return tr("right ring finger")
+        case "right-little-finger": return tr("right little finger")
+        default: return name
+        }
     }
     public static func notEnrolledFinger(_ finger: String) -> String { tr("The finger %1$s is not enrolled.", finger) }
     public static var onDeviceTemplateLeft: String { tr("The reader is not connected, so its stored copy of the print could not be deleted. Run fingerseal forget again with the reader connected to delete it.") }
@@ -262,9 +280,28 @@ public enum Messages {
     }
     // Step-up and sealed data
     public static var badContext: String { tr("A context name is 1 to 64 letters, digits, dots, dashes or underscores.") }
-    /// A new confirmation, one whole sentence per way it was made and unit of its lifetime.
-    public static func steppedUp(_ context: String, _ method: UnlockMethod, ttl: Int) -> String {
+    /// A new confirmation, one whole sentence per way it was made and unit of its lifetime;
+    /// `context` nil: an application's, whose dialog says what it is for (a context is its
+    /// identifier, never words for people).
+    public static func steppedUp(_ context: String?, _ method: UnlockMethod, ttl: Int) -> String {
         let minutes = ttl / 60
+        guard let context else {
+            switch (method, minutes > 0) {
+            case (.finger, true):
+                return trn("Confirmed with your finger, for %1$s minute.", "Confirmed with your finger, for %1$s minutes.", minutes, minutes)
+            case (.finger, false):
+                return trn("Confirmed with your finger, for %1$s second.", "Confirmed with your finger, for %1$s seconds.", ttl, ttl)
+            case (.pin, true):
+                return trn("Confirmed with your PIN, for %1$s minute.", "Confirmed with your PIN, for %1$s minutes.", minutes, minutes)
+            case (.pin, false):
+                return trn("Confirmed with your PIN, for %1$s second.", "Confirmed with your PIN, for %1$s seconds.", ttl, ttl)
+            case (.password, true):
+                return trn("Confirmed with your password, for %1$s minute.", "Confirmed with your password, for %1$s minutes.",
+                           minutes, minutes)
+            case (.password, false):
+                return trn("Confirmed with your password, for %1$s second.", "Confirmed with your password, for %1$s seconds.", ttl, ttl)
+            }
+        }
         switch (method, minutes > 0) {
         case (.finger, true):
             return trn("Confirmed with your finger for %1$s, for %2$s minute.", "Confirmed with your finger for %1$s, for %2$s minutes.",
@@ -286,14 +323,18 @@ public enum Messages {
                        "Confirmed with your password for %1$s, for %2$s seconds.", ttl, context, ttl)
         }
     }
-    public static func grantHeld(_ context: String) -> String { tr("Already confirmed for %1$s in this session.", context) }
+    public static func grantHeld(_ context: String?) -> String {
+        context.map { tr("Already confirmed for %1$s in this session.", $0) } ?? tr("Already confirmed.")
+    }
     public static func stepUpCeiling(_ seconds: Int) -> String {
         trn("The option --ttl takes at most %1$s second on this computer: the administrator's limit (stepup_max_ttl).",
             "The option --ttl takes at most %1$s seconds on this computer: the administrator's limit (stepup_max_ttl).", seconds, seconds)
     }
     public static func grantEnded(_ context: String) -> String { tr("The confirmation for %1$s is ended.", context) }
     public static func noGrant(_ context: String) -> String { tr("There is no confirmation for %1$s in this session.", context) }
-    public static func stepUpPrompt(_ context: String) -> String { tr("Confirm it is you for %1$s.", context) }
+    public static func stepUpPrompt(_ context: String?) -> String {
+        context.map { tr("Confirm it is you for %1$s.", $0) } ?? tr("Confirm it is you.")
+    }
     public static var personalDataFollows: String { tr("Personal data follows.") }
     public static var payloadBudgetSpent: String {
         tr("The service is holding as much data to seal or reveal as it can at the moment. Try again when your other requests have finished.")
@@ -671,6 +712,8 @@ public enum Messages {
     public static var fingerUnlockOff: String { tr("Fingerprint unlock is off for your account, by your choice. Use your PIN or password; fingerseal on turns it back on.") }
     public static var fingerUnlockTurnedOff: String { tr("Fingerprint unlock is off. Your vault and enrolled fingers are kept; fingerseal on turns it back on.") }
     public static var fingerUnlockTurnedOn: String { tr("Fingerprint unlock is on again.") }
+    /// The same for an application's switch, which turns it back on itself (no command to name).
+    public static var fingerUnlockSwitchedOff: String { tr("Fingerprint unlock is off. Your vault and enrolled fingers are kept.") }
     // The keyring, unlocked by the finger (issue 23 §1).
     public static var keyringNeedsPassword: String { tr("To unlock your keyring with your finger, fingerseal keeps your account password sealed in your vault. Give your account password.") }
     public static var keyringTurnedOn: String { tr("Your account password is sealed in your vault. A finger or PIN at sign-in now unlocks your keyring too.") }
@@ -727,6 +770,8 @@ public enum Messages {
     public static var fingerUnlockAlreadyOff: String { tr("Fingerprint unlock is already off.") }
     public static var statusFingerUnlockOn: String { tr("Fingerprint unlock is on.") }
     public static var statusFingerUnlockOff: String { tr("Fingerprint unlock is off, by your choice. Run: fingerseal on") }
+    /// The same on an application's settings page, whose switch turns it on (no command to name).
+    public static var settingFingerUnlockOff: String { tr("Fingerprint unlock is off, by your choice.") }
 
     // Touch to sign in (identify)
     /// The identify scan's prompt, one whole sentence per reader and host.
@@ -882,10 +927,10 @@ public enum Messages {
     }
     public static func statusFprintdFingers(_ fingers: [String]) -> String {
         fingers.isEmpty ? tr("Fingers enrolled in fprintd: none")
-            : tr("Fingers enrolled in fprintd: %1$s", fingers.joined(separator: ", "))
+            : tr("Fingers enrolled in fprintd: %1$s", fingers.map(fingerName).joined(separator: ", "))
     }
     public static func statusFingers(_ fingers: [String]) -> String {
-        fingers.isEmpty ? tr("Fingers enrolled: none") : tr("Fingers enrolled: %1$s", fingers.joined(separator: ", "))
+        fingers.isEmpty ? tr("Fingers enrolled: none") : tr("Fingers enrolled: %1$s", fingers.map(fingerName).joined(separator: ", "))
     }
     public static var statusNotSignedIn: String { tr("Sign-in: not signed in") }
     public static var statusSignedIn: String { tr("Sign-in: signed in") }

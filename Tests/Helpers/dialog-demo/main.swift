@@ -137,7 +137,7 @@ dialog.onCancel = {
     say("cancel")
     demo.finish()
 }
-dialog.onUsePassword = { say("use-password") }
+dialog.onOtherWay = { say("use-password") }
 // The length only: the bytes are the person's secret.
 dialog.onSecret = { secret in say("secret \(secret.count)") }
 dialog.onShown = { handle in say("shown \(handle ?? "none")") }
