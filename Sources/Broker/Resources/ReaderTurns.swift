@@ -1,4 +1,3 @@
-import CLinux
 import FingerprintFlows
 import FingersealCore
 import FprintKit
