@@ -1,7 +1,17 @@
 // swift-tools-version:6.0
 // fingerseal: a PAM module and CLI that unlock a sealed IdP refresh token with a fingerprint.
-// Layers (see ../shared/design.md §4): C system libraries → one thin wrapper per library →
-// pure-Swift core → the PAM module and the CLI.
+// Layers, lowest first; each may import the layers named after it (and Glibc), and
+// Tests/CoreTests/LayerMapTests.swift checks every import against this map:
+//   C*           system libraries: a module map and typed shims          —
+//   wrappers     one per C library (SystemKit, SodiumKit, PAMKit, …),    C*, wrappers
+//                and the small kits beside them (Localization, ZoneInfo)
+//   wire         FingersealWire, SharedMessages: the messages between    wire, SystemKit and its
+//                our programs and what every client shares               C module, Localization
+//   core         FingersealCore, FingerprintFlows, IdentityClient        core, wire, wrappers,
+//                                                                        FoundationEssentials
+//   broker       Broker, fingersealed                                    everything above
+//   clients      the PAM module, fingerseal, fingerseal-agent            wire, wrappers, CLinux
+// Files that reach further are listed in the test, each with why.
 import PackageDescription
 
 
@@ -88,8 +98,8 @@ let package = Package(
         // The agent's prompt dialog (issue 21 §2): GTK only, every sentence from the caller.
         .target(name: "PromptDialog", dependencies: ["CGtk"]),
 
-        // The broker's wire protocol and the outcome table: stdlib and Glibc only, so the PAM
-        // module that links it stays small (no Foundation).
+        // The broker's wire protocol and the outcome table: the standard library, Glibc and the
+        // syscall layer only, so the PAM module that links it stays small (no Foundation).
         .target(name: "FingersealWire", dependencies: ["CLinux", "SystemKit"], swiftSettings: leanSwift),
 
         // Sentences in the person's language: glibc's gettext over a per-thread locale

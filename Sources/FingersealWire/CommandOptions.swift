@@ -66,7 +66,7 @@ extension Option {
     public static let ttl = Option("--ttl", field: "ttl", .number(1...86_400))
     /// The oldest confirmation held that still answers, in seconds (iOS's allowable reuse
     /// duration); an older one, or none, asks again.
-    public static let maxAge = Option("--max-age", field: "max-age", .number(1...86_400))
+    public static let maxAge = Option("--max-age", field: "max-age", .number(StepUpRules.maxAge))
     public static let fresh = Option("--fresh", field: "fresh", .flag)
     public static let check = Option("--check", field: "check", .flag)
     public static let end = Option("--end", field: "end", .flag)

@@ -41,10 +41,8 @@ public struct ModuleArgument: Equatable, Sendable {
 /// argument goes to it unchanged (`Request.moduleOptions`), and names the module does not know
 /// are not the module's to judge. The broker checks these names too, with the same ranges.
 public struct ModuleOptions: Equatable, Sendable {
-    public static let defaultSocket = "/run/fingerseal/socket"
-
     /// `socket=PATH`: the broker's socket.
-    public var socket = ModuleOptions.defaultSocket
+    public var socket = defaultBrokerSocket
     /// `debug`: one log line per broker message and per decision.
     public var debug = false
     /// `timeout=N`: seconds the broker waits for a finger. Here it only bounds the module's waits.

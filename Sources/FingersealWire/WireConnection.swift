@@ -4,6 +4,10 @@ import Glibc
 #endif
 import SystemKit
 
+/// Where the broker listens unless a client is pointed elsewhere (socket=, --socket,
+/// FINGERSEAL_SOCKET): the path of fingerseal.socket.
+public let defaultBrokerSocket = "/run/fingerseal/socket"
+
 /// Why a connection could not be used.
 public enum ConnectionError: Error, Equatable, Sendable {
     /// No broker at the path (not installed, not running, socket missing or refused).

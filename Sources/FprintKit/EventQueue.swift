@@ -9,23 +9,17 @@ public final class EventQueue<Event: Sendable>: @unchecked Sendable {
     /// which ThreadSanitizer cannot see, so it took every event for a race (issue 24).
     private let lock = ThreadLock()
     private var events: [Event] = []
+    private let ready: EventFD
     /// Readable when `pop` may return an event.
-    public let fd: Int32
+    public var fd: Int32 { ready.rawValue }
 
     public init() throws(FprintError) {
-        let fd = eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK))
-        guard fd >= 0 else { throw FprintError.system(operation: "eventfd", code: errno) }
-        self.fd = fd
-    }
-
-    deinit {
-        close(fd)
+        do { ready = try EventFD(nonBlocking: true) } catch { throw FprintError.system(operation: "eventfd", code: error.code) }
     }
 
     func push(_ event: Event) {
         lock.locked { events.append(event) }
-        var one: UInt64 = 1
-        _ = write(fd, &one, 8)
+        ready.signal()
     }
 
     /// The oldest event, without waiting.
@@ -56,8 +50,7 @@ public final class EventQueue<Event: Sendable>: @unchecked Sendable {
             var fds = [pollEntry(fd)] + others.map { pollEntry($0) }
             _ = waitReady(&fds, until: deadline)
             if fds.dropFirst().contains(where: { $0.revents != 0 }) { return .other }
-            var counter: UInt64 = 0
-            _ = read(fd, &counter, 8)
+            ready.drain()
         }
     }
 }

@@ -25,15 +25,13 @@ public final class FprintdOperation: @unchecked Sendable {
     private let state: SignalState
     private var slots: [BusMatch] = []
     /// Readable once `cancel()` was called (from any thread).
-    private let cancelEvent: Int32
+    private let cancelEvent: EventFD
     private var result: OperationResult? = nil
 
     init(device: FprintdDevice, kind: Action, finger: String, stages: Int) throws(FprintError) {
-        let fd = eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK))
-        guard fd >= 0 else { throw FprintError.system(operation: "eventfd", code: errno) }
+        do { cancelEvent = try EventFD(nonBlocking: true) } catch { throw FprintError.system(operation: "eventfd", code: error.code) }
         self.device = device
         self.kind = kind
-        self.cancelEvent = fd
         self.state = SignalState(kind: kind, stages: stages)
         let bus = device.bus
         // Statuses left over from an earlier operation must not reach this one's handlers.
@@ -60,14 +58,12 @@ public final class FprintdOperation: @unchecked Sendable {
         if result == nil { stop() }
         // The matches go now: no signal reaches the state after the operation.
         slots = []
-        close(cancelEvent)
     }
 
     /// Ends the operation from any thread: the waiter (now or the next `wait`) sends the stop
     /// and reports `.failed(.cancelled)`.
     public func cancel() {
-        var one: UInt64 = 1
-        _ = write(cancelEvent, &one, 8)
+        cancelEvent.signal()
     }
 
     /// Waits for the result, handing every other event to `onEvent`. After `timeout` seconds
@@ -80,7 +76,7 @@ public final class FprintdOperation: @unchecked Sendable {
         if let result { return result }
         let bus = device.bus
         var deadline = monotonicSeconds() + timeout
-        let watched = [cancelEvent] + cancelFDs
+        let watched = [cancelEvent.rawValue] + cancelFDs
         while true {
             guard bus.dispatchPending() else {
                 return finish(.failed(.other(domain: "dbus", code: ECONNRESET, message: "the system bus connection broke")))

@@ -126,8 +126,7 @@ public final class RedirectReceiver {
     /// The accounts turned away since the last call, each once per receiver; drains
     /// `readyFD` (which a redirect arriving later makes readable again).
     public func takeStrangers() -> [Stranger] {
-        var count: UInt64 = 0
-        _ = read(inbox.readyFD, &count, 8)
+        inbox.ready.drain()
         return inbox.lock.locked {
             let fresh = inbox.strangers.subtracting(inbox.reported)
             inbox.reported.formUnion(fresh)
@@ -265,7 +264,8 @@ final class Inbox: @unchecked Sendable {
     let state: [UInt8]
     let owner: UInt32
     let pages: RedirectReceiver.Pages
-    let readyFD: Int32
+    let ready: EventFD
+    var readyFD: Int32 { ready.rawValue }
     let lock = ThreadLock()
     var startTarget: String? = nil
     var received: RedirectReceiver.Redirect? = nil
@@ -280,11 +280,7 @@ final class Inbox: @unchecked Sendable {
         self.state = state
         self.owner = owner
         self.pages = pages
-        readyFD = try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK)) }
-    }
-
-    deinit {
-        close(readyFD)
+        ready = try EventFD(nonBlocking: true)
     }
 
     /// The page for one request from a socket of `peer` (nil: no owner found), and whether it
@@ -326,7 +322,6 @@ final class Inbox: @unchecked Sendable {
     }
 
     func signalReady() {
-        var one: UInt64 = 1
-        _ = write(readyFD, &one, 8)
+        ready.signal()
     }
 }

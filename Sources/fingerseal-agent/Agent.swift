@@ -84,12 +84,8 @@ final class Agent {
         }
     }
 
-    /// A context as the broker takes one (StepUp.isValidContext's rule, said again here so a
-    /// mistake is answered before anyone is asked anything).
-    static func isValidContext(_ context: String) -> Bool {
-        !context.isEmpty && context.utf8.count <= 64
-            && context.utf8.allSatisfy { $0.isASCIILetterOrDigit || $0 == 0x2e || $0 == 0x2d || $0 == 0x5f }
-    }
+    /// A context as the broker takes one, checked before anyone is asked anything.
+    static func isValidContext(_ context: String) -> Bool { StepUpRules.isValidContext(context) }
 
     /// Starts one request: the caller identified, its options read, a prompt chosen, the
     /// request object exported (its path is the reply), the broker asked on a thread.
@@ -368,10 +364,6 @@ final class Agent {
         MainLoop.cancel(idleTimer)
         idleTimer = 0
     }
-}
-
-extension UInt8 {
-    var isASCIILetterOrDigit: Bool { (0x30...0x39).contains(self) || (0x41...0x5a).contains(self) || (0x61...0x7a).contains(self) }
 }
 
 struct UncheckedCall: @unchecked Sendable {

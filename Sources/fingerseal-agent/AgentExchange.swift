@@ -33,24 +33,15 @@ final class AnswerBox: @unchecked Sendable {
     private let lock = ThreadLock()
     private var answers: [PersonAnswer] = []
     private var cancelled = false
+    private let answerWaits: EventFD
+    private let cancelGiven: EventFD
     /// Readable once an answer waits.
-    let answerFD: Int32
+    var answerFD: Int32 { answerWaits.rawValue }
     /// Readable once cancelled.
-    let cancelFD: Int32
+    var cancelFD: Int32 { cancelGiven.rawValue }
 
     init() throws {
-        answerFD = try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK)) }
-        do {
-            cancelFD = try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK)) }
-        } catch {
-            close(answerFD)
-            throw error
-        }
-    }
-
-    deinit {
-        close(answerFD)
-        close(cancelFD)
+        (answerWaits, cancelGiven) = (try EventFD(nonBlocking: true), try EventFD(nonBlocking: true))
     }
 
     func give(_ answer: PersonAnswer) {
@@ -62,20 +53,18 @@ final class AnswerBox: @unchecked Sendable {
             answers.append(answer)
             return false
         }
-        var one: UInt64 = 1
-        _ = write(cancel ? cancelFD : answerFD, &one, 8)
+        (cancel ? cancelGiven : answerWaits).signal()
     }
 
     /// The next answer given, a cancel first; nil when none is waiting.
     func take() -> PersonAnswer? {
-        var value: UInt64 = 0
-        _ = read(answerFD, &value, 8)
+        answerWaits.drain()
         return lock.locked {
             if cancelled { return .cancel }
             guard !answers.isEmpty else { return nil }
             let next = answers.removeFirst()
             // More wait: the descriptor stays readable for them.
-            if !answers.isEmpty { var one: UInt64 = 1; _ = write(answerFD, &one, 8) }
+            if !answers.isEmpty { answerWaits.signal() }
             return next
         }
     }

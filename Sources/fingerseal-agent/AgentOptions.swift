@@ -44,7 +44,7 @@ struct RequestOptions {
                     return method
                 }
             case "max_age":
-                guard let seconds = value.integer, (1...86_400).contains(seconds) else {
+                guard let seconds = value.integer, StepUpRules.maxAge.contains(Int(clamping: seconds)) else {
                     throw OptionProblem(sentence: AgentStrings.badOption(name))
                 }
                 maxAge = Int(seconds)

@@ -1,11 +1,12 @@
 import Glibc
+import FingersealWire
 import Localization
 
 /// How this agent runs: from its command line and its own session's environment (the agent
 /// runs as the user; nothing here is trusted by the broker).
 struct AgentSettings {
     /// The broker's socket (`--socket`, else FINGERSEAL_SOCKET, else the system's).
-    var socketPath = "/run/fingerseal/socket"
+    var socketPath = defaultBrokerSocket
     /// The person's language, for the broker's sentences and the agent's own.
     var language: String? = nil
     /// The person's time zone, for the times in the broker's sentences (`ClientTimeZone`).

@@ -55,7 +55,7 @@ enum AgentStrings {
     static var otherUser: String { tr("The fingerseal agent answers only programs of its own user.") }
     static var unknownCaller: String { tr("The fingerseal agent could not tell which program is asking.") }
     static var badContext: String {
-        tr("A context is 1 to 64 letters, digits, dots, dashes or underscores.")
+        tr("A context is 1 to 64 letters, digits, dots, dashes or underscores, not starting with a dot.")
     }
     static func badOption(_ name: String) -> String { tr("The option %1$s has a value of the wrong kind.", name) }
     static var badMethods: String { tr("The option methods names only finger, pin and password.") }

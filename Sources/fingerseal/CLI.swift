@@ -20,6 +20,10 @@ enum CLI {
             rest = rest.dropFirst()
         }
         do throws(CLIError) {
+            // A word no command of this group has is a mistake, --help after it or not.
+            if spec.command == nil, spec.run == nil, let unknown = rest.first, !unknown.hasPrefix("-") {
+                throw CLIError(.usage, Strings.unknownCommand(String(unknown.prefix(64)), path.joined(separator: " ")))
+            }
             // --help before the end of the options (a command after --exec or -- has its own).
             let own = rest.prefix { argument in !spec.options.contains { $0.name == argument && $0.isRest } && argument != "--" }
             if own.contains("--help") || own.contains("-h") {

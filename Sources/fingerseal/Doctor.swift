@@ -67,7 +67,7 @@ enum Doctor {
     static func units(_ system: SystemFiles) -> Finding {
         guard system.systemdRuns else {
             return Finding("units", .warning, Strings.doctorNoSystemd,
-                           fix: Strings.doctorFixServiceWithoutSystemd(Invocation.defaultSocket))
+                           fix: Strings.doctorFixServiceWithoutSystemd(defaultBrokerSocket))
         }
         if system.exists("/etc/systemd/system/sockets.target.wants/fingerseal.socket") {
             return Finding("units", .ok, Strings.doctorUnitsEnabled)

@@ -39,8 +39,6 @@ struct Invocation {
     /// Where the broker's `doctor` findings go (nil: shown as sentences).
     var findings: FindingSink? = nil
 
-    static let defaultSocket = "/run/fingerseal/socket"
-
     /// Types and checks the options routed to the broker (`RequestOptions`, as the broker
     /// will), keeps the rest, then lets the command lay out its positionals and local files
     /// (last: it may create the output file).
@@ -51,7 +49,7 @@ struct Invocation {
         request.language = Invocation.languagePreference ?? "C"
         request.timeZone = ClientTimeZone.name(tz: Invocation.environment("TZ"))
         var values = parsed.wireValues(spec.options)
-        socketPath = parsed.value(CommandSpec.socket) ?? Invocation.environment("FINGERSEAL_SOCKET") ?? Invocation.defaultSocket
+        socketPath = parsed.value(CommandSpec.socket) ?? Invocation.environment("FINGERSEAL_SOCKET") ?? defaultBrokerSocket
         pinFD = parsed.descriptor(Commands.pinFD)
         passwordFD = parsed.descriptor(Commands.passwordFD)
         eventsFD = parsed.descriptor(Commands.eventsFD)

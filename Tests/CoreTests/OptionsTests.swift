@@ -83,6 +83,30 @@ import Testing
         ("keyring_without_tpm=yes", \Options.keyringWithoutTPM, "true"),
     ] }
 
+    /// The table of settings is the one list: each entry that sets a field is flipped above,
+    /// the manual describes each, and the scopes are the ones the broker has always applied.
+    @Test func everySettingIsTestedDocumentedAndScoped() throws {
+        let checkedOnly: Set<String> = ["socket", "backstop", "password_used"]
+        #expect(Set(Self.table.map { Self.name($0.0) }) == Set(SiteSetting.all.map(\.name)).subtracting(checkedOnly))
+        #expect(SiteSetting.all.count == Set(SiteSetting.all.map(\.name)).count, "each name once")
+        let manuals = try ["fingerseal.conf.5", "pam_fingerseal.8"].map { page in
+            String(decoding: try #require(readFile(Paths.packageRoot + "/man/" + page)), as: UTF8.self).replacing("\\-", with: "-")
+        }.joined()
+        /// The name in bold (`.B name`, `.BR name`) or given a value (`name=`), not inside a longer name.
+        func described(_ name: String) -> Bool {
+            [".B \(name)\n", ".B \(name) ", ".BR \(name) ", ".BR \(name)\n"].contains { manuals.contains($0) }
+                || manuals.ranges(of: name + "=").contains { range in
+                    range.lowerBound == manuals.startIndex
+                        || !(manuals[manuals.index(before: range.lowerBound)].isLetter || manuals[manuals.index(before: range.lowerBound)] == "_")
+                }
+        }
+        for setting in SiteSetting.all {
+            #expect(described(setting.name), "\(setting.name) is not described in fingerseal.conf(5) or pam_fingerseal(8)")
+        }
+        #expect(SiteSetting.forUserHosts == ["debug", "timeout", "max_tries", "pin", "stepup", "ttl", "socket", "skip_services", "prompt"])
+        #expect(SiteSetting.fileOnly.contains("fixed") && SiteSetting.fileOnly.contains("tpm") && !SiteSetting.fileOnly.contains("provision"))
+    }
+
     @Test func defaults() {
         let options = Options()
         #expect(options.timeout == 15 && options.maxTries == 3 && options.maxFails == 5)
@@ -210,8 +234,8 @@ import Testing
     /// the section leaves alone.
     @Test func eachOptionInAServiceSectionChangesOnlyThatService() throws {
         let defaults = Options()
-        let perService = Self.table.filter { !Options.fileOnly.contains(Self.name($0.0)) }
-        #expect(perService.count == Self.table.count - Options.fileOnly.count, "every file-only option is in the table")
+        let perService = Self.table.filter { !SiteSetting.fileOnly.contains(Self.name($0.0)) }
+        #expect(perService.count == Self.table.count - SiteSetting.fileOnly.count, "every file-only option is in the table")
         for (setting, key, expected) in perService {
             let top = setting.hasPrefix("reader_location") ? "reader=libfprint" : "reader_location=builtin"
             var options = Options()
@@ -299,7 +323,7 @@ import Testing
     @Test(arguments: Self.garbage + Self.table.map(\.0))
     func aSectionValueIsCheckedAsAtTheTopLevel(setting: String) throws {
         var inSection = Options()
-        if Options.fileOnly.contains(Self.name(setting)) {
+        if SiteSetting.fileOnly.contains(Self.name(setting)) {
             // Never applied there: only ever a warning, whatever the value.
             let warnings = try inSection.applyConfigFile("[service sudo]\n\(setting)\n")
             #expect(warnings == [Messages.fileOnlyInServiceSection(Self.name(setting), "sudo")])

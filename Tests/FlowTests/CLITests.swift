@@ -28,11 +28,14 @@ import Testing
         let temp = try TempDirectory()
         for arguments in [["bogus"], ["status", "--bogus"], ["pin", "set", "--pin-fd"], ["pin", "set", "--pin-fd", "x"],
                           ["status", "extra"], ["pin", "set", "--pin-fd", "250"], ["login", "--flow", "bogus"],
-                          ["login", "--user"], ["unlock", "--exec"]] {
+                          ["login", "--user"], ["unlock", "--exec"], ["proof", "--help"], ["pin", "bogus", "-h"]] {
             let result = try Child.run(Paths.cli, arguments, environment: noBrokerEnvironment(temp))
             #expect(result.status == 2, "\(arguments): \(result.all)")
             #expect(result.stderr.contains("fingerseal: error:"))
             #expect(!result.stderr.contains("service"), "a usage error is found before the broker is asked: \(result.stderr)")
+            if arguments.contains(where: { $0.hasPrefix("-h") || $0 == "--help" }) {
+                #expect(result.stderr.contains("Unknown command") && !result.stdout.contains("Usage:"), "\(arguments): \(result.all)")
+            }
         }
     }
 

@@ -1,4 +1,5 @@
 import Glibc
+import SystemKit
 
 /// A spawned process with piped stdout/stderr and, optionally, data waiting on stdin and fd 3.
 final class Child {
@@ -93,7 +94,10 @@ final class Child {
         let envp = environment.merging(Child.sanitizerOptions) { own, _ in own }.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { (argv + envp).forEach { free($0) } }
         var child: pid_t = 0
-        let rc = posix_spawn(&child, path, &actions, &attributes, argv, envp)
+        // One PAM host with pam_wrapper starting at a time (PamWrapperGate).
+        let rc = PamWrapperGate.spawning(wraps: environment["PAM_WRAPPER"] == "1") {
+            posix_spawn(&child, path, &actions, &attributes, argv, envp)
+        } started: { child }
         for fd in [outWrite, errWrite, inRead] { close(fd) }
         if let extra { close(extra.0) }
         guard rc == 0 else {
@@ -300,4 +304,62 @@ enum TerminalPlacement: String {
 struct TestFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// pam_wrapper 1.1.4 picks its directory (/tmp/pam.X) at pam_start by looking for a free
+/// letter, then making it, writing its pid there and copying the host's services in: two
+/// hosts that start PAM at once can take the same directory and read each other's services
+/// (a pamtester then asked another test's broker). Hosts with pam_wrapper start one at a
+/// time: the next once this one's directory names it (or a process of its session), or after
+/// a bound for a host that never starts PAM. Another host then sees the letter taken.
+enum PamWrapperGate {
+    private static let lock = ThreadLock()
+    static let bound = 3.0
+
+    /// Runs `spawn`; for a host with pam_wrapper (`wraps`), alone, and waits until the host
+    /// `started` names settled.
+    static func spawning(wraps: Bool, _ spawn: () -> Int32, started: () -> pid_t) -> Int32 {
+        guard wraps else { return spawn() }
+        return lock.locked {
+            let rc = spawn()
+            if rc == 0 { waitUntilSettled(started()) }
+            return rc
+        }
+    }
+
+    private static func waitUntilSettled(_ child: pid_t) {
+        let deadline = VirtualSensor.now() + bound
+        while VirtualSensor.now() < deadline {
+            if settled(child) { return }
+            var pause = timespec(tv_sec: 0, tv_nsec: 2_000_000)
+            nanosleep(&pause, nil)
+        }
+    }
+
+    /// A /tmp/pam.? directory whose pid file names `child` or a process of its session; or
+    /// `child` ended already (a quick host made, used and removed its directory in between).
+    private static func settled(_ child: pid_t) -> Bool {
+        if state(of: child) ?? "Z" == "Z" { return true }
+        guard let directory = opendir("/tmp") else { return true }
+        defer { closedir(directory) }
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard name.hasPrefix("pam."), name.utf8.count == 5,
+                  let bytes = readFile("/tmp/\(name)/pid"), let pid = pid_t(String(decoding: bytes, as: UTF8.self)) else { continue }
+            if pid == child || session(of: pid) == child { return true }
+        }
+        return false
+    }
+
+    private static func session(of pid: pid_t) -> pid_t? { statFields(pid).flatMap { $0.count > 3 ? pid_t($0[3]) : nil } }
+
+    private static func state(of pid: pid_t) -> Substring? { statFields(pid)?.first }
+
+    /// /proc/PID/stat after the command's closing parenthesis: state, ppid, pgrp, session, …
+    private static func statFields(_ pid: pid_t) -> [Substring]? {
+        guard let bytes = readFile("/proc/\(pid)/stat") else { return nil }
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let close = text.lastIndex(of: ")") else { return nil }
+        return text[text.index(after: close)...].split(separator: " ")
+    }
 }

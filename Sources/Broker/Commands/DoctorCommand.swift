@@ -95,7 +95,7 @@ enum DoctorCommand {
             let message: String
             if !origin.fromSection {
                 message = Messages.doctorSettingFromFile(origin.setting)
-            } else if Authorization.optionsForUserHosts.contains(origin.name) {
+            } else if SiteSetting.forUserHosts.contains(origin.name) {
                 message = Messages.doctorSettingFromSection(origin.setting, service)
             } else {
                 message = Messages.doctorSettingFromSectionRootHosts(origin.setting, service)

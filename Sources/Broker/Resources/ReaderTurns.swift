@@ -1,4 +1,3 @@
-import CLinux
 import FingerprintFlows
 import FingersealCore
 import FprintKit
@@ -80,7 +79,7 @@ final class ReaderTurns: @unchecked Sendable {
         let priority: Priority
         let principal: Principal
         let arrivedAt: Double
-        private let stop: FileDescriptor
+        private let stop: EventFD
         private let lock = ThreadLock()
         private var takenAway: Interruption? = nil
         private var stopSent = false
@@ -97,7 +96,7 @@ final class ReaderTurns: @unchecked Sendable {
             self.priority = priority
             self.principal = principal
             self.arrivedAt = arrivedAt
-            do { stop = FileDescriptor(owning: try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC)) }) } catch {
+            do { stop = try EventFD() } catch {
                 throw FingersealError(.systemError, Messages.systemFailure(.startScan), detail: "\(error)")
             }
         }
@@ -114,8 +113,7 @@ final class ReaderTurns: @unchecked Sendable {
                 return stopping
             }
             guard send else { return }
-            var one: UInt64 = 1
-            _ = write(stop.rawValue, &one, 8)
+            stop.signal()
         }
     }
 

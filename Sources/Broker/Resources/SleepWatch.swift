@@ -1,4 +1,3 @@
-import CLinux
 import FingersealCore
 import Glibc
 import SystemKit
@@ -15,9 +14,9 @@ import SystemdKit
 final class SleepWatch: @unchecked Sendable {
     private let reader: ReaderTurns
     /// Readable once `stop` was called.
-    private let stopEvent: FileDescriptor
+    private let stopEvent: EventFD
     /// Readable once the first try to subscribe is over, matched or not.
-    private let firstTry: FileDescriptor
+    private let firstTry: EventFD
     private var saidWhy = false
 
     static let logind = "org.freedesktop.login1"
@@ -28,8 +27,8 @@ final class SleepWatch: @unchecked Sendable {
 
     init(reader: ReaderTurns) throws {
         self.reader = reader
-        stopEvent = FileDescriptor(owning: try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC)) })
-        firstTry = FileDescriptor(owning: try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC)) })
+        stopEvent = try EventFD()
+        firstTry = try EventFD()
     }
 
     /// Starts the watch on its own thread; false when no thread could be started.
@@ -45,7 +44,7 @@ final class SleepWatch: @unchecked Sendable {
     }
 
     /// Ends the watch: its thread leaves at its next wake, which this makes now.
-    func stop() { SleepWatch.signal(stopEvent) }
+    func stop() { stopEvent.signal() }
 
     private func run() {
         var first = true
@@ -53,7 +52,7 @@ final class SleepWatch: @unchecked Sendable {
             let bus = subscribe()
             if first {
                 first = false
-                SleepWatch.signal(firstTry)
+                firstTry.signal()
             }
             if let (connection, match) = bus {
                 if withExtendedLifetime(match, { serve(connection) }) { return }
@@ -99,10 +98,5 @@ final class SleepWatch: @unchecked Sendable {
         guard !saidWhy else { return }
         saidWhy = true
         Syslog.log(.notice, "fingersealed: suspend and resume are not watched for now: \(why)")
-    }
-
-    private static func signal(_ event: FileDescriptor) {
-        var one: UInt64 = 1
-        _ = write(event.rawValue, &one, 8)
     }
 }

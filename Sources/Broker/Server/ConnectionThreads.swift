@@ -35,7 +35,7 @@ final class ConnectionThreads: @unchecked Sendable {
     private let turnAway: TurnAway
     private let lock = ThreadLock()
     /// Readable once `stop()` was called: every waiting thread wakes and ends.
-    private let stopEvent: Int32
+    private let stopEvent: EventFD
     private var waiting = 0
     /// Threads between taking a connection off the socket and the end of serving it.
     private var serving = 0
@@ -45,10 +45,8 @@ final class ConnectionThreads: @unchecked Sendable {
         self.listenerFD = listenerFD
         self.serve = serve
         self.turnAway = turnAway
-        stopEvent = try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK)) }
+        stopEvent = try EventFD(nonBlocking: true)
     }
-
-    deinit { close(stopEvent) }
 
     /// Starts the first waiting thread; false when it could not be started.
     func start() -> Bool {
@@ -59,8 +57,7 @@ final class ConnectionThreads: @unchecked Sendable {
     /// served go on to their end.
     func stop() {
         lock.locked { stopped = true }
-        var one: UInt64 = 1
-        _ = write(stopEvent, &one, 8)
+        stopEvent.signal()
     }
 
     /// Stops, as `stop`, only when no connection is being taken or served; false otherwise.
@@ -88,7 +85,7 @@ final class ConnectionThreads: @unchecked Sendable {
     /// A thread's life: wait for a connection, take it, serve it; again, until it is no
     /// longer needed or the server stops. It enters counted as waiting.
     private func run() {
-        let set = fs_epoll_for_accept(listenerFD, stopEvent)
+        let set = fs_epoll_for_accept(listenerFD, stopEvent.rawValue)
         guard set >= 0 else {
             Syslog.log(.warning, "fingersealed: cannot wait for connections: \(String(cString: strerror(errno)))")
             lock.locked { waiting -= 1 }

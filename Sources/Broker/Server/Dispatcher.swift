@@ -250,12 +250,6 @@ enum Authorization {
         if !caller.isRoot && account.uid != caller.uid { throw FingersealError(.notPermitted, Messages.notYourAccount) }
         return account
     }
-
-    /// Module options a PAM host running as the user may set: presentation only, and
-    /// skipping (which only lets the stack go on). Policy (lockout, remote, groups, tokens,
-    /// timeouts towards the IdP) stays the administrator's.
-    static let optionsForUserHosts: Set<String> = ["debug", "timeout", "max_tries", "pin", "stepup", "ttl", "socket",
-                                                   "skip_services", "prompt"]
 }
 
 enum Dispatcher {
@@ -408,16 +402,16 @@ enum Dispatcher {
     /// all of it: such a host names its PAM service itself (pam_start's first argument), so it
     /// could pick whichever section is loosest (`[service sshd] allow_remote=yes`, a higher
     /// `max_fails`) for its own account. From a section it gets what it could be given as
-    /// module arguments (`optionsForUserHosts`: presentation, skipping); a section's policy
+    /// module arguments (`SiteSetting.forUserHosts`: presentation, skipping); a section's policy
     /// reaches hosts running as root only, whose service name is the system's. What only the
-    /// whole machine sets is refused in a section when the file is read (`fileOnly`).
+    /// whole machine sets is refused in a section when the file is read (`SiteSetting.fileOnly`).
     static func effectiveOptions(_ request: Request, caller: Caller, state: BrokerState) throws -> (Options, [String]) {
         var (options, warnings) = try state.systemOptions()
         if let service = request.pam?.service {
-            options = try options.forService(service, only: caller.isRoot ? nil : Authorization.optionsForUserHosts)
+            options = try options.forService(service, only: caller.isRoot ? nil : SiteSetting.forUserHosts)
         }
         let arguments = caller.isRoot ? request.moduleOptions : request.moduleOptions.filter { option in
-            Authorization.optionsForUserHosts.contains(String(option.prefix { $0 != "=" }))
+            SiteSetting.forUserHosts.contains(String(option.prefix { $0 != "=" }))
         }
         warnings += try options.applyArguments(arguments, source: "module arguments")
         return (options, warnings)

@@ -1,4 +1,3 @@
-import CLinux
 import FingerprintFlows
 import FingersealCore
 import FprintKit
@@ -254,7 +253,7 @@ enum FingerOrPIN {
         let scanSession = UncheckedSession(session)
         let stopFD = turn.stopFD
         // Where the question says it all, the reader's sentence is not sent, only waited for.
-        let prompter = ArmedPrompter(conversation, armed: job.armed.rawValue, announces: !asks)
+        let prompter = ArmedPrompter(conversation, armed: job.armed, announces: !asks)
         let started = job.start { cancelFD in
             try Fingerprint.verify(session: scanSession.session, ledger: ledger, reader: scanReader.reader, settings: settings,
                                    prompter: prompter, cancelFDs: [cancelFD, stopFD])
@@ -350,18 +349,16 @@ enum FingerOrPIN {
 /// result is written before `done` is signalled and read only after it is seen (the eventfd
 /// write and read order the two threads).
 final class BackgroundScan: @unchecked Sendable {
-    let done: FileDescriptor
+    let done: EventFD
     /// Signalled once the reader is armed and the scan's sentence has gone out (`ArmedPrompter`).
-    let armed: FileDescriptor
-    private let cancel: FileDescriptor
+    let armed: EventFD
+    private let cancel: EventFD
     private var result: Result<Fingerprint.Match, any Error>? = nil
     private var finished = false
 
     init() throws {
         do {
-            done = FileDescriptor(owning: try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC)) })
-            armed = FileDescriptor(owning: try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC)) })
-            cancel = FileDescriptor(owning: try syscall("eventfd") { eventfd(0, Int32(EFD_CLOEXEC)) })
+            (done, armed, cancel) = (try EventFD(), try EventFD(), try EventFD())
         } catch {
             throw FingersealError(.systemError, Messages.systemFailure(.startScan), detail: "\(error)")
         }
@@ -371,24 +368,21 @@ final class BackgroundScan: @unchecked Sendable {
     func start(_ scan: @escaping @Sendable (_ cancelFD: Int32) throws -> Fingerprint.Match) -> Bool {
         startThread {
             do { self.result = .success(try scan(self.cancel.rawValue)) } catch { self.result = .failure(error) }
-            var one: UInt64 = 1
-            _ = write(self.done.rawValue, &one, 8)
+            self.done.signal()
         }
     }
 
     /// Asks the scan to stop and waits for it (the reader confirms a cancel within moments;
     /// FprintKit bounds it). Returns the scan's result, which may still be a match.
     func stop() -> Result<Fingerprint.Match, any Error>? {
-        var one: UInt64 = 1
-        _ = write(cancel.rawValue, &one, 8)
+        cancel.signal()
         return wait()
     }
 
     /// Waits for the scan to end and returns its result.
     func wait() -> Result<Fingerprint.Match, any Error>? {
         if !finished {
-            var value: UInt64 = 0
-            while read(done.rawValue, &value, 8) < 0 && errno == EINTR {}
+            done.wait()
             finished = true
         }
         return result
@@ -400,12 +394,12 @@ final class BackgroundScan: @unchecked Sendable {
 /// host's question says it all) that first sentence is only signalled, never sent.
 final class ArmedPrompter: ScanPrompter, @unchecked Sendable {
     private let conversation: Conversation
-    private let armed: Int32
+    private let armed: EventFD
     private let announces: Bool
     /// The reader's first sentence came; touched by the scan's thread alone.
     private var armedSaid = false
 
-    init(_ conversation: Conversation, armed: Int32, announces: Bool = true) {
+    init(_ conversation: Conversation, armed: EventFD, announces: Bool = true) {
         self.conversation = conversation
         self.armed = armed
         self.announces = announces
@@ -414,8 +408,7 @@ final class ArmedPrompter: ScanPrompter, @unchecked Sendable {
     func info(_ text: String) {
         if armedSaid || announces { conversation.info(text) }
         armedSaid = true
-        var one: UInt64 = 1
-        _ = write(armed, &one, 8)
+        armed.signal()
     }
 
     func error(_ text: String) { conversation.error(text) }

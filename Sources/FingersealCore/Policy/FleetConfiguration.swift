@@ -49,19 +49,10 @@ public enum ProviderURL {
 extension Options {
     /// The value of a sign-in option (issuer, client_id, client_secret_file, scope, flow: what
     /// `login`'s arguments may change) as the file set it, nil when unset.
-    public func setting(_ option: String) -> String? {
-        switch option {
-        case "issuer": return issuer
-        case "client_id": return clientID
-        case "client_secret_file": return clientSecretFile
-        case "scope": return scope
-        case "flow": return flow.rawValue
-        default: return nil
-        }
-    }
+    public func setting(_ option: String) -> String? { SiteSetting.named(option)?.written?(self) }
 
     /// Settings from arguments (the PAM module's) over the system file: an option the file
-    /// fixed keeps the file's value, and `fixed=` and the TPM settings (`fileOnly`) are the
+    /// fixed keeps the file's value, and `fixed=` and the machine's settings (`SiteSetting.fileOnly`) are the
     /// file's alone; all are ignored with a warning, so a fleet file never breaks a PAM stack
     /// that sets them.
     @discardableResult
@@ -72,7 +63,7 @@ extension Options {
             let name = ModuleArgument(setting).name
             if name == "fixed" {
                 warnings.append(Messages.fixedOnlyInFile(source))
-            } else if Options.fileOnly.contains(name) {
+            } else if SiteSetting.fileOnly.contains(name) {
                 warnings.append(Messages.fileOnlyOption(name, source))
             } else if fixed.contains(name) {
                 warnings.append(Messages.fixedOptionIgnored(name, source))

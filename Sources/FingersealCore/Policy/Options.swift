@@ -122,7 +122,7 @@ public struct Options: Equatable, Sendable {
     /// system file can fix an option (`applyArguments`), and nothing un-fixes one.
     public var fixed: Set<String> = []
     // The TPM (issue 14): the machine's, so only the configuration file sets these
-    // (`fileOnly`); no module argument or caller lowers them.
+    // (`SiteSetting.Scope.file`); no module argument or caller lowers them.
     /// `tpm=`: seal the keyslots to the TPM when one is usable (`auto`), always and refuse
     /// without one (`require`), or not for new slots (`off`; a sealed slot stays sealed).
     public var tpm: TPMMode = .auto
@@ -210,15 +210,6 @@ public struct Options: Equatable, Sendable {
         guard let issuer = provisionIssuer ?? self.issuer, let client = provisionClientID ?? clientID else { return nil }
         return (issuer, client)
     }
-
-    /// Options only the configuration file sets: module arguments naming them are ignored.
-    public static let fileOnly: Set<String> = ["fixed", "tpm", "tpm_tcti", "tpm_pcrs", "stepup_max_ttl", "provision_issuer",
-                                               "provision_client_id", "provision_require", "provision_groups",
-                                               "provision_per_hour", "provision_expire_days", "provision_code_lifetime",
-                                               "provision_device_name", "provision_device_name_parameter", "provision_qr",
-                                               "provision_reauthenticate", "provision_per_subject", "provision_email_domain",
-                                               "provision_reserved", "keyring_services", "keyring_without_tpm", "identify_pause_after",
-                                               "identify_pause", "identify_lock_after", "identify_daily_max"]
 
     /// A `[service NAME]` section sets a password rule (`password_after_boot`,
     /// `password_after`): the broker learns of passwords whichever service saw them.
@@ -315,7 +306,7 @@ public struct Options: Equatable, Sendable {
 
     /// Checks a `[service NAME]` section with the one parser, over the top level, and keeps
     /// it: a bad value is an error and an unknown name a warning, exactly as at the top level.
-    /// Refused here, with a warning: what only the file's top level sets (`fileOnly`:
+    /// Refused here, with a warning: what only the file's top level sets (`SiteSetting.Scope.file`:
     /// `fixed=`, the TPM, the step-up ceiling, provisioning's rule), since those are the
     /// machine's, not a service's: a host names its own PAM service (one running as the user
     /// names any it likes), so a per-service TPM mode, ceiling or provisioning rule would be
@@ -326,7 +317,7 @@ public struct Options: Equatable, Sendable {
         var kept: [String] = []
         for setting in written {
             let name = ModuleArgument(setting).name
-            if Options.fileOnly.contains(name) {
+            if SiteSetting.fileOnly.contains(name) {
                 warnings.append(Messages.fileOnlyInServiceSection(Options.shown(name), service))
             } else {
                 kept.append(setting)
@@ -370,178 +361,10 @@ public struct Options: Equatable, Sendable {
         return latest
     }
 
-    /// Returns false for an unknown name.
+    /// Reads one setting through its entry in `SiteSetting.all`; false for an unknown name.
     private mutating func applyOne(name: String, value: String?) throws -> Bool {
-        let argument = ModuleArgument(name: name, value: value)
-        func flag() throws -> Bool {
-            guard let flag = argument.flag else { throw FingersealError(.badConfiguration, Messages.badOption(name, tr("use yes or no"))) }
-            return flag
-        }
-        func integer(_ range: ClosedRange<Int>) throws -> Int {
-            guard let number = argument.integer(range) else {
-                throw FingersealError(.badConfiguration,
-                                      Messages.badOption(name, tr("it needs a whole number from %1$s to %2$s", range.lowerBound, range.upperBound)))
-            }
-            return number
-        }
-        func text(_ check: (String) -> Bool, _ why: @autoclosure () -> String) throws -> String {
-            guard let value, !value.isEmpty, check(value) else {
-                throw FingersealError(.badConfiguration, Messages.badOption(name, why()))
-            }
-            return value
-        }
-        /// A comma-separated list, blanks around its items ignored, each item one `valid` takes.
-        func list(_ valid: (String) -> Bool, _ why: @autoclosure () -> String, limit: Int = 1024) throws -> [String] {
-            let items = try text({ $0.utf8.count <= limit }, why()).split(separator: ",").map(\.trimmingSpaces).filter { !$0.isEmpty }
-            guard items.allSatisfy(valid) else { throw FingersealError(.badConfiguration, Messages.badOption(name, why())) }
-            return items
-        }
-        func services() throws -> [String] {
-            try text({ $0.utf8.count <= 1024 && $0.split(separator: ",").allSatisfy { Options.isServiceName(String($0)) } },
-                     tr("it needs service names separated by commas")).split(separator: ",").map(String.init)
-        }
-        switch name {
-        case "debug": debug = try flag()
-        case "timeout": timeout = try integer(ModuleOptions.timeoutRange)
-        case "max_tries": maxTries = try integer(1...20)
-        case "max_fails": maxFails = try integer(1...100)
-        case "pin": pin = try flag()
-        case "allow_remote": allowRemote = try flag()
-        case "only_group": onlyGroup = try text(Options.isGroupName, tr("it needs a group name"))
-        case "identify": identify = try flag()
-        case "identify_group": identifyGroup = try text(Options.isGroupName, tr("it needs a group name"))
-        case "identify_pause_after": identifyPauseAfter = try integer(1...100)
-        case "identify_pause": identifyPause = try integer(10...86_400)
-        case "identify_lock_after": identifyLockAfter = try integer(1...1000)
-        case "identify_daily_max": identifyDailyMax = try integer(1...10_000)
-        case "require_token": requireToken = try flag()
-        case "offline_grace": offlineGrace = try integer(0...(365 * 24 * 3600))
-        case "connect_timeout": connectTimeout = try integer(1...60)
-        case "idp_timeout": idpTimeout = try integer(1...120)
-        case "stepup": stepUp = try text(StepUp.isValidContext, tr("it needs a context name (letters, digits, . - _)"))
-        case "ttl": stepUpTTL = try integer(1...StepUp.maxTTL)
-        case "stepup_max_ttl": stepUpMaxTTL = try integer(1...StepUp.maxTTL)
-        case "reader":
-            guard let value, let choice = ReaderBackendChoice(rawValue: value) else {
-                throw FingersealError(.badConfiguration, Messages.badOption(name, tr("use auto, fprintd or libfprint")))
-            }
-            reader = choice
-        case "fprintd_storage": fprintdStorage = try text({ $0.hasPrefix("/") && !$0.contains("..") && $0.utf8.count <= 1024 },
-                                                         tr("it needs an absolute path"))
-        case "reader_location":
-            guard let value, let location = ReaderLocation(rawValue: value) else {
-                throw FingersealError(.badConfiguration, Messages.badOption(name, tr("use auto, builtin or external")))
-            }
-            readerLocation = location
-        case "interactive_services": interactiveServices = try services()
-        case "unattended_services": unattendedServices = try services()
-        case "user_claim":
-            guard let value, let claim = UserClaim(rawValue: value) else {
-                throw FingersealError(.badConfiguration, Messages.badOption(name, tr("use preferred_username, email, email_local or sub")))
-            }
-            userClaim = claim
-        case "user_map": userMap = try text({ $0.hasPrefix("/") && !$0.contains("..") && $0.utf8.count <= 1024 }, tr("it needs an absolute path"))
-        case "skip_services": skipServices = try services()
-        case "prompt":
-            guard let style = value.flatMap(PromptStyle.init(rawValue:)) else {
-                throw FingersealError(.badConfiguration, Messages.badOption(name, tr("use normal, combined or none")))
-            }
-            prompt = style
-        // The PAM module's own: where the broker's socket is.
-        case "socket": _ = try text(ModuleOptions.isSocketPath, tr("it needs an absolute path"))
-        case "backstop": _ = try integer(ModuleOptions.backstopRange)
-        case "password_used": _ = try flag()
-        case "redirect_port": redirectPort = try integer(1024...65535)
-        // Fleet configuration (see the fields).
-        case "issuer": issuer = try text(ProviderURL.isValidIssuer, tr("it needs an https URL (plain http only on loopback), without ? or #"))
-        case "client_id": clientID = try text({ $0.utf8.count <= 256 && $0.unicodeScalars.allSatisfy { (0x20...0x7e).contains($0.value) } },
-                                              tr("it needs a client id of printable characters"))
-        case "client_secret_file":
-            clientSecretFile = try text({ $0.hasPrefix("/") && !$0.hasSuffix("/") && !$0.contains("..") && $0.utf8.count <= 1024 },
-                                        tr("it needs an absolute path"))
-        case "scope":
-            let tokens = try text({ $0.utf8.count <= 1024 }, tr("it needs scope names separated by spaces")).split(separator: " ")
-            guard !tokens.isEmpty, tokens.allSatisfy({ $0.unicodeScalars.allSatisfy {
-                (0x21...0x7e).contains($0.value) && $0 != "\"" && $0 != "\\" } }) else {
-                throw FingersealError(.badConfiguration, Messages.badOption(name, tr("it needs scope names separated by spaces")))
-            }
-            scope = tokens.joined(separator: " ")
-        case "flow":
-            guard let choice = value.flatMap(SignInFlow.init(rawValue:)) else {
-                throw FingersealError(.badConfiguration, Messages.badOption(name, tr("use device, password or browser")))
-            }
-            flow = choice
-        case "tpm":
-            guard let mode = value.flatMap(TPMMode.init(rawValue:)) else { throw FingersealError(.badConfiguration, Messages.badTPMMode) }
-            tpm = mode
-        case "tpm_tcti":
-            guard let value, TPMPolicy.isValidTCTI(value) else { throw FingersealError(.badConfiguration, Messages.badTPMTCTI) }
-            tpmTCTI = value
-        case "tpm_pcrs":
-            guard let pcrs = value.flatMap(TPMPolicy.pcrs(parsing:)) else { throw FingersealError(.badConfiguration, Messages.badTPMPCRs) }
-            tpmPCRs = pcrs
-        case "provision":
-            guard let mode = value.flatMap(ProvisionMode.init(rawValue:)) else {
-                throw FingersealError(.badConfiguration, Messages.badOption(name, tr("use idp")))
-            }
-            provision = mode
-        case "provision_issuer":
-            provisionIssuer = try text(ProviderURL.isValidIssuer, tr("it needs an https URL (plain http only on loopback), without ? or #"))
-        case "provision_client_id":
-            provisionClientID = try text({ $0.utf8.count <= 256 && $0.unicodeScalars.allSatisfy { (0x20...0x7e).contains($0.value) } },
-                                         tr("it needs a client id of printable characters"))
-        case "provision_require":
-            guard let requirement = value.flatMap(ClaimRequirement.init(parsing:)) else {
-                throw FingersealError(.badConfiguration, Messages.badOption(name, tr("it needs CLAIM:VALUE, for example groups:staff")))
-            }
-            provisionRequire = requirement
-        case "provision_groups": provisionGroups = try list(AccountName.isValid, tr("it needs group names separated by commas"))
-        case "password_after_boot": passwordAfterBoot = try flag()
-        case "password_after":
-            guard let value else {
-                throw FingersealError(.badConfiguration, Messages.badOption(name, tr("it needs a duration such as 48h, 7d or 90m, or off")))
-            }
-            if value == "off" || value == "no" {
-                passwordAfter = nil
-            } else {
-                guard let seconds = DurationSetting.seconds(parsing: value), PasswordRule.afterRange.contains(seconds) else {
-                    throw FingersealError(.badConfiguration,
-                                          Messages.badOption(name, tr("it needs a duration from 1 hour to 365 days, such as 48h, 7d or 90m, or off")))
-                }
-                passwordAfter = seconds
-            }
-        case "keyring_services": keyringServices = try services()
-        case "keyring_without_tpm": keyringWithoutTPM = try flag()
-        case "provision_per_hour": provisionPerHour = try integer(1...1000)
-        case "provision_expire_days": provisionExpireDays = try integer(0...36500)
-        case "provision_code_lifetime": provisionCodeLifetime = try integer(30...1800)
-        case "provision_device_name":
-            provisionDeviceName = try text({ $0.utf8.count <= 64 && $0.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7f } },
-                                           tr("it needs a name of at most 64 printable characters"))
-        case "provision_device_name_parameter":
-            provisionDeviceNameParameter = try text(Options.isExtraParameterName,
-                                                    tr("it needs a parameter name of letters, digits and _, not one OAuth already uses"))
-        case "provision_qr": provisionQR = try flag()
-        case "provision_reauthenticate": provisionReauthenticate = try flag()
-        case "provision_per_subject": provisionPerSubject = try integer(1...100)
-        case "provision_email_domain":
-            provisionEmailDomains = try list({ Options.isDomainName($0.lowercased()) }, tr("it needs domain names separated by commas"))
-                .map { $0.lowercased() }
-        case "provision_reserved":
-            provisionReserved = try list(AccountName.isValid, tr("it needs user names separated by commas"), limit: 4096)
-        case "fixed":
-            let names = try text({ $0.utf8.count <= 1024 }, tr("it needs option names separated by commas"))
-                .split(separator: ",", omittingEmptySubsequences: false).map(\.trimmingSpaces)
-            for fixedName in names {
-                // Known names only (whatever the parser knows, so options added later can be fixed too).
-                var scratch = Options()
-                guard !fixedName.isEmpty, fixedName != "fixed", (try? scratch.applyOne(name: fixedName, value: nil)) != false else {
-                    throw FingersealError(.badConfiguration, Messages.badOption(name, tr("%1$s is not an option name", fixedName.prefix(64))))
-                }
-            }
-            fixed.formUnion(names)
-        default: return false
-        }
+        guard let setting = SiteSetting.named(name) else { return false }
+        try setting.read(&self, SettingValue(name: name, value: value))
         return true
     }
 }
