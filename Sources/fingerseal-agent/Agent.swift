@@ -73,7 +73,7 @@ final class Agent {
             begin(call, .reveal(context: context), options: call.arguments.count > 2 ? call.arguments[2] : nil,
                   waits: call.method.hasSuffix("AndWait"))
         case "EndContext":
-            guard let context = call.arguments.first?.string, Agent.isValidContext(context) else {
+            guard let context = call.arguments.first?.string, StepUpRules.isValidContext(context) else {
                 return call.fail(AgentErrors.invalidArgs, AgentStrings.badContext)
             }
             endContext(GrantOwner(busName: call.sender, context: context)) { call.reply() }
@@ -83,9 +83,6 @@ final class Agent {
             call.fail(AgentErrors.unknownMethod, call.method)
         }
     }
-
-    /// A context as the broker takes one, checked before anyone is asked anything.
-    static func isValidContext(_ context: String) -> Bool { StepUpRules.isValidContext(context) }
 
     /// Starts one request: the caller identified, its options read, a prompt chosen, the
     /// request object exported (its path is the reply), the broker asked on a thread.
@@ -121,7 +118,7 @@ final class Agent {
         switch kind {
         case .unlock, .setEnabled: break
         case let .stepUp(given), let .reveal(given):
-            guard Agent.isValidContext(given) else { return call.fail(AgentErrors.invalidArgs, AgentStrings.badContext) }
+            guard StepUpRules.isValidContext(given) else { return call.fail(AgentErrors.invalidArgs, AgentStrings.badContext) }
             context = given
         }
         if case .reveal = kind {

@@ -314,7 +314,10 @@ struct TestFailure: Error, CustomStringConvertible {
 /// a bound for a host that never starts PAM. Another host then sees the letter taken.
 enum PamWrapperGate {
     private static let lock = ThreadLock()
-    static let bound = 3.0
+    /// Short: every other host with pam_wrapper waits behind one that never starts PAM (or
+    /// whose directory comes and goes unseen); pamtester names its directory within
+    /// milliseconds, a host behind on_terminal.py within a few hundred.
+    static let bound = 1.0
 
     /// Runs `spawn`; for a host with pam_wrapper (`wraps`), alone, and waits until the host
     /// `started` names settled.
