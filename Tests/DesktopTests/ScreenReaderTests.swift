@@ -32,10 +32,17 @@ struct ScreenReaderTests {
 
     /// The dialog on this desktop (the only window), given the keyboard as a window manager
     /// would; returns its title.
+    /// Found by xdotool's search, which looks twice a second: focused at once as it maps, the
+    /// dialog was once heard saying its instruction twice under load (a window manager does
+    /// focus at once; see the closing note of issue 34).
     static func focusDialog(_ desktop: DesktopSession) throws -> String {
-        let dialog = try desktop.anyWindow(limit: 120)
-        try desktop.focus(dialog.handle)
-        return dialog.title
+        let found = try Child.run("/usr/bin/xdotool", ["search", "--sync", "--onlyvisible", "--name", "."], environment: desktop.environment)
+        guard found.status == 0, let decimal = found.stdout.split(separator: "\n").last, let id = UInt(decimal) else {
+            throw TestFailure("no dialog window: \(found.all)")
+        }
+        try desktop.focus("x11:" + String(id, radix: 16))
+        let name = try Child.run("/usr/bin/xdotool", ["getwindowname", String(decimal)], environment: desktop.environment)
+        return String(name.stdout.split(separator: "\n").first ?? "")
     }
 
     /// The dialog was announced, as one utterance with its title, the program and the first
