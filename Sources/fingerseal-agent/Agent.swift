@@ -210,8 +210,9 @@ final class Agent {
         request.language = settings.language
         request.timeZone = settings.timeZone
         // The claim as a claim: the broker's sentences put the executable and app id beside it.
-        request.application = Application(busName: application.busName, executable: application.executable, appID: application.appID,
-                                          name: application.claimedName, grantKey: grantKey, methods: options.methods)
+        request.origin = .application(Application(busName: application.busName, executable: application.executable,
+                                                  appID: application.appID, name: application.claimedName, grantKey: grantKey,
+                                                  methods: options.methods))
         return request
     }
 
@@ -274,7 +275,7 @@ final class Agent {
         request.options.set(field: Option.end.field, "1")
         request.language = settings.language
         request.timeZone = settings.timeZone
-        request.application = Application(busName: owner.busName, grantKey: key.copyBytes())
+        request.origin = .application(Application(busName: owner.busName, grantKey: key.copyBytes()))
         let exchange = UncheckedExchange(AgentExchange(socketPath: socketPath, request: request, payload: nil, answers: nil,
                                                        note: { _ in }))
         let done = MainOnly(then)
@@ -333,7 +334,7 @@ final class Agent {
         request.options.set(field: Option.json.field, "1")
         request.language = settings.language
         request.timeZone = settings.timeZone
-        request.application = Application(busName: call.sender)
+        request.origin = .application(Application(busName: call.sender))
         let exchange = UncheckedExchange(AgentExchange(socketPath: socketPath, request: request, payload: nil, answers: nil,
                                                        note: { _ in }))
         let sendable = UncheckedCall(call)

@@ -131,7 +131,7 @@ import Testing
         #expect(!refused.all.contains("Swipe your finger"), "no scan is offered: \(refused.all)")
         let trail = try rig.rig.cli(["audit"])
         #expect(trail.stdout.contains(Messages.auditFingerUnlockOff), "\(trail.all)")
-        #expect(trail.stdout.contains(Messages.auditReason("fingerUnlockOff")), "\(trail.all)")
+        #expect(trail.stdout.contains(Messages.auditReason(.cause(.fingerUnlockOff))), "\(trail.all)")
         #expect(try rig.status().contains("Fingers enrolled: right index finger"), "the finger is kept")
 
         let on = try rig.rig.cli(["on", "--pin-fd", "3"], fd3: pin)
