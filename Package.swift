@@ -104,7 +104,7 @@ let package = Package(
 
         // Sentences in the person's language: glibc's gettext over a per-thread locale
         // (stdlib and Glibc only: the CLI links it and stays lean).
-        .target(name: "Localization", dependencies: ["CLinux", "ZoneInfo"], swiftSettings: leanSwift),
+        .target(name: "Localization", dependencies: ["CLinux", "SystemKit", "ZoneInfo"], swiftSettings: leanSwift),
 
         // Time zones without ICU (issue 23 §4): the system's TZif files and POSIX TZ rules, so
         // that the broker shows each person's times in their own zone.

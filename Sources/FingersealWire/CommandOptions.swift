@@ -797,10 +797,33 @@ public struct RequestOptions: Equatable, Sendable {
 }
 
 extension Command {
-    public var isPAM: Bool {
-        switch self {
-        case .pamAuthenticate, .pamIdentify, .pamAccount, .pamOpenSession, .pamCloseSession, .pamPasswordUsed, .pamChauthtok: true
-        default: false
+    /// Which client sends a command (one table): the module's commands come from PAM hosts
+    /// only; the session agent asks these for applications; the command line sends every other.
+    public enum Sender: Sendable {
+        case pamModule, commandLine, commandLineOrAgent
+
+        /// Whether a request from `origin` may carry a command this client sends.
+        public func accepts(_ origin: Origin) -> Bool {
+            switch (self, origin) {
+            case (.pamModule, .pamHost), (.commandLine, .commandLine), (.commandLineOrAgent, .commandLine),
+                 (.commandLineOrAgent, .application):
+                return true
+            default:
+                return false
+            }
         }
     }
+
+    public var sender: Sender {
+        switch self {
+        case .pamAuthenticate, .pamIdentify, .pamAccount, .pamOpenSession, .pamCloseSession, .pamPasswordUsed, .pamChauthtok:
+            return .pamModule
+        case .unlock, .token, .stepUp, .reveal, .status, .fingerOn, .fingerOff:
+            return .commandLineOrAgent
+        default:
+            return .commandLine
+        }
+    }
+
+    public var isPAM: Bool { sender == .pamModule }
 }

@@ -18,8 +18,21 @@ public protocol ConversationClient {
     mutating func answer(_ ask: Ask, _ conversation: inout Conversation) -> Conversation.Response
 }
 
-/// The one client conversation loop, for the module and the CLI (design §2: bounded waits on
-/// both sides; only a `result` ends the request with the broker's outcome).
+/// The bounds of a client that waits with a person for as long as the broker asks (the CLI,
+/// the session agent); the PAM module keeps shorter ones of its own (`BrokerExchange`).
+public enum PersonClientLimits {
+    public static let connect = 2.0
+    /// Between two messages of the broker (which bounds scans and IdP requests itself).
+    public static let message = 600.0
+    /// After a cancel, how long the broker has to send its result.
+    public static let cancel = 5.0
+    public static let send = 10.0
+    /// A payload's chunk: it and its fields fit a packet (`Wire.maxPacket`, 64 KiB).
+    public static let chunk = 60 * 1024
+}
+
+/// The one client conversation loop, for the module, the CLI and the agent (design §2:
+/// bounded waits on both sides; only a `result` ends the request with the broker's outcome).
 public struct Conversation {
     public let connection: WireConnection
     /// The longest wait between two messages of the broker.
@@ -33,6 +46,11 @@ public struct Conversation {
         self.connection = connection
         self.messageWait = messageWait
         self.cancelWait = cancelWait
+    }
+
+    /// A conversation with `PersonClientLimits`'s waits.
+    public init(withPerson connection: WireConnection) {
+        self.init(connection, messageWait: PersonClientLimits.message, cancelWait: PersonClientLimits.cancel)
     }
 
     public var cancelled: Bool { cancelledAt != nil }
@@ -132,6 +150,28 @@ public struct Conversation {
         if let failure { return .ended(.broken(failure, cancelled: cancelled)) }
         if case let .message(message)? = incoming { return .message(message) }
         return .none
+    }
+
+    /// What the broker said while a question is open and the person is still answering it (the
+    /// client was woken by the connection): nil to go on waiting for the answer, after
+    /// `showing` a sentence or an event; otherwise how the question ends: withdrawn by another
+    /// message (a match while the PIN was typed, a new question), the conversation's end, or,
+    /// once the person's cancel was sent, an empty answer.
+    public mutating func whileAnswering<C: ConversationClient>(_ client: inout C, showing: (BrokerMessage) -> Void) -> Response? {
+        switch next(&client) {
+        case .none:
+            return cancelled ? .packet(ClientMessage.answer(Answer(.skip)).encoded()) : nil
+        case let .ended(end):
+            return .ended(end)
+        case let .message(message):
+            switch message {
+            case .info, .error, .event:
+                showing(message)
+                return nil
+            default:
+                return .withdrawn(message)
+            }
+        }
     }
 
     /// Tells the broker to stop; its result is then due within `cancelWait`. False when the

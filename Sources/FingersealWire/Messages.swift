@@ -114,12 +114,44 @@ public struct Application: Equatable, Sendable {
     public func allows(_ method: Method) -> Bool { methods.isEmpty || methods.contains(method) }
 }
 
+/// Where a request comes from, as its client says: one value, so that a request cannot be
+/// two of them, and `Command.sender` says which commands each may send. Who the caller is
+/// comes from the socket, never from here; a non-root host is believed about nothing it
+/// names (design §2).
+public enum Origin: Equatable, Sendable {
+    /// The PAM module: the host's items and the module's arguments (`name=value`), as the PAM
+    /// configuration gives them.
+    case pamHost(PAMItems, moduleArguments: [String])
+    /// The command line.
+    case commandLine
+    /// An application, through the session agent.
+    case application(Application)
+
+    /// The PAM items, from a PAM host only.
+    public var pamItems: PAMItems? {
+        if case let .pamHost(items, _) = self { return items }
+        return nil
+    }
+
+    /// The module's arguments, from a PAM host only.
+    public var moduleArguments: [String] {
+        if case let .pamHost(_, arguments) = self { return arguments }
+        return []
+    }
+
+    /// The application, from the session agent only.
+    public var application: Application? {
+        if case let .application(application) = self { return application }
+        return nil
+    }
+}
+
 /// client → broker: the one request of a connection.
 public struct Request: Sendable {
     public var command: Command
-    public var pam: PAMItems?
-    /// Module arguments (`name=value`), as the PAM configuration gives them.
-    public var moduleOptions: [String] = []
+    /// Which client sends it and what that client says of its host; decoding refuses an
+    /// origin the command does not take.
+    public var origin: Origin = .commandLine
     /// The command's options (`RequestOptions` types and checks them), and the positional
     /// arguments of the CLI's command line.
     public var options = OptionValues()
@@ -138,10 +170,11 @@ public struct Request: Sendable {
     /// The person's time zone (`ClientTimeZone`), for the times in the sentences of this
     /// request only; nil, UTC. Presentation only, like `language`.
     public var timeZone: String?
-    /// The application the session agent asks for; nil from the CLI and the module.
-    public var application: Application?
 
-    public init(_ command: Command) { self.command = command }
+    public init(_ command: Command, from origin: Origin = .commandLine) {
+        self.command = command
+        self.origin = origin
+    }
 }
 
 /// client → broker: an answer to the last `ask`. `skip` is an empty answer (Enter alone,
@@ -270,13 +303,44 @@ enum PacketKind: UInt8 {
     case info = 16, error = 17, output = 18, event = 19, ask = 20, result = 21, browse = 22, finding = 23
 }
 
+extension Origin {
+    /// The origin a request's fields say: PAM items (with the module's arguments) or an
+    /// application, never both; module arguments only with PAM items.
+    static func decode(_ fields: WireFields) throws(WireError) -> Origin {
+        let arguments = try fields.list("option")
+        switch (try fields.flag("pam"), try fields.flag("app")) {
+        case (true, true):
+            throw .badValue("app")
+        case (true, false):
+            let items = PAMItems(user: try fields.string("pam.user"), service: try fields.string("pam.service"),
+                                 tty: try fields.string("pam.tty"), rhost: try fields.string("pam.rhost"),
+                                 ruser: try fields.string("pam.ruser"), xdisplay: try fields.string("pam.xdisplay"))
+            return .pamHost(items, moduleArguments: arguments)
+        case (false, true):
+            guard arguments.isEmpty else { throw .badValue("option") }
+            var application = Application(busName: try fields.required("app.bus-name"), executable: try fields.string("app.executable"),
+                                          appID: try fields.string("app.id"), name: try fields.string("app.name"),
+                                          grantKey: try fields.bytes("app.grant-key"))
+            for name in try fields.list("app.method") {
+                guard let method = Application.Method(rawValue: name) else { throw .badValue("app.method") }
+                application.methods.append(method)
+            }
+            return .application(application)
+        case (false, false):
+            guard arguments.isEmpty else { throw .badValue("option") }
+            return .commandLine
+        }
+    }
+}
+
 extension ClientMessage {
     public func encoded() -> [UInt8] {
         var fields = WireFields()
         switch self {
         case let .request(request):
             fields.add("command", request.command.rawValue)
-            if let pam = request.pam {
+            switch request.origin {
+            case let .pamHost(pam, arguments):
                 fields.add("pam", true)
                 fields.add("pam.user", pam.user)
                 fields.add("pam.service", pam.service)
@@ -284,16 +348,8 @@ extension ClientMessage {
                 fields.add("pam.rhost", pam.rhost)
                 fields.add("pam.ruser", pam.ruser)
                 fields.add("pam.xdisplay", pam.xdisplay)
-            }
-            for option in request.moduleOptions { fields.add("option", option) }
-            request.options.encode(into: &fields)
-            for argument in request.arguments { fields.add("arg", argument) }
-            fields.add("answers-while-scanning", request.answersWhileScanning)
-            fields.add("events", request.wantsEvents)
-            fields.add("ticket", request.ticket)
-            fields.add("language", request.language)
-            fields.add("time-zone", request.timeZone)
-            if let application = request.application {
+                for argument in arguments { fields.add("option", argument) }
+            case let .application(application):
                 fields.add("app", true)
                 fields.add("app.bus-name", application.busName)
                 fields.add("app.executable", application.executable)
@@ -301,7 +357,16 @@ extension ClientMessage {
                 fields.add("app.name", application.name)
                 if let key = application.grantKey { fields.add("app.grant-key", key) }
                 for method in application.methods { fields.add("app.method", method.rawValue) }
+            case .commandLine:
+                break
             }
+            request.options.encode(into: &fields)
+            for argument in request.arguments { fields.add("arg", argument) }
+            fields.add("answers-while-scanning", request.answersWhileScanning)
+            fields.add("events", request.wantsEvents)
+            fields.add("ticket", request.ticket)
+            fields.add("language", request.language)
+            fields.add("time-zone", request.timeZone)
             return Wire.encode(kind: PacketKind.request.rawValue, fields)
         case let .answer(answer):
             fields.add("kind", answer.kind.rawValue)
@@ -321,13 +386,8 @@ extension ClientMessage {
         switch PacketKind(rawValue: rawKind) {
         case .request?:
             guard let command = Command(rawValue: try fields.required("command")) else { throw .badValue("command") }
-            var request = Request(command)
-            if try fields.flag("pam") {
-                request.pam = PAMItems(user: try fields.string("pam.user"), service: try fields.string("pam.service"),
-                                       tty: try fields.string("pam.tty"), rhost: try fields.string("pam.rhost"),
-                                       ruser: try fields.string("pam.ruser"), xdisplay: try fields.string("pam.xdisplay"))
-            }
-            request.moduleOptions = try fields.list("option")
+            var request = Request(command, from: try Origin.decode(fields))
+            guard command.sender.accepts(request.origin) else { throw .wrongSender(command: command.rawValue) }
             request.options = try OptionValues.decode(fields)
             request.arguments = try fields.list("arg")
             request.answersWhileScanning = try fields.flag("answers-while-scanning")
@@ -335,16 +395,6 @@ extension ClientMessage {
             request.ticket = try fields.string("ticket")
             request.language = try fields.string("language")
             request.timeZone = try fields.string("time-zone")
-            if try fields.flag("app") {
-                var application = Application(busName: try fields.required("app.bus-name"), executable: try fields.string("app.executable"),
-                                              appID: try fields.string("app.id"), name: try fields.string("app.name"),
-                                              grantKey: try fields.bytes("app.grant-key"))
-                for name in try fields.list("app.method") {
-                    guard let method = Application.Method(rawValue: name) else { throw .badValue("app.method") }
-                    application.methods.append(method)
-                }
-                request.application = application
-            }
             return .request(request)
         case .answer?:
             guard let kind = Answer.Content(rawValue: try fields.required("kind")) else { throw .badValue("kind") }

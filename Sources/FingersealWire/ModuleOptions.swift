@@ -38,7 +38,7 @@ public struct ModuleArgument: Equatable, Sendable {
 
 /// What the module reads from its own arguments: where the broker listens, how long to wait
 /// for it, and whether to log each message. Everything else is the broker's business: every
-/// argument goes to it unchanged (`Request.moduleOptions`), and names the module does not know
+/// argument goes to it unchanged (`Origin.pamHost`'s module arguments), and names the module does not know
 /// are not the module's to judge. The broker checks these names too, with the same ranges.
 public struct ModuleOptions: Equatable, Sendable {
     /// `socket=PATH`: the broker's socket.

@@ -9,6 +9,7 @@ extension Request {
     /// or the name an application gives itself drives a terminal that shows it. No client
     /// needs one: names, paths, option values, a language and a time zone are plain text.
     public var fieldWithControlCharacters: String? {
+        let pam = origin.pamItems, application = origin.application
         let named: [(field: String, text: String?)] = [
             ("pam.user", pam?.user), ("pam.service", pam?.service), ("pam.tty", pam?.tty), ("pam.rhost", pam?.rhost),
             ("pam.ruser", pam?.ruser), ("pam.xdisplay", pam?.xdisplay), ("ticket", ticket), ("language", language),
@@ -18,7 +19,7 @@ extension Request {
         for (field, text) in named {
             if let text, ControlCharacters.found(in: text) { return field }
         }
-        if moduleOptions.contains(where: ControlCharacters.found(in:)) { return "option" }
+        if origin.moduleArguments.contains(where: ControlCharacters.found(in:)) { return "option" }
         for pair in options.pairs where ControlCharacters.found(in: pair.value) { return OptionValues.prefix + pair.field }
         if arguments.contains(where: ControlCharacters.found(in:)) { return "arg" }
         return nil

@@ -24,6 +24,9 @@ public enum Wire {
 public enum WireError: Error, Equatable, Sendable {
     case tooShort, badMagic, badVersion(UInt8), unknownKind(UInt8), tooLarge, truncated, tooManyFields
     case badKey, repeatedField(String), missingField(String), badValue(String)
+    /// A command its origin's client never sends (`Command.sender`): a PAM command without
+    /// PAM items, PAM items on the command line's, an application asking for anything else.
+    case wrongSender(command: String)
 }
 
 /// The fields of one packet, in order.

@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import SystemKit
 import ZoneInfo
 
 /// Sentences in the person's language, through glibc's gettext (domain `fingerseal`).
@@ -50,10 +51,7 @@ public enum Localization {
     /// The catalogs beside this program (`installedDirectory` of /proc/self/exe), or
     /// `FINGERSEAL_LOCALEDIR`.
     public static func bindInstalled() {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        let executable = count > 0 ? String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
-        bind(directory: installedDirectory(executable: executable,
+        bind(directory: installedDirectory(executable: symbolicLinkTarget("/proc/self/exe") ?? "",
                                            environment: getenv("FINGERSEAL_LOCALEDIR").map { String(cString: $0) }))
     }
 

@@ -7,6 +7,10 @@ import PAMKit
 struct ModuleCall {
     let pam: PAMHandle
     let arguments: [String]
+    /// The arguments, read once for this call's every step (invalid ones: every request of
+    /// the call answers `badConfiguration`).
+    let parsed: Result<ModuleOptions, ModuleOptions.Invalid>
+    var options: ModuleOptions? { try? parsed.get() }
 
     /// The PAM data under which authentication keeps the broker's ticket for open_session
     /// (wiped and freed by libpam at pam_end, or when replaced).
@@ -24,10 +28,11 @@ struct ModuleCall {
             }
         }
         self.arguments = arguments
+        do throws(ModuleOptions.Invalid) { parsed = .success(try ModuleOptions(parsing: arguments)) } catch { parsed = .failure(error) }
     }
 
     func authenticate() -> Outcome {
-        if (try? ModuleOptions(parsing: arguments))?.passwordUsed == true { return passwordUsed() }
+        if options?.passwordUsed == true { return passwordUsed() }
         // A ticket from an earlier authentication on this handle must not outlive this one.
         pam.removeData(ModuleCall.ticketData)
         pam.removeData(ModuleCall.authenticatedData)
@@ -71,7 +76,7 @@ struct ModuleCall {
     /// found becomes PAM_USER and its unlock's outcome is the answer. Nil when nobody was
     /// identified (no match, cancel, timeout, no broker): the user name is asked as without it.
     private func identify() -> Outcome? {
-        guard (try? ModuleOptions(parsing: arguments))?.identify == true, (pam.item(.user) ?? "").isEmpty else { return nil }
+        guard options?.identify == true, (pam.item(.user) ?? "").isEmpty else { return nil }
         var identified: Outcome? = nil
         let outcome = ask(.pamIdentify, whenUnreachable: .unavailable) { reply in
             guard let user = reply.user, ModuleCall.isUserName(user) else { return }
@@ -140,15 +145,13 @@ struct ModuleCall {
     private func ask(_ command: Command, ticket: String? = nil, whenUnreachable: Outcome,
                      answering: BrokerExchange.Answering = .person, _ keep: (Reply) -> Void = { _ in }) -> Outcome {
         let options: ModuleOptions
-        do {
-            options = try ModuleOptions(parsing: arguments)
-        } catch {
-            pam.log(.error, "configuration: \(error.reason)")
+        switch parsed {
+        case let .success(parsed): options = parsed
+        case let .failure(invalid):
+            pam.log(.error, "configuration: \(invalid.reason)")
             return .badConfiguration
         }
-        var request = Request(command)
-        request.pam = items(command)
-        request.moduleOptions = arguments
+        var request = Request(command, from: .pamHost(items(command), moduleArguments: arguments))
         request.ticket = ticket
         request.language = language()
         // The PAM environment's TZ (pam_env), else the system's zone: presentation only.
@@ -164,7 +167,7 @@ struct ModuleCall {
             outcome = reply.outcome
         }
         if options.debug {
-            pam.log(.debug, "\(command.rawValue) for user=\(request.pam?.user ?? "?"): \(outcome.rawValue)")
+            pam.log(.debug, "\(command.rawValue) for user=\(request.origin.pamItems?.user ?? "?"): \(outcome.rawValue)")
         }
         return outcome
     }

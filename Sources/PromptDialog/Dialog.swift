@@ -256,9 +256,17 @@ public final class Dialog {
         focusAtActivation = focusedControl()
         let first = !Dialog.processHadActiveDialog
         Dialog.processHadActiveDialog = true
-        guard first else { return giveInitialFocus() }
-        initialFocusTimer = g_timeout_add(Dialog.registrationGrace, Callbacks.initialFocus,
+        guard first else { return focusOnceDescribed() }
+        initialFocusTimer = g_timeout_add(Dialog.registrationGrace, Callbacks.registered,
                                           Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// The initial focus, once GTK sent what it holds back for an idle moment (the controls'
+    /// descriptions, set as the dialog was made): sent after the focus arrived, a description
+    /// is said as a change of the focused control (CI, on a loaded machine: Orca said the
+    /// instruction twice).
+    fileprivate func focusOnceDescribed() {
+        initialFocusTimer = g_idle_add_full(G_PRIORITY_LOW, Callbacks.initialFocus, Unmanaged.passUnretained(self).toOpaque(), nil)
     }
 
     /// Milliseconds the first dialog of a process waits, once active, before its focus moves:
@@ -526,6 +534,11 @@ private enum Callbacks {
     static let activeChanged: fs_gtk_notify_handler = { _, _, data in dialog(data)?.becameActive() }
     static let layOut: GSourceFunc = { data in
         dialog(data)?.layOut()
+        return 0
+    }
+    /// Once (G_SOURCE_REMOVE).
+    static let registered: GSourceFunc = { data in
+        dialog(data)?.focusOnceDescribed()
         return 0
     }
     /// Once (G_SOURCE_REMOVE).

@@ -73,7 +73,7 @@ final class Agent {
             begin(call, .reveal(context: context), options: call.arguments.count > 2 ? call.arguments[2] : nil,
                   waits: call.method.hasSuffix("AndWait"))
         case "EndContext":
-            guard let context = call.arguments.first?.string, Agent.isValidContext(context) else {
+            guard let context = call.arguments.first?.string, StepUpRules.isValidContext(context) else {
                 return call.fail(AgentErrors.invalidArgs, AgentStrings.badContext)
             }
             endContext(GrantOwner(busName: call.sender, context: context)) { call.reply() }
@@ -83,9 +83,6 @@ final class Agent {
             call.fail(AgentErrors.unknownMethod, call.method)
         }
     }
-
-    /// A context as the broker takes one, checked before anyone is asked anything.
-    static func isValidContext(_ context: String) -> Bool { StepUpRules.isValidContext(context) }
 
     /// Starts one request: the caller identified, its options read, a prompt chosen, the
     /// request object exported (its path is the reply), the broker asked on a thread.
@@ -121,7 +118,7 @@ final class Agent {
         switch kind {
         case .unlock, .setEnabled: break
         case let .stepUp(given), let .reveal(given):
-            guard Agent.isValidContext(given) else { return call.fail(AgentErrors.invalidArgs, AgentStrings.badContext) }
+            guard StepUpRules.isValidContext(given) else { return call.fail(AgentErrors.invalidArgs, AgentStrings.badContext) }
             context = given
         }
         if case .reveal = kind {
@@ -213,8 +210,9 @@ final class Agent {
         request.language = settings.language
         request.timeZone = settings.timeZone
         // The claim as a claim: the broker's sentences put the executable and app id beside it.
-        request.application = Application(busName: application.busName, executable: application.executable, appID: application.appID,
-                                          name: application.claimedName, grantKey: grantKey, methods: options.methods)
+        request.origin = .application(Application(busName: application.busName, executable: application.executable,
+                                                  appID: application.appID, name: application.claimedName, grantKey: grantKey,
+                                                  methods: options.methods))
         return request
     }
 
@@ -277,7 +275,7 @@ final class Agent {
         request.options.set(field: Option.end.field, "1")
         request.language = settings.language
         request.timeZone = settings.timeZone
-        request.application = Application(busName: owner.busName, grantKey: key.copyBytes())
+        request.origin = .application(Application(busName: owner.busName, grantKey: key.copyBytes()))
         let exchange = UncheckedExchange(AgentExchange(socketPath: socketPath, request: request, payload: nil, answers: nil,
                                                        note: { _ in }))
         let done = MainOnly(then)
@@ -336,7 +334,7 @@ final class Agent {
         request.options.set(field: Option.json.field, "1")
         request.language = settings.language
         request.timeZone = settings.timeZone
-        request.application = Application(busName: call.sender)
+        request.origin = .application(Application(busName: call.sender))
         let exchange = UncheckedExchange(AgentExchange(socketPath: socketPath, request: request, payload: nil, answers: nil,
                                                        note: { _ in }))
         let sendable = UncheckedCall(call)

@@ -76,13 +76,6 @@ final class AnswerBox: @unchecked Sendable {
 /// request, its payload, then the conversation until the result. Every wait is bounded; a
 /// cancel from the person or the application goes to the broker, whose result ends it.
 struct AgentExchange {
-    static let connectLimit = 2.0
-    /// Between two messages of the broker (it bounds scans and IdP requests itself).
-    static let messageLimit = 600.0
-    static let cancelLimit = 5.0
-    static let sendLimit = 10.0
-    static let chunkSize = 60 * 1024
-
     let socketPath: String
     let request: Request
     let payload: SecureBytes?
@@ -104,14 +97,14 @@ struct AgentExchange {
         defer { Wire.wipeStorage(packet) }
         let connection: WireConnection
         do {
-            connection = try WireConnection.connect(path: socketPath, timeout: AgentExchange.connectLimit)
+            connection = try WireConnection.connect(path: socketPath, timeout: PersonClientLimits.connect)
         } catch {
             return .unreachable
         }
-        if (try? connection.send(packet, until: monotonicSeconds() + AgentExchange.sendLimit)) != nil {
+        if (try? connection.send(packet, until: monotonicSeconds() + PersonClientLimits.send)) != nil {
             stream(payload, to: connection)
         }
-        var conversation = Conversation(connection, messageWait: AgentExchange.messageLimit, cancelWait: AgentExchange.cancelLimit)
+        var conversation = Conversation(withPerson: connection)
         var side = Side(exchange: self)
         let end = conversation.run(&side)
         switch end {
@@ -124,7 +117,7 @@ struct AgentExchange {
     /// The sealed file, in chunks, the last marked `end`.
     private func stream(_ payload: SecureBytes?, to connection: WireConnection) {
         guard let payload else { return }
-        _ = payload.withUnsafeBytes { connection.stream($0, chunkSize: AgentExchange.chunkSize, sendLimit: AgentExchange.sendLimit) }
+        _ = payload.withUnsafeBytes { connection.stream($0, chunkSize: PersonClientLimits.chunk, sendLimit: PersonClientLimits.send) }
     }
 
     /// The agent's side: sentences and events go to the request (`note`); questions wait for
@@ -145,10 +138,8 @@ struct AgentExchange {
 
         mutating func show(_ message: BrokerMessage) -> Bool {
             switch message {
-            case let .info(text): exchange.note(.sentence(text, isError: false))
-            case let .error(text): exchange.note(.sentence(text, isError: true))
-            case let .event(json):
-                if let name = AgentExchange.eventName(json) { exchange.note(.event(name)) }
+            case .info, .error, .event:
+                note(message)
             case let .data(bytes, _):
                 defer { Wire.wipeStorage(bytes) }
                 return append(bytes)
@@ -158,6 +149,17 @@ struct AgentExchange {
                 break
             }
             return true
+        }
+
+        /// A sentence or an event, for the request.
+        func note(_ message: BrokerMessage) {
+            switch message {
+            case let .info(text): exchange.note(.sentence(text, isError: false))
+            case let .error(text): exchange.note(.sentence(text, isError: true))
+            case let .event(json):
+                if let name = AgentExchange.eventName(json) { exchange.note(.event(name)) }
+            default: break
+            }
         }
 
         /// Appends a chunk of streamed data to the secure buffer, grown as it comes (the
@@ -180,7 +182,7 @@ struct AgentExchange {
             guard let answers = exchange.answers else { return .cancel }
             exchange.note(.ask(ask))
             var side = self
-            let deadline = monotonicSeconds() + AgentExchange.messageLimit
+            let deadline = monotonicSeconds() + PersonClientLimits.message
             while true {
                 var fds = [pollEntry(answers.answerFD), pollEntry(answers.cancelFD), pollEntry(conversation.connection.fd)]
                 switch waitReady(&fds, until: deadline) {
@@ -200,18 +202,8 @@ struct AgentExchange {
                         return .packet(packet)
                     }
                 }
-                if fds[2].revents != 0 {
-                    // The broker withdrew the question (a match while the PIN was being typed)
-                    // or said something meanwhile.
-                    switch conversation.next(&side) {
-                    case .none: continue
-                    case let .ended(end): return .ended(end)
-                    case let .message(message):
-                        switch message {
-                        case .info, .error, .event: _ = side.show(message)
-                        default: return .withdrawn(message)
-                        }
-                    }
+                if fds[2].revents != 0, let said = conversation.whileAnswering(&side, showing: note) {
+                    return said
                 }
             }
         }

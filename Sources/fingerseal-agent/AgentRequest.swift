@@ -22,8 +22,10 @@ enum RequestState: String {
 /// with Answer). Main thread only.
 protocol PromptSurface: AnyObject {
     /// `field`: the secret the person may type now (a PIN or the password), nil for none;
-    /// `otherWay`: where "Use password instead" or "Use PIN instead" leads, nil for neither.
-    func show(_ state: RequestState, sentence: String, field: Ask.Purpose?, otherWay: OtherWay?)
+    /// `otherWay`: where "Use password instead" or "Use PIN instead" leads, nil for neither;
+    /// `settled`: the broker asks for something now (the reader is armed, a question is open,
+    /// or the request turned), not only what it is about to ask ("Confirm it is you.").
+    func show(_ state: RequestState, sentence: String, field: Ask.Purpose?, otherWay: OtherWay?, settled: Bool)
     func close()
 }
 
@@ -52,6 +54,8 @@ final class AgentRequest {
     private var registration: UInt32 = 0
     private var state = RequestState.waitingForFinger
     private var sentence = ""
+    /// The broker said the reader waits for a finger (at least once).
+    private var readerArmed = false
     /// The question the broker asked last and the person has not answered.
     private var openQuestion: Ask? = nil
     /// What Take hands out once: the token or the plaintext.
@@ -131,7 +135,9 @@ final class AgentRequest {
             switch name {
             // After a no-match or a hint the reader waits again at once, and that state's
             // sentence ("Try again.") already asks for the finger: it stays until the next change.
-            case "finger-needed": if state != .noMatch && state != .retry { state = .waitingForFinger }
+            case "finger-needed":
+                readerArmed = true
+                if state != .noMatch && state != .retry { state = .waitingForFinger }
             case "no-match": state = .noMatch; sentencePending = true
             case "finger-locked": state = .locked
             // The broker turns to a secret; its sentence (why), if any, and the question follow.
@@ -172,7 +178,7 @@ final class AgentRequest {
 
     /// What was last sent as Status, and last shown, so that a repeat says nothing new.
     private var published: (RequestState, String)? = nil
-    private var shown: (RequestState, String, Ask.Purpose?)? = nil
+    private var shown: (RequestState, String, Ask.Purpose?, Bool)? = nil
 
     /// The state to the owner (Status: once per change of state or sentence) and to the
     /// prompt (also when the field changes).
@@ -182,9 +188,10 @@ final class AgentRequest {
             published = (state, sentence)
             bus.emit(to: owner, path: path, interface: AgentInterface.request, signal: "Status", [.string(state.rawValue), .string(sentence)])
         }
-        if let shown, shown.0 == state, shown.1 == sentence, shown.2 == field { return }
-        shown = (state, sentence, field)
-        prompt?.show(state, sentence: sentence, field: field, otherWay: otherWay)
+        let settled = readerArmed || field != nil || state != .waitingForFinger
+        if let shown, shown.0 == state, shown.1 == sentence, shown.2 == field, shown.3 == settled { return }
+        shown = (state, sentence, field, settled)
+        prompt?.show(state, sentence: sentence, field: field, otherWay: otherWay, settled: settled)
     }
 
     /// Where a skip leads now: from the password, to the PIN where the broker offers it;

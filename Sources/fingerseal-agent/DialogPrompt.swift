@@ -1,6 +1,7 @@
 import FingersealWire
 import Glibc
 import PromptDialog
+import SessionBusKit
 import SodiumKit
 
 /// The agent's own dialog (GTK 4, `PromptDialog`) for a request that does not draw its own
@@ -12,6 +13,11 @@ final class DialogPrompt: PromptSurface {
     private let dialog: Dialog
     private weak var request: AgentRequest?
     private var presented = false
+    /// Set while a dialog waits to be shown (`show`'s `settled`).
+    private var presentTimer: UInt32 = 0
+    /// The longest a dialog waits for its request to settle before it is shown anyway (the
+    /// broker may wait for the reader): enough for the broker's next message on a busy machine.
+    static let settleGrace = 1.0
 
     /// Whether a dialog can be shown in this session: a display in the agent's environment
     /// that GTK can open (tried once, on the main thread).
@@ -60,7 +66,11 @@ final class DialogPrompt: PromptSurface {
     /// What the other way's button leads to now.
     private var otherWay: OtherWay?
 
-    func show(_ state: RequestState, sentence: String, field: Ask.Purpose?, otherWay: OtherWay?) {
+    /// Shown once the request settled, or after `settleGrace`: a dialog announced with the
+    /// broker's preamble ("Confirm it is you.") would get its field and its instruction while
+    /// a screen reader speaks, and the focus would move under the person (CI: Orca heard the
+    /// instruction twice).
+    func show(_ state: RequestState, sentence: String, field: Ask.Purpose?, otherWay: OtherWay?, settled: Bool) {
         self.otherWay = otherWay
         let shown: DialogState
         switch (state, field) {
@@ -77,13 +87,28 @@ final class DialogPrompt: PromptSurface {
         let label = field == .pin ? AgentStrings.pinLabel : field == .accountPassword ? AgentStrings.passwordLabel : nil
         dialog.update(state: shown, sentence: sentence, secretLabel: label,
                       fingerWanted: [.waitingForFinger, .retry, .noMatch].contains(state), otherWay: otherWay)
-        if !presented {
-            presented = true
-            dialog.present()
+        if presented { return }
+        if settled {
+            present()
+        } else if presentTimer == 0 {
+            presentTimer = MainLoop.after(DialogPrompt.settleGrace) { [weak self] in
+                self?.presentTimer = 0
+                self?.present()
+            }
         }
     }
 
+    private func present() {
+        guard !presented else { return }
+        presented = true
+        MainLoop.cancel(presentTimer)
+        presentTimer = 0
+        dialog.present()
+    }
+
     func close() {
+        MainLoop.cancel(presentTimer)
+        presentTimer = 0
         dialog.close()
     }
 }

@@ -6,15 +6,6 @@ import SystemKit
 /// The CLI's side of one connection to the broker: the request, the payload, then every
 /// message until the result. The one place the CLI talks to the broker; every wait bounded.
 final class Client {
-    static let connectLimit = 2.0
-    /// Between two messages from the broker (which bounds scans and IdP requests itself).
-    static let messageLimit = 600.0
-    /// After a cancel, how long the broker has to send its result.
-    static let cancelLimit = 5.0
-    static let sendLimit = 10.0
-    /// Payload chunk size: a chunk and its fields fit a packet (Wire.maxPacket, 64 KiB).
-    static let chunkSize = 60 * 1024
-
     private let invocation: Invocation
     private let connection: WireConnection
     private let output: Output
@@ -43,7 +34,7 @@ final class Client {
         let interrupt = try? InterruptWatch()
         let connection: WireConnection
         do {
-            connection = try WireConnection.connect(path: invocation.socketPath, timeout: connectLimit)
+            connection = try WireConnection.connect(path: invocation.socketPath, timeout: PersonClientLimits.connect)
         } catch {
             if case let .unreachable(code) = error, code == EACCES || code == EPERM {
                 throw CLIError(.unavailable, Strings.serviceRefused(invocation.socketPath))
@@ -53,7 +44,7 @@ final class Client {
         let client = Client(invocation, connection, output, interrupt)
         // A broker that refuses at once (busy) may close before reading: its result is still
         // waiting to be read, so a failed send falls through to the loop.
-        if (try? connection.send(request, until: monotonicSeconds() + sendLimit)) != nil {
+        if (try? connection.send(request, until: monotonicSeconds() + PersonClientLimits.send)) != nil {
             client.streamPayload()
         }
         return try client.loop()
@@ -62,7 +53,7 @@ final class Client {
     /// `seal`'s plaintext or `reveal`'s sealed file, in chunks, the last marked `end`.
     private func streamPayload() {
         guard let payload = invocation.payload else { return }
-        _ = payload.withUnsafeBytes { connection.stream($0, chunkSize: Client.chunkSize, sendLimit: Client.sendLimit) }
+        _ = payload.withUnsafeBytes { connection.stream($0, chunkSize: PersonClientLimits.chunk, sendLimit: PersonClientLimits.send) }
     }
 
     // MARK: the conversation
@@ -70,7 +61,7 @@ final class Client {
     /// The shared loop (FingersealWire's `Conversation`) with this client's side of it; the
     /// ways it can end that are not a result, as the CLI says them.
     private func loop() throws(CLIError) -> Int32 {
-        var conversation = Conversation(connection, messageWait: Client.messageLimit, cancelWait: Client.cancelLimit)
+        var conversation = Conversation(withPerson: connection)
         var side = Side(client: self)
         let end = conversation.run(&side)
         if let failure { throw failure }
@@ -79,7 +70,7 @@ final class Client {
             return try finish(reply)
         case let .broken(error, cancelled):
             switch error {
-            case .timedOut where !cancelled: throw CLIError(.timedOut, Strings.serviceSilent(Int(Client.messageLimit)))
+            case .timedOut where !cancelled: throw CLIError(.timedOut, Strings.serviceSilent(Int(PersonClientLimits.message)))
             case .protocolError: throw CLIError(.systemError, Strings.serviceGarbled)
             default: throw cancelled ? CLIError(.cancelled, Strings.cancelled) : CLIError(.unavailable, Strings.serviceEnded)
             }
@@ -168,7 +159,7 @@ final class Client {
             return .cancel
         }
         let kind: Answer.Content = ask.kind == .secret ? .secret : .text
-        let deadline = monotonicSeconds() + Client.messageLimit
+        let deadline = monotonicSeconds() + PersonClientLimits.message
         var side = Side(client: self)
         while true {
             switch reader.read(until: deadline, wakingOn: [connection.fd] + (interrupt.map { [$0.fd] } ?? [])) {
@@ -181,18 +172,14 @@ final class Client {
                 return abandon(Strings.answerTooLong(LineReader.maxLength))
             case .woken:
                 // The broker or a signal: the loop's wait sees which, without waiting.
-                switch conversation.next(&side) {
-                case .none:
-                    if conversation.cancelled { return .packet(ClientMessage.answer(Answer(.skip)).encoded()) }
-                case let .ended(end):
-                    return .ended(end)
-                case let .message(message):
+                let said = conversation.whileAnswering(&side) { message in
                     switch message {
                     case let .info(text), let .error(text): reader.interject { output.note(text) }
                     case let .event(json): event(json)
-                    default: return .withdrawn(message)
+                    default: break
                     }
                 }
+                if let said { return said }
             }
         }
     }
@@ -261,7 +248,7 @@ final class Client {
             // The broker ends the confirmation when it sees us hang up, then closes its end:
             // wait (bounded) for that, so that when we exit the confirmation is already gone
             // (a script's next command must not find it held).
-            let deadline = monotonicSeconds() + Client.cancelLimit
+            let deadline = monotonicSeconds() + PersonClientLimits.cancel
             while case .packet = connection.wait(until: deadline) {
                 if (try? connection.withPacket { _ in () }) == nil { break }
             }

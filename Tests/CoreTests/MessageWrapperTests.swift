@@ -20,7 +20,7 @@ import Testing
             "providerUnreachable": Messages.providerUnreachable(text),
             "badOption": Messages.badOption("max_tries", text),
             "auditFallback": Messages.auditFallback(text),
-            "auditFailure": Messages.auditFailure("unlock", text),
+            "auditFailure": Messages.auditFailure(.unlock, text),
             "auditTampered": Messages.auditTampered(text),
             "selftestFailed": Messages.selftestFailed("verify", text),
             "translate.device": Fingerprint.translate(.device(.general, code: 0, message: text)).message,

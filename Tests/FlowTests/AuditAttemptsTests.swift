@@ -23,7 +23,7 @@ import SystemKit
             .pinReset, .fprintdSetConfirmed(fingers: 2), .sealedToTPM(slots: ["pin"]), .vaultReplacedAfterTPMChange(previous: "v"),
         ]
         let attempts: [AuditEvent] = [
-            .fallback(reason: "noReader"), .failure(action: "unlock", reason: "wrongPIN"),
+            .fallback(reason: .outcome(.noReader)), .failure(action: .unlock, reason: .outcome(.wrongPIN)),
         ] + [Outcome.cancelled, .noMatch, .wrongPIN, .timedOut, .lockedOut, .noPIN].map { .stepUp(context: "contacts", result: $0) }
         #expect(security.allSatisfy { $0.chain == .security } && attempts.allSatisfy { $0.chain == .attempts })
 
@@ -85,7 +85,7 @@ import SystemKit
     /// oldest kept one is, in the local time the CLI shows elsewhere; with --json, per chain.
     @Test func verifySaysWhatRotationTookFromEachChain() throws {
         let t = try Trail(fileLimit: 2000, attemptsFileLimit: 2000, broker: true)
-        for _ in 0..<30 { t.record([.unlock(method: .pin, via: .cli), .fallback(reason: Outcome.noReader.rawValue)]) }
+        for _ in 0..<30 { t.record([.unlock(method: .pin, via: .cli), .fallback(reason: .outcome(.noReader))]) }
         let verification = try t.verify()
         #expect(verification.intact, "\(String(describing: verification.problem))")
         func oldest(_ chain: AuditChain) throws -> UInt64 {
@@ -129,7 +129,7 @@ import SystemKit
             #expect(t.trail.record(AuditChainTests.cancelled, vault: nil))
         }
         clock.time += 1
-        t.trail.record(.failure(action: "unlock", reason: Outcome.wrongPIN.rawValue), vault: nil)
+        t.trail.record(.failure(action: .unlock, reason: .outcome(.wrongPIN)), vault: nil)
         #expect(readFile(vaultFile) == vault && readFile(t.path(.attempts)) == attempts, "counting wrote nothing")
         let pending = try #require(limiter.pending(uid: t.store.location.account.uid, now: clock.time))
         #expect(pending.tally.total == 8 && pending.tally.first == AuditChainTests.start + 4 && pending.until == AuditChainTests.start + 601)

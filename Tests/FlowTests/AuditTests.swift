@@ -91,11 +91,11 @@ import SystemKit
         .logout,
     ]
     static let sixAttempts: [AuditEvent] = [
-        .fallback(reason: Outcome.noReader.rawValue),
-        .failure(action: "unlock", reason: Outcome.wrongPIN.rawValue),
+        .fallback(reason: .outcome(.noReader)),
+        .failure(action: .unlock, reason: .outcome(.wrongPIN)),
         .stepUp(context: "contacts", result: .cancelled),
-        .fallback(reason: Outcome.cancelled.rawValue),
-        .failure(action: "sign-out", reason: Outcome.wrongPIN.rawValue),
+        .fallback(reason: .outcome(.cancelled)),
+        .failure(action: .signOut, reason: .outcome(.wrongPIN)),
         .stepUp(context: "payroll", result: .timedOut),
     ]
     static func six(_ chain: AuditChain) -> [AuditEvent] { chain == .security ? sixEvents : sixAttempts }
@@ -109,7 +109,7 @@ import SystemKit
             .reveal(context: "contacts", fileID: "assignment-7.sealed"),
             .lockout(.finger),
             .lockout(.pin),
-            .fallback(reason: "bad\u{1b}[31mred\u{202e}gnp.exe"),
+            .fallback(reason: .unknown("bad\u{1b}[31mred\u{202e}gnp.exe")),
         ]
         t.record(events)
         let verification = try t.verify()
@@ -133,7 +133,7 @@ import SystemKit
             "Revealed assignment-7.sealed for contacts.",
             "Fingerprint unlock was locked after too many failed scans.",
             "The PIN was locked after too many wrong tries.",
-            "Moved on to the next way to sign in: bad [31mred gnp.exe.",
+            "Moved on to the next way to sign in: a reason this fingerseal does not know (bad [31mred gnp.exe).",
         ])
         // Each stored line is one JSON object with the fields, chained and sealed.
         let lines = t.lines()
@@ -285,7 +285,7 @@ import SystemKit
 
         // The vault is unaffected, recording goes on, and appending never hides the damage.
         try t.stillOpens()
-        t.record([chain == .security ? .logout : .fallback(reason: Outcome.noReader.rawValue)])
+        t.record([chain == .security ? .logout : .fallback(reason: .outcome(.noReader))])
         #expect(try t.verify().problem != nil)
     }
 
@@ -475,7 +475,7 @@ import SystemKit
 
     @Test func resetRemovesTheTrail() throws {
         let t = try Trail(fileLimit: 600, attemptsFileLimit: 600)
-        for _ in 0..<6 { t.record([.logout, .fallback(reason: Outcome.noReader.rawValue)]) }
+        for _ in 0..<6 { t.record([.logout, .fallback(reason: .outcome(.noReader))]) }
         for chain in AuditChain.allCases { #expect(access(t.olderPath(chain), F_OK) == 0, "\(chain) rotated") }
         #expect(try Vault.reset(t.store))
         for name in AuditFiles.all { #expect(access(t.directory + "/" + name, F_OK) != 0, "\(name) is gone") }
@@ -770,5 +770,32 @@ final class LogLines: @unchecked Sendable {
         #expect(update.status == 0 && update.stderr.isEmpty, "\(update.all)")
         let listed = try Child.run("/bin/journalctl", ["--root=" + root.path, "--list-catalog"])
         #expect(listed.stdout.split(separator: "\n").filter { $0.contains("fingerseal:") }.count == ids.count, "\(listed.all)")
+    }
+}
+
+/// Typed audit words (issue 34 §5): every action and reason the broker can record has a
+/// sentence of its own, and a stored word reads back as the reason that wrote it.
+@Suite struct AuditWordsTests {
+    static var reasons: [AuditReason] {
+        Outcome.allCases.map(AuditReason.outcome) + FingersealError.Cause.allCases.map(AuditReason.cause)
+            + AuditReason.Refusal.allCases.map(AuditReason.refusal)
+    }
+
+    @Test func everyReasonHasItsOwnWordsAndReadsBack() {
+        let sentences = Self.reasons.map(Messages.auditReason)
+        for (reason, sentence) in zip(Self.reasons, sentences) {
+            #expect(AuditReason(word: reason.word) == reason, "\(reason.word)")
+            // Never a camelCase name; a plain word ("cancelled") may be its own sentence.
+            #expect((reason.word.allSatisfy(\.isLowercase) || !sentence.contains(reason.word)) && !sentence.isEmpty,
+                    "\(reason.word) is said as \(sentence)")
+        }
+        #expect(Set(sentences).count == sentences.count, "two reasons are said alike")
+        #expect(Set(Self.reasons.map(\.word)).count == Self.reasons.count, "two reasons share a word")
+    }
+
+    @Test func everyActionHasItsOwnSentence() {
+        let sentences = AuditAction.allCases.map { Messages.auditFailure($0, "x") }
+        #expect(Set(sentences).count == AuditAction.allCases.count)
+        #expect(!sentences.contains(Messages.auditFailureOfUnknownAction("identify", "x")), "each action is said as itself")
     }
 }

@@ -39,8 +39,8 @@ import Testing
         }
         hostile.append(try Self.rawConnection(broker.socketPath)) // says nothing
         let leaving = try Self.rawConnection(broker.socketPath)
-        var request = Request(.pamAuthenticate)
-        request.pam = PAMItems(user: "root", service: "test", tty: "/dev/pts/9")
+        let request = Request(.pamAuthenticate, from: .pamHost(PAMItems(user: "root", service: "test", tty: "/dev/pts/9"),
+                                                               moduleArguments: []))
         _ = ClientMessage.request(request).encoded().withUnsafeBytes { send(leaving, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         close(leaving)
 

@@ -118,11 +118,12 @@ import PAMKit
     /// `--timeout` is how long a person has for each touch, not for the whole enrollment:
     /// five touches that each come within it, but together take longer than twice it, enroll.
     /// (fprintd may not know its stage count before the claim, which once made the whole
-    /// enrollment share two timeouts.) The device's SLEEP holds each scan back.
+    /// enrollment share two timeouts.) The device's SLEEP holds each scan back: 4.5 s of 8
+    /// leaves room for a loaded machine, and four of them (18 s) outlast two timeouts (16 s).
     @Test(.enabled(if: skip == nil)) func anEnrollmentGivesEachTouchTheWholeWait() throws {
         let rig = try Rig()
-        let pace = ["SLEEP 2500", "SCAN finger-c"]
-        let enroll = try rig.cli(["enroll", "--finger", "left-index-finger", "--timeout", "4", "--pin-fd", "3"],
+        let pace = ["SLEEP 4500", "SCAN finger-c"]
+        let enroll = try rig.cli(["enroll", "--finger", "left-index-finger", "--timeout", "8", "--pin-fd", "3"],
                                  scans: ["SCAN finger-c"] + Array(Array(repeating: pace, count: 4).joined()),
                                  fd3: FprintdBackendTests.pin + "\n")
         #expect(enroll.status == 0 && enroll.stdout.contains("Enrolled left index finger."), "\(enroll.all)")

@@ -95,8 +95,19 @@ class Tier:
         seconds = time.monotonic() - started
         self.results.append((name, ok, seconds))
         print(f"{'ok' if ok else 'FAIL'}: {name} ({seconds:.1f} s){': ' + detail if detail else ''}", flush=True)
+        if not ok and self.guest is not None:
+            print(self.guest_journal(seconds), flush=True)
         if not ok and name in ("image", "packages", "boot", "install"):
             raise SystemExit(f"system-check: {name} failed, so nothing after it can run")
+
+    def guest_journal(self, seconds):
+        """What the broker and fprintd logged during a failed step (its last 80 lines), so that a
+        failure in CI can be read without the guest."""
+        try:
+            return self.guest.ssh(f"journalctl --no-pager -o short-monotonic --since -{int(seconds) + 5}s "
+                                  "-u fingerseal -u fprintd | tail -n 80", check=False, timeout=60).stdout
+        except (GuestError, subprocess.SubprocessError, OSError) as error:
+            return f"(the guest's journal could not be read: {error})"
 
     # MARK: before the scenarios
 

@@ -70,7 +70,7 @@ import Testing
             [Messages.vaultDamaged("vault", tr("its contents are not valid")),
              Messages.unsafeFile(Messages.unsafeReason(UnsafeFileError(path: "/x", reason: .writableByOthers(mode: 0o666)))),
              Messages.systemFailure(.saveVault),
-             Messages.auditFailure("unlock", Messages.auditReason("wrongPIN")),
+             Messages.auditFailure(.unlock, Messages.auditReason(.outcome(.wrongPIN))),
              Messages.selftestStep("delete", failure: nil, milliseconds: 1.5),
              badOption("reader=both"), badOption("max_tries=99")]
         }

@@ -106,9 +106,8 @@ import SystemKit
         #expect(connection.problems.isEmpty, "\(connection.problems)")
         let request = try #require(connection.request)
         #expect(request.command == .pamAuthenticate)
-        #expect(request.pam == PAMItems(user: "alice", service: ModuleClientTests.service, tty: "/dev/pts/7",
-                                        rhost: "203.0.113.7", ruser: "bob", xdisplay: ":1"))
-        #expect(request.moduleOptions == arguments)
+        #expect(request.origin == .pamHost(PAMItems(user: "alice", service: ModuleClientTests.service, tty: "/dev/pts/7",
+                                                    rhost: "203.0.113.7", ruser: "bob", xdisplay: ":1"), moduleArguments: arguments))
         #expect(request.ticket == nil)
         #expect(host.conversation.shown.isEmpty)
     }
@@ -118,8 +117,8 @@ import SystemKit
         let host = try Host(ModuleClientTests.auth("socket=\(broker.path)"), user: "carol")
         #expect(host.client.authenticate() == PAM_AUTHINFO_UNAVAIL)
         let request = try #require(try broker.finishOne().request)
-        #expect(request.pam == PAMItems(user: "carol", service: ModuleClientTests.service))
-        #expect(request.moduleOptions == ["socket=\(broker.path)"])
+        #expect(request.origin == .pamHost(PAMItems(user: "carol", service: ModuleClientTests.service),
+                                           moduleArguments: ["socket=\(broker.path)"]))
     }
 
     // MARK: The conversation
@@ -318,7 +317,7 @@ import SystemKit
         #expect(host.conversation.shown == [.errorMessage("Sign in again: your identity provider no longer accepts this device.")])
         let connections = broker.finish()
         #expect(connections.map { $0.request?.command } == [.pamAccount, .pamAccount])
-        #expect(connections.allSatisfy { $0.request?.pam?.user == "alice" && $0.problems.isEmpty })
+        #expect(connections.allSatisfy { $0.request?.origin.pamItems?.user == "alice" && $0.problems.isEmpty })
     }
 
     @Test func theTicketFromAuthenticationReachesOpenSessionOnTheSameHandle() throws {
@@ -336,7 +335,7 @@ import SystemKit
         let connections = broker.finish()
         #expect(connections.map { $0.request?.command } == [.pamAuthenticate, .pamOpenSession, .pamCloseSession])
         #expect(connections.map { $0.request?.ticket } == [nil, "t-4711", nil])
-        #expect(connections.map { $0.request?.pam } == Array(repeating: PAMItems(user: "alice", service: ModuleClientTests.service,
+        #expect(connections.map { $0.request?.origin.pamItems } == Array(repeating: PAMItems(user: "alice", service: ModuleClientTests.service,
                                                                                   tty: "tty3"), count: 3))
     }
 

@@ -69,7 +69,7 @@ import SystemKit
         #expect(first.all.contains(due), "\(first.all)")
         #expect(first.stderr.contains("Password: ") && !first.all.contains("Swipe your finger"), "\(first.all)")
         #expect(try rig.passwordSeen(), "the password_used line handed the password over and the broker checked it")
-        #expect(try rig.rig.cli(["audit"], as: rig.user).stdout.contains(Messages.auditReason("passwordAfterBoot")))
+        #expect(try rig.rig.cli(["audit"], as: rig.user).stdout.contains(Messages.auditReason(.cause(.passwordAfterBoot))))
 
         // From then on the finger, no password.
         let second = try rig.signIn(scans: ["SCAN finger-a"])

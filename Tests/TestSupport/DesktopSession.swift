@@ -130,6 +130,30 @@ final class DesktopSession {
         try run(DesktopSession.python, [DesktopSession.probe, "press", window, button])
     }
 
+    /// The mapped top-level window titled exactly `title` ("x11:HEX"), once there is one.
+    func window(titled title: String, limit: Double = 30) throws -> String {
+        try anyWindow(titled: title, limit: limit).handle
+    }
+
+    /// The first mapped top-level window with a title (`title` empty) or with exactly `title`:
+    /// its handle ("x11:HEX") and title.
+    func anyWindow(titled title: String = "", limit: Double = 30) throws -> (handle: String, title: String) {
+        let found = try Child(DesktopSession.python, [DesktopSession.probe, "window", title, "--timeout", String(limit)],
+                              environment: environment).finish(limit: limit + 15)
+        let lines = found.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+        guard found.status == 0, lines.count >= 2, let id = UInt(lines[0]) else {
+            throw TestFailure("no window titled \(title.isEmpty ? "at all" : title): \(found.all)")
+        }
+        return ("x11:" + String(id, radix: 16), String(lines[1]))
+    }
+
+    /// Returns once no mapped top-level window is titled `title`; throws after `limit` seconds.
+    func waitUntilGone(titled title: String, limit: Double = 30) throws {
+        let gone = try Child(DesktopSession.python, [DesktopSession.probe, "window", title, "--gone", "--timeout", String(limit)],
+                             environment: environment).finish(limit: limit + 15)
+        guard gone.status == 0 else { throw TestFailure("the window \(title) is still there: \(gone.all)") }
+    }
+
     /// What a window manager's close button does: WM_DELETE_WINDOW to `handle`.
     func requestClose(_ handle: String) throws {
         try run(DesktopSession.python, [DesktopSession.probe, "close", try DesktopSession.windowID(handle)])

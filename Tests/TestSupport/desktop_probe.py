@@ -14,6 +14,11 @@ Debian's /usr/bin/python3 (python3-pyatspi, python3-xlib), in DesktopSession's e
         Listens for name, description and text changes, prints `listening` once the bus routes
         them here, then waits for one from NAME's application (from a node of ROLE) whose new
         value or source name holds TEXT; prints it as JSON. Exit 1 on timeout, with all it saw.
+    desktop_probe.py window TITLE [--gone] [--timeout S]
+        Waits until a mapped top-level X11 window is titled exactly TITLE (any title when
+        TITLE is empty) and prints its id (decimal) and title on two lines; with --gone, until
+        none is. Woken by the X server's events, not by polling;
+        a window destroyed while it is read is passed over. Exit 1 on timeout.
     desktop_probe.py close XID
         Asks the X11 window XID (hex) to close as a window manager's close button does
         (WM_PROTOCOLS / WM_DELETE_WINDOW).
@@ -202,6 +207,52 @@ def press(args):
     return 0 if button.get_action_iface().do_action(0) else 1
 
 
+def titled_windows(connection, title):
+    """The mapped children of the root titled `title` (any title if empty) as (id, title),
+    watching each for a new title (no window manager here, so top-level windows are the
+    root's children)."""
+    from Xlib import X, error
+
+    found = []
+    for window in connection.screen().root.query_tree().children:
+        try:
+            window.change_attributes(event_mask=X.PropertyChangeMask | X.StructureNotifyMask)
+            if window.get_attributes().map_state != X.IsViewable:
+                continue
+            name = window.get_full_text_property(connection.intern_atom("_NET_WM_NAME")) or window.get_wm_name()
+        except (error.BadWindow, error.BadDrawable):
+            continue  # destroyed while being read
+        if name == title or (not title and name):
+            found.append((window.id, name))
+    return found
+
+
+def window(args):
+    import select
+
+    from Xlib import X, display
+
+    connection = display.Display()
+    connection.set_error_handler(lambda *_: None)  # a window gone between two requests is not an error here
+    connection.screen().root.change_attributes(event_mask=X.SubstructureNotifyMask)
+    deadline = time.monotonic() + args.timeout
+    while True:
+        connection.sync()
+        while connection.pending_events():
+            connection.next_event()
+        found = titled_windows(connection, args.title)
+        if args.gone and not found:
+            return 0
+        if found and not args.gone:
+            print(f"{found[-1][0]}\n{found[-1][1]}")
+            return 0
+        left = deadline - time.monotonic()
+        if left <= 0:
+            print(f"after {args.timeout} s, windows titled {args.title!r}: {found}")
+            return 1
+        select.select([connection.fileno()], [], [], left)
+
+
 def close(args):
     from Xlib import X, display, protocol
 
@@ -235,11 +286,15 @@ def main():
     events_parser.add_argument("--timeout", type=float, default=10)
     close_parser = commands.add_parser("close")
     close_parser.add_argument("xid")
+    window_parser = commands.add_parser("window")
+    window_parser.add_argument("title")
+    window_parser.add_argument("--gone", action="store_true")
+    window_parser.add_argument("--timeout", type=float, default=10)
     press_parser = commands.add_parser("press")
     press_parser.add_argument("name")
     press_parser.add_argument("button")
     args = parser.parse_args()
-    return {"tree": tree, "events": events, "close": close, "press": press}[args.command](args)
+    return {"tree": tree, "events": events, "close": close, "press": press, "window": window}[args.command](args)
 
 
 if __name__ == "__main__":

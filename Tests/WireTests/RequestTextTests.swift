@@ -8,39 +8,58 @@ import Testing
     /// A line break, an escape, DEL, and C1's NEL and CSI.
     static let controls = ["\n", "\r", "\t", "\u{1b}", "\u{7f}", "\u{85}", "\u{9b}", "\u{0}"]
 
-    /// A request with plain text in every field a client fills in.
-    static func plain() -> Request {
-        var request = Request(.unlock)
-        request.pam = PAMItems(user: "alice", service: "sudo", tty: "/dev/pts/1", rhost: "host.example", ruser: "bob",
-                               xdisplay: ":0")
-        request.moduleOptions = ["pin", "timeout=9"]
+    static let items = PAMItems(user: "alice", service: "sudo", tty: "/dev/pts/1", rhost: "host.example", ruser: "bob",
+                                xdisplay: ":0")
+    static let arguments = ["pin", "timeout=9"]
+    static let application = Application(busName: ":1.42", executable: "/usr/bin/meander", appID: "org.example.Meander",
+                                         name: "Meander Ærlig")
+
+    /// A request from `origin` with plain text in every other field a client fills in.
+    static func plain(_ origin: Origin = .pamHost(items, moduleArguments: arguments)) -> Request {
+        var request = Request(origin.application == nil ? .pamAuthenticate : .unlock, from: origin)
         request.options.set(field: "device", "virtual")
         request.arguments = ["payroll"]
         request.ticket = "t-1"
         request.language = "nb_NO.UTF-8"
         request.timeZone = "Europe/Oslo"
-        request.application = Application(busName: ":1.42", executable: "/usr/bin/meander", appID: "org.example.Meander",
-                                          name: "Meander Ærlig")
         return request
     }
 
-    /// Each field with each control character in it, and the name the rule gives it.
-    static var fields: [(String, (inout Request, String) -> Void)] { [
-        ("pam.user", { $0.pam?.user = $1 }), ("pam.service", { $0.pam?.service = $1 }), ("pam.tty", { $0.pam?.tty = $1 }),
-        ("pam.rhost", { $0.pam?.rhost = $1 }), ("pam.ruser", { $0.pam?.ruser = $1 }), ("pam.xdisplay", { $0.pam?.xdisplay = $1 }),
-        ("option", { $0.moduleOptions.append($1) }), ("opt.device", { $0.options.set(field: "device", $1) }),
-        ("arg", { $0.arguments.append($1) }), ("ticket", { $0.ticket = $1 }), ("language", { $0.language = $1 }),
-        ("time-zone", { $0.timeZone = $1 }), ("app.bus-name", { $0.application?.busName = $1 }),
-        ("app.executable", { $0.application?.executable = $1 }), ("app.id", { $0.application?.appID = $1 }),
-        ("app.name", { $0.application?.name = $1 }),
+    /// A PAM host's request with one of its items changed.
+    static func pam(_ change: (inout PAMItems) -> Void) -> Request {
+        var items = Self.items
+        change(&items)
+        return plain(.pamHost(items, moduleArguments: arguments))
+    }
+
+    /// An application's request with what the agent says of it changed.
+    static func app(_ change: (inout Application) -> Void) -> Request {
+        var application = Self.application
+        change(&application)
+        return plain(.application(application))
+    }
+
+    /// Each field, the request with `text` in it, and the name the rule gives it.
+    static var fields: [(String, (String) -> Request)] { [
+        ("pam.user", { t in pam { $0.user = t } }), ("pam.service", { t in pam { $0.service = t } }),
+        ("pam.tty", { t in pam { $0.tty = t } }), ("pam.rhost", { t in pam { $0.rhost = t } }),
+        ("pam.ruser", { t in pam { $0.ruser = t } }), ("pam.xdisplay", { t in pam { $0.xdisplay = t } }),
+        ("option", { t in plain(.pamHost(items, moduleArguments: arguments + [t])) }),
+        ("opt.device", { t in var request = plain(); request.options.set(field: "device", t); return request }),
+        ("arg", { t in var request = plain(); request.arguments.append(t); return request }),
+        ("ticket", { t in var request = plain(); request.ticket = t; return request }),
+        ("language", { t in var request = plain(); request.language = t; return request }),
+        ("time-zone", { t in var request = plain(); request.timeZone = t; return request }),
+        ("app.bus-name", { t in app { $0.busName = t } }), ("app.executable", { t in app { $0.executable = t } }),
+        ("app.id", { t in app { $0.appID = t } }), ("app.name", { t in app { $0.name = t } }),
     ] }
 
     @Test func everyFieldACallerFillsInIsChecked() {
         #expect(Self.plain().fieldWithControlCharacters == nil, "plain text, letters beyond ASCII included")
-        for (name, set) in Self.fields {
+        #expect(Self.plain(.application(Self.application)).fieldWithControlCharacters == nil)
+        for (name, make) in Self.fields {
             for control in Self.controls {
-                var request = Self.plain()
-                set(&request, "su" + control + "x")
+                let request = make("su" + control + "x")
                 #expect(request.fieldWithControlCharacters == name, "\(name) with \(control.unicodeScalars.map(\.value))")
             }
         }

@@ -42,3 +42,66 @@ import Testing
         #expect(ask.skipsTo == nil && ask.purpose == .pin)
     }
 }
+
+/// The request's origin (issue 34 §2): one value on the wire, read back as it was sent, and a
+/// request its client would never send refused as it is read.
+@Suite struct RequestOriginTests {
+    static func decoded(_ request: Request) throws -> Request? {
+        try decode(ClientMessage.request(request).encoded())
+    }
+
+    static func decode(_ packet: [UInt8]) throws -> Request? {
+        let message = try packet.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws(WireError) -> ClientMessage in
+            try ClientMessage.decode(bytes)
+        }
+        guard case let .request(decoded) = message else { return nil }
+        return decoded
+    }
+
+    static let items = PAMItems(user: "alice", service: "sudo", tty: "/dev/pts/1")
+    static let application = Application(busName: ":1.42", name: "Meander", grantKey: Array(repeating: 7, count: 32), methods: [.pin])
+
+    @Test func eachOriginComesBackAsItWasSent() throws {
+        let origins: [(Command, Origin)] = [
+            (.pamAuthenticate, .pamHost(Self.items, moduleArguments: ["pin", "timeout=9"])),
+            (.pamAccount, .pamHost(PAMItems(), moduleArguments: [])),
+            (.status, .commandLine),
+            (.stepUp, .application(Self.application)),
+        ]
+        for (command, origin) in origins {
+            let decoded = try #require(try Self.decoded(Request(command, from: origin)))
+            #expect(decoded.command == command && decoded.origin == origin)
+        }
+    }
+
+    /// A PAM command from the command line, PAM items on the command line's, an application
+    /// asking for what the agent never asks: refused, naming the command.
+    @Test func aCommandItsOriginNeverSendsIsRefused() {
+        let refused: [(Command, Origin)] = [
+            (.pamAuthenticate, .commandLine),
+            (.pamAuthenticate, .application(Self.application)),
+            (.status, .pamHost(Self.items, moduleArguments: [])),
+            (.login, .application(Self.application)),
+            (.accountRemove, .application(Self.application)),
+        ]
+        for (command, origin) in refused {
+            #expect(throws: WireError.wrongSender(command: command.rawValue)) { try Self.decoded(Request(command, from: origin)) }
+        }
+    }
+
+    /// Fields that would make two origins, or module arguments without a PAM host, are not a
+    /// request.
+    @Test func fieldsOfTwoOriginsAreNoRequest() {
+        var both = WireFields()
+        both.add("command", "unlock")
+        both.add("pam", true)
+        both.add("app", true)
+        both.add("app.bus-name", ":1.9")
+        var arguments = WireFields()
+        arguments.add("command", "status")
+        arguments.add("option", "pin")
+        for (fields, field) in [(both, "app"), (arguments, "option")] {
+            #expect(throws: WireError.badValue(field)) { try Self.decode(Wire.encode(kind: 1, fields)) }
+        }
+    }
+}

@@ -91,11 +91,12 @@ class Meander(Gtk.Application):
         self.window = Gtk.ApplicationWindow(application=self, title=_("Meander"), default_width=420, default_height=300)
         self.stack = Gtk.Stack()
         self.window.set_child(self.stack)
-        self.stack.add_named(self.page(_("Meander is locked."), [(_("_Unlock"), self.unlock)]), "locked")
-        self.stack.add_named(self.page(_("Welcome back."), [(_("_Contact assignments"), self.open_contacts),
-                                                           (_("_Settings"), self.open_settings)]), "home")
+        self.first_control = {}
+        self.add_page("locked", _("Meander is locked."), [(_("_Unlock"), self.unlock)])
+        self.add_page("home", _("Welcome back."), [(_("_Contact assignments"), self.open_contacts),
+                                                  (_("_Settings"), self.open_settings)])
         self.contacts = Gtk.Label(wrap=True)
-        self.stack.add_named(self.page(None, [(_("_Back"), self.leave_contacts)], self.contacts), "contacts")
+        self.add_page("contacts", None, [(_("_Back"), self.leave_contacts)], self.contacts)
         self.switch = Gtk.Switch(valign=Gtk.Align.CENTER)
         self.switch_handler = self.switch.connect("notify::active", self.switch_flipped)
         self.caption = Gtk.Label(wrap=True, xalign=0)
@@ -106,12 +107,12 @@ class Meander(Gtk.Application):
         settings = Gtk.Box(orientation=Gtk.Orientation.VERTICAL, spacing=6)
         settings.append(row)
         settings.append(self.caption)
-        self.stack.add_named(self.page(None, [(_("_Back"), lambda *_: self.stack.set_visible_child_name("home"))], settings),
-                             "settings")
+        self.add_page("settings", None, [(_("_Back"), lambda *_: self.show("home"))], settings)
+        self.first_control["settings"] = self.switch
         self.window.present()
         self.unlock()
 
-    def page(self, text, buttons, body=None):
+    def add_page(self, name, text, buttons, body=None):
         box = Gtk.Box(orientation=Gtk.Orientation.VERTICAL, spacing=12, margin_top=24, margin_bottom=24, margin_start=24,
                       margin_end=24)
         if text:
@@ -127,7 +128,14 @@ class Meander(Gtk.Application):
             button.get_child().update_state([Gtk.AccessibleState.HIDDEN], [True])
             button.connect("clicked", lambda _button, act=action: act())
             box.append(button)
-        return box
+            self.first_control.setdefault(name, button)
+        self.stack.add_named(box, name)
+
+    def show(self, name):
+        """Shows a page and puts the focus on its first control, so that a screen reader says
+        where the person is now (GTK 4.8 presents a stack's hidden pages too)."""
+        self.stack.set_visible_child_name(name)
+        self.first_control[name].grab_focus()
 
     # Story 1: unlock at start.
     def unlock(self):
@@ -136,9 +144,9 @@ class Meander(Gtk.Application):
         def done(code, _results, take):
             if code == 0:
                 self.token = take()  # sent to the app's server, never shown or logged
-                self.stack.set_visible_child_name("home")
+                self.show("home")
             else:
-                self.stack.set_visible_child_name("locked")  # cancelled or failed: ask again later
+                self.show("locked")  # cancelled or failed: ask again later
         self.agent.request("Unlock", "(a{sv})", (options,), path, done)
 
     # Story 2: a sensitive screen, asked once while it is open.
@@ -148,18 +156,18 @@ class Meander(Gtk.Application):
         def done(code, _results, _take):
             if code == 0:
                 self.contacts.set_text(_("Kari Nordmann, Storgata 1. Visit on Tuesday."))
-                self.stack.set_visible_child_name("contacts")
+                self.show("contacts")
         self.agent.request("StepUp", "(ssa{sv})", (CONTACTS, _("Contact assignments hold personal data."), options), path, done)
 
     def leave_contacts(self):
         self.contacts.set_text("")
         self.agent.proxy.call("EndContext", GLib.Variant("(s)", (CONTACTS,)), Gio.DBusCallFlags.NONE, 5000, None, None)
-        self.stack.set_visible_child_name("home")
+        self.show("home")
 
     # The settings switch.
     def open_settings(self):
         self.show_status()
-        self.stack.set_visible_child_name("settings")
+        self.show("settings")
 
     def show_status(self):
         status = self.agent.proxy.call_sync("GetStatus", None, Gio.DBusCallFlags.NONE, 10000, None).unpack()[0]

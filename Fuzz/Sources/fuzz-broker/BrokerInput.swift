@@ -68,12 +68,18 @@ enum BrokerInput {
     static func request(_ input: inout FuzzInput) -> [UInt8] {
         var request = Request(input.pick(Command.allCases))
         let shape = input.byte()
+        // Any origin with any command: the broker refuses those its client never sends.
         if shape & 1 != 0 {
-            request.pam = PAMItems(user: input.pick(users), service: input.pick([nil, "login", "sudo", "gdm-password", "fuzz"]),
-                                   tty: input.pick([nil, "/dev/tty1", ":0", ""]), rhost: input.pick([nil, "", "host.example"]),
-                                   ruser: input.pick([nil, "fs-alice", "fs-bob", "root"]), xdisplay: input.pick([nil, ":0"]))
+            let items = PAMItems(user: input.pick(users), service: input.pick([nil, "login", "sudo", "gdm-password", "fuzz"]),
+                                 tty: input.pick([nil, "/dev/tty1", ":0", ""]), rhost: input.pick([nil, "", "host.example"]),
+                                 ruser: input.pick([nil, "fs-alice", "fs-bob", "root"]), xdisplay: input.pick([nil, ":0"]))
+            let arguments = shape & 2 != 0 ? (0..<Int(input.byte() % 4)).map { _ in input.textOrPick(moduleOptions) } : []
+            request.origin = .pamHost(items, moduleArguments: arguments)
+        } else if shape & 128 != 0 {
+            request.origin = .application(Application(busName: ":1.42", name: "Meander",
+                                                      grantKey: input.flag() ? Array(repeating: 7, count: 32) : nil,
+                                                      methods: input.flag() ? [.pin] : []))
         }
-        if shape & 2 != 0 { request.moduleOptions = (0..<Int(input.byte() % 4)).map { _ in input.textOrPick(moduleOptions) } }
         if shape & 4 != 0 {
             for _ in 0..<Int(input.byte() % 4) {
                 let (field, value) = input.pick(options)
@@ -87,10 +93,6 @@ enum BrokerInput {
             request.ticket = input.pick([nil, "t-1", ""])
             request.language = input.pick([nil, "nb", "nb_NO.UTF-8", "C"])
             request.timeZone = input.pick([nil, "Europe/Oslo", "UTC", "CET-1CEST,M3.5.0,M10.5.0/3", "../../etc/passwd"])
-        }
-        if shape & 128 != 0 {
-            request.application = Application(busName: ":1.42", name: "Meander", grantKey: input.flag() ? Array(repeating: 7, count: 32) : nil,
-                                              methods: input.flag() ? [.pin] : [])
         }
         var packet = ClientMessage.request(request).encoded()
         mutate(&packet, &input)
@@ -129,7 +131,7 @@ enum BrokerInput {
             refused = "needs the PIN"
         } else if request.command == .pinSet && !root && !connection.answered {
             refused = "needs the account password and a PIN"
-        } else if pamCommands.contains(request.command) && !root, let user = request.pam?.user, !user.isEmpty, user != own {
+        } else if pamCommands.contains(request.command) && !root, let user = request.origin.pamItems?.user, !user.isEmpty, user != own {
             refused = "is for another account, from a user"
         } else {
             refused = nil

@@ -115,7 +115,7 @@ enum AccountCommands {
               let records = try? registry.locked({ try registry.records() }) else { return }
         for record in records where record.state == .pending {
             if (try? removeAccount(record, registry: registry, state: state, options: options)) == true {
-                Provisioning.audit(record.name, .provisioning(.cancelled, reason: "brokerStopped"))
+                Provisioning.audit(record.name, .provisioning(.cancelled, reason: AuditReason.refusal(.brokerStopped).word))
                 Syslog.log(.notice, "fingersealed: the half-made account \(record.name) was removed (the broker stopped while making it)")
             }
         }

@@ -15,7 +15,7 @@ import SystemKit
 /// leaves the broker.
 enum LoginCommand {
     static func login(_ call: Call) throws -> Reply {
-        try loggingFailure("sign-in", call.store) { try run(call) }
+        try loggingFailure(.signIn, call.store) { try run(call) }
     }
 
     static func run(_ call: Call) throws -> Reply {
@@ -77,7 +77,7 @@ enum LoginCommand {
         func refuse(_ error: FingersealError) -> FingersealError {
             if let refreshToken = tokens.refreshToken { _ = try? client.revoke(refreshToken) }
             let trail = AuditTrail(store: call.store)
-            let event = AuditEvent.failure(action: "sign-in", reason: "identityMismatch")
+            let event = AuditEvent.failure(action: .signIn, reason: .refusal(.identityMismatch))
             if (try? Vault.status(call.store)) != nil { trail.record(event, vault: nil) } else { trail.log(event) }
             return error
         }
@@ -309,7 +309,7 @@ enum LoginCommand {
                 case .unknown:
                     call.conversation.info(Messages.browserUnknownAccountRefused)
                 }
-                AuditTrail(store: call.store).log(.failure(action: "sign-in", reason: "redirectFromOtherAccount"))
+                AuditTrail(store: call.store).log(.failure(action: .signIn, reason: .refusal(.redirectFromOtherAccount)))
             }
         }
     }

@@ -46,7 +46,7 @@ enum StepUpCommands {
         guard let context = call.arguments.first else {
             throw FingersealError(.usage, OptionError.stepUpNeedsContext.message)
         }
-        guard StepUp.isValidContext(context) else { throw FingersealError(.usage, Messages.badContext) }
+        guard StepUpRules.isValidContext(context) else { throw FingersealError(.usage, Messages.badContext) }
         guard call.arguments.count == 1 else {
             throw FingersealError(.usage, Messages.commandAfterDashes(context))
         }
@@ -97,7 +97,7 @@ enum StepUpCommands {
         guard let context = call.options(for: SealOptions.self).context else {
             throw FingersealError(.usage, OptionError.sealNeedsContext.message)
         }
-        guard StepUp.isValidContext(context) else { throw FingersealError(.usage, Messages.badContext) }
+        guard StepUpRules.isValidContext(context) else { throw FingersealError(.usage, Messages.badContext) }
         // Sealing reveals nothing, so the vault is opened without asking.
         let vault = try Vault.unlockWithDevice(call.store)
         let payload = try call.conversation.receiveData(limit: SealedFile.maxPlaintext, spare: AEAD.tagLength,

@@ -31,7 +31,7 @@ extension Call {
 
 /// Runs `body`; when it fails (other than a mistake on the command line), records the
 /// failure in the audit trail and rethrows. Recording itself never throws.
-func recordingFailure<T>(_ action: String, _ trail: AuditTrail, vault: UnlockedVault? = nil,
+func recordingFailure<T>(_ action: AuditAction, _ trail: AuditTrail, vault: UnlockedVault? = nil,
                          _ body: () throws -> T) throws -> T {
     do {
         return try body()
@@ -44,7 +44,7 @@ func recordingFailure<T>(_ action: String, _ trail: AuditTrail, vault: UnlockedV
 /// Runs a whole command; when it fails (other than a mistake on the command line), logs the
 /// failure to syslog without recording it in the trail: for commands whose failure leaves
 /// the vault as it was (a refused sign-in).
-func loggingFailure<T>(_ action: String, _ store: VaultStore, _ body: () throws -> T) throws -> T {
+func loggingFailure<T>(_ action: AuditAction, _ store: VaultStore, _ body: () throws -> T) throws -> T {
     do {
         return try body()
     } catch let error as FingersealError where error.outcome != .usage {

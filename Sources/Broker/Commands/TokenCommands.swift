@@ -104,7 +104,7 @@ enum TokenCommands {
             throw FingersealError(.signInRequired, Messages.notSignedIn)
         }
         // A sensitive operation: the PIN, not a finger.
-        let vault = try recordingFailure("sign-out", AuditTrail(store: store)) { try PINEntry.unlock(call, store: store) }
+        let vault = try recordingFailure(.signOut, AuditTrail(store: store)) { try PINEntry.unlock(call, store: store) }
         var revoked = false
         var warning: String? = nil
         if status.signIn == .active, let refreshToken = try vault.secret(TokenChain.refreshTokenRecord) {

@@ -277,7 +277,7 @@ enum VaultCommands {
         let store = call.store
         guard try Vault.status(store) != nil else { throw FingersealError(.noVault, Messages.noVault) }
         let trail = AuditTrail(store: store)
-        try recordingFailure("PIN reset", trail) { try AccountPassword.requireUnlessRoot(call) }
+        try recordingFailure(.pinReset, trail) { try AccountPassword.requireUnlessRoot(call) }
         let vault: UnlockedVault
         do {
             vault = try Vault.unlockWithDevice(store)
@@ -325,7 +325,7 @@ enum VaultCommands {
             call.conversation.output(on ? Messages.identifyAlreadyOn : Messages.identifyAlreadyOff)
             return Reply(.success)
         }
-        let vault = try recordingFailure("identify", AuditTrail(store: store)) { try PINEntry.unlock(call, store: store) }
+        let vault = try recordingFailure(.identify, AuditTrail(store: store)) { try PINEntry.unlock(call, store: store) }
         try vault.update { $0.setIdentify(on) }
         AuditTrail(store: store).record(.identifySetting(on: on), vault: vault)
         call.conversation.output(on ? Messages.identifyTurnedOn : Messages.identifyTurnedOff)

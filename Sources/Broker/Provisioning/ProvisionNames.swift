@@ -14,10 +14,10 @@ extension Provisioning {
         case .free:
             return nil
         case let .reserved(source):
-            return refusal(.notPermitted, Messages.provisionReservedName(name), "reservedName",
+            return refusal(.notPermitted, Messages.provisionReservedName(name), .refusal(.reservedName),
                            detail: "\(name) is reserved (\(source))")
         case let .unknown(path, why):
-            return refusal(.badConfiguration, Messages.provisionNamesUnchecked, "reservedNamesUnknown",
+            return refusal(.badConfiguration, Messages.provisionNamesUnchecked, .refusal(.reservedNamesUnknown),
                            detail: "the reserved names cannot be read: \(path): \(why)")
         }
     }

@@ -53,11 +53,10 @@ struct Provisioning {
     /// exactly as without provisioning.
     static func applies(_ request: Request, caller: Caller, channel: Channel, conversation: Conversation,
                         state: BrokerState, given: RequestOptions) throws -> Provisioning? {
-        guard request.command == .pamAuthenticate, caller.isRoot, channel.isPAMHost,
-              let name = request.pam?.user, AccountName.isValid(name) else { return nil }
+        guard request.command == .pamAuthenticate, caller.isRoot, let pam = channel.pam,
+              let name = pam.user, AccountName.isValid(name) else { return nil }
         let (options, _) = try Dispatcher.effectiveOptions(request, caller: caller, state: state)
         guard options.provision == .idp else { return nil }
-        let pam = channel.pam ?? PAMItems()
         if options.skipServices.contains(pam.service ?? "") || options.prompt == .none { return nil }
         guard PAMFlows.isInteractive(options, caller, pam) else { return nil }
         if LoginOrigin.isRemote(remoteHost: pam.rhost, sshSession: caller.remote) { return nil }
@@ -84,7 +83,7 @@ struct Provisioning {
     /// A refusal: its sentence, and the reason the audit trail gives (`Messages.auditReason`).
     struct Refusal: Error {
         let error: FingersealError
-        let reason: String
+        let reason: AuditReason
     }
 
     /// Never throws: every end is an outcome and a sentence, and whatever was made is gone
@@ -99,12 +98,12 @@ struct Provisioning {
             return Reply(refusal.error.outcome, refusal.error.message)
         } catch let error as FingersealError {
             // The provider's refusal of the sign-in is no fingerprint's.
-            undo(made, reason: error.outcome == .noMatch ? "signInRefused" : error.outcome.rawValue, detail: error.description)
+            undo(made, reason: error.outcome == .noMatch ? .refusal(.signInRefused) : .outcome(error.outcome), detail: error.description)
             let message = made.started && error.outcome != .cancelled
                 ? error.message + " " + Messages.provisionUndone : error.message
             return Reply(error.outcome, message)
         } catch {
-            undo(made, reason: Outcome.systemError.rawValue, detail: "\(error)")
+            undo(made, reason: .outcome(.systemError), detail: "\(error)")
             return Reply(.systemError, Messages.provisionFailed(Messages.systemFailure(.finishRequest)))
         }
     }
@@ -116,21 +115,21 @@ struct Provisioning {
                                   detail: "provision=idp needs issuer, client_id, provision_require and user_claim")
         }
         if claim == .emailLocalPart && options.provisionEmailDomains.isEmpty {
-            throw refusal(.badConfiguration, Messages.provisionEmailDomainMissing, "emailDomainMissing")
+            throw refusal(.badConfiguration, Messages.provisionEmailDomainMissing, .refusal(.emailDomainMissing))
         }
         let registry = try ProvisionRegistry(stateDirectory: state.settings.stateDirectory)
         // Before anyone signs in for nothing: a reader to enroll with, room in the hour.
         if state.reader.readerPresent(call(for: placeholder)) == false {
-            throw refusal(.noReader, Messages.provisionNoReader, "noReader")
+            throw refusal(.noReader, Messages.provisionNoReader, .outcome(.noReader))
         }
         if try registry.locked({ try registry.madeWithinHour(now: SystemClock().now()) }) >= options.provisionPerHour {
-            throw refusal(.notPermitted, Messages.provisionRateLimited, "rateLimited")
+            throw refusal(.notPermitted, Messages.provisionRateLimited, .refusal(.rateLimited))
         }
         // The name typed is the account's: a name kept for the system or administrators, or a
         // group of that name (useradd would need the name for the account's own group), is
         // known to be refused before anyone signs in.
         if let refusal = reservedRefusal(name) { throw refusal }
-        if SystemAccounts.groupExists(name) { throw refusal(.notPermitted, Messages.provisionClash(name), "nameTaken") }
+        if SystemAccounts.groupExists(name) { throw refusal(.notPermitted, Messages.provisionClash(name), .refusal(.nameTaken)) }
 
         // 1. The device sign-in.
         conversation.info(Messages.provisionStart(name))
@@ -153,8 +152,8 @@ struct Provisioning {
         made.revoke = { _ = try? client.revoke(refreshToken) }
 
         // 2. Who signed in, and may they have an account here, under this name?
-        func refuse(_ sentence: String, _ reason: String) -> Refusal {
-            refusal(.notPermitted, sentence, reason)
+        func refuse(_ sentence: String, _ reason: AuditReason.Refusal) -> Refusal {
+            refusal(.notPermitted, sentence, .refusal(reason))
         }
         let claims: IDTokenClaims?
         do throws(TokenFailure) {
@@ -164,35 +163,35 @@ struct Provisioning {
         } catch {
             throw LoginCommand.loginError(error)
         }
-        guard let claims else { throw refuse(Messages.identityUnknown, "identityUnknown") }
+        guard let claims else { throw refuse(Messages.identityUnknown, .identityUnknown) }
         // Whoever approved the code signed in at the provider for it, after it was shown: not
         // a session their phone already had, which is what a relayed code rides on.
         switch Provisioning.freshness(authTime: Provisioning.signedAuthTime(claims, tokens, client), codeIssuedAt: codeIssuedAt) {
         case .fresh: break
-        case .missing: throw refuse(Messages.provisionNoAuthTime, "authTimeMissing")
-        case .stale: throw refuse(Messages.provisionNotFresh, "authNotFresh")
+        case .missing: throw refuse(Messages.provisionNoAuthTime, .authTimeMissing)
+        case .stale: throw refuse(Messages.provisionNotFresh, .authNotFresh)
         }
         let identity = SignedInIdentity(claims)
         guard try carries(requirement, claims, tokens, client) else {
-            throw refuse(Messages.provisionNotAllowed(identity.display), "requirement")
+            throw refuse(Messages.provisionNotAllowed(identity.display), .requirement)
         }
         if claim == .emailLocalPart {
             switch Provisioning.emailVerdict(claims, domains: options.provisionEmailDomains) {
             case .accepted: break
-            case .unverified: throw refuse(Messages.provisionEmailUnverified(identity.display), "emailUnverified")
-            case .otherDomain: throw refuse(Messages.provisionEmailOtherDomain(identity.display), "emailDomain")
+            case .unverified: throw refuse(Messages.provisionEmailUnverified(identity.display), .emailUnverified)
+            case .otherDomain: throw refuse(Messages.provisionEmailOtherDomain(identity.display), .emailDomain)
             }
         }
         let map = claim == .sub ? try UserMap.load(path: options.userMap) : nil
         guard let mapped = IdentityBinding.mappedName(identity, claim: claim, map: map) else {
-            throw refuse(Messages.provisionNoName(identity.display, claim.rawValue), "noName")
+            throw refuse(Messages.provisionNoName(identity.display, claim.rawValue), .noName)
         }
-        guard AccountName.isValid(mapped) else { throw refuse(Messages.provisionInvalidName(String(mapped.prefix(64))), "invalidName") }
+        guard AccountName.isValid(mapped) else { throw refuse(Messages.provisionInvalidName(String(mapped.prefix(64))), .invalidName) }
         if mapped != name, let refusal = reservedRefusal(mapped) { throw refusal }
         if try UserAccount.named(mapped) != nil || SystemAccounts.groupExists(mapped) {
-            throw refuse(Messages.provisionClash(mapped), "nameTaken")
+            throw refuse(Messages.provisionClash(mapped), .nameTaken)
         }
-        guard mapped == name else { throw refuse(Messages.provisionOtherName(identity.display, mapped, name), "otherName") }
+        guard mapped == name else { throw refuse(Messages.provisionOtherName(identity.display, mapped, name), .otherName) }
 
         // 3. The record first, then the account: in `provision_groups`, and, where this stack
         // also signs in by touch, in `identify_group` (so the next login is a touch).
@@ -212,15 +211,15 @@ struct Provisioning {
         try registry.locked {
             // Checked again under the lock: another request may have made it meanwhile.
             if try registry.record(name) != nil || UserAccount.named(name) != nil || SystemAccounts.groupExists(name) {
-                throw refuse(Messages.provisionClash(name), "nameTaken")
+                throw refuse(Messages.provisionClash(name), .nameTaken)
             }
             if try registry.madeWithinHour(now: now) >= options.provisionPerHour {
-                throw refuse(Messages.provisionRateLimited, "rateLimited")
+                throw refuse(Messages.provisionRateLimited, .rateLimited)
             }
             // One account per identity: a second one for the same person is what a stranger
             // with a relayed code would get.
             if try registry.records(issuer: issuer, subject: identity.subject).count >= options.provisionPerSubject {
-                throw refuse(Messages.provisionHasAccount(identity.display), "subjectProvisioned")
+                throw refuse(Messages.provisionHasAccount(identity.display), .subjectProvisioned)
             }
             try registry.write(record(uid: nil, .pending, lastUsed: now))
             made.recorded = true
@@ -232,7 +231,7 @@ struct Provisioning {
         } catch is SystemAccounts.NameInUse {
             // Made by someone else since it was checked: theirs, and not for the undo to touch.
             made.nameTaken = true
-            throw refuse(Messages.provisionClash(name), "nameTaken")
+            throw refuse(Messages.provisionClash(name), .nameTaken)
         } catch {
             throw FingersealError(.systemError, Messages.provisionFailed(Messages.systemFailure(.finishRequest)),
                                   detail: "useradd \(name): \(error)")
@@ -360,15 +359,15 @@ struct Provisioning {
 
     /// A refusal: said, logged (with `detail`, when there is more to say than the reason),
     /// audited; nothing was made.
-    func refusal(_ outcome: Outcome, _ sentence: String, _ reason: String, detail: String? = nil) -> Refusal {
-        Refusal(error: FingersealError(outcome, sentence, detail: "provisioning refused: \(detail ?? reason)"), reason: reason)
+    func refusal(_ outcome: Outcome, _ sentence: String, _ reason: AuditReason, detail: String? = nil) -> Refusal {
+        Refusal(error: FingersealError(outcome, sentence, detail: "provisioning refused: \(detail ?? reason.word)"), reason: reason)
     }
 
     /// Ends the sign-in at the provider, then removes whatever `made` says was made, newest
     /// first: the vault (and its directory), the account (only the one made here: its comment
     /// carries this request's marker), the record. Then the event goes to the audit trail (a
     /// refusal or a cancel).
-    private func undo(_ made: Made, reason: String, detail: String) {
+    private func undo(_ made: Made, reason: AuditReason, detail: String) {
         made.revoke?()
         var accountGone = true
         if let account = made.account {
@@ -386,9 +385,9 @@ struct Provisioning {
         if made.recorded, accountGone, let registry = try? ProvisionRegistry.existing(stateDirectory: state.settings.stateDirectory) {
             try? registry.locked { try registry.remove(name) }
         }
-        let ended = [Outcome.cancelled.rawValue, Outcome.timedOut.rawValue].contains(reason)
+        let ended = [AuditReason.outcome(.cancelled), .outcome(.timedOut)].contains(reason)
         let event: ProvisioningEvent = made.started || ended ? .cancelled : .refused
-        Provisioning.audit(name, .provisioning(event, reason: reason))
+        Provisioning.audit(name, .provisioning(event, reason: reason.word))
         Syslog.log(.notice, "fingersealed: provisioning \(name) \(event.rawValue) service=\(channel.pam?.service ?? "?") (\(caller)): \(detail)")
     }
 

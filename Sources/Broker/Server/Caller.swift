@@ -324,3 +324,13 @@ public enum SessionLiveness: Hashable, Sendable {
     }
 }
 
+extension Caller {
+    /// A caller no connection vouched for, with the ids given, in this process's session: for
+    /// in-process tests of the broker's decisions (`@testable`, as the fuzz harness serves a
+    /// socketpair), never reached by a connection, which only `of(socket:)` reads.
+    init(inProcess uid: UInt32, gid: UInt32, groups: [UInt32] = [], realUID: UInt32? = nil, loginUID: UInt32? = nil) {
+        let pin = ProcessPin(pid: getpid(), pidfd: -1)
+        self.init(pid: pin.pid, uid: uid, gid: gid, groups: groups + [gid], realUID: realUID ?? uid, loginUID: loginUID,
+                  login: LoginContext(pin: pin, realUID: realUID ?? uid, loginUID: loginUID))
+    }
+}

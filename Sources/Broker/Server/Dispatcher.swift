@@ -42,7 +42,7 @@ struct Call {
         let asking: UInt32?
         if !caller.isRoot {
             asking = caller.uid
-        } else if !channel.isPAMHost {
+        } else if channel.pam == nil {
             asking = nil // root's own command line (--user NAME)
         } else if caller.realUID != 0 {
             asking = caller.realUID
@@ -215,7 +215,7 @@ enum Authorization {
         let named: String?
         switch rule(request.command) {
         case .pamHost:
-            guard let user = request.pam?.user, !user.isEmpty else { throw FingersealError(.unknownUser, Messages.unknownUser) }
+            guard let user = request.origin.pamItems?.user, !user.isEmpty else { throw FingersealError(.unknownUser, Messages.unknownUser) }
             named = user
         case .root:
             guard caller.isRoot else { throw FingersealError(.notPermitted, Messages.accountRootOnly) }
@@ -338,7 +338,7 @@ enum Dispatcher {
             // The CLI has always shown what in the configuration it did not understand; a PAM
             // host shows nothing of it, so it goes to the log (a mistyped module argument).
             for warning in warnings {
-                if !channel.isPAMHost { conversation.info(warning) } else {
+                if !channel.showsOnlyTheConversation { conversation.info(warning) } else {
                     Syslog.log(.warning, "fingersealed: \(request.command.rawValue) service=\(channel.pam?.service ?? "?"): \(warning)")
                 }
             }
@@ -352,7 +352,7 @@ enum Dispatcher {
             reply = Reply(error.outcome, error.message)
             // A bad setting in a PAM stack shows nowhere else (the host says only PAM_SERVICE_ERR).
             if error.outcome == .notPermitted || error.outcome == .systemError
-                || (error.outcome == .badConfiguration && channel.isPAMHost) {
+                || (error.outcome == .badConfiguration && channel.showsOnlyTheConversation) {
                 Syslog.log(.warning, "fingersealed: \(request.command.rawValue) from \(caller): \(error.description)")
             }
         } catch {
@@ -373,20 +373,17 @@ enum Dispatcher {
     /// was given (sshd: a user name off the network) and keeps working as it did; what the
     /// broker logs of its text is escaped (`Syslog.log`).
     static func refuseControlCharacters(_ request: Request, from caller: Caller) throws {
-        if caller.isRoot && request.command.isPAM { return }
+        if caller.isRoot, case .pamHost = request.origin { return }
         guard let field = request.fieldWithControlCharacters else { return }
         throw FingersealError(.usage, Messages.controlCharacters(field))
     }
 
-    /// What the session agent may ask for an application, and what it may say of it: its
-    /// commands only (the switch for fingerprint unlock among them: each asks a finger or the
-    /// PIN, as a step-up does), every field bounded (they go into the audit trail; control characters
-    /// are refused with the rest of the request's text), a grant key of exactly 32 bytes.
+    /// What the session agent may say of an application (its commands are `Command.sender`'s,
+    /// checked as the request was read): every field bounded (they go into the audit trail;
+    /// control characters are refused with the rest of the request's text), a grant key of
+    /// exactly 32 bytes.
     static func checkApplication(_ request: Request) throws {
-        guard let application = request.application else { return }
-        guard [.unlock, .token, .stepUp, .reveal, .status, .fingerOn, .fingerOff].contains(request.command) else {
-            throw FingersealError(.usage, Messages.notForApplications(request.command.rawValue))
-        }
+        guard let application = request.origin.application else { return }
         let texts = [application.busName, application.executable, application.appID, application.name].compactMap { $0 }
         guard !application.busName.isEmpty, texts.allSatisfy({ $0.utf8.count <= 255 }),
               application.grantKey.map({ $0.count == 32 }) ?? true, application.methods.count <= Application.Method.allCases.count
@@ -407,10 +404,11 @@ enum Dispatcher {
     /// whole machine sets is refused in a section when the file is read (`SiteSetting.fileOnly`).
     static func effectiveOptions(_ request: Request, caller: Caller, state: BrokerState) throws -> (Options, [String]) {
         var (options, warnings) = try state.systemOptions()
-        if let service = request.pam?.service {
+        if let service = request.origin.pamItems?.service {
             options = try options.forService(service, only: caller.isRoot ? nil : SiteSetting.forUserHosts)
         }
-        let arguments = caller.isRoot ? request.moduleOptions : request.moduleOptions.filter { option in
+        let given = request.origin.moduleArguments
+        let arguments = caller.isRoot ? given : given.filter { option in
             SiteSetting.forUserHosts.contains(String(option.prefix { $0 != "=" }))
         }
         warnings += try options.applyArguments(arguments, source: "module arguments")

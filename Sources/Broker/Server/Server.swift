@@ -214,6 +214,9 @@ public final class Server: @unchecked Sendable {
             Conversation(connection: connection, wantsEvents: false)
                 .finish(Reply(.usage, Messages.wrongProtocol(Int(version))))
             return
+        } catch .protocolError(.wrongSender(let command)) {
+            Conversation(connection: connection, wantsEvents: false).finish(Reply(.usage, Messages.notFromThisProgram(command)))
+            return
         } catch {
             Syslog.log(.notice, "fingersealed: dropped a client (\(caller)) that sent no valid request: \(error)")
             return
@@ -223,9 +226,9 @@ public final class Server: @unchecked Sendable {
         // And every time in it in the person's zone.
         Localization.adopt(zoneNamed: request.timeZone, resolve: RequestZone.resolve)
         let conversation = Conversation(connection: connection, wantsEvents: request.wantsEvents,
-                                        announcesTurns: request.application != nil)
+                                        announcesTurns: request.origin.application != nil)
         // What its audit events say of where they came from, in the journal.
-        AuditOrigin.$current.withValue(AuditOrigin(request, caller: caller)) {
+        AuditOrigin.$current.withValue(AuditOrigin(Channel(request, from: caller), caller: caller)) {
             Dispatcher.handle(request, from: caller, conversation: conversation, state: state, slot: slot)
         }
     }

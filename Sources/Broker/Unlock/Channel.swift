@@ -1,10 +1,9 @@
 import FingerprintFlows
 import FingersealCore
 
-/// Through what a request reaches the person, decided once from its command: the module's
-/// commands come from PAM hosts, the session agent's from applications, every other from the
-/// command line (whatever fields the client filled in). What each channel may ask for, and
-/// how it is told things, is said here and nowhere else.
+/// Through what a request reaches the person: its origin (`Request.origin`, which decoding
+/// matched to its command) with the host's process. What each channel may ask for, and how it
+/// is told things, is said here and nowhere else.
 enum Channel {
     /// A PAM host (login, sudo, a greeter, a polkit agent, a lock screen): it shows only what
     /// the conversation sends, Enter alone means "the password instead", and it names no
@@ -21,12 +20,10 @@ enum Channel {
     case application(Application)
 
     init(_ request: Request, from caller: Caller) {
-        if request.command.isPAM {
-            self = .pamHost(request.pam ?? PAMItems(), host: caller)
-        } else if let application = request.application {
-            self = .application(application)
-        } else {
-            self = .commandLine
+        switch request.origin {
+        case let .pamHost(items, _): self = .pamHost(items, host: caller)
+        case .commandLine: self = .commandLine
+        case let .application(application): self = .application(application)
         }
     }
 
@@ -36,7 +33,7 @@ enum Channel {
         return nil
     }
 
-    var isPAMHost: Bool { pam != nil }
+    private var isPAMHost: Bool { pam != nil }
 
     /// The application the agent asks for.
     var application: Application? {
@@ -47,6 +44,9 @@ enum Channel {
     /// The host shows what the conversation sends, never the reply's sentence: what must be
     /// said is sent as it happens.
     var showsOnlyTheConversation: Bool { isPAMHost }
+
+    /// The account password is the PAM stack's next module there, never checked by the broker.
+    var leavesThePasswordToTheStack: Bool { isPAMHost }
 
     /// What an empty answer to the PIN means.
     enum Skip {

@@ -202,7 +202,7 @@ enum FingerOrPIN {
         } catch let error as FingersealError {
             if error.outcome == .cancelled { throw error }
             if [.noMatch, .triesExhausted].contains(error.outcome) {
-                session.note(.failure(action: "fingerprint scan", reason: error.outcome.rawValue))
+                session.note(.failure(action: .fingerprintScan, reason: .outcome(error.outcome)))
             }
             // What the person must hear; a PAM host goes on quietly when there is no reader.
             // The TPM's states are said everywhere: nothing else explains them; so is a scan

@@ -36,7 +36,7 @@ enum PasswordDue {
     /// The account password, checked here after saying `sentence`; a PAM host is sent on to
     /// its stack's password module with the sentence instead.
     private static func checkPassword(_ call: Call, _ reason: PasswordRule.Reason, _ sentence: String) throws {
-        if call.channel.isPAMHost {
+        if call.channel.leavesThePasswordToTheStack {
             call.conversation.info(sentence)
             throw FingersealError(.unavailable, sentence, cause: reason == .afterBoot ? .passwordAfterBoot : .passwordAfter)
         }

@@ -103,7 +103,7 @@ struct UnlockResult {
     /// What lies behind a failure (the TPM's states), as the unlock threw it.
     var cause: FingersealError.Cause? { failure?.cause }
 
-    var auditReason: String { cause?.rawValue ?? outcome.rawValue }
+    var auditReason: AuditReason { cause.map(AuditReason.cause) ?? .outcome(outcome) }
 
     init(_ error: FingersealError) {
         outcome = error.outcome
@@ -255,7 +255,7 @@ enum UnlockFlow {
                 events.append(.unlock(method: unlocked.method, via: call.channel.audited))
             }
             if result.outcome != .success {
-                events.append(.failure(action: "token refresh", reason: result.auditReason))
+                events.append(.failure(action: .tokenRefresh, reason: result.auditReason))
             }
         } else if let failed = failureEvent(request, result) {
             events.append(failed)
@@ -281,7 +281,7 @@ enum UnlockFlow {
         case .confirmation:
             return nil // the step-up entry says it
         case .accessToken:
-            return .failure(action: "unlock", reason: result.auditReason)
+            return .failure(action: .unlock, reason: result.auditReason)
         case .authenticate:
             switch result.outcome.pamReturn {
             case .authInfoUnavailable:
@@ -291,7 +291,7 @@ enum UnlockFlow {
             case .ignore, .userUnknown, .success:
                 return nil
             case .authError, .maxTries, .serviceError, .incomplete:
-                return .failure(action: "unlock", reason: result.auditReason)
+                return .failure(action: .unlock, reason: result.auditReason)
             }
         }
     }

@@ -39,8 +39,8 @@ public enum AuditEvent: Equatable, Sendable {
     case signIn(issuer: String, flow: String)
     case unlock(method: UnlockMethod, via: AuditChannel)
     /// The fingerprint (or the PIN) could not be used and the next way in was offered: the
-    /// PIN, or the password module; `reason` is short, usually an `Outcome` name.
-    case fallback(reason: String)
+    /// PIN, or the password module.
+    case fallback(reason: AuditReason)
     /// A step-up for a context, and how it ended.
     case stepUp(context: String, result: Outcome)
     /// Sensitive data of a context was decrypted (`fileID` names what, never its content).
@@ -48,7 +48,7 @@ public enum AuditEvent: Equatable, Sendable {
     /// Too many failures locked fingerprint unlock, or the PIN.
     case lockout(UnlockMethod)
     /// An action (unlock, sign-in, fingerprint scan, token refresh, ...) did not succeed.
-    case failure(action: String, reason: String)
+    case failure(action: AuditAction, reason: AuditReason)
     case logout
     /// A forgotten PIN was replaced (`fingerseal pin reset`: the account password, or root).
     case pinReset
@@ -243,7 +243,7 @@ extension AuditEvent {
             entry.via = via.rawValue
         case let .fallback(reason):
             entry.event = "fallback"
-            entry.reason = AuditText.clean(reason)
+            entry.reason = AuditText.clean(reason.word)
         case let .stepUp(context, result):
             entry.event = "step-up"
             entry.context = AuditText.clean(context)
@@ -257,8 +257,8 @@ extension AuditEvent {
             entry.method = method.rawValue
         case let .failure(action, reason):
             entry.event = "failure"
-            entry.action = AuditText.clean(action)
-            entry.reason = AuditText.clean(reason)
+            entry.action = action.rawValue
+            entry.reason = AuditText.clean(reason.word)
         case .logout:
             entry.event = "logout"
         case .pinReset:
@@ -273,7 +273,7 @@ extension AuditEvent {
             entry.event = "pin-left-tpm-lockout"
         case let .vaultReplacedAfterTPMChange(previous):
             entry.event = "vault-replaced"
-            entry.reason = "tpmChanged"
+            entry.reason = AuditReason.cause(.tpmChanged).word
             entry.file = AuditText.clean(previous)
         case let .provisioned(issuer, subject):
             entry.event = "provisioned"
@@ -316,11 +316,14 @@ extension AuditEntry {
         switch event {
         case "sign-in": return Messages.auditSignedIn(issuer ?? "?", flow ?? "?")
         case "unlock": return Messages.auditUnlocked(method: method ?? "?", via: via ?? "?")
-        case "fallback": return Messages.auditFallback(Messages.auditReason(reason ?? "?"))
-        case "step-up": return Messages.auditStepUp(context ?? "?", Messages.auditReason(result ?? "?"))
+        case "fallback": return Messages.auditFallback(Messages.auditReason(AuditReason(word: reason ?? "?")))
+        case "step-up": return Messages.auditStepUp(context ?? "?", Messages.auditReason(AuditReason(word: result ?? "?")))
         case "reveal": return Messages.auditReveal(context ?? "?", file ?? "?")
         case "lockout": return Messages.auditLockout(method ?? "?")
-        case "failure": return Messages.auditFailure(action ?? "?", Messages.auditReason(reason ?? "?"))
+        case "failure":
+            let why = Messages.auditReason(AuditReason(word: reason ?? "?"))
+            guard let known = AuditAction(rawValue: action ?? "") else { return Messages.auditFailureOfUnknownAction(action ?? "?", why) }
+            return Messages.auditFailure(known, why)
         case "logout": return Messages.auditLoggedOut
         case "pin-reset": return Messages.auditPINReset
         case "fprintd-set-confirmed": return Messages.auditFprintdSetConfirmed(Int(reason ?? "") ?? 0)

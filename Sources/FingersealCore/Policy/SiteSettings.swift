@@ -126,7 +126,7 @@ extension SiteSetting {
         SiteSetting("connect_timeout", .stack) { $0.connectTimeout = try $1.integer(1...60) },
         SiteSetting("idp_timeout", .stack) { $0.idpTimeout = try $1.integer(1...120) },
         SiteSetting("stepup", .userHosts) {
-            $0.stepUp = try $1.text(StepUp.isValidContext, tr("it needs a context name (letters, digits, . - _)"))
+            $0.stepUp = try $1.text(StepUpRules.isValidContext, tr("it needs a context name (letters, digits, . - _)"))
         },
         SiteSetting("ttl", .userHosts) { $0.stepUpTTL = try $1.integer(1...StepUp.maxTTL) },
         SiteSetting("stepup_max_ttl", .file) { $0.stepUpMaxTTL = try $1.integer(1...StepUp.maxTTL) },

@@ -1,9 +1,7 @@
-/// Step-up contexts and how long a confirmation may last. The confirmations themselves live
-/// in the broker's memory, per user and login session (design §3).
+/// How long a step-up confirmation may last (the context rule is `StepUpRules`, which every
+/// client checks too). The confirmations themselves live in the broker's memory, per user
+/// and login session (design §3).
 public enum StepUp {
     public static let defaultTTL = 300
     public static let maxTTL = 24 * 3600
-
-    /// Context names: `StepUpRules.isValidContext`, the rule every client checks too.
-    public static func isValidContext(_ context: String) -> Bool { StepUpRules.isValidContext(context) }
 }

@@ -11,7 +11,7 @@ public struct FingersealError: Error, Equatable, CustomStringConvertible, Sendab
     public var cause: Cause? = nil
 
     /// Causes a flow acts on, beyond the outcome; their names are audit reasons.
-    public enum Cause: String, Sendable {
+    public enum Cause: String, CaseIterable, Sendable {
         /// The TPM a keyslot was sealed to is gone: cleared, replaced, or the disk moved.
         case tpmChanged
         /// The TPM's dictionary-attack lockout refuses the PIN for now (a PIN slot sealed
@@ -42,8 +42,6 @@ public struct FingersealError: Error, Equatable, CustomStringConvertible, Sendab
         self.cause = cause
     }
 
-    /// The short reason the audit trail records: the cause, else the outcome.
-    public var auditReason: String { cause?.rawValue ?? outcome.rawValue }
 
     public var description: String {
         guard let detail else { return message }

@@ -147,7 +147,7 @@ public enum Messages {
     public static var noReaderEnterPassword: String { tr("No fingerprint reader is connected. Enter your account password.") }
     public static var passwordOnlyForApplications: String { tr("Only an application's dialog may use the account password in place of a finger or the PIN.") }
     public static var badApplication: String { tr("The session agent sent a description of the application that fingerseal cannot use.") }
-    public static func notForApplications(_ command: String) -> String { tr("Applications cannot ask for %1$s.", command) }
+    public static func notFromThisProgram(_ command: String) -> String { tr("This program cannot ask for %1$s.", command) }
 
     // Readers
     public static var noReader: String { tr("No fingerprint reader is connected.") }
@@ -503,18 +503,22 @@ public enum Messages {
         method == "finger" ? tr("Fingerprint unlock was locked after too many failed scans.")
             : method == "pin" ? tr("The PIN was locked after too many wrong tries.") : tr("%1$s was locked.", method)
     }
-    /// `action` is the word the trail stores (AuditEvent.failure); each has its own sentence.
-    public static func auditFailure(_ action: String, _ reason: String) -> String {
+    /// Each action that did not succeed has its own sentence.
+    public static func auditFailure(_ action: AuditAction, _ reason: String) -> String {
         let reason = embedded(reason)
         switch action {
-        case "unlock": return tr("Unlock did not succeed: %1$s.", reason)
-        case "sign-in": return tr("Sign-in did not succeed: %1$s.", reason)
-        case "sign-out": return tr("Sign-out did not succeed: %1$s.", reason)
-        case "token refresh": return tr("Token refresh did not succeed: %1$s.", reason)
-        case "PIN reset": return tr("PIN reset did not succeed: %1$s.", reason)
-        case "fingerprint scan": return tr("Fingerprint scan did not succeed: %1$s.", reason)
-        default: return tr("%1$s did not succeed: %2$s.", action, reason)
+        case .unlock: return tr("Unlock did not succeed: %1$s.", reason)
+        case .signIn: return tr("Sign-in did not succeed: %1$s.", reason)
+        case .signOut: return tr("Sign-out did not succeed: %1$s.", reason)
+        case .tokenRefresh: return tr("Token refresh did not succeed: %1$s.", reason)
+        case .pinReset: return tr("PIN reset did not succeed: %1$s.", reason)
+        case .fingerprintScan: return tr("Fingerprint scan did not succeed: %1$s.", reason)
+        case .identify: return tr("Turning touch to sign in on or off did not succeed: %1$s.", reason)
         }
+    }
+    /// An action a trail names that this fingerseal does not know (another version wrote it).
+    public static func auditFailureOfUnknownAction(_ action: String, _ reason: String) -> String {
+        tr("%1$s did not succeed: %2$s.", action, embedded(reason))
     }
     public static var auditLoggedOut: String { tr("Signed out.") }
     public static var auditPINReset: String { tr("A forgotten PIN was replaced with a new one.") }
@@ -532,61 +536,79 @@ public enum Messages {
         trn("%1$s time: another kind of attempt.", "%1$s times: other kinds of attempt.", Int(clamping: count), count)
     }
     public static func auditUnknownEvent(_ event: String) -> String { tr("An event this fingerseal does not know: %1$s.", event) }
-    /// A reason word (usually an outcome name) as words.
-    public static func auditReason(_ reason: String) -> String {
+    /// Why an attempt did not succeed, as words: every reason has its own.
+    public static func auditReason(_ reason: AuditReason) -> String {
         switch reason {
-        case "success": return tr("success")
-        case "noMatch": return tr("the fingerprint did not match")
-        case "wrongPIN": return tr("the PIN was wrong")
-        case "triesExhausted": return tr("too many failed tries")
-        case "lockedOut": return tr("locked after too many failures")
-        case "signInRequired": return tr("a new sign-in is required")
-        case "tokenUnavailable": return tr("no access token")
-        case "noReader": return tr("no fingerprint reader")
-        case "noPrints": return tr("no print for this reader")
-        case "notEnrolled": return tr("no finger enrolled")
-        case "identityMismatch": return tr("the identity provider named another account")
-        case "redirectFromOtherAccount": return tr("another account on this computer tried to complete the browser sign-in")
-        case "fingersChanged": return tr("the fingers enrolled in fprintd changed")
-        case "noVault": return tr("not set up")
-        case "noPIN": return tr("no PIN")
-        case "timedOut": return tr("timed out")
-        case "cancelled": return tr("cancelled")
-        case "remoteSession": return tr("a remote session")
-        case "vaultUnusable": return tr("the vault could not be used")
-        case "unavailable": return tr("not available")
-        case "unknownUser": return tr("unknown user")
-        case "badConfiguration": return tr("bad configuration")
-        case "conversationAgain": return tr("interrupted")
-        case "usage": return tr("wrong usage")
-        case "systemError": return tr("a system error")
-        case "tpmChanged": return tr("the TPM the vault is sealed to is gone")
-        case "tpmLockedOut": return tr("the TPM's lockout refused the PIN")
-        case "tpmPCRsChanged": return tr("the firmware or boot software changed since the key was sealed")
-        case "tpmNotSealed": return tr("the key the finger opens is not sealed to the TPM yet (tpm=require)")
-        case "accountPasswordRefused": return tr("the account password was not accepted")
-        case "fingerUnlockOff": return tr("fingerprint unlock is turned off")
-        case "passwordAfterBoot": return tr("the first sign-in after a restart needs the account password")
-        case "passwordAfter": return tr("the account password was not used for too long")
+        case let .outcome(outcome): return auditReason(outcome)
+        case let .cause(cause): return auditReason(cause)
+        case let .refusal(refusal): return auditReason(refusal)
+        case let .unknown(word): return tr("a reason this fingerseal does not know (%1$s)", word)
+        }
+    }
+    static func auditReason(_ outcome: Outcome) -> String {
+        switch outcome {
+        case .success: return tr("success")
+        case .noMatch: return tr("the fingerprint did not match")
+        case .wrongPIN: return tr("the PIN was wrong")
+        case .triesExhausted: return tr("too many failed tries")
+        case .lockedOut: return tr("locked after too many failures")
+        case .signInRequired: return tr("a new sign-in is required")
+        case .tokenUnavailable: return tr("no access token")
+        case .noReader: return tr("no fingerprint reader")
+        case .noPrints: return tr("no print for this reader")
+        case .notEnrolled: return tr("no finger enrolled")
+        case .fingersChanged: return tr("the fingers enrolled in fprintd changed")
+        case .noVault: return tr("not set up")
+        case .noPIN: return tr("no PIN")
+        case .timedOut: return tr("timed out")
+        case .cancelled: return tr("cancelled")
+        case .remoteSession: return tr("a remote session")
+        case .vaultUnusable: return tr("the vault could not be used")
+        case .unavailable: return tr("not available")
+        case .unknownUser: return tr("unknown user")
+        case .badConfiguration: return tr("bad configuration")
+        case .conversationAgain: return tr("interrupted")
+        case .notPermitted: return tr("not permitted")
+        case .notApplicable: return tr("nothing to do")
+        case .usage: return tr("wrong usage")
+        case .systemError: return tr("a system error")
+        }
+    }
+    static func auditReason(_ cause: FingersealError.Cause) -> String {
+        switch cause {
+        case .tpmChanged: return tr("the TPM the vault is sealed to is gone")
+        case .tpmLockedOut: return tr("the TPM's lockout refused the PIN")
+        case .tpmPCRsChanged: return tr("the firmware or boot software changed since the key was sealed")
+        case .tpmNotSealed: return tr("the key the finger opens is not sealed to the TPM yet (tpm=require)")
+        case .accountPasswordRefused: return tr("the account password was not accepted")
+        case .fingerUnlockOff: return tr("fingerprint unlock is turned off")
+        case .passwordAfterBoot: return tr("the first sign-in after a restart needs the account password")
+        case .passwordAfter: return tr("the account password was not used for too long")
+        case .vaultOfAnotherAccount: return tr("the vault under this user id belongs to another account")
+        }
+    }
+    static func auditReason(_ refusal: AuditReason.Refusal) -> String {
+        switch refusal {
+        case .identityMismatch: return tr("the identity provider named another account")
+        case .redirectFromOtherAccount: return tr("another account on this computer tried to complete the browser sign-in")
+        case .signInRefused: return tr("the identity provider refused the sign-in")
         // Provisioning (issue 22 §2).
-        case "rateLimited": return tr("too many new accounts in the last hour")
-        case "requirement": return tr("the identity lacks the claim value this computer requires")
-        case "nameTaken": return tr("the name is taken here")
-        case "otherName": return tr("the identity provider names another user name")
-        case "noName": return tr("the identity provider gave no user name")
-        case "invalidName": return tr("the user name cannot be used here")
-        case "identityUnknown": return tr("the identity provider did not say who signed in")
-        case "brokerStopped": return tr("the broker stopped while making it")
-        case "signInRefused": return tr("the identity provider refused the sign-in")
-        case "authTimeMissing": return tr("the identity provider did not say when the person signed in")
-        case "authNotFresh": return tr("the person did not sign in again after the code was shown")
-        case "subjectProvisioned": return tr("this identity already has an account made here")
-        case "reservedName": return tr("the name is kept for the system or for administrators")
-        case "reservedNamesUnknown": return tr("the names kept for administrators could not be read")
-        case "emailDomainMissing": return tr("no e-mail domain is set for new accounts")
-        case "emailUnverified": return tr("the e-mail address is not verified")
-        case "emailDomain": return tr("the e-mail address is in another domain")
-        default: return reason
+        case .rateLimited: return tr("too many new accounts in the last hour")
+        case .requirement: return tr("the identity lacks the claim value this computer requires")
+        case .nameTaken: return tr("the name is taken here")
+        case .otherName: return tr("the identity provider names another user name")
+        case .noName: return tr("the identity provider gave no user name")
+        case .invalidName: return tr("the user name cannot be used here")
+        case .identityUnknown: return tr("the identity provider did not say who signed in")
+        case .brokerStopped: return tr("the broker stopped while making it")
+        case .authTimeMissing: return tr("the identity provider did not say when the person signed in")
+        case .authNotFresh: return tr("the person did not sign in again after the code was shown")
+        case .subjectProvisioned: return tr("this identity already has an account made here")
+        case .reservedName: return tr("the name is kept for the system or for administrators")
+        case .reservedNamesUnknown: return tr("the names kept for administrators could not be read")
+        case .emailDomainMissing: return tr("no e-mail domain is set for new accounts")
+        case .emailUnverified: return tr("the e-mail address is not verified")
+        case .emailDomain: return tr("the e-mail address is in another domain")
         }
     }
     public static func auditListed(_ seq: UInt64, _ time: String, _ sentence: String) -> String { tr("Event %1$s, %2$s: %3$s", seq, time, sentence) }

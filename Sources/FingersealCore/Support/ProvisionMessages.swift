@@ -99,8 +99,9 @@ extension Messages {
     }
     public static func auditProvisioning(_ event: ProvisioningEvent, _ reason: String) -> String {
         switch event {
-        case .refused: return tr("A new account was refused: %1$s.", auditReason(reason))
-        case .cancelled: return tr("A new account was not finished (%1$s), and everything made for it was removed.", auditReason(reason))
+        case .refused: return tr("A new account was refused: %1$s.", auditReason(AuditReason(word: reason)))
+        case .cancelled:
+            return tr("A new account was not finished (%1$s), and everything made for it was removed.", auditReason(AuditReason(word: reason)))
         case .removed: return tr("The provisioned account was removed by an administrator.")
         case .expired: return tr("The provisioned account was removed after %1$s days unused.", reason)
         }

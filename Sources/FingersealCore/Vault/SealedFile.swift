@@ -46,7 +46,7 @@ public enum SealedFile {
     /// ciphertext, and the returned header goes before it. The buffer needs `AEAD.tagLength`
     /// bytes of spare capacity; a large plaintext is never held twice.
     public static func seal(inPlace buffer: SecureBytes, context: String, vault: UnlockedVault) throws -> [UInt8] {
-        guard StepUp.isValidContext(context) else { throw FingersealError(.usage, Messages.badContext) }
+        guard StepUpRules.isValidContext(context) else { throw FingersealError(.usage, Messages.badContext) }
         guard buffer.count <= maxPlaintext else { throw FingersealError(.usage, Messages.tooLargeToSeal(maxPlaintext)) }
         let key = try contextKey(context, vault)
         // The nonce goes in the header, which is the associated data: seal with a nonce
@@ -69,7 +69,7 @@ public enum SealedFile {
         guard let newline = rest.prefix(maxHeader).firstIndex(of: 0x0a) else { throw notSealed }
         let headerBytes = rest[..<newline]
         guard let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)), header.format == 1,
-              StepUp.isValidContext(header.context), header.fileID.utf8.count == 32,
+              StepUpRules.isValidContext(header.context), header.fileID.utf8.count == 32,
               header.fileID.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }),
               (1...64).contains(header.vaultID.utf8.count),
               let nonce = Data(base64Encoded: header.nonce), nonce.count == AEAD.nonceLength else { throw notSealed }

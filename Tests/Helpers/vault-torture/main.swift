@@ -102,7 +102,7 @@ do {
         // Each chain in turn (an unlock, then a fallback): a kill lands in either's append.
         var next = AuditChain.security
         while true {
-            let event: AuditEvent = next == .security ? .unlock(method: .finger, via: .cli) : .fallback(reason: "noReader")
+            let event: AuditEvent = next == .security ? .unlock(method: .finger, via: .cli) : .fallback(reason: .outcome(.noReader))
             next = next == .security ? .attempts : .security
             guard trail.record(event, vault: vault) else { fail("an append failed") }
             let line = Array("recorded\n".utf8)

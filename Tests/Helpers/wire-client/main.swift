@@ -137,17 +137,19 @@ guard let commandName = arguments.first else { die("no command") }
         } else {
             guard let command = Command(rawValue: commandName) else { die("unknown command \(commandName)") }
             var request = Request(command)
+            var items: PAMItems?
+            var moduleArguments: [String] = []
             for item in arguments.dropFirst() {
                 let raw = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
                 guard raw.count == 2 else { die("bad item \(item)") }
                 let parts = raw
                 switch parts[0] {
-                case "pam.user": request.pam = PAMItems(user: parts[1], service: "wire-client", tty: "/dev/pts/99")
+                case "pam.user": items = PAMItems(user: parts[1], service: "wire-client", tty: "/dev/pts/99")
                 // After pam.user: change one item ("" leaves it unset).
-                case "pam.tty": request.pam?.tty = parts[1].isEmpty ? nil : parts[1]
-                case "pam.xdisplay": request.pam?.xdisplay = parts[1]
-                case "pam.service": request.pam?.service = parts[1]
-                case "option": request.moduleOptions.append(parts[1])
+                case "pam.tty": items?.tty = parts[1].isEmpty ? nil : parts[1]
+                case "pam.xdisplay": items?.xdisplay = parts[1]
+                case "pam.service": items?.service = parts[1]
+                case "option": moduleArguments.append(parts[1])
                 // An option by its command-line name (`flag=--json`, `value=--timeout=600`), sent
                 // unchecked as the wire field the name gives: the broker checks it.
                 case "flag": request.options.set(field: String(parts[1].drop { $0 == "-" }), "1")
@@ -157,6 +159,10 @@ guard let commandName = arguments.first else { die("no command") }
                 case "arg": request.arguments.append(parts[1])
                 default: die("bad item \(item)")
                 }
+            }
+            // A PAM host's request, for the module's commands (the broker refuses it for others).
+            if items != nil || !moduleArguments.isEmpty || command.isPAM {
+                request.origin = .pamHost(items ?? PAMItems(), moduleArguments: moduleArguments)
             }
             try connection.send(ClientMessage.request(request).encoded(), until: deadline)
         }
