@@ -54,8 +54,8 @@ struct BrokerExchange {
             pam.log(.notice, "no fingerseal broker: \(describe(error))")
             return .unreachable
         }
-        var conversation = Conversation(connection, messageWait: options.messageWait, cancelWait: BrokerExchange.cancelWait)
-        let end: Conversation.End
+        var conversation = ClientConversation(connection, messageWait: options.messageWait, cancelWait: BrokerExchange.cancelWait)
+        let end: ClientConversation.End
         do {
             try connection.send(packet, until: monotonicSeconds() + options.messageWait)
             var client = HostConversation(exchange: self)
@@ -113,7 +113,7 @@ struct BrokerExchange {
             }
         }
 
-        mutating func answer(_ ask: Ask, _ conversation: inout Conversation) -> Conversation.Response {
+        mutating func answer(_ ask: Ask, _ conversation: inout ClientConversation) -> ClientConversation.Response {
             exchange.debug("ask (\(ask.kind.rawValue), \(ask.purpose.rawValue))")
             guard let packet = exchange.answer(ask) else {
                 _ = exchange.hostEnded()

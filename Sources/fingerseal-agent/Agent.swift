@@ -89,8 +89,8 @@ final class Agent {
     /// `waits`: the *AndWait form, answered when the request ends instead of with its path.
     private func begin(_ call: MethodCall, _ kind: AgentRequest.Kind, options raw: BusValue?, reasonArgument: String = "",
                        waits: Bool = false) {
-        let options: RequestOptions
-        do { options = try RequestOptions(raw) } catch let error as OptionProblem { return call.fail(AgentErrors.invalidArgs, error.sentence) } catch {
+        let options: ApplicationOptions
+        do { options = try ApplicationOptions(raw) } catch let error as OptionProblem { return call.fail(AgentErrors.invalidArgs, error.sentence) } catch {
             return call.fail(AgentErrors.invalidArgs, AgentStrings.badMethods)
         }
         // StepUp's reason argument, else the reason option: the program's words, plain text only.
@@ -183,7 +183,7 @@ final class Agent {
 
     /// The request the broker gets: the command, its options, and the application as the
     /// agent's claim (with the grant key for a context).
-    private func brokerRequest(_ kind: AgentRequest.Kind, _ application: AskingApplication, _ options: RequestOptions,
+    private func brokerRequest(_ kind: AgentRequest.Kind, _ application: AskingApplication, _ options: ApplicationOptions,
                                grantKey: [UInt8]?) -> Request {
         var request: Request
         switch kind {

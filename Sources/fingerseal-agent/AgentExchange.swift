@@ -104,7 +104,7 @@ struct AgentExchange {
         if (try? connection.send(packet, until: monotonicSeconds() + PersonClientLimits.send)) != nil {
             stream(payload, to: connection)
         }
-        var conversation = Conversation(withPerson: connection)
+        var conversation = ClientConversation(withPerson: connection)
         var side = Side(exchange: self)
         let end = conversation.run(&side)
         switch end {
@@ -178,7 +178,7 @@ struct AgentExchange {
             return bytes.withUnsafeBytes { data?.append(contentsOf: $0) ?? false }
         }
 
-        func answer(_ ask: Ask, _ conversation: inout Conversation) -> Conversation.Response {
+        func answer(_ ask: Ask, _ conversation: inout ClientConversation) -> ClientConversation.Response {
             guard let answers = exchange.answers else { return .cancel }
             exchange.note(.ask(ask))
             var side = self

@@ -8,7 +8,7 @@ struct OptionProblem: Error {
 }
 
 /// The options an application passes (a{sv}), read and checked once, when the call comes.
-struct RequestOptions {
+struct ApplicationOptions {
     enum Prompt { case dialog, app }
 
     var prompt = Prompt.dialog

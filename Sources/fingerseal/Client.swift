@@ -58,10 +58,10 @@ final class Client {
 
     // MARK: the conversation
 
-    /// The shared loop (FingersealWire's `Conversation`) with this client's side of it; the
+    /// The shared loop (FingersealWire's `ClientConversation`) with this client's side of it; the
     /// ways it can end that are not a result, as the CLI says them.
     private func loop() throws(CLIError) -> Int32 {
-        var conversation = Conversation(withPerson: connection)
+        var conversation = ClientConversation(withPerson: connection)
         var side = Side(client: self)
         let end = conversation.run(&side)
         if let failure { throw failure }
@@ -118,7 +118,7 @@ final class Client {
             return true
         }
 
-        func answer(_ ask: Ask, _ conversation: inout Conversation) -> Conversation.Response {
+        func answer(_ ask: Ask, _ conversation: inout ClientConversation) -> ClientConversation.Response {
             client.answer(ask, &conversation)
         }
     }
@@ -133,7 +133,7 @@ final class Client {
     /// Answers `ask` from where the person pointed us, or the terminal. A message that arrived
     /// while the person was typing and withdrew the question (a match, a new question) goes
     /// back to the loop; what was typed is wiped.
-    private func answer(_ ask: Ask, _ conversation: inout Conversation) -> Conversation.Response {
+    private func answer(_ ask: Ask, _ conversation: inout ClientConversation) -> ClientConversation.Response {
         let descriptor: Int32?
         switch ask.purpose {
         case .clientSecret:
@@ -186,7 +186,7 @@ final class Client {
 
     /// Nobody can answer here (no terminal, an answer too long): say so and cancel; the loop
     /// lets the broker end the request (bounded), and the run ends with a usage error.
-    private func abandon(_ message: String) -> Conversation.Response {
+    private func abandon(_ message: String) -> ClientConversation.Response {
         output.error(message)
         failure = CLIError(.usage, "")
         return .cancel
@@ -194,7 +194,7 @@ final class Client {
 
     /// A typed or read line: the bytes go from secure memory into the packet, and both
     /// copies on the way are wiped. An empty line is a skip (Enter alone).
-    private func packet(_ line: SecureBytes, _ kind: Answer.Content) -> Conversation.Response {
+    private func packet(_ line: SecureBytes, _ kind: Answer.Content) -> ClientConversation.Response {
         guard line.count > 0 else { return packet(Answer(.skip)) }
         let value = line.copyBytes()
         defer { Wire.wipeStorage(value) }
@@ -202,7 +202,7 @@ final class Client {
     }
 
     /// The loop sends the packet and wipes it.
-    private func packet(_ answer: Answer) -> Conversation.Response {
+    private func packet(_ answer: Answer) -> ClientConversation.Response {
         .packet(ClientMessage.answer(answer).encoded())
     }
 

@@ -16,7 +16,7 @@ import SystemKit
     static let ignoredMarker = PAM_CRED_INSUFFICIENT
 
     /// What the conversation was shown, and what it answers.
-    final class Conversation {
+    final class HostConversation {
         private(set) var all: [PAMClient.Message] = []
         /// What the conversation was shown, except pam_debug's echo of its own arguments.
         var shown: [PAMClient.Message] {
@@ -37,13 +37,13 @@ import SystemKit
     /// A PAM application with a private service directory holding `lines`.
     struct Host {
         let services: TempDirectory
-        let conversation: Conversation
+        let conversation: HostConversation
         let client: PAMClient
 
         init(_ lines: [String], user: String = "alice", answer: String? = nil) throws {
             services = try TempDirectory()
             writeFile(services.file(ModuleClientTests.service), Array((lines.joined(separator: "\n") + "\n").utf8), mode: 0o644)
-            let conversation = Conversation(answer: answer)
+            let conversation = HostConversation(answer: answer)
             self.conversation = conversation
             client = try PAMClient(service: ModuleClientTests.service, user: user, configDirectory: services.path) { message in
                 conversation.record(message)

@@ -1,7 +1,7 @@
 import SystemKit
 
 /// What one client (the PAM module, the CLI) does with the broker's messages; the loop in
-/// `Conversation` does the rest: the bounded waits, the cancel, the answers' packets, the end.
+/// `ClientConversation` does the rest: the bounded waits, the cancel, the answers' packets, the end.
 /// A generic parameter, never an existential: the PAM module builds this in Embedded Swift.
 public protocol ConversationClient {
     /// The descriptor to watch for the person's cancel (a signalfd for Ctrl-C) while the loop
@@ -15,7 +15,7 @@ public protocol ConversationClient {
     /// The answer to `ask`, which may take the person a while (not asked after a cancel: the
     /// loop answers a skip). The client may wait for the broker meanwhile through
     /// `conversation.next(self)`.
-    mutating func answer(_ ask: Ask, _ conversation: inout Conversation) -> Conversation.Response
+    mutating func answer(_ ask: Ask, _ conversation: inout ClientConversation) -> ClientConversation.Response
 }
 
 /// The bounds of a client that waits with a person for as long as the broker asks (the CLI,
@@ -33,7 +33,7 @@ public enum PersonClientLimits {
 
 /// The one client conversation loop, for the module, the CLI and the agent (design §2:
 /// bounded waits on both sides; only a `result` ends the request with the broker's outcome).
-public struct Conversation {
+public struct ClientConversation {
     public let connection: WireConnection
     /// The longest wait between two messages of the broker.
     public let messageWait: Double
