@@ -47,6 +47,7 @@ def check(condition, what):
         raise Failure(what)
 
 
+
 class Tier:
     def __init__(self, args):
         self.args = args
@@ -495,13 +496,19 @@ class Tier:
         check(status == 0 and any("successfully authenticated" in l for l in lines), f"provisioning: {lines[-6:]}")
         made = g.ssh(f"getent passwd {name}; fingerseal account list").stdout
         check(f"{name}:" in made and "fingerseal provisioned" in made, f"the account: {made}")
-        # stdin held open: the module's question waits for the scan, not for an Enter.
+        # No terminal here: the module asks "Swipe your finger … and press Enter" while the reader
+        # waits, and the person presses Enter once the finger was taken. stdin stays open until
+        # then: its end is an Enter, and sent with the scan it raced the match (CI: on to the
+        # password, which this stack does not have).
+        before = self.unlocks(name)
         again = subprocess.Popen(g.ssh_argv() + [f"systemd-run --wait --pipe --quiet pamtester -I tty=/dev/ttyS1 "
                                                  f"fingerseal-provision {name} authenticate"],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
             self.scan(f"{name}-1")
-            said = again.communicate(timeout=120)[0]
+            g.wait_for(f"test $(grep -c '\"event\":\"unlock\"' /var/lib/fingerseal/$(id -u {name})/audit.jsonl) -gt {before}",
+                       60, "the finger to unlock the new account")
+            said = again.communicate("\n", timeout=120)[0]
         finally:
             if again.poll() is None:
                 again.kill()

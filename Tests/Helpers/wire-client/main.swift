@@ -164,7 +164,9 @@ guard let commandName = arguments.first else { die("no command") }
             if items != nil || !moduleArguments.isEmpty || command.isPAM {
                 request.origin = .pamHost(items ?? PAMItems(), moduleArguments: moduleArguments)
             }
-            try connection.send(ClientMessage.request(request).encoded(), until: deadline)
+            // As the CLI: a broker that turns the caller away at once (busy) may close before
+            // reading, and its result is still there to read, so a failed send goes on to it.
+            _ = try? connection.send(ClientMessage.request(request).encoded(), until: deadline)
         }
         if let payload { streamPayload(connection, payload) }
         while true {
