@@ -132,19 +132,12 @@ final class DesktopSession {
 
     /// The mapped top-level window titled exactly `title` ("x11:HEX"), once there is one.
     func window(titled title: String, limit: Double = 30) throws -> String {
-        try anyWindow(titled: title, limit: limit).handle
-    }
-
-    /// The first mapped top-level window with a title (`title` empty) or with exactly `title`:
-    /// its handle ("x11:HEX") and title.
-    func anyWindow(titled title: String = "", limit: Double = 30) throws -> (handle: String, title: String) {
         let found = try Child(DesktopSession.python, [DesktopSession.probe, "window", title, "--timeout", String(limit)],
                               environment: environment).finish(limit: limit + 15)
-        let lines = found.stdout.split(separator: "\n", omittingEmptySubsequences: false)
-        guard found.status == 0, lines.count >= 2, let id = UInt(lines[0]) else {
-            throw TestFailure("no window titled \(title.isEmpty ? "at all" : title): \(found.all)")
+        guard found.status == 0, let decimal = found.stdout.split(separator: "\n").first, let id = UInt(decimal) else {
+            throw TestFailure("no window titled \(title): \(found.all)")
         }
-        return ("x11:" + String(id, radix: 16), String(lines[1]))
+        return "x11:" + String(id, radix: 16)
     }
 
     /// Returns once no mapped top-level window is titled `title`; throws after `limit` seconds.

@@ -15,9 +15,8 @@ Debian's /usr/bin/python3 (python3-pyatspi, python3-xlib), in DesktopSession's e
         them here, then waits for one from NAME's application (from a node of ROLE) whose new
         value or source name holds TEXT; prints it as JSON. Exit 1 on timeout, with all it saw.
     desktop_probe.py window TITLE [--gone] [--timeout S]
-        Waits until a mapped top-level X11 window is titled exactly TITLE (any title when
-        TITLE is empty) and prints its id (decimal) and title on two lines; with --gone, until
-        none is. Woken by the X server's events, not by polling;
+        Waits until a mapped top-level X11 window is titled exactly TITLE and prints its id
+        (decimal); with --gone, until none is. Woken by the X server's events, not by polling;
         a window destroyed while it is read is passed over. Exit 1 on timeout.
     desktop_probe.py close XID
         Asks the X11 window XID (hex) to close as a window manager's close button does
@@ -208,9 +207,8 @@ def press(args):
 
 
 def titled_windows(connection, title):
-    """The mapped children of the root titled `title` (any title if empty) as (id, title),
-    watching each for a new title (no window manager here, so top-level windows are the
-    root's children)."""
+    """The ids of the root's mapped children titled `title`, watching each for a new title (no
+    window manager here, so top-level windows are the root's children)."""
     from Xlib import X, error
 
     found = []
@@ -222,8 +220,8 @@ def titled_windows(connection, title):
             name = window.get_full_text_property(connection.intern_atom("_NET_WM_NAME")) or window.get_wm_name()
         except (error.BadWindow, error.BadDrawable):
             continue  # destroyed while being read
-        if name == title or (not title and name):
-            found.append((window.id, name))
+        if name == title:
+            found.append(window.id)
     return found
 
 
@@ -244,7 +242,7 @@ def window(args):
         if args.gone and not found:
             return 0
         if found and not args.gone:
-            print(f"{found[-1][0]}\n{found[-1][1]}")
+            print(found[-1])
             return 0
         left = deadline - time.monotonic()
         if left <= 0:

@@ -1,7 +1,4 @@
 import FingersealCore
-import SharedMessages
-import Glibc
-import SodiumKit
 import SystemKit
 
 /// Work a flow leaves for after its reply, run on the connection's thread right after

@@ -1,7 +1,4 @@
 import FingersealCore
-import SharedMessages
-import Glibc
-import SodiumKit
 import SystemKit
 
 /// Who may ask for what (design §2). This table and nothing else decides it.

@@ -1,6 +1,4 @@
 import FingersealCore
-import SharedMessages
-import Glibc
 import SodiumKit
 import SystemKit
 

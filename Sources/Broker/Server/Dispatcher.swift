@@ -1,7 +1,4 @@
 import FingersealCore
-import SharedMessages
-import Glibc
-import SodiumKit
 import SystemKit
 
 enum Dispatcher {

@@ -196,9 +196,13 @@ public final class Server: @unchecked Sendable {
         slot.giveBack()
     }
 
-    /// Said, not reset: the connection reads the request away before it closes.
-    private static func turnAway(_ connection: WireConnection) {
-        Conversation(connection: connection, wantsEvents: false).finish(Reply(.unavailable, Messages.brokerBusy))
+    private static func turnAway(_ connection: WireConnection) { answer(connection, Reply(.unavailable, Messages.brokerBusy)) }
+
+    /// A connection answered before its request is served (busy, a wrong protocol, a request
+    /// no client of ours would send). Said, not reset: the connection reads the request away
+    /// before it closes.
+    private static func answer(_ connection: WireConnection, _ reply: Reply) {
+        Conversation(connection: connection, wantsEvents: false).finish(reply)
     }
 
     /// One connection: its request, the flow, the result.
@@ -211,12 +215,9 @@ public final class Server: @unchecked Sendable {
                                                                                ClientMessage.decode) else { return }
             request = first
         } catch .protocolError(.badVersion(let version)) {
-            Conversation(connection: connection, wantsEvents: false)
-                .finish(Reply(.usage, Messages.wrongProtocol(Int(version))))
-            return
+            return Server.answer(connection, Reply(.usage, Messages.wrongProtocol(Int(version))))
         } catch .protocolError(.wrongSender(let command)) {
-            Conversation(connection: connection, wantsEvents: false).finish(Reply(.usage, Messages.notFromThisProgram(command)))
-            return
+            return Server.answer(connection, Reply(.usage, Messages.notFromThisProgram(command)))
         } catch {
             Syslog.log(.notice, "fingersealed: dropped a client (\(caller)) that sent no valid request: \(error)")
             return
