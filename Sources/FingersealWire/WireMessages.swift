@@ -284,8 +284,9 @@ public enum BrokerMessage: Sendable {
     case error(String)
     /// The command's output proper (stdout): text, or JSON with --json.
     case output(String)
-    /// One reader event as a JSON object, for rigs (`--events-fd`).
-    case event(String)
+    /// A reader event, a scan's outcome or the secret asked next, for clients that draw their
+    /// own progress (rigs, the agent).
+    case event(ReaderSignal)
     case ask(Ask)
     /// An address the person should open in a browser (the browser sign-in); the CLI runs
     /// xdg-open as the user, the broker never starts programs for a caller.
@@ -417,7 +418,7 @@ extension BrokerMessage {
         case let .info(text): kind = .info; fields.add("text", text)
         case let .error(text): kind = .error; fields.add("text", text)
         case let .output(text): kind = .output; fields.add("text", text)
-        case let .event(json): kind = .event; fields.add("json", json)
+        case let .event(signal): kind = .event; signal.encode(into: &fields)
         case let .browse(url): kind = .browse; fields.add("url", url)
         case let .ask(ask):
             kind = .ask
@@ -456,7 +457,7 @@ extension BrokerMessage {
         case .info?: return .info(try fields.required("text"))
         case .error?: return .error(try fields.required("text"))
         case .output?: return .output(try fields.required("text"))
-        case .event?: return .event(try fields.required("json"))
+        case .event?: return .event(try ReaderSignal.decode(fields))
         case .ask?:
             guard let kind = Ask.Echo(rawValue: try fields.required("kind")) else { throw .badValue("kind") }
             // An unknown purpose from a newer broker is still a question a person can answer.

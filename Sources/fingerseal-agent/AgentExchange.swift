@@ -9,9 +9,8 @@ import SystemKit
 enum ExchangeNote {
     /// A sentence for the person (info or error from the broker).
     case sentence(String, isError: Bool)
-    /// A reader event or scan state, as the broker names it (finger-needed, hint,
-    /// no-match, finger-locked).
-    case event(String)
+    /// A reader event, a scan's outcome, or the secret asked next.
+    case event(ReaderSignal)
     /// The broker asks: a PIN, the account password, or (purpose other, while the reader
     /// waits) only whether to use the password instead.
     case ask(Ask)
@@ -156,8 +155,7 @@ struct AgentExchange {
             switch message {
             case let .info(text): exchange.note(.sentence(text, isError: false))
             case let .error(text): exchange.note(.sentence(text, isError: true))
-            case let .event(json):
-                if let name = AgentExchange.eventName(json) { exchange.note(.event(name)) }
+            case let .event(signal): exchange.note(.event(signal))
             default: break
             }
         }
@@ -207,20 +205,6 @@ struct AgentExchange {
                 }
             }
         }
-    }
-
-    /// The name of a broker event ({"event":"finger-needed"} → finger-needed), with the hint's
-    /// kind for a hint (hint:center-finger).
-    static func eventName(_ json: String) -> String? {
-        func value(of key: String) -> String? {
-            guard let range = json.firstRange(of: "\"\(key)\":\"") else { return nil }
-            let rest = json[range.upperBound...]
-            guard let end = rest.firstIndex(of: "\"") else { return nil }
-            return String(rest[..<end])
-        }
-        guard let event = value(of: "event") else { return nil }
-        if event == "hint", let hint = value(of: "hint") { return "hint:" + hint }
-        return event
     }
 }
 

@@ -76,26 +76,9 @@ struct ApplicationOptions {
 struct Capabilities: Sendable {
     let values: [String: BusValue]
 
-    private struct Report: Decodable {
-        struct Slot: Decodable { let sealedToTpm: Bool }
-        struct Now: Decodable {
-            let methods: [String]
-            let reader: String
-            let remote: Bool
-        }
-        let vault: Bool
-        let fingers: [String]?
-        let fprintdFingers: [String]?
-        let signIn: String?
-        let keyslots: [Slot]?
-        let capabilities: Now?
-    }
-
     init(_ ending: AgentExchange.Ending, display: Bool) {
         var values: [String: BusValue] = ["version": .uint32(AgentInterface.version), "display": .bool(display)]
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        if case let .reply(_, _, output) = ending, let report = try? decoder.decode(Report.self, from: Data(output.utf8)) {
+        if let report = StatusReport(ending) {
             values["vault"] = .bool(report.vault)
             values["fingers"] = .strings(report.fprintdFingers ?? report.fingers ?? [])
             values["signed_in"] = .bool(report.signIn == "active")
@@ -123,27 +106,8 @@ struct Capabilities: Sendable {
 struct SettingsStatus: Sendable {
     let values: [String: BusValue]
 
-    private struct Report: Decodable {
-        struct Said: Decodable {
-            let fingerUnlock: String
-            let enabledSince: String
-            let enabledSinceUnix: Int64
-            let lastVerified: String
-            let lastVerifiedUnix: Int64?
-            let fingers: String
-            let fingerNames: [String]
-            let password: String?
-        }
-        let vault: Bool
-        let fingerUnlock: Bool?
-        let said: Said?
-    }
-
     init(_ ending: AgentExchange.Ending) {
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        guard case let .reply(_, _, output) = ending, let report = try? decoder.decode(Report.self, from: Data(output.utf8)),
-              report.vault, let said = report.said else {
+        guard let report = StatusReport(ending), report.vault, let said = report.said else {
             // No vault (or no broker): nothing is on, nothing to show but that.
             values = ["vault": .bool(false), "enabled": .bool(false), "fingers": .strings([]),
                       "sentences": .dictionary(["enabled": .string(AgentStrings.notSetUp)])]
@@ -157,5 +121,18 @@ struct SettingsStatus: Sendable {
         if let password = said.password { sentences["password"] = .string(password) }
         values["sentences"] = .dictionary(sentences)
         self.values = values
+    }
+}
+
+extension StatusReport {
+    /// The broker's `status --json`, from a request's ending; nil without one (no vault, no
+    /// broker, or an answer this agent cannot read).
+    init?(_ ending: AgentExchange.Ending) {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        guard case let .reply(_, _, output) = ending, let report = try? decoder.decode(StatusReport.self, from: Data(output.utf8)) else {
+            return nil
+        }
+        self = report
     }
 }

@@ -131,25 +131,26 @@ final class AgentRequest {
             sentence = text
             sentencePending = false
             sentenceSaysWhy = [.needsPIN, .needsPassword].contains(state)
-        case let .event(name):
-            switch name {
+        case let .event(signal):
+            switch signal {
             // After a no-match or a hint the reader waits again at once, and that state's
             // sentence ("Try again.") already asks for the finger: it stays until the next change.
-            case "finger-needed":
+            case .fingerNeeded:
                 readerArmed = true
                 if state != .noMatch && state != .retry { state = .waitingForFinger }
-            case "no-match": state = .noMatch; sentencePending = true
-            case "finger-locked": state = .locked
+            case .noMatch: state = .noMatch; sentencePending = true
+            case .fingerLocked: state = .locked
+            case .hint: state = .retry; sentencePending = true
             // The broker turns to a secret; its sentence (why), if any, and the question follow.
             // Published with the question: an application answers once it sees the state.
-            case RequestState.needsPIN.rawValue, RequestState.needsPassword.rawValue:
-                let next = RequestState(rawValue: name) ?? state
+            case .needsPIN, .needsPassword:
+                let next: RequestState = signal == .needsPIN ? .needsPIN : .needsPassword
                 openQuestion = nil
                 if next != state {
                     state = next
                     sentenceSaysWhy = false
                 }
-            default: if name.hasPrefix("hint") { state = .retry; sentencePending = true }
+            case .enrollProgress, .waitingForSignIn: break
             }
         case let .ask(ask):
             openQuestion = ask

@@ -98,8 +98,8 @@ final class Client {
                 client.output.note(text)
             case let .output(text):
                 client.output.out(text)
-            case let .event(json):
-                client.event(json)
+            case let .event(signal):
+                client.event(signal)
             case let .finding(finding):
                 if let sink = client.invocation.findings { sink.findings.append(finding) } else { client.output.out(finding.message) }
             case let .browse(url):
@@ -123,9 +123,10 @@ final class Client {
         }
     }
 
-    private func event(_ json: String) {
+    /// A rig's `--events-fd`: one JSON object per line.
+    private func event(_ signal: ReaderSignal) {
         guard let fd = invocation.eventsFD else { return }
-        Output.write(fd, json + "\n")
+        Output.write(fd, signal.jsonLine + "\n")
     }
 
     // MARK: answers
@@ -175,7 +176,7 @@ final class Client {
                 let said = conversation.whileAnswering(&side) { message in
                     switch message {
                     case let .info(text), let .error(text): reader.interject { output.note(text) }
-                    case let .event(json): event(json)
+                    case let .event(signal): event(signal)
                     default: break
                     }
                 }

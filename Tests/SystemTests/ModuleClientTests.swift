@@ -127,7 +127,7 @@ import SystemKit
         let broker = try ScriptedBroker([
             .send(.info("Place your finger on the reader.")),
             .send(.error("The finger did not match. Try again.")),
-            .send(.event(#"{"event":"scan"}"#)), .send(.output("not for PAM")), .send(.browse("https://idp.example/")),
+            .send(.event(.fingerNeeded)), .send(.output("not for PAM")), .send(.browse("https://idp.example/")),
             .send(.data([1, 2, 3], end: true)),
             .send(.result(Reply(.noMatch))),
         ])

@@ -81,7 +81,10 @@ enum PAMInput {
                 if fields & 16 != 0 { reply.method = "finger" }
                 packet = BrokerMessage.result(reply).encoded()
             case 7: packet = BrokerMessage.output(input.text(below: 64)).encoded()
-            case 8: packet = BrokerMessage.event(input.text(below: 64)).encoded()
+            case 8:
+                let signals: [ReaderSignal] = [.fingerNeeded, .noMatch, .hint(.centerFinger), .needsPIN, .waitingForSignIn,
+                                               .enrollProgress(completed: Int(input.byte()), total: Int(input.byte()))]
+                packet = BrokerMessage.event(signals[Int(input.byte()) % signals.count]).encoded()
             case 9: packet = BrokerMessage.data(input.bytes(below: 64), end: input.flag()).encoded()
             case 10: packet = BrokerMessage.finding(Finding("reader", .problem, input.text(below: 32))).encoded()
             default: packet = input.bytes(below: 256)

@@ -162,7 +162,7 @@ enum LoginCommand {
             // longer one than the module's bound on silence).
             let next = min(monotonicSeconds() + Double(authorization.interval), deadline)
             repeat {
-                if keepAlive { conversation.send(.event(#"{"event":"waiting-for-sign-in"}"#)) }
+                if keepAlive { conversation.send(.event(.waitingForSignIn)) }
                 _ = try pause(conversation, seconds: min(keepAlive ? 10 : .infinity, max(next - monotonicSeconds(), 0)))
             } while monotonicSeconds() < next
             do throws(TokenFailure) {

@@ -1,99 +1,12 @@
 import FingerprintFlows
 import FingersealCore
+import FingersealWire
 import Localization
 import SodiumKit
 
 /// status, pin set, pin change, pin reset, reset: the vault itself.
 enum VaultCommands {
     // MARK: status
-
-    struct StatusReport: Encodable {
-        struct Slot: Encodable {
-            let kind: String
-            let protection: String
-            /// Whether the TPM holds part of its key.
-            let sealedToTpm: Bool
-            let usable: Bool
-            /// usable, key-missing, tpm-changed, tpm-unreachable or pcrs-changed.
-            let state: String
-            let description: String
-        }
-        struct Lockout: Encodable {
-            let fingerFailures: Int
-            let fingerLocked: Bool
-            let pinFailures: Int
-            let pinLocked: Bool
-        }
-        let vault: Bool
-        let directory: String
-        var enabledSince: String? = nil
-        var pinSet: Bool? = nil
-        var keyslots: [Slot]? = nil
-        var fingers: [String]? = nil
-        var signIn: String? = nil
-        var issuer: String? = nil
-        var clientId: String? = nil
-        /// Who the identity provider said signed in (`Signed in as …`).
-        var signedInAs: String? = nil
-        var lockout: Lockout? = nil
-        /// Touch to sign in is on for the account (`identify on`).
-        var identify: Bool? = nil
-        /// Fingerprint unlock is on (the person's own switch: `on`, `off`).
-        var fingerUnlock: Bool? = nil
-        /// The newest unlock or step-up confirmation the audit trail holds.
-        var lastVerified: String? = nil
-        /// The login password is sealed for the keyring (`keyring on`).
-        var keyring: Bool? = nil
-        /// With the keyring's copy: whether the vault holding it is sealed to the TPM (false:
-        /// a stolen disk gives up the password). Nil without a copy.
-        var keyringSealedToTpm: Bool? = nil
-        /// When the account password is next needed (a password rule in force); nil, never.
-        var password: PasswordNext? = nil
-
-        struct PasswordNext: Encodable {
-            /// At the next sign-in.
-            let neededNow: Bool
-            /// after-boot or after-time, when needed now.
-            let reason: String?
-            /// When it will be needed (password_after), if not now.
-            let neededOn: String?
-            /// After the next restart (password_after_boot).
-            let afterRestart: Bool
-        }
-        /// "fprintd" when fprintd holds the fingers (then `fprintdFingers` and `fingersChanged`).
-        var reader: String? = nil
-        /// For an application (the session agent's GetCapabilities): what can answer now.
-        var capabilities: Capabilities? = nil
-
-        struct Capabilities: Encodable {
-            /// The ways that can unlock now: "finger", "pin", "password".
-            let methods: [String]
-            /// "present", "absent", "lid-closed", or "unknown" (another request holds it).
-            let reader: String
-            /// logind says the session is remote: the reader is not offered.
-            let remote: Bool
-        }
-        /// For an application's settings page (the agent's GetStatus): the facts as sentences
-        /// in the person's language and zone, ready to show and to announce, with the times.
-        var said: Said? = nil
-
-        struct Said: Encodable {
-            let fingerUnlock: String
-            let enabledSince: String
-            let enabledSinceUnix: Int64
-            let lastVerified: String
-            let lastVerifiedUnix: Int64?
-            let fingers: String
-            /// The enrolled fingers as people say them ("right index finger").
-            let fingerNames: [String]
-            /// When the account password is next needed; nil: no password rule.
-            let password: String?
-        }
-        var fprintdFingers: [String]? = nil
-        var fingersChanged: Bool? = nil
-        /// The configuration's tpm= (auto, require, off).
-        var tpm: String? = nil
-    }
 
     /// Which protector a slot uses, and whether it can be used now.
     static func describe(_ slot: VaultStatus.Slot, pcrs: [Int]) -> String {

@@ -82,36 +82,43 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
     }
 
     public func readerEvent(_ event: ReaderEvent) {
-        guard wantsEvents else { return }
         switch event {
-        case .fingerNeeded: send(.event(#"{"event":"finger-needed"}"#))
-        case let .enrollProgress(done, total): send(.event(#"{"event":"enroll-progress","completed":\#(done),"total":\#(total)}"#))
-        case let .hint(hint): send(.event(#"{"event":"hint","hint":"\#(Conversation.hintName(hint))"}"#))
+        case .fingerNeeded: signal(.fingerNeeded)
+        case let .enrollProgress(done, total): signal(.enrollProgress(completed: done, total: total))
+        case let .hint(hint): signal(.hint(Conversation.wireHint(hint)))
         case .finished: break
         }
     }
 
     public func scanOutcome(_ outcome: ScanOutcome) {
-        guard wantsEvents else { return }
-        send(.event(#"{"event":"\#(outcome.rawValue)"}"#))
+        switch outcome {
+        case .noMatch: signal(.noMatch)
+        case .fingerLocked: signal(.fingerLocked)
+        }
     }
 
     /// The secret asked next, said before the sentences that explain it (no reader, a
     /// password due): an application draws that state with them, not with the last one's.
     /// Only to the agent: its Status follows it; a command line has its prompt.
-    public enum Turn: String { case pin = "needs-pin", password = "needs-password" }
+    public enum Turn { case pin, password }
 
     public func turning(to next: Turn) {
-        guard wantsEvents && announcesTurns else { return }
-        send(.event(#"{"event":"\#(next.rawValue)"}"#))
+        guard announcesTurns else { return }
+        signal(next == .pin ? .needsPIN : .needsPassword)
     }
 
-    static func hintName(_ hint: RetryHint) -> String {
+    /// An event for a client that asked for them (a rig, the agent).
+    func signal(_ signal: ReaderSignal) {
+        guard wantsEvents else { return }
+        send(.event(signal))
+    }
+
+    static func wireHint(_ hint: RetryHint) -> ReaderSignal.Hint {
         switch hint {
-        case .general: return "general"
-        case .tooShort: return "too-short"
-        case .centerFinger: return "center-finger"
-        case .removeFinger: return "remove-finger"
+        case .general: return .general
+        case .tooShort: return .tooShort
+        case .centerFinger: return .centerFinger
+        case .removeFinger: return .removeFinger
         }
     }
 

@@ -175,7 +175,7 @@ guard let commandName = arguments.first else { die("no command") }
             case let .info(text): show("info: \(text)")
             case let .error(text): show("error: \(text)")
             case let .output(text): show("output: \(text)")
-            case let .event(json): show("event: \(json)")
+            case let .event(signal): show("event: \(signal.jsonLine)")
             case let .browse(url): show("browse: \(url)")
             case let .finding(finding): show("finding: \(finding.check) \(finding.status.rawValue) \(finding.message) \(finding.fix)")
             case let .data(bytes, end): show("data: \(bytes.count)\(end ? " end" : "")")
