@@ -135,7 +135,7 @@ let package = Package(
                                                "QRKit", "LoopbackKit", "PAMKit", "SodiumKit", "SystemKit", "SystemdKit", "TPMKit", "CLinux"]),
         .executableTarget(name: "fingersealed", dependencies: ["Broker", "FingersealWire", "SystemKit", "SystemdKit"]),
         // The session agent for applications: a thin client of the broker on the session bus.
-        .executableTarget(name: "fingerseal-agent", dependencies: ["FingersealWire", "Localization", "PromptDialog", "SessionBusKit",
+        .executableTarget(name: "fingerseal-agent", dependencies: ["FingersealWire", "Localization", "PromptDialog", "SessionBusKit", "SharedMessages",
                                                                    "SodiumKit", "SystemKit", "CLinux"]),
 
         // The CLI: a thin client of the broker (design §2). The wire protocol, secure memory for

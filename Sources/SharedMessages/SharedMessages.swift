@@ -7,6 +7,8 @@ public enum SharedMessages {
     public static var cancelled: String { tr("Cancelled.") }
     public static var secureMemory: String { tr("Fingerseal could not allocate protected memory for secrets.") }
     public static var noTerminal: String { tr("No terminal to read from. Use --pin-fd to pass the PIN from a file descriptor.") }
+    /// The broker closed the connection before its result: the CLI and the agent say the same.
+    public static var serviceEnded: String { tr("The fingerseal service ended the request without an answer. Try again; the system log may say why.") }
     public static var fixClock: String { tr("Set the clock, for example with: timedatectl set-ntp true") }
 
     public static func cannotRead(_ path: String) -> String { tr("Cannot read %1$s.", path) }

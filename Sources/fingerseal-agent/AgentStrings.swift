@@ -1,4 +1,5 @@
 import Localization
+import SharedMessages
 
 /// Every sentence the agent itself says (the broker's come through the request, already in
 /// the person's language): the dialog's words, the answers to mistaken calls. Looked up in
@@ -46,7 +47,7 @@ enum AgentStrings {
     // The outcomes the agent says itself
     static var cancelled: String { tr("Cancelled. Nothing was counted.") }
     static var brokerUnreachable: String { tr("The fingerseal service is not running, so fingerprint unlock is not available.") }
-    static var brokerEnded: String { tr("The fingerseal service ended the request without an answer.") }
+    static var brokerEnded: String { SharedMessages.serviceEnded }
 
     // Mistaken calls (D-Bus errors)
     static var noDisplay: String {

@@ -46,7 +46,7 @@ enum Strings {
     static func serviceRefused(_ path: String) -> String {
         tr("You may not use the fingerseal service at %1$s: permission denied.", path)
     }
-    static var serviceEnded: String { tr("The fingerseal service ended the request without an answer. Try again; the system log may say why.") }
+    static var serviceEnded: String { SharedMessages.serviceEnded }
     static func serviceSilent(_ seconds: Int) -> String {
         tr("The fingerseal service sent nothing for %1$s seconds, so fingerseal gave up.", seconds)
     }
