@@ -414,7 +414,7 @@ struct Provisioning {
     /// logs what it cannot record.
     static func audit(_ name: String, _ event: AuditEvent) {
         let account = UserAccount(name: name, uid: UInt32.max - 1, gid: UInt32.max - 1, home: "/nonexistent")
-        AuditTrail(store: VaultStore(location: .broker(stateDirectory: "/nonexistent", account: account))).log(event)
+        AuditTrail(store: VaultStore(location: .broker(stateDirectory: "/nonexistent", account: account)), sink: .brokerLog).log(event)
     }
 
     /// A successful authentication of `name`: when provisioning made it, it was used now.

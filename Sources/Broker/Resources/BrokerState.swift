@@ -87,7 +87,7 @@ final class BrokerState: @unchecked Sendable {
         var policy = policy
         policy.keys = tpm
         var store = VaultStore(location: .broker(stateDirectory: settings.stateDirectory, account: account), tpm: policy,
-                               attemptLimiter: attemptLimiter)
+                               attemptLimiter: attemptLimiter, auditSink: .brokerLog)
         store.requestRead = read
         return store
     }

@@ -89,11 +89,12 @@ public enum AuditEvent: Equatable, Sendable {
     case accountVault(AccountVaultChange, reason: String)
 }
 
-/// Where each event's log line goes, besides the audit file.
+/// Where each event's log line goes, besides the audit file. The core reaches no log of its
+/// own: a store carries the sink its maker gave it (the broker's: `VaultStore.auditSink`).
 public enum AuditSink: Sendable {
-    /// The system's log (the broker's): the journal with each event's fields where journald
-    /// listens (`Journal`, never waited for), else syslog(3) at LOG_AUTHPRIV, as before.
-    case system
+    /// Journal entries to the process's log: the broker's sends each to the journal with its
+    /// fields where journald listens, else to syslog(3) at LOG_AUTHPRIV.
+    case journal(@Sendable (JournalEntry) -> Void)
     /// Lines to a function of the caller's (tests).
     case custom(@Sendable (Syslog.Level, String) -> Void)
     case none
@@ -101,8 +102,8 @@ public enum AuditSink: Sendable {
     /// A line that is no event (a problem recording one, a count starting).
     func log(_ level: Syslog.Level, _ message: String) {
         switch self {
-        case .system:
-            Journal.shared.send(JournalEntry(fields: [("MESSAGE", message), ("PRIORITY", level == .notice ? "5" : "4"),
+        case let .journal(send):
+            send(JournalEntry(fields: [("MESSAGE", message), ("PRIORITY", level == .notice ? "5" : "4"),
                                                       ("SYSLOG_IDENTIFIER", "fingersealed"), ("SYSLOG_FACILITY", "10")],
                                              syslogLevel: level, syslogLine: message))
         case let .custom(log): log(level, message)
@@ -113,7 +114,7 @@ public enum AuditSink: Sendable {
     /// An event: its sentence, and in the journal its fields.
     func log(_ record: AuditJournalRecord) {
         switch self {
-        case .system: Journal.shared.send(record.journalEntry)
+        case let .journal(send): send(record.journalEntry)
         case let .custom(log): log(.notice, record.line)
         case .none: break
         }

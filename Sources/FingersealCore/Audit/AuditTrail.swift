@@ -28,10 +28,11 @@ public struct AuditTrail: Sendable {
     var fileLimit = AuditFiles.fileLimit
     var attemptsFileLimit = AuditFiles.attemptsFileLimit
 
-    public init(store: VaultStore, clock: any Clock = SystemClock(), sink: AuditSink = .system) {
+    /// `sink` nil: the store's (`VaultStore.auditSink`).
+    public init(store: VaultStore, clock: any Clock = SystemClock(), sink: AuditSink? = nil) {
         self.store = store
         self.clock = clock
-        self.sink = sink
+        self.sink = sink ?? store.auditSink
     }
 
     /// Records `event` and logs it. `vault` nil: the vault is opened through its device slot

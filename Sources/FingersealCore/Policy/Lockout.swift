@@ -155,17 +155,17 @@ public struct LockoutLedger: Sendable {
     /// Whose tries are counted: nil, the owner's; a uid, that other account's alone.
     public let applicant: UInt32?
 
-    public init(store: VaultStore, policy: LockoutPolicy, clock: any Clock = SystemClock(), auditSink: AuditSink = .system,
+    public init(store: VaultStore, policy: LockoutPolicy, clock: any Clock = SystemClock(), auditSink: AuditSink? = nil,
                 applicant: UInt32? = nil) {
         self.store = store
         self.policy = policy
         self.clock = clock
-        self.auditSink = auditSink
+        self.auditSink = auditSink ?? store.auditSink
         self.applicant = applicant == store.location.account.uid ? nil : applicant
     }
 
     /// The ledger with the limits `options` set (`max_fails`).
-    public init(store: VaultStore, options: Options, clock: any Clock = SystemClock(), auditSink: AuditSink = .system,
+    public init(store: VaultStore, options: Options, clock: any Clock = SystemClock(), auditSink: AuditSink? = nil,
                 applicant: UInt32? = nil) {
         self.init(store: store, policy: LockoutPolicy(maxFingerFailures: options.maxFails), clock: clock, auditSink: auditSink,
                   applicant: applicant)

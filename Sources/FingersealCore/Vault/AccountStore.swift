@@ -84,7 +84,7 @@ public struct AccountStore: Sendable {
         let owner = UserAccount(name: note.boundName ?? String(note.uid), uid: note.uid, gid: note.uid, home: "/nonexistent")
         var aside = VaultStore(location: VaultLocation(directory: root + "/" + AccountStore.setAsideDirectory + "/" + note.id,
                                                    account: owner, owner: geteuid()),
-                           lockTimeout: store.lockTimeout, tpm: store.tpm, attemptLimiter: nil)
+                           lockTimeout: store.lockTimeout, tpm: store.tpm, attemptLimiter: nil, auditSink: store.auditSink)
         aside.judgesOwner = false
         return aside
     }

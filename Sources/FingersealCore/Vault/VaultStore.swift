@@ -65,12 +65,17 @@ public struct VaultStore: Sendable {
     /// broker's check of whose the vault is reads it first, and the flow after it uses that
     /// read while the file is still it (nil: each read is its own).
     public var requestRead: RequestRead?
+    /// Where the audit trail's events are logged besides its file: the broker's log (the
+    /// journal); none for tools and tests unless they say.
+    public var auditSink: AuditSink
 
-    public init(location: VaultLocation, lockTimeout: Double = 5, tpm: TPMPolicy = .off, attemptLimiter: AttemptLimiter? = nil) {
+    public init(location: VaultLocation, lockTimeout: Double = 5, tpm: TPMPolicy = .off, attemptLimiter: AttemptLimiter? = nil,
+                auditSink: AuditSink = .none) {
         self.location = location
         self.lockTimeout = lockTimeout
         self.tpm = tpm
         self.attemptLimiter = attemptLimiter
+        self.auditSink = auditSink
     }
 
     /// Runs `body` as the owner with the directory open and locked. Returns nil when the
