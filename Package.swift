@@ -73,15 +73,17 @@ let package = Package(
         .target(name: "SystemKit", dependencies: ["CLinux"], swiftSettings: leanSwift),
         .target(name: "SodiumKit", dependencies: ["CSodium"]),
         .target(name: "PAMKit", dependencies: ["CPAM", "SystemKit"], swiftSettings: leanSwift),
-        .target(name: "FprintKit", dependencies: ["CFprint", "CLinux", "SystemKit"]),
+        // What a fingerprint reader says and ends with (fingers, events, errors, results): the
+        // standard library only, so that fprintd's client needs no libfprint.
+        .target(name: "ReaderValues", swiftSettings: leanSwift),
+        .target(name: "FprintKit", dependencies: ["CFprint", "CLinux", "ReaderValues", "SystemKit"]),
         // libsystemd: the system bus (sd-bus, and logind's lid state on it), login sessions
         // (sd-login) and the service manager (sd-daemon). Typed errors; no C types outside.
         .target(name: "SystemdKit", dependencies: ["CSystemd", "SystemKit"]),
         // The session bus as GIO speaks it, and GLib's main loop: the session agent's service.
         .target(name: "SessionBusKit", dependencies: ["CGio"]),
-        // fprintd over D-Bus (SystemdKit's bus) and the lid's state; FprintKit only for its value
-        // types (Finger, ReaderEvent, FprintError): nothing here calls libfprint.
-        .target(name: "FprintdKit", dependencies: ["SystemdKit", "FprintKit", "SystemKit", "CLinux"]),
+        // fprintd over D-Bus (SystemdKit's bus) and the lid's state: no libfprint.
+        .target(name: "FprintdKit", dependencies: ["SystemdKit", "ReaderValues", "SystemKit", "CLinux"]),
         // SodiumKit: the bodies and headers that carry secrets are built and received in its
         // secure memory.
         .target(name: "CurlKit", dependencies: ["CCurl", "SodiumKit"]),
@@ -122,7 +124,7 @@ let package = Package(
 
         // Fingerprint flows (verify, enroll, forget) over the core and the reader layer; its
         // own target so that what does not scan never loads libfprint (~5 ms of start-up).
-        .target(name: "FingerprintFlows", dependencies: ["FingersealCore", "FprintKit", "FprintdKit", "SodiumKit", "SystemKit"]),
+        .target(name: "FingerprintFlows", dependencies: ["FingersealCore", "FprintKit", "FprintdKit", "ReaderValues", "SodiumKit", "SystemKit"]),
 
         // The identity provider over HTTP (discovery, token requests): its own target, so
         // that what does not talk to the IdP never loads libcurl. Typed errors (TokenFailure's
@@ -131,7 +133,7 @@ let package = Package(
 
         // The broker: the socket server, the caller's identity, the authorization table, and
         // every flow (design §2, §5).
-        .target(name: "Broker", dependencies: ["FingersealCore", "Localization", "ZoneInfo", "SharedMessages", "FingerprintFlows", "IdentityClient", "JOSEKit", "FprintKit", "FprintdKit", "CurlKit",
+        .target(name: "Broker", dependencies: ["FingersealCore", "Localization", "ZoneInfo", "SharedMessages", "FingerprintFlows", "IdentityClient", "JOSEKit", "FprintKit", "FprintdKit", "ReaderValues", "CurlKit",
                                                "QRKit", "LoopbackKit", "PAMKit", "SodiumKit", "SystemKit", "SystemdKit", "TPMKit", "CLinux"]),
         .executableTarget(name: "fingersealed", dependencies: ["Broker", "FingersealWire", "SystemKit", "SystemdKit"]),
         // The session agent for applications: a thin client of the broker on the session bus.
@@ -213,7 +215,7 @@ let package = Package(
         .testTarget(
             name: "CoreTests",
             dependencies: ["TestSupport", "FingersealCore", "FingerprintFlows", "IdentityClient", "Broker", "SystemKit", "SodiumKit",
-                           "CPAM", "FprintKit", "CurlKit", "JOSEKit", "TPMKit", "CTSS2", "QRKit", "fingerseal", "fingersealed"]
+                           "CPAM", "FprintKit", "ReaderValues", "CurlKit", "JOSEKit", "TPMKit", "CTSS2", "QRKit", "fingerseal", "fingersealed"]
         ),
         // The flows against a real broker in the foreground: CLI, login, token, step-up, reader, audit.
         .testTarget(
@@ -227,7 +229,7 @@ let package = Package(
         .testTarget(
             name: "SystemTests",
             dependencies: ["TestSupport", "FingersealCore", "FingersealWire", "IdentityClient", "Broker", "Localization", "SystemKit",
-                           "SystemdKit", "PAMKit", "CPAM", "FprintKit", "FprintdKit", "SessionBusKit", "fingerseal", "fingersealed",
+                           "SystemdKit", "PAMKit", "CPAM", "FprintKit", "FprintdKit", "ReaderValues", "SessionBusKit", "fingerseal", "fingersealed",
                            "fingerseal-agent", "vault-torture", "pam-cycles", "pam-soak", "wire-client"]
         ),
         // The desktop: PromptDialog's dialog (dialog-demo) on a private X server and AT-SPI

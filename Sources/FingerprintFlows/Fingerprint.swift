@@ -1,6 +1,7 @@
 import FingersealCore
-import FprintKit
 import FprintdKit
+import FprintKit
+import ReaderValues
 import SodiumKit
 import SystemKit
 
@@ -226,7 +227,7 @@ public enum Fingerprint {
             switch event {
             case let .enrollProgress(done, total): prompter.info(Messages.enrollProgress(done, total, swipe: reader.swipe))
             case let .hint(hint): prompter.info(describe(hint))
-            case .fingerNeeded, .finished: break
+            case .fingerNeeded: break
             }
         }
         switch (reader, result) {

@@ -1,7 +1,8 @@
 import FingersealCore
-import FprintKit
 import FprintdKit
+import FprintKit
 import Glibc
+import ReaderValues
 import SystemKit
 
 /// The reader a flow scans with: libfprint driving the device itself (kiosks, rigs), or
@@ -24,7 +25,13 @@ protocol ScanOperation {
 }
 
 extension ReaderOperation: ScanOperation {}
-extension FprintdOperation: ScanOperation {}
+
+extension FprintdOperation: ScanOperation {
+    func wait(timeout: Double, cancelFDs: [Int32], onEvent: (ReaderEvent) -> Void) -> OperationResult {
+        let result: FprintdResult = wait(timeout: timeout, cancelFDs: cancelFDs, onEvent: onEvent)
+        return result.widened()
+    }
+}
 
 /// fprintd's enrolled set for a user as it is now: the finger names, and a digest that also
 /// covers the prints fprintd stored (root reads them under `storage`/USER; where it cannot,

@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import ReaderValues
 import SystemKit
 
 /// A queue one thread fills and another drains, with an eventfd that is readable whenever

@@ -1,9 +1,9 @@
 import CFprint
+import ReaderValues
 
-/// Why the sensor asked for another try (libfprint's FP_DEVICE_RETRY codes).
-public enum RetryHint: Sendable, Equatable {
-    case general, tooShort, centerFinger, removeFinger
+// libfprint's codes and GErrors as the reader's value types.
 
+extension RetryHint {
     init(code: Int32) {
         switch code {
         case Int32(FP_DEVICE_RETRY_TOO_SHORT.rawValue): self = .tooShort
@@ -14,11 +14,7 @@ public enum RetryHint: Sendable, Equatable {
     }
 }
 
-/// libfprint's FP_DEVICE_ERROR codes.
-public enum DeviceErrorKind: Sendable, Equatable {
-    case general, notSupported, notOpen, alreadyOpen, busy, protocolError, dataInvalid, dataNotFound, dataFull,
-         dataDuplicate, removed, tooHot, unknown
-
+extension DeviceErrorKind {
     init(code: Int32) {
         switch code {
         case Int32(FP_DEVICE_ERROR_NOT_SUPPORTED.rawValue): self = .notSupported
@@ -38,29 +34,7 @@ public enum DeviceErrorKind: Sendable, Equatable {
     }
 }
 
-public enum FprintError: Error, Equatable, Sendable {
-    /// `fp_context_new` or the worker's main loop could not be created.
-    case contextUnavailable
-    /// No reader is connected (or none the allowed drivers handle).
-    case noReader
-    /// The requested reader id is not among the connected readers.
-    case noSuchReader(String)
-    /// The reader cannot do this (e.g. capture on a match-on-chip sensor).
-    case notSupported(String)
-    /// The sensor wants another try; the operation ended without a result.
-    case retry(RetryHint)
-    case cancelled
-    /// Our own deadline passed (the operation was cancelled because of it).
-    case timedOut
-    /// An FP_DEVICE_ERROR from libfprint.
-    case device(DeviceErrorKind, code: Int32, message: String)
-    /// Any other GError: its domain, code and message.
-    case other(domain: String, code: Int32, message: String)
-    /// A system call failed.
-    case system(operation: String, code: Int32)
-    /// A serialized print could not be read back.
-    case invalidPrint
-
+extension FprintError {
     /// Takes ownership of `error` (frees it) and classifies it.
     static func take(_ error: UnsafeMutablePointer<GError>?) -> FprintError {
         guard let error else { return .other(domain: "", code: 0, message: "unknown error") }

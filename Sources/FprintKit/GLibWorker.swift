@@ -1,6 +1,7 @@
 import CFprint
 import CLinux
 import Glibc
+import ReaderValues
 import SystemKit
 
 /// The one thread that makes every libfprint call. libfprint is single-threaded and drives

@@ -1,39 +1,21 @@
 import CFprint
 import Glibc
+import ReaderValues
 import SystemKit
 
-/// Something a reader operation reports while it runs, and finally its result.
-public enum ReaderEvent: Sendable {
-    /// The sensor is ready for a finger now (libfprint's finger status gained "needed").
-    case fingerNeeded
-    /// Enrollment: `completed` of `total` scans are done.
-    case enrollProgress(completed: Int, total: Int)
-    /// The sensor wants the finger again, and says why.
-    case hint(RetryHint)
+/// What a libfprint operation ends with: an enrolled or listed print is an FpPrint.
+public typealias OperationResult = ReaderResult<Print>
+
+/// What the worker hands a waiting operation: an event for the person, or the end.
+enum OperationProgress: Sendable {
+    case event(ReaderEvent)
     case finished(OperationResult)
-
-    /// A scan of an enrollment was taken: the person gets the whole wait for the next one.
-    public var isProgress: Bool {
-        if case .enrollProgress = self { return true }
-        return false
-    }
-}
-
-public enum OperationResult: Sendable {
-    case enrolled(Print)
-    case verified(matched: Bool)
-    /// Index into the prints given to `identify`, or nil for no match.
-    case identified(index: Int?)
-    case captured(FingerprintImage)
-    case listed([Print])
-    case done
-    case failed(FprintError)
 }
 
 /// One running libfprint operation. Its events arrive on `events` (pollable through
 /// `events.fd`); `cancel` may be called from any thread.
 public final class ReaderOperation: @unchecked Sendable {
-    public let events: EventQueue<ReaderEvent>
+    let events: EventQueue<OperationProgress>
     let cancellable: UnsafeMutablePointer<GCancellable>
 
     init() throws(FprintError) {
@@ -64,7 +46,7 @@ public final class ReaderOperation: @unchecked Sendable {
         while true {
             switch events.next(timeout: deadline - monotonicSeconds(), orReadable: cancelFDs) {
             case let .event(.finished(result)): return result
-            case let .event(event):
+            case let .event(.event(event)):
                 if event.isProgress { deadline = monotonicSeconds() + timeout }
                 onEvent(event)
             case .other:
@@ -321,7 +303,7 @@ public final class LibfprintDevice: @unchecked Sendable {
         let relay = Unmanaged<StatusRelay>.fromOpaque(data).takeUnretainedValue()
         let status = fp_device_get_finger_status(UnsafeMutableRawPointer(object).assumingMemoryBound(to: FpDevice.self))
         let needed = status.rawValue & FP_FINGER_STATUS_NEEDED.rawValue != 0
-        if needed && !relay.needed { relay.current?.events.push(.fingerNeeded) }
+        if needed && !relay.needed { relay.current?.events.push(.event(.fingerNeeded)) }
         relay.needed = needed
     }
 
@@ -371,9 +353,9 @@ public final class LibfprintDevice: @unchecked Sendable {
         guard let data else { return }
         let box = Unmanaged<Box>.fromOpaque(data).takeUnretainedValue()
         if let error, error.pointee.domain == fp_device_retry_quark() {
-            box.operation.events.push(.hint(RetryHint(code: error.pointee.code)))
+            box.operation.events.push(.event(.hint(RetryHint(code: error.pointee.code))))
         } else {
-            box.operation.events.push(.enrollProgress(completed: Int(completed), total: box.total))
+            box.operation.events.push(.event(.enrollProgress(completed: Int(completed), total: box.total)))
         }
     }
 
@@ -381,7 +363,7 @@ public final class LibfprintDevice: @unchecked Sendable {
         guard let data else { return }
         let box = Unmanaged<Box>.fromOpaque(data).takeUnretainedValue()
         if let error, error.pointee.domain == fp_device_retry_quark() {
-            box.operation.events.push(.hint(RetryHint(code: error.pointee.code)))
+            box.operation.events.push(.event(.hint(RetryHint(code: error.pointee.code))))
             return
         }
         box.reportedMatch = match != nil

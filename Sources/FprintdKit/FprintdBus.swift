@@ -1,7 +1,7 @@
-import FprintKit
 import Glibc
-import SystemKit
+import ReaderValues
 import SystemdKit
+import SystemKit
 
 public enum FprintdPresence: Sendable {
     /// net.reactivated.Fprint has an owner now.

@@ -1,6 +1,6 @@
-import FprintKit
-import SystemKit
+import ReaderValues
 import SystemdKit
+import SystemKit
 
 public struct FprintdDeviceInfo: Sendable, Equatable {
     /// "/net/reactivated/Fprint/Device/0"

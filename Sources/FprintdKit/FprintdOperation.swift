@@ -1,8 +1,11 @@
 import CLinux
-import FprintKit
 import Glibc
-import SystemKit
+import ReaderValues
 import SystemdKit
+import SystemKit
+
+/// How an fprintd operation ends: fprintd keeps the prints, so none is ever handed back.
+public typealias FprintdResult = ReaderResult<Never>
 
 /// A running fprintd verify or enroll, used like FprintKit's `ReaderOperation`: `wait`
 /// reports events and returns the result. fprintd's statuses arrive as signals, which `wait`
@@ -26,7 +29,7 @@ public final class FprintdOperation: @unchecked Sendable {
     private var slots: [BusMatch] = []
     /// Readable once `cancel()` was called (from any thread).
     private let cancelEvent: EventFD
-    private var result: OperationResult? = nil
+    private var result: FprintdResult? = nil
 
     init(device: FprintdDevice, kind: Action, finger: String, stages: Int) throws(FprintError) {
         do { cancelEvent = try EventFD(nonBlocking: true) } catch { throw FprintError.system(operation: "eventfd", code: error.code) }
@@ -72,7 +75,7 @@ public final class FprintdOperation: @unchecked Sendable {
     /// `.failed(.cancelled)`. An enrollment's `timeout` is per scan: each stage passed starts
     /// the wait again.
     public func wait(timeout: Double, cancelFDs: [Int32] = [],
-                     onEvent: (ReaderEvent) -> Void = { _ in }) -> OperationResult {
+                     onEvent: (ReaderEvent) -> Void = { _ in }) -> FprintdResult {
         if let result { return result }
         let bus = device.bus
         var deadline = monotonicSeconds() + timeout
@@ -96,7 +99,7 @@ public final class FprintdOperation: @unchecked Sendable {
         }
     }
 
-    private func finish(_ outcome: OperationResult) -> OperationResult {
+    private func finish(_ outcome: FprintdResult) -> FprintdResult {
         stop()
         result = outcome
         slots = []
@@ -115,7 +118,7 @@ final class SignalState {
     let kind: FprintdOperation.Action
     let stages: Int
     private var events: [ReaderEvent] = []
-    private(set) var final: OperationResult? = nil
+    private(set) var final: FprintdResult? = nil
     private var completedStages = 0
     private var fingerNeeded = false
 
@@ -173,7 +176,7 @@ final class SignalState {
 enum FprintdStatus {
     case hint(RetryHint)
     case stagePassed
-    case final(OperationResult)
+    case final(FprintdResult)
     case ignored
 
     static func interpret(_ status: String, done: Bool) -> FprintdStatus {

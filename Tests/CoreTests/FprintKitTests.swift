@@ -1,7 +1,7 @@
-import Testing
-import Glibc
 import Foundation
 import FprintKit
+import Glibc
+import Testing
 @testable import TestSupport
 
 /// libfprint reads its driver selection from process-global environment variables when a

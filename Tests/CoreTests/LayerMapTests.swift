@@ -28,7 +28,7 @@ import Testing
         "SystemKit": .wrapper, "SodiumKit": .wrapper, "CurlKit": .wrapper, "PAMKit": .wrapper, "FprintKit": .wrapper,
         "FprintdKit": .wrapper, "SystemdKit": .wrapper, "TPMKit": .wrapper, "QRKit": .wrapper, "LoopbackKit": .wrapper,
         "SessionBusKit": .wrapper, "PromptDialog": .wrapper, "JOSEKit": .wrapper, "JOSEErrors": .wrapper,
-        "Localization": .wrapper, "ZoneInfo": .wrapper,
+        "Localization": .wrapper, "ZoneInfo": .wrapper, "ReaderValues": .wrapper,
         "FingersealWire": .wire, "SharedMessages": .wire,
         "FingersealCore": .core, "FingerprintFlows": .core, "IdentityClient": .core,
         "Broker": .broker, "fingersealed": .broker,

@@ -1,6 +1,5 @@
-import FingersealCore
 import FingerprintFlows
-import FprintKit
+import FingersealCore
 import Testing
 @testable import TestSupport
 

@@ -1,5 +1,6 @@
 @testable import FprintKit
 import Glibc
+import ReaderValues
 import Testing
 @testable import TestSupport
 

@@ -1,7 +1,7 @@
 @testable import FprintdKit
-import FprintKit
-import SystemdKit
 import Glibc
+import ReaderValues
+import SystemdKit
 import Testing
 @testable import TestSupport
 
@@ -28,13 +28,13 @@ struct FprintdKitTests {
 
     /// Waits for `operation`, collecting its events.
     func outcome(_ operation: FprintdOperation, timeout: Double = 10,
-                 cancelFDs: [Int32] = []) -> (OperationResult, [ReaderEvent]) {
+                 cancelFDs: [Int32] = []) -> (FprintdResult, [ReaderEvent]) {
         var events: [ReaderEvent] = []
         let result = operation.wait(timeout: timeout, cancelFDs: cancelFDs) { events.append($0) }
         return (result, events)
     }
 
-    func matched(_ result: OperationResult) -> Bool? {
+    func matched(_ result: FprintdResult) -> Bool? {
         if case let .verified(matched) = result { return matched }
         return nil
     }

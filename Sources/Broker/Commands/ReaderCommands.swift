@@ -1,7 +1,8 @@
 import FingerprintFlows
 import FingersealCore
-import FprintKit
 import FprintdKit
+import FprintKit
+import ReaderValues
 import SystemKit
 
 /// devices, enroll, fingers, forget, verify, capture, selftest. The reader is the broker's:
@@ -267,7 +268,7 @@ enum ReaderCommands {
                 switch event {
                 case let .enrollProgress(done, total): prompter.info(Messages.enrollProgress(done, total, swipe: false))
                 case let .hint(hint): prompter.info(Fingerprint.describe(hint))
-                case .fingerNeeded, .finished: break
+                case .fingerNeeded: break
                 }
             }
             if case let .failed(error) = result { throw clientCancel(call, Fingerprint.translate(error), turn) }

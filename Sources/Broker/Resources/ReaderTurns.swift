@@ -1,10 +1,11 @@
 import FingerprintFlows
 import FingersealCore
-import FprintKit
 import FprintdKit
+import FprintKit
 import Glibc
-import SystemKit
+import ReaderValues
 import SystemdKit
+import SystemKit
 
 /// The one fingerprint reader: one operation at a time, in turns.
 ///

@@ -1,7 +1,7 @@
 import FingerprintFlows
 import FingersealCore
-import FprintKit
 import Glibc
+import ReaderValues
 import SodiumKit
 import SystemKit
 
@@ -86,8 +86,7 @@ public final class Conversation: ScanPrompter, @unchecked Sendable {
         case .fingerNeeded: signal(.fingerNeeded)
         case let .enrollProgress(done, total): signal(.enrollProgress(completed: done, total: total))
         case let .hint(hint): signal(.hint(Conversation.wireHint(hint)))
-        case .finished: break
-        }
+                }
     }
 
     public func scanOutcome(_ outcome: ScanOutcome) {

@@ -1,7 +1,7 @@
 import FingerprintFlows
 import FingersealCore
-import FprintKit
 import Glibc
+import ReaderValues
 import SodiumKit
 import SystemKit
 

@@ -2,6 +2,7 @@ import FingerprintFlows
 import FingersealCore
 import FprintKit
 import Glibc
+import ReaderValues
 import SystemKit
 
 /// Touch to sign in (design §3, kiosk): a login host of the system that has no user name yet
