@@ -65,8 +65,8 @@ extension ReaderTurns {
     }
 
     private func withBackend<T>(_ call: Call, deviceID: String?, _ body: (ReaderBackend) throws -> T) throws -> T {
-        let backend = backend(call.options.reader)
-        try checkLid(call.options, backend: backend)
+        let backend = backend(call.settings.reader)
+        try checkLid(call.settings, backend: backend)
         if backend == .fprintd {
             closeCached()
             condition.locked { holderOnFprintd = true }
@@ -100,7 +100,7 @@ extension ReaderTurns {
     /// A remote session (logind's, or a PAM host's remote host) never drives the reader unless
     /// `allow_remote`: the person is not at it.
     func refuseRemote(_ call: Call) throws {
-        if call.isRemote && !call.options.allowRemote { throw FingersealError(.remoteSession, Messages.readerNotFromRemote) }
+        if call.isRemote && !call.settings.allowRemote { throw FingersealError(.remoteSession, Messages.readerNotFromRemote) }
     }
 
     /// Whether a reader is there to scan with, asked before a question that is only worth
@@ -157,7 +157,7 @@ extension ReaderTurns {
         }
         defer { releaseAwake(device, bus: bus) }
         do {
-            return try body(.fprintd(device, user: user, storage: call.options.fprintdStorage))
+            return try body(.fprintd(device, user: user, storage: call.settings.fprintdStorage))
         } catch let error as FingersealError where error.outcome == .systemError {
             self.bus = nil
             throw error
@@ -191,7 +191,7 @@ extension ReaderTurns {
     /// Outside the reader's turn, on a connection of its own: listing needs no claim, and
     /// `status` must not wait for a scan to end.
     func fprintdSet(_ call: Call) throws -> FprintdSet? {
-        let choice = call.options.reader
+        let choice = call.settings.reader
         guard choice != .libfprint else { return nil }
         guard let bus = ReaderTurns.openSystemBus() else {
             if choice == .fprintd { throw FingersealError(.unavailable, Messages.fprintdUnavailable) }
@@ -200,7 +200,7 @@ extension ReaderTurns {
         if choice == .auto && bus.fprintdPresence() == .absent { return nil }
         let device: FprintdDevice
         do throws(FprintError) { device = try bus.fprintdDefaultDevice() } catch { throw Fingerprint.translate(error) }
-        return try FprintdEnrolledSet.read(device, user: call.account.name, storage: call.options.fprintdStorage)
+        return try FprintdEnrolledSet.read(device, user: call.account.name, storage: call.settings.fprintdStorage)
     }
 
     /// The scan is skipped at once while the lid is closed over a built-in reader (an
@@ -212,14 +212,14 @@ extension ReaderTurns {
     }
 
     /// Runs `body` in `call`'s turn with the libfprint reader closed (listing devices, the
-    /// self-test). Gives the backend the options come to.
+    /// self-test). Gives the backend the settings come to.
     func whileHeld<T>(_ call: Call, _ body: (ReaderBackendChoice, SystemBus?, Turn) throws -> T) throws -> T {
         try refuseRemote(call)
         let (priority, principal) = ReaderTurns.rank(call)
         let turn = try acquire(priority, principal, nil)
         defer { release(turn) }
         closeCached()
-        let backend = backend(call.options.reader)
+        let backend = backend(call.settings.reader)
         do {
             return try body(backend, backend == .fprintd ? systemBus() : nil, turn)
         } catch let error as FingersealError {
