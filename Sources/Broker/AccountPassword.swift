@@ -30,7 +30,7 @@ enum AccountPassword {
         let conversation = call.conversation
         // Counted before PAM is asked (a killed check still counts), per account, with the
         // PIN's delays: so the broker is no faster an oracle than a login prompt.
-        let tries = LockoutLedger(store: call.store, options: call.options)
+        let tries = LockoutLedger(store: call.store, options: call.settings)
         try tries.beginPasswordAttempt()
         conversation.turning(to: .password)
         conversation.info(why)
@@ -94,7 +94,7 @@ enum AccountPassword {
     /// that another module accepted must not cost the account tries). True when PAM accepts
     /// it; then the password rule counts from now (`PasswordRule`).
     static func verify(_ call: Call, _ secret: SecureBytes, counted: Bool) -> Bool {
-        let tries = LockoutLedger(store: call.store, options: call.options)
+        let tries = LockoutLedger(store: call.store, options: call.settings)
         if counted {
             do { try tries.beginPasswordAttempt() } catch {
                 Syslog.log(.notice, "fingersealed: \(call.request.command.rawValue): the account password of user=\(call.account.name) "

@@ -49,7 +49,7 @@ enum PAMFlows {
     /// `allow_remote`.
     static func admission(_ call: Call) -> AuthenticationResult? {
         if let refusal = hostAdmission(call) { return refusal }
-        if let group = call.options.onlyGroup, !call.account.isMember(ofGroup: group) {
+        if let group = call.settings.onlyGroup, !call.account.isMember(ofGroup: group) {
             return AuthenticationResult(.unavailable, "not a member of \(group)")
         }
         return nil
@@ -59,7 +59,7 @@ enum PAMFlows {
     /// in checks before it knows the account.
     static func hostAdmission(_ call: Call) -> AuthenticationResult? {
         let pam = call.channel.pam ?? PAMItems()
-        let options = call.options
+        let options = call.settings
         if options.skipServices.contains(pam.service ?? "") {
             return AuthenticationResult(.notApplicable, "skip_services names this service")
         }
@@ -73,7 +73,7 @@ enum PAMFlows {
     /// A person can answer: a terminal, a display, a caller inside a login session, or a
     /// service the administrator named; never a service named as unattended.
     static func isInteractive(_ call: Call, _ pam: PAMItems) -> Bool {
-        isInteractive(call.options, call.caller, pam)
+        isInteractive(call.settings, call.caller, pam)
     }
 
     static func isInteractive(_ options: Options, _ caller: Caller, _ pam: PAMItems) -> Bool {
@@ -93,9 +93,9 @@ enum PAMFlows {
     /// after the reply (the person's login is not delayed); after a change it is made first.
     static func passwordTaken(_ call: Call, changed: Bool) throws -> Reply {
         // Also while touch to sign in is locked: a password the broker checks ends the lock.
-        let identifyLocked = call.state.identifyHistory.isLocked(IdentifyLimits(call.options))
+        let identifyLocked = call.state.identifyHistory.isLocked(IdentifyLimits(call.settings))
         guard let status = try? Vault.status(call.store),
-              status.keyring || PasswordRule(call.options).isInForce || call.options.setsPasswordRuleInSections || identifyLocked else {
+              status.keyring || PasswordRule(call.settings).isInForce || call.settings.setsPasswordRuleInSections || identifyLocked else {
             return Reply(.notApplicable)
         }
         guard let password = try call.conversation.askSecret(.accountPassword, "") else { return Reply(.notApplicable) }
@@ -151,7 +151,7 @@ enum PAMFlows {
     /// is no reason to keep a person waiting), anything else's before it.
     static func log(_ call: Call, _ result: AuthenticationResult) {
         let quiet: Set<Outcome> = [.noVault, .remoteSession, .notEnrolled, .notApplicable]
-        if quiet.contains(result.outcome) && !call.options.debug { return }
+        if quiet.contains(result.outcome) && !call.settings.debug { return }
         let level: Syslog.Level = result.outcome.pamReturn == .authError ? .warning : .notice
         let line = "fingersealed: \(call.request.command.rawValue) \(result.outcome.rawValue) for user=\(call.account.name) "
             + "service=\(call.channel.pam?.service ?? "?") (\(call.caller)): \(result.detail)"

@@ -42,7 +42,7 @@ enum AccountCommands {
         let records = try ProvisionRegistry.existing(stateDirectory: call.state.settings.stateDirectory)
             .map { registry in try registry.locked { try registry.records() } } ?? []
         let aside = try AccountStore(root: call.state.settings.stateDirectory).setAsideVaults()
-        let days = call.options.provisionExpireDays
+        let days = call.settings.provisionExpireDays
         if call.json {
             try call.printJSON(Listing(accounts: records.map { record in
                 Listed(name: record.name, uid: record.uid, state: record.state.rawValue, issuer: record.issuer, subject: record.subject,
@@ -72,7 +72,7 @@ enum AccountCommands {
             throw FingersealError(.usage, Messages.accountNotProvisioned(String(name.prefix(64))))
         }
         guard !Provisioning.inFlight.contains(name) else { throw FingersealError(.unavailable, Messages.accountBeingMade(name)) }
-        guard try removeAccount(record, registry: registry, state: call.state, options: call.options) else {
+        guard try removeAccount(record, registry: registry, state: call.state, options: call.settings) else {
             throw FingersealError(.unavailable, Messages.accountRemoveFailed(name))
         }
         Provisioning.audit(name, .provisioning(.removed, reason: "administrator"))
@@ -82,13 +82,13 @@ enum AccountCommands {
 
     static func expire(_ call: Call) throws -> Reply {
         let ahead = Int64(call.options(for: AccountExpireOptions.self).daysAhead ?? 0) * 86_400
-        let removed = try expire(state: call.state, options: call.options, now: SystemClock().now() + ahead)
+        let removed = try expire(state: call.state, options: call.settings, now: SystemClock().now() + ahead)
         if call.json {
             try call.printJSON(["removed": removed])
             return Reply(.success)
         }
         call.conversation.output(removed.isEmpty ? Messages.accountNothingExpired
-                                 : removed.map { Messages.accountExpired($0, call.options.provisionExpireDays) }.joined(separator: "\n"))
+                                 : removed.map { Messages.accountExpired($0, call.settings.provisionExpireDays) }.joined(separator: "\n"))
         return Reply(.success)
     }
 

@@ -45,7 +45,7 @@ extension AccountCommands {
     /// written, the marker no later account can have.
     static func useradd(_ call: Call) throws -> Reply {
         let account = try hookAccount(call)
-        let store = call.state.store(for: account, tpm: call.options.tpmPolicy)
+        let store = call.state.store(for: account, tpm: call.settings.tpmPolicy)
         if let aside = try AccountStore(root: call.state.settings.stateDirectory).accountMade(store, now: SystemClock().now()) {
             AccountVaults.setAside(aside, store, state: call.state)
             call.conversation.output(Messages.accountEarlierVaultSetAside(aside.uid))
@@ -58,7 +58,7 @@ extension AccountCommands {
     /// provisioning record, if fingerseal made it.
     static func userdel(_ call: Call) throws -> Reply {
         let account = try hookAccount(call)
-        let store = call.state.store(for: account, tpm: call.options.tpmPolicy)
+        let store = call.state.store(for: account, tpm: call.settings.tpmPolicy)
         // Whose the vault is does not matter here: the uid goes away with its account.
         let removed = try AccountStore(root: call.state.settings.stateDirectory).removeAccount(store)
         call.state.sessions.dropUser(account.uid)
@@ -90,7 +90,7 @@ extension AccountCommands {
         guard AccountStore.isValidID(id), let note = try shelf.setAsideVaults().first(where: { $0.id == id }) else {
             throw FingersealError(.usage, Messages.accountNotSetAside(String(id.prefix(64))))
         }
-        let store = call.state.store(for: call.account, tpm: call.options.tpmPolicy)
+        let store = call.state.store(for: call.account, tpm: call.settings.tpmPolicy)
         // Said to the journal only: the trail goes with the vault.
         AuditTrail(store: shelf.setAsideStore(note, like: store)).log(.accountVault(.purged, reason: note.reason))
         guard try shelf.purge(id) else { throw FingersealError(.usage, Messages.accountNotSetAside(id)) }

@@ -27,7 +27,7 @@ enum DoctorCommand {
         }
         guard let status else {
             say(Finding("vault", .problem, Messages.doctorNoVault, fix: Messages.doctorFixNoVault))
-            provider(call, issuer: call.options.issuer, signedIn: false).map(say)
+            provider(call, issuer: call.settings.issuer, signedIn: false).map(say)
             return Reply(.success)
         }
         say(Finding("vault", .ok, Messages.doctorVault(isoTimestamp(status.createdAt))))
@@ -38,7 +38,7 @@ enum DoctorCommand {
         lockout(status.lockout).forEach(say)
         try passwordAndKeyring(call, status).forEach(say)
         say(signIn(call, status))
-        provider(call, issuer: status.provider?.issuer ?? call.options.issuer, signedIn: status.signIn == .active).map(say)
+        provider(call, issuer: status.provider?.issuer ?? call.settings.issuer, signedIn: status.signIn == .active).map(say)
         say(clock(now: SystemClock().now(), status))
         return Reply(.success)
     }
@@ -60,7 +60,7 @@ enum DoctorCommand {
     /// file's), whether a keyring copy sealed in the vault is handed on anywhere, and whether
     /// a stolen disk gives it up.
     static func passwordAndKeyring(_ call: Call, _ status: VaultStatus) throws -> [Finding] {
-        var options = call.options
+        var options = call.settings
         if let service = call.options(for: DoctorOptions.self).service { options = try call.state.systemOptions().0.forService(service) }
         var found: [Finding] = []
         if let next = PasswordDue.next(call, status, options: options) {
@@ -192,7 +192,7 @@ enum DoctorCommand {
     static func signIn(_ call: Call, _ status: VaultStatus) -> Finding {
         switch status.signIn {
         case .none:
-            return Finding("sign-in", call.options.requireToken ? .problem : .warning, Messages.doctorNotSignedIn,
+            return Finding("sign-in", call.settings.requireToken ? .problem : .warning, Messages.doctorNotSignedIn,
                            fix: Messages.doctorFixSignIn)
         case .required:
             return Finding("sign-in", .problem, Messages.doctorSignInRequired, fix: Messages.doctorFixSignIn)
@@ -207,14 +207,14 @@ enum DoctorCommand {
     /// unlock only where a token is required (otherwise unlock goes on offline).
     static func provider(_ call: Call, issuer: String?, signedIn: Bool) -> Finding? {
         guard let issuer else { return signedIn ? nil : Finding("identity-provider", .ok, Messages.doctorNoProvider) }
-        let timeout = Double(call.options.idpTimeout)
-        let http = HTTPClient(configuration: .init(connectTimeout: min(Double(call.options.connectTimeout), timeout),
+        let timeout = Double(call.settings.idpTimeout)
+        let http = HTTPClient(configuration: .init(connectTimeout: min(Double(call.settings.connectTimeout), timeout),
                                                    timeout: timeout))
         do throws(TokenFailure) {
             _ = try Discovery.discover(issuer: issuer, http: http)
             return Finding("identity-provider", .ok, Messages.doctorProviderAnswers(issuer))
         } catch {
-            return Finding("identity-provider", call.options.requireToken ? .problem : .warning,
+            return Finding("identity-provider", call.settings.requireToken ? .problem : .warning,
                            Messages.doctorProviderFailed(issuer, error), fix: Messages.doctorFixProvider)
         }
     }

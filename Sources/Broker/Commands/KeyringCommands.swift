@@ -20,7 +20,7 @@ enum KeyringCommands {
     static func on(_ call: Call) throws -> Reply {
         guard let status = try Vault.status(call.store) else { throw FingersealError(.noVault, Messages.noVault) }
         let withoutTPM = !status.sealedToTPM
-        if withoutTPM && !call.options(for: KeyringOnOptions.self).withoutTPM && !call.options.keyringWithoutTPM {
+        if withoutTPM && !call.options(for: KeyringOnOptions.self).withoutTPM && !call.settings.keyringWithoutTPM {
             // A TPM the vault is not sealed to yet takes it at the next PIN; else only the
             // person's say-so (or the administrator's) lets the copy in.
             let policy = call.store.tpm
@@ -34,7 +34,7 @@ enum KeyringCommands {
         AuditTrail(store: call.store).record(.keyring(.on), vault: vault)
         call.conversation.output(Messages.keyringTurnedOn)
         if withoutTPM { call.conversation.info(Messages.keyringWithoutTPM) }
-        if call.options.keyringServices.isEmpty { call.conversation.info(Messages.keyringNoServices) }
+        if call.settings.keyringServices.isEmpty { call.conversation.info(Messages.keyringNoServices) }
         return Reply(.success, method: UnlockMethod.password.rawValue)
     }
 
@@ -59,7 +59,7 @@ enum KeyringCommands {
     /// is dropped, recorded, and said once.
     static func handOff(_ call: Call, _ result: UnlockResult) -> [UInt8]? {
         guard result.outcome == .success, result.unlocked != nil, let vault = result.vault, call.caller.isRoot,
-              let service = call.channel.pam?.service, call.options.keyringServices.contains(service),
+              let service = call.channel.pam?.service, call.settings.keyringServices.contains(service),
               let (password, record) = (try? vault.loginPassword()) ?? nil else { return nil }
         let entry = PasswordEntryDigest.current(call.account.name)
         if entry == nil || entry != record.entry {

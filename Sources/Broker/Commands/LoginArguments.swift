@@ -22,7 +22,7 @@ extension LoginCommand {
     ///   file's issuer, never to one an argument names; given both, the administrator's is
     ///   used and the caller's is not even asked for.
     static func resolve(_ call: Call) throws -> SignIn {
-        let options = call.options
+        let options = call.settings
         let given = call.options(for: LoginOptions.self)
         let callerSecret = given.clientSecret
         // The configuration's name of each setting an argument may change (the secret's

@@ -22,7 +22,7 @@ enum LoginCommand {
         let signIn = try resolve(call)
         let (issuer, clientID, scope, flow) = (signIn.issuer, signIn.clientID, signIn.scope, signIn.flow.rawValue)
         let store = call.store
-        let options = call.options
+        let options = call.settings
         // A new vault needs the account password (root: not), asked before anyone signs in
         // at the provider for nothing.
         if try Vault.status(store) == nil { try AccountPassword.requireUnlessRoot(call) }
@@ -90,9 +90,9 @@ enum LoginCommand {
             throw refuse(loginError(error))
         }
         let identity = claims.map(SignedInIdentity.init)
-        guard call.options.userClaim != nil else { return identity }
+        guard call.settings.userClaim != nil else { return identity }
         guard let identity else { throw refuse(FingersealError(.notPermitted, Messages.identityUnknown)) }
-        if case let .refused(sentence) = try IdentityBinding.check(identity, user: call.account.name, options: call.options) {
+        if case let .refused(sentence) = try IdentityBinding.check(identity, user: call.account.name, options: call.settings) {
             throw refuse(FingersealError(.notPermitted, sentence))
         }
         return identity
@@ -235,7 +235,7 @@ enum LoginCommand {
         // Both in range (`LoginOptions`, the configuration's redirect_port).
         let given = call.options(for: LoginOptions.self)
         let seconds = given.timeout ?? 300
-        let port = given.redirectPort ?? call.options.redirectPort ?? 0
+        let port = given.redirectPort ?? call.settings.redirectPort ?? 0
         let request = try AuthorizationRequest()
         let receiver: RedirectReceiver
         do {

@@ -41,7 +41,7 @@ enum ReaderCommands {
         return Reply(.success)
     }
 
-    /// The backend the options come to now, and the readers it sees: fprintd's devices where
+    /// The backend the settings come to now, and the readers it sees: fprintd's devices where
     /// it owns the reader (nothing here opens one then), else libfprint's.
     static func connected(_ call: Call) throws -> (backend: ReaderBackendChoice, devices: [DeviceReport]) {
         try call.state.reader.whileHeld(call) { backend, bus, _ throws -> (ReaderBackendChoice, [DeviceReport]) in

@@ -13,7 +13,7 @@ enum StepUpCommands {
     /// context or leaves, so by default up to the ceiling, not a clock of its own.
     static func ttlSeconds(_ call: Call, asked: Int?) throws -> Int {
         guard let asked else { return call.stepUpSeconds(call.channel.application != nil ? StepUp.maxTTL : StepUp.defaultTTL) }
-        guard call.stepUpSeconds(asked) == asked else { throw FingersealError(.usage, Messages.stepUpCeiling(call.options.stepUpMaxTTL)) }
+        guard call.stepUpSeconds(asked) == asked else { throw FingersealError(.usage, Messages.stepUpCeiling(call.settings.stepUpMaxTTL)) }
         return asked
     }
 

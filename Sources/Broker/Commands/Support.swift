@@ -14,14 +14,14 @@ extension Call {
     }
 
     /// The reader settings for a request: `--timeout` (`ScanOptions`: 1 to 600 seconds; not
-    /// when the configuration fixed `timeout`) or the options'.
+    /// when the configuration fixed `timeout`) or the settings'.
     /// The prompt's end says how to cancel, as the channel decides (`Channel.cancelHint`).
     func scanSettings(maxTries: Int? = nil) throws -> ScanSettings {
-        let seconds = given.command.scan.timeout ?? options.timeout
-        if seconds != options.timeout && options.fixed.contains("timeout") {
+        let seconds = given.command.scan.timeout ?? settings.timeout
+        if seconds != settings.timeout && settings.fixed.contains("timeout") {
             throw FingersealError(.usage, Messages.fixedArgument(Option.scanTimeout.name, "timeout"))
         }
-        return ScanSettings(timeout: Double(seconds), maxTries: maxTries ?? options.maxTries,
+        return ScanSettings(timeout: Double(seconds), maxTries: maxTries ?? settings.maxTries,
                             cancelHint: channel.cancelHint)
     }
 

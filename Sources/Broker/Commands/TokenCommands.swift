@@ -110,7 +110,7 @@ enum TokenCommands {
         if status.signIn == .active, let refreshToken = try vault.secret(TokenChain.refreshTokenRecord) {
             do throws(TokenFailure) {
                 let secret = (try? vault.secret(TokenChain.clientSecretRecord)) ?? nil
-                revoked = try OAuthClient(provider: provider, clientSecret: secret, options: call.options).revoke(refreshToken)
+                revoked = try OAuthClient(provider: provider, clientSecret: secret, options: call.settings).revoke(refreshToken)
                 if !revoked { warning = Messages.notRevocable }
             } catch {
                 warning = Messages.revokeFailed(error)

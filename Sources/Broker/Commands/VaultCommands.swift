@@ -66,7 +66,7 @@ enum VaultCommands {
                       sealedToTpm: slot.protection.sealedToTPM, usable: slot.usable, state: slot.state.rawValue,
                       description: Localization.with(nil) { describe(slot, pcrs: slot.pcrs) })
             }
-            report.tpm = call.options.tpm.rawValue
+            report.tpm = call.settings.tpm.rawValue
             report.fingers = status.fingers
             report.identify = status.identify
             report.fingerUnlock = !status.fingerOff
@@ -109,7 +109,7 @@ enum VaultCommands {
             Messages.statusKeyslots,
         ]
         lines += status.keyslots.map { "  \($0.kind.rawValue): \(describe($0, pcrs: $0.pcrs))" }
-        lines.append(Messages.statusTPM(call.options.tpm.rawValue))
+        lines.append(Messages.statusTPM(call.settings.tpm.rawValue))
         lines.append(fingersLine(status, fprintd: fprintd))
         if changed == true { lines.append(Messages.fingersChanged) }
         lines.append(status.fingerOff ? Messages.statusFingerUnlockOff : Messages.statusFingerUnlockOn)
@@ -141,7 +141,7 @@ enum VaultCommands {
     /// locked, not turned off, not a remote session), the PIN (set, not locked), the account password.
     static func capabilities(_ call: Call, _ status: VaultStatus, fprintd: FprintdSet?) -> StatusReport.Capabilities {
         let counters = status.lockout.counters(for: call.applicant)
-        let remote = call.isRemote && !call.options.allowRemote
+        let remote = call.isRemote && !call.settings.allowRemote
         let reader = remote ? .unknown : call.state.reader.readerState(call)
         let enrolled = !(fprintd?.fingers ?? status.fingers).isEmpty
         var methods: [String] = []
@@ -201,7 +201,7 @@ enum VaultCommands {
         }
         let new = try PINEntry.askNew(call)
         try vault.update { try $0.changePIN(call.pinKeyslot(new)) }
-        try LockoutLedger(store: store, options: call.options).clearAll()
+        try LockoutLedger(store: store, options: call.settings).clearAll()
         trail.record(.pinReset, vault: vault)
         call.conversation.output(Messages.pinResetDone)
         return Reply(.success)

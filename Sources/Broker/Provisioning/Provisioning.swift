@@ -394,7 +394,7 @@ struct Provisioning {
     /// This request as a call for `account`: what the PIN, the vault and the reader flows take.
     func call(for account: UserAccount) -> Call {
         Call(caller: caller, request: request, channel: channel, conversation: conversation, state: state, account: account,
-             options: options, given: given, after: AfterReply(uid: account.uid, pending: state.bookkeeping), applicant: nil,
+             settings: options, given: given, after: AfterReply(uid: account.uid, pending: state.bookkeeping), applicant: nil,
              vaultRead: RequestRead())
     }
 

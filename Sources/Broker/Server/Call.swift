@@ -3,7 +3,7 @@ import SodiumKit
 import SystemKit
 
 /// One request in the broker: who asks (from the kernel), for which user and session,
-/// through which conversation, with which options in force. Every flow is a function of it.
+/// through which conversation, with which settings in force. Every flow is a function of it.
 struct Call {
     let caller: Caller
     let request: Request
@@ -13,14 +13,16 @@ struct Call {
     let state: BrokerState
     /// The user acted on.
     let account: UserAccount
-    let options: Options
+    /// The site settings in force for this request (`Options`: the configuration file, its
+    /// section for the request's PAM service, the module's arguments; `Dispatcher.effectiveOptions`).
+    let settings: Options
     /// The request's options, typed and checked once, when the call was made.
     let given: RequestOptions
     /// Work for after the reply has gone out (see `AfterReply`).
     let after: AfterReply
 
     /// The caller's vault, with the TPM settings of the configuration.
-    var store: VaultStore { state.store(for: account, tpm: options.tpmPolicy, read: vaultRead) }
+    var store: VaultStore { state.store(for: account, tpm: settings.tpmPolicy, read: vaultRead) }
     var session: SessionKey { SessionKey(uid: account.uid, session: caller.session, liveness: caller.liveness) }
 
     /// The session a step-up grant is kept in and looked up from: the caller's, only when it
@@ -62,7 +64,7 @@ struct Call {
     /// The lockout counters this request's tries count against (`applicant`'s own, when
     /// another account asks).
     func ledger(_ store: VaultStore) -> LockoutLedger {
-        LockoutLedger(store: store, options: options, applicant: applicant)
+        LockoutLedger(store: store, options: settings, applicant: applicant)
     }
 
     /// The caller is not at this computer (logind says the session is remote, or a PAM host
@@ -76,7 +78,7 @@ struct Call {
     /// ceiling (`stepup_max_ttl`) for anyone other than root. A PAM host a user runs may
     /// shorten a grant, never lengthen one.
     func stepUpSeconds(_ requested: Int) -> Int {
-        caller.isRoot ? requested : min(requested, options.stepUpMaxTTL)
+        caller.isRoot ? requested : min(requested, settings.stepUpMaxTTL)
     }
 
     /// This command's options (`StepUpOptions`, `AuditOptions`, …): its defaults when the

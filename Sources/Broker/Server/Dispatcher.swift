@@ -92,7 +92,7 @@ enum Dispatcher {
                 }
             }
             let call = Call(caller: caller, request: request, channel: channel, conversation: conversation, state: state,
-                            account: account, options: options, given: given, after: work,
+                            account: account, settings: options, given: given, after: work,
                             applicant: Call.applicant(caller, channel, account), vaultRead: RequestRead())
             // A vault under the account's uid that another account made is set aside first.
             AccountVaults.enforce(call.store, state: state)

@@ -19,16 +19,16 @@ enum IdentifyFlow {
     static let maxAccounts = 1000
 
     static func authenticate(_ call: Call) throws -> Reply {
-        guard call.options.identify else { return Reply(.notApplicable) }
+        guard call.settings.identify else { return Reply(.notApplicable) }
         if let refusal = PAMFlows.hostAdmission(call) {
             PAMFlows.log(call, refusal)
             return Reply(refusal.outcome)
         }
-        guard let group = call.options.identifyGroup else {
+        guard let group = call.settings.identifyGroup else {
             Syslog.log(.warning, "fingersealed: identify without identify_group=: nobody takes part; the user name is asked")
             return Reply(.unavailable)
         }
-        if let stop = call.state.identifyHistory.stop(IdentifyLimits(call.options), now: SystemClock().now()) {
+        if let stop = call.state.identifyHistory.stop(IdentifyLimits(call.settings), now: SystemClock().now()) {
             call.conversation.info(sentence(stop))
             PAMFlows.log(call, AuthenticationResult(.unavailable, "identify: \(stop) after fingers nobody matched"))
             return Reply(.unavailable)
@@ -77,7 +77,7 @@ enum IdentifyFlow {
                 call.state.bookkeeping.settle(uid)
                 // An earlier account's vault never takes part: it is set aside here, as at
                 // any request for the account (its later reads refuse it anyway).
-                let store = call.state.store(for: account, tpm: call.options.tpmPolicy, read: RequestRead())
+                let store = call.state.store(for: account, tpm: call.settings.tpmPolicy, read: RequestRead())
                 AccountVaults.enforce(store, state: call.state)
                 let session = VaultSession(store)
                 guard let status = try? session.status(), status.identify, !status.fingerOff, !status.fingers.isEmpty,
@@ -144,9 +144,9 @@ enum IdentifyFlow {
             guard !entries.isEmpty else {
                 throw FingersealError(.noPrints, Messages.noCompatiblePrints, detail: "no print of the gallery fits this reader")
             }
-            let settings = ScanSettings(timeout: Double(call.options.timeout), maxTries: call.options.maxTries, cancelHint: call.channel.cancelHint)
+            let settings = ScanSettings(timeout: Double(call.settings.timeout), maxTries: call.settings.maxTries, cancelHint: call.channel.cancelHint)
             let deadline = monotonicSeconds() + settings.timeout
-            let limits = IdentifyLimits(call.options)
+            let limits = IdentifyLimits(call.settings)
             var failures = 0
             var prompted = false
             var stopped: IdentifyHistory.Stop? = nil
@@ -228,7 +228,7 @@ enum IdentifyFlow {
         let account = found.member.account
         call.after.actingOn(account.uid)
         let identified = Call(caller: call.caller, request: call.request, channel: call.channel, conversation: call.conversation,
-                              state: call.state, account: account, options: call.options, given: call.given,
+                              state: call.state, account: account, settings: call.settings, given: call.given,
                               after: call.after, applicant: Call.applicant(call.caller, call.channel, account),
                               vaultRead: found.member.session.store.requestRead ?? RequestRead())
         var reply = try PAMFlows.authenticate(identified, identified: (finger: found.finger, session: found.member.session))

@@ -10,13 +10,13 @@ import FingersealCore
 enum PasswordDue {
     /// Why the account password is needed before anything else, or nil.
     static func reason(_ call: Call, _ status: VaultStatus, now: Int64) -> PasswordRule.Reason? {
-        PasswordRule(call.options).due(status.lockout.passwordSeen, boot: call.state.bootID, now: now)
+        PasswordRule(call.settings).due(status.lockout.passwordSeen, boot: call.state.bootID, now: now)
     }
 
     /// When the account password is next needed under the rule of `options` (default: the
     /// request's), for `status` and `doctor`; nil when no rule is in force.
     static func next(_ call: Call, _ status: VaultStatus, options: Options? = nil) -> PasswordRule.Next? {
-        PasswordRule(options ?? call.options).next(status.lockout.passwordSeen, boot: call.state.bootID, now: SystemClock().now())
+        PasswordRule(options ?? call.settings).next(status.lockout.passwordSeen, boot: call.state.bootID, now: SystemClock().now())
     }
 
     /// The same rule for what the PIN gates (issue 31 §8: enroll, forget, a PIN change,

@@ -10,7 +10,7 @@ enum TokenRefreshing {
     /// answer's identity is checked against who signed in (and, with `user_claim`, against
     /// the Linux account): another account ends the chain.
     static func refresh(_ call: Call, _ vault: UnlockedVault, clock: any Clock = SystemClock()) throws -> TokenRefresh {
-        let options = call.options
+        let options = call.settings
         return try TokenChain.refresh(vault, offlineGrace: options.offlineGrace, clock: clock,
                                       makeClient: OAuthClient.factory(options), identity: identityAfterRefresh(call))
     }
@@ -19,7 +19,7 @@ enum TokenRefreshing {
     /// checked (the ID token, else userinfo: one more request); without it, only an ID token
     /// that came with the answer is (no request beyond a JWKS fetch now and then).
     static func identityAfterRefresh(_ call: Call) -> TokenChain.IdentityCheck {
-        let options = call.options
+        let options = call.settings
         let user = call.account.name
         let cache = call.state.jwks
         return { tokens, provider, earlier throws(TokenFailure) in

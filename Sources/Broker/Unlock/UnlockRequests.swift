@@ -11,7 +11,7 @@ extension UnlockRequest {
     /// when it starts, a token as `require_token` says, and with `stepup=CONTEXT ttl=T` a
     /// confirmation made within the stack's own T seconds.
     static func forPAMHost(_ call: Call) -> UnlockRequest {
-        let options = call.options
+        let options = call.settings
         let ttl = call.stepUpSeconds(options.stepUpTTL)
         return UnlockRequest(
             purpose: .authenticate,
