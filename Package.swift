@@ -134,7 +134,7 @@ let package = Package(
         // The broker: the socket server, the caller's identity, the authorization table, and
         // every flow (design §2, §5).
         .target(name: "Broker", dependencies: ["FingersealCore", "Localization", "ZoneInfo", "SharedMessages", "FingerprintFlows", "IdentityClient", "JOSEKit", "FprintKit", "FprintdKit", "ReaderValues", "CurlKit",
-                                               "QRKit", "LoopbackKit", "PAMKit", "SodiumKit", "SystemKit", "SystemdKit", "TPMKit", "CLinux"]),
+                                               "QRKit", "LoopbackKit", "PAMKit", "SodiumKit", "SystemKit", "SystemdKit", "TPMKit"]),
         .executableTarget(name: "fingersealed", dependencies: ["Broker", "FingersealWire", "SystemKit", "SystemdKit"]),
         // The session agent for applications: a thin client of the broker on the session bus.
         .executableTarget(name: "fingerseal-agent", dependencies: ["FingersealWire", "Localization", "PromptDialog", "SessionBusKit", "SharedMessages",

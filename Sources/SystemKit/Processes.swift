@@ -87,3 +87,11 @@ public func sealedMemoryFile(name: String, _ bytes: UnsafeRawBufferPointer, clos
     }
     return fd
 }
+
+/// A pipe whose two ends close on exec (pipe2 with O_CLOEXEC): a child gets only the end
+/// its spawn actions give it.
+public func closeOnExecPipe() throws -> (read: Int32, write: Int32) {
+    var fds: [Int32] = [-1, -1]
+    _ = try syscall("pipe2") { pipe2(&fds, O_CLOEXEC) }
+    return (fds[0], fds[1])
+}

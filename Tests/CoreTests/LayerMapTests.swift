@@ -66,14 +66,6 @@ import Testing
 
     /// Files that reach further than their layer, each with why: debt the map shows.
     static let exceptions: [String: Set<String>] = [
-        // Kernel calls SystemKit does not have yet: the listening socket, peer credentials and
-        // pidfds, epoll and the stack scrub, signalfd, the shadow entry.
-        "Broker/Server/Caller.swift": ["CLinux"],
-        "Broker/Server/Listener.swift": ["CLinux"],
-        "Broker/Server/ConnectionThreads.swift": ["CLinux"],
-        "Broker/Server/Server.swift": ["CLinux"],
-        "Broker/Provisioning/SystemAccounts.swift": ["CLinux"],
-        "Broker/Commands/KeyringCommands.swift": ["CLinux"],
         // GetStatus decodes the broker's status report, JSON between our own programs.
         "fingerseal-agent/Agent.swift": ["FoundationEssentials"],
         "fingerseal-agent/AgentOptions.swift": ["FoundationEssentials"],

@@ -1,4 +1,3 @@
-import CLinux
 import FingersealCore
 import Glibc
 import SodiumKit
@@ -98,15 +97,12 @@ enum KeyringCommands {
 /// it changes with the password, whoever changed it, and says nothing of the password.
 enum PasswordEntryDigest {
     static func current(_ name: String) -> String? {
-        var entry = spwd()
-        var result: UnsafeMutablePointer<spwd>? = nil
-        var buffer = [CChar](repeating: 0, count: 4096)
-        defer { buffer.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
-        guard getspnam_r(name, &entry, &buffer, buffer.count, &result) == 0, result != nil, let hash = entry.sp_pwdp else { return nil }
-        var input = Array("fingerseal password entry v1".utf8) + [0x1f]
-        input += Array(UnsafeRawBufferPointer(start: hash, count: strlen(hash)))
-        input += [0x1f] + Array(String(entry.sp_lstchg).utf8)
-        defer { Wire.wipe(&input) }
-        return (try? GenericHash.hash(input, length: 16)).map(Encoding.hex)
+        ShadowEntry.withPasswordHash(of: name) { hash, lastChange in
+            var input = Array("fingerseal password entry v1".utf8) + [0x1f]
+            input += Array(hash)
+            input += [0x1f] + Array(String(lastChange).utf8)
+            defer { Wire.wipe(&input) }
+            return (try? GenericHash.hash(input, length: 16)).map(Encoding.hex)
+        } ?? nil
     }
 }

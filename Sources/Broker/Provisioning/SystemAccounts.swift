@@ -1,4 +1,3 @@
-import CLinux
 import FingersealCore
 import Glibc
 import SystemKit
@@ -127,7 +126,7 @@ enum SystemAccounts {
         defer { posix_spawn_file_actions_destroy(&actions) }
         var pipeFDs: [Int32] = [-1, -1]
         if capture {
-            guard pipe2(&pipeFDs, O_CLOEXEC) == 0 else { throw Failure(description: "pipe: \(errno)") }
+            do { (pipeFDs[0], pipeFDs[1]) = try closeOnExecPipe() } catch { throw Failure(description: "pipe: \(error)") }
         }
         defer { for fd in pipeFDs where fd >= 0 { close(fd) } }
         for fd in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] {
@@ -139,8 +138,7 @@ enum SystemAccounts {
         }
         let pid = try spawnProgram(arguments[0], arguments: arguments,
                                    environment: ["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"], actions: &actions)
-        let pidfd = fs_pidfd_open(pid)
-        defer { if pidfd >= 0 { close(pidfd) } }
+        let process = ProcessHandle(pid: pid)
         let deadline = monotonicSeconds() + limit
         var status: Int32 = 0
         while true {
@@ -153,8 +151,8 @@ enum SystemAccounts {
                 Syslog.log(.warning, "fingersealed: \(arguments[0]) took longer than \(Int(limit)) s and was stopped")
                 return -1
             }
-            if pidfd >= 0 {
-                var fds = [pollEntry(pidfd)]
+            if let process {
+                var fds = [pollEntry(process.fd)]
                 _ = waitReady(&fds, until: min(deadline, monotonicSeconds() + 1))
             } else {
                 var fds: [pollfd] = []

@@ -1,4 +1,3 @@
-import CLinux
 import Glibc
 import SystemKit
 import SystemdKit
@@ -60,16 +59,12 @@ public struct Caller: Sendable, CustomStringConvertible {
     /// process after /proc was read, so a reused pid cannot lend another process's identity
     /// or session.
     public static func of(socket fd: Int32) throws -> Caller {
-        var credentials = fs_ucred()
-        var length = socklen_t(MemoryLayout<fs_ucred>.size)
-        _ = try syscall("getsockopt", "SO_PEERCRED") { getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) }
-        let pid = pid_t(credentials.pid)
-        var pidfd: Int32 = -1
-        var pidfdLength = socklen_t(MemoryLayout<Int32>.size)
-        if getsockopt(fd, SOL_SOCKET, FS_SO_PEERPIDFD, &pidfd, &pidfdLength) != 0 { pidfd = -1 }
-        let pin = ProcessPin(pid: pid, pidfd: pidfd)
-        let groups = (peerGroups(fd) ?? []) + [credentials.gid]
-        let realUID = (pidfd >= 0 ? pidfdRealUID(pidfd) : nil) ?? processRealUID(pid) ?? credentials.uid
+        let credentials = try PeerCredentials.of(socket: fd)
+        let pid = credentials.pid
+        let handle = ProcessHandle(peerOf: fd)
+        let pin = ProcessPin(pid: pid, handle: handle)
+        let groups = (credentials.groups ?? []) + [credentials.gid]
+        let realUID = handle?.realUID ?? processRealUID(pid) ?? credentials.uid
         let loginUID = readSmall("/proc/\(pid)/loginuid").flatMap(UInt32.init).flatMap { $0 == UInt32.max ? nil : $0 }
         // The process we read about must still be the peer.
         guard pin.isStillThePeer else { throw SystemError("peer", "gone", code: ESRCH) }
@@ -151,23 +146,17 @@ public struct Caller: Sendable, CustomStringConvertible {
     /// open as long as the caller is), else its start time.
     final class ProcessPin: @unchecked Sendable {
         let pid: pid_t
-        private let pidfd: Int32
+        private let handle: ProcessHandle?
         let startTime: UInt64?
 
-        init(pid: pid_t, pidfd: Int32) {
+        init(pid: pid_t, handle: ProcessHandle?) {
             self.pid = pid
-            self.pidfd = pidfd
-            startTime = pidfd >= 0 ? nil : processStartTime(pid)
+            self.handle = handle
+            startTime = handle == nil ? processStartTime(pid) : nil
         }
 
-        deinit { if pidfd >= 0 { close(pidfd) } }
-
         var isStillThePeer: Bool {
-            if pidfd >= 0 {
-                // Signal 0 only asks whether it lives; EPERM (no CAP_KILL over another user's
-                // process, as the unit bounds it) still means it does. ESRCH: it is gone.
-                return fs_pidfd_send_signal(pidfd, 0) == 0 || errno == EPERM
-            }
+            if let handle { return handle.isAlive }
             guard let startTime else { return false }
             return processStartTime(pid) == startTime
         }
@@ -201,22 +190,6 @@ public struct Caller: Sendable, CustomStringConvertible {
         // costs two cgroup files per request.
         guard LoginSessions.available else { return nil }
         return LoginSessions.session(of: pid)
-    }
-
-    /// The supplementary groups the peer had at connect time.
-    static func peerGroups(_ fd: Int32) -> [UInt32]? {
-        var groups = [gid_t](repeating: 0, count: 256)
-        var length = socklen_t(groups.count * MemoryLayout<gid_t>.size)
-        let rc = groups.withUnsafeMutableBytes { getsockopt(fd, SOL_SOCKET, FS_SO_PEERGROUPS, $0.baseAddress, &length) }
-        guard rc == 0 else { return nil }
-        return Array(groups.prefix(Int(length) / MemoryLayout<gid_t>.size))
-    }
-
-    /// The real uid of the process behind `pidfd`, from the kernel (PIDFD_GET_INFO, Linux
-    /// 6.13): no /proc file to open and parse on every connection. Nil on an older kernel.
-    static func pidfdRealUID(_ pidfd: Int32) -> UInt32? {
-        var uid: UInt32 = 0
-        return fs_pidfd_real_uid(pidfd, &uid) == 0 ? uid : nil
     }
 
     /// The real uid from the `Uid:` line of /proc/PID/status (real, effective, saved, fs).
@@ -329,7 +302,7 @@ extension Caller {
     /// in-process tests of the broker's decisions (`@testable`, as the fuzz harness serves a
     /// socketpair), never reached by a connection, which only `of(socket:)` reads.
     init(inProcess uid: UInt32, gid: UInt32, groups: [UInt32] = [], realUID: UInt32? = nil, loginUID: UInt32? = nil) {
-        let pin = ProcessPin(pid: getpid(), pidfd: -1)
+        let pin = ProcessPin(pid: getpid(), handle: nil)
         self.init(pid: pin.pid, uid: uid, gid: gid, groups: groups + [gid], realUID: realUID ?? uid, loginUID: loginUID,
                   login: LoginContext(pin: pin, realUID: realUID ?? uid, loginUID: loginUID))
     }

@@ -1,4 +1,3 @@
-import CLinux
 import Glibc
 import SystemKit
 
@@ -85,14 +84,13 @@ final class ConnectionThreads: @unchecked Sendable {
     /// A thread's life: wait for a connection, take it, serve it; again, until it is no
     /// longer needed or the server stops. It enters counted as waiting.
     private func run() {
-        let set = fs_epoll_for_accept(listenerFD, stopEvent.rawValue)
-        guard set >= 0 else {
-            Syslog.log(.warning, "fingersealed: cannot wait for connections: \(String(cString: strerror(errno)))")
+        let set: ConnectionWait
+        do { set = try ConnectionWait(listener: listenerFD, stop: stopEvent.rawValue) } catch {
+            Syslog.log(.warning, "fingersealed: cannot wait for connections: \(error)")
             lock.locked { waiting -= 1 }
             return
         }
-        defer { close(set) }
-        let stackLow = fs_stack_low()
+        let stack = ThreadStack()
         while let fd = nextConnection(set) {
             // The last waiting place was this thread's: another waits before this one serves.
             let alone = lock.locked { waiting == 0 && !stopped }
@@ -106,7 +104,7 @@ final class ConnectionThreads: @unchecked Sendable {
                 continue
             }
             serve(fd)
-            fs_scrub_stack_below(stackLow, ConnectionThreads.scrubbedStack)
+            stack.scrub(keeping: ConnectionThreads.scrubbedStack)
             let stays = lock.locked { () -> Bool in
                 serving -= 1
                 guard !stopped, waiting < ConnectionThreads.idleLimit else { return false }
@@ -120,35 +118,35 @@ final class ConnectionThreads: @unchecked Sendable {
     /// The next connection, the thread counted as waiting until then; nil (no longer
     /// counted) when the server stopped, when another thread waits and none came within
     /// `idleTime`, or when waiting fails.
-    private func nextConnection(_ set: Int32) -> Int32? {
+    private func nextConnection(_ set: ConnectionWait) -> Int32? {
         while true {
-            var ready: Int32 = -1
-            let count = fs_epoll_wait_one(set, Int32(ConnectionThreads.idleTime * 1000), &ready)
-            let code = errno
+            let woken = set.wait(milliseconds: Int32(ConnectionThreads.idleTime * 1000))
             // Counted as serving from before the accept, so that an idle stop never comes
             // between taking a connection and serving it.
             let decided = lock.locked { () -> Bool? in
                 if stopped { waiting -= 1; return false }
-                if count == 0 && waiting > 1 { waiting -= 1; return false }
-                if count < 0 && code != EINTR {
+                switch woken {
+                case .timedOut where waiting > 1, .failed:
                     waiting -= 1
                     return false
+                case .connection:
+                    serving += 1
+                    return true
+                case .timedOut, .other:
+                    return nil
                 }
-                guard count == 1 && ready == listenerFD else { return nil }
-                serving += 1
-                return true
             }
             guard let decided else { continue }
             guard decided else {
-                if count < 0 && code != EINTR { Syslog.log(.warning, "fingersealed: waiting for connections failed: \(code)") }
+                if case let .failed(code) = woken { Syslog.log(.warning, "fingersealed: waiting for connections failed: \(code)") }
                 return nil
             }
-            let fd = accept4(listenerFD, nil, nil, Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
+            let fd = set.accept()
             lock.locked {
-                if fd >= 0 { waiting -= 1 } else { serving -= 1 }
+                if fd != nil { waiting -= 1 } else { serving -= 1 }
             }
             // Taken by another thread (a spurious wake-up) or gone: wait again, still counted.
-            if fd >= 0 { return fd }
+            if let fd { return fd }
         }
     }
 }

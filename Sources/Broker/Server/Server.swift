@@ -1,4 +1,3 @@
-import CLinux
 import FingersealCore
 import Glibc
 import Localization
