@@ -119,19 +119,8 @@ import Testing
         }
     }
 
-    /// Each sentence of an option error is written once in the sources (SharedMessages), not
-    /// once for the CLI and once for the broker.
-    @Test func eachSentenceIsWrittenOnce() throws {
-        let sentences = [
-            "\"Unknown option %1$s. Run with --help to see the options.\"", "\"The option %1$s takes no value.\"",
-            "\"The option %1$s needs a value.\"", "\"The option %1$s takes a whole number from %2$s to %3$s.\"",
-            "\"The option %1$s takes %2$s.\"", "\"Use --exec on its own, without --print-token or --json.\"",
-            "\"The unlock command takes no arguments. To run a command, put it after --exec.\"",
-            "\"Say which context to confirm, for example: fingerseal step-up payroll\"",
-            "\"Use --check or --end on their own, with only the context.\"",
-            "\"Say which context to seal for with --context CONTEXT.\"", "\"Give at most one file to seal.\"",
-            "\"Say which sealed file to reveal.\"", "\"Name one finger to forget, or use --all.\"",
-        ]
+    /// The text of every Swift file under `directory` (from the package root), its folders' too.
+    static func swiftSources(under directory: String) -> [String] {
         var sources: [String] = []
         func walk(_ directory: String) {
             guard let handle = opendir(directory) else { return }
@@ -147,7 +136,24 @@ import Testing
                 }
             }
         }
-        walk(Paths.packageRoot + "/Sources")
+        walk(Paths.packageRoot + "/" + directory)
+        return sources
+    }
+
+    /// Each sentence of an option error is written once in the sources (SharedMessages), not
+    /// once for the CLI and once for the broker.
+    @Test func eachSentenceIsWrittenOnce() throws {
+        let sentences = [
+            "\"Unknown option %1$s. Run with --help to see the options.\"", "\"The option %1$s takes no value.\"",
+            "\"The option %1$s needs a value.\"", "\"The option %1$s takes a whole number from %2$s to %3$s.\"",
+            "\"The option %1$s takes %2$s.\"", "\"Use --exec on its own, without --print-token or --json.\"",
+            "\"The unlock command takes no arguments. To run a command, put it after --exec.\"",
+            "\"Say which context to confirm, for example: fingerseal step-up payroll\"",
+            "\"Use --check or --end on their own, with only the context.\"",
+            "\"Say which context to seal for with --context CONTEXT.\"", "\"Give at most one file to seal.\"",
+            "\"Say which sealed file to reveal.\"", "\"Name one finger to forget, or use --all.\"",
+        ]
+        let sources = Self.swiftSources(under: "Sources")
         #expect(sources.count > 50)
         for sentence in sentences {
             let count = sources.map { $0.components(separatedBy: sentence).count - 1 }.reduce(0, +)
@@ -159,8 +165,8 @@ import Testing
     /// is written once, in SharedMessages, and each table forwards to it.
     @Test func noSentenceIsInBothTables() throws {
         /// The msgids of a table: the literal that opens each tr( and trn( (and trn's plural).
-        func msgids(_ relative: String) throws -> Set<String> {
-            let text = String(decoding: try #require(readFile(Paths.packageRoot + "/" + relative)), as: UTF8.self)
+        func msgids(_ sources: [String]) -> Set<String> {
+            let text = sources.joined(separator: "\n")
             var found = Set<String>()
             func literal(at start: String.Index) -> (String, String.Index)? {
                 var index = start, value = ""
@@ -194,12 +200,17 @@ import Testing
             }
             return found
         }
-        let cli = try msgids("Sources/fingerseal/Strings.swift")
-        let broker = try msgids("Sources/FingersealCore/Support/Messages.swift")
+        func file(_ relative: String) throws -> [String] {
+            [String(decoding: try #require(readFile(Paths.packageRoot + "/" + relative)), as: UTF8.self)]
+        }
+        let cli = msgids(try file("Sources/fingerseal/Strings.swift"))
+        // The broker's table: the core's Messages by domain, and the sentences only the broker says.
+        let broker = msgids(try file("Sources/FingersealCore/Support/Messages.swift")
+            + Self.swiftSources(under: "Sources/FingersealCore/Support/Messages") + Self.swiftSources(under: "Sources/Broker/Messages"))
         #expect(cli.count > 50 && broker.count > 300, "the tables were read")
         #expect(cli.intersection(broker).isEmpty, "written in both tables: \(cli.intersection(broker).sorted())")
         // The shared ones are there, once.
-        let shared = try msgids("Sources/SharedMessages/SharedMessages.swift")
+        let shared = msgids(try file("Sources/SharedMessages/SharedMessages.swift"))
         #expect(shared.contains("Cancelled.") && shared.isDisjoint(with: cli) && shared.isDisjoint(with: broker))
     }
 
