@@ -127,4 +127,47 @@ final class InProcessBroker {
         guard case let .result(reply)? = replies.last else { Issue.record("no result: \(replies)"); return }
         #expect(reply.outcome == .usage && reply.message == Messages.notFromThisProgram(Command.pamAuthenticate.rawValue))
     }
+
+    // MARK: what a call is made of (the request builders)
+
+    /// Text with a control character is refused from every caller but a root PAM host, whose
+    /// stack passes on what it was given (sshd: a user name off the network).
+    @Test func controlCharactersAreRefusedExceptFromARootPAMHost() {
+        var commandLine = Request(.unlock)
+        commandLine.arguments = ["a\u{1b}[2Jb"]
+        #expect(Self.refusal { try Dispatcher.refuseControlCharacters(commandLine, from: Self.root) }?.message == Messages.controlCharacters("arg"))
+        let fromHost = Request(.pamAuthenticate, from: .pamHost(PAMItems(user: "a\u{7}b", service: "sshd"), moduleArguments: []))
+        #expect(Self.refusal { try Dispatcher.refuseControlCharacters(fromHost, from: Self.root) } == nil)
+        #expect(Self.refusal { try Dispatcher.refuseControlCharacters(fromHost, from: Self.user) }?.message == Messages.controlCharacters("pam.user"))
+        #expect(Self.refusal { try Dispatcher.refuseControlCharacters(Request(.unlock), from: Self.user) } == nil)
+    }
+
+    /// What the session agent says of an application is bounded before anything reads it.
+    @Test func anApplicationIsBoundedBeforeItIsUsed() {
+        func checked(_ application: Application) -> FingersealError? {
+            Self.refusal { try Dispatcher.checkApplication(Request(.stepUp, from: .application(application))) }
+        }
+        #expect(checked(Application(busName: ":1.7", name: "Meander", grantKey: [UInt8](repeating: 7, count: 32))) == nil)
+        #expect(checked(Application(busName: ""))?.message == Messages.badApplication)
+        #expect(checked(Application(busName: ":1.7", name: String(repeating: "n", count: 256)))?.message == Messages.badApplication)
+        #expect(checked(Application(busName: ":1.7", grantKey: [UInt8](repeating: 7, count: 31)))?.message == Messages.badApplication)
+        #expect(Self.refusal { try Dispatcher.checkApplication(Request(.unlock)) } == nil)
+    }
+
+    /// Whose tries a request counts against (`Call.applicant`): a user's own; root's command
+    /// line none; a setuid host its real user; a host at a login its login uid; nobody when
+    /// it is the account's owner who asks.
+    @Test func whoseTriesARequestCounts() {
+        let account = UserAccount(name: "b", uid: 5001, gid: 5001, home: "/nonexistent")
+        func applicant(_ request: Request, _ caller: Caller) -> UInt32? {
+            Call.applicant(caller, Channel(request, from: caller), account)
+        }
+        let host = Request(.pamAuthenticate, from: .pamHost(PAMItems(user: "b", service: "su"), moduleArguments: []))
+        #expect(applicant(Request(.unlock), Self.user) == 4242)
+        #expect(applicant(Request(.unlock), Self.root) == nil)
+        #expect(applicant(host, Caller(inProcess: 0, gid: 0, realUID: 4242)) == 4242)
+        #expect(applicant(host, Caller(inProcess: 0, gid: 0, loginUID: 4343)) == 4343)
+        #expect(applicant(host, Caller(inProcess: 0, gid: 0, realUID: 5001)) == nil)
+        #expect(applicant(host, Self.root) == nil, "a system host at the seat: the owner's own tries")
+    }
 }
