@@ -66,12 +66,11 @@ public struct ResetOptions: OptionGroup {
 }
 
 public struct LoginOptions: OptionGroup {
-    public enum Flow: String, Sendable { case device, password, browser }
     public var issuer: String? = nil
     public var clientID: String? = nil
     public var clientSecret = false
     public var scope: String? = nil
-    public var flow: Flow? = nil
+    public var flow: SignInFlow? = nil
     public var idpUser: String? = nil
     public var noQR = false
     public var noBrowser = false

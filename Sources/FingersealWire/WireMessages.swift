@@ -84,7 +84,6 @@ public struct PAMItems: Equatable, Sendable {
 /// broker decides nothing by it, except that a confirmation made with a grant key is found
 /// again only by requests carrying the same key.
 public struct Application: Equatable, Sendable {
-    public enum Method: String, CaseIterable, Sendable { case finger, pin, password }
 
     /// The application's unique name on the session bus (":1.42").
     public var busName: String
@@ -98,10 +97,10 @@ public struct Application: Equatable, Sendable {
     /// context: only requests that carry it find them again.
     public var grantKey: [UInt8]?
     /// The ways the application allows; empty means every way.
-    public var methods: [Method] = []
+    public var methods: [UnlockMethod] = []
 
     public init(busName: String, executable: String? = nil, appID: String? = nil, name: String? = nil,
-                grantKey: [UInt8]? = nil, methods: [Method] = []) {
+                grantKey: [UInt8]? = nil, methods: [UnlockMethod] = []) {
         self.busName = busName
         self.executable = executable
         self.appID = appID
@@ -111,7 +110,7 @@ public struct Application: Equatable, Sendable {
     }
 
     /// Whether `method` may be used: allowed by the application (every way when it named none).
-    public func allows(_ method: Method) -> Bool { methods.isEmpty || methods.contains(method) }
+    public func allows(_ method: UnlockMethod) -> Bool { methods.isEmpty || methods.contains(method) }
 }
 
 /// Where a request comes from, as its client says: one value, so that a request cannot be
@@ -323,7 +322,7 @@ extension Origin {
                                           appID: try fields.string("app.id"), name: try fields.string("app.name"),
                                           grantKey: try fields.bytes("app.grant-key"))
             for name in try fields.list("app.method") {
-                guard let method = Application.Method(rawValue: name) else { throw .badValue("app.method") }
+                guard let method = UnlockMethod(rawValue: name) else { throw .badValue("app.method") }
                 application.methods.append(method)
             }
             return .application(application)

@@ -13,7 +13,7 @@ struct ApplicationOptions {
 
     var prompt = Prompt.dialog
     /// The ways the application allows; empty: every way.
-    var methods: [Application.Method] = []
+    var methods: [UnlockMethod] = []
     /// StepUp, Reveal: the oldest confirmation held that answers, in seconds.
     var maxAge: Int? = nil
     var fresh = false
@@ -40,7 +40,7 @@ struct ApplicationOptions {
             case "methods":
                 guard let names = value.stringArray else { throw OptionProblem(sentence: AgentStrings.badMethods) }
                 methods = try names.map { name in
-                    guard let method = Application.Method(rawValue: name) else { throw OptionProblem(sentence: AgentStrings.badMethods) }
+                    guard let method = UnlockMethod(rawValue: name) else { throw OptionProblem(sentence: AgentStrings.badMethods) }
                     return method
                 }
             case "max_age":
@@ -69,7 +69,7 @@ struct ApplicationOptions {
         }
     }
 
-    func allows(_ method: Application.Method) -> Bool { methods.isEmpty || methods.contains(method) }
+    func allows(_ method: UnlockMethod) -> Bool { methods.isEmpty || methods.contains(method) }
 }
 
 /// GetCapabilities' answer, from the broker's `status --json` for the application channel.

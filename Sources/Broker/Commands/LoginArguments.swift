@@ -43,8 +43,7 @@ extension LoginCommand {
               !issuer.isEmpty, !clientID.isEmpty else {
             throw FingersealError(.usage, Messages.signInNotConfigured)
         }
-        // The wire's choices are the configuration's flows (LoginOptions.Flow).
-        let flow = given.flow.flatMap { SignInFlow(rawValue: $0.rawValue) } ?? options.flow
+        let flow = given.flow ?? options.flow
         let secret: SecureBytes?
         if let path = options.clientSecretFile, sameSetting("issuer", issuer, options.issuer), clientID == options.clientID {
             secret = try Options.readClientSecret(path)

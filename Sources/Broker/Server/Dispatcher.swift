@@ -135,7 +135,7 @@ enum Dispatcher {
         guard let application = request.origin.application else { return }
         let texts = [application.busName, application.executable, application.appID, application.name].compactMap { $0 }
         guard !application.busName.isEmpty, texts.allSatisfy({ $0.utf8.count <= 255 }),
-              application.grantKey.map({ $0.count == 32 }) ?? true, application.methods.count <= Application.Method.allCases.count
+              application.grantKey.map({ $0.count == 32 }) ?? true, application.methods.count <= UnlockMethod.allCases.count
         else { throw FingersealError(.usage, Messages.badApplication) }
     }
 

@@ -1,12 +1,6 @@
+import FingersealWire
 import SystemdKit
 import SystemKit
-
-/// How a vault was unlocked (and which lock engaged).
-public enum UnlockMethod: String, Codable, Sendable {
-    case finger, pin
-    /// The account password, checked by the broker (an application's dialog).
-    case password
-}
 
 /// Where an unlock came through.
 public enum AuditChannel: String, Codable, Sendable {

@@ -1,13 +1,3 @@
-/// How `fingerseal login` signs in (`flow=`, `--flow`).
-public enum SignInFlow: String, Sendable {
-    /// RFC 8628: a code to enter on any device.
-    case device
-    /// The resource-owner password grant.
-    case password
-    /// Authorization code + PKCE in a browser, with a loopback redirect (RFC 8252).
-    case browser
-}
-
 /// Where an identity provider may be reached: https, or plain http to a loopback address
 /// (RFC 8252's exception, and the local test IdP). One rule for the configuration file's
 /// `issuer=` and for every URL discovery returns.
