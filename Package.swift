@@ -4,14 +4,16 @@
 // Tests/CoreTests/LayerMapTests.swift checks every import against this map:
 //   C*           system libraries: a module map and typed shims          —
 //   wrappers     one per C library (SystemKit, SodiumKit, PAMKit, …),    C*, wrappers
-//                and the small kits beside them (Localization, ZoneInfo)
+//                and the small kits beside them (Localization, ZoneInfo,
+//                ReaderValues)
 //   wire         FingersealWire, SharedMessages: the messages between    wire, SystemKit and its
 //                our programs and what every client shares               C module, Localization
 //   core         FingersealCore, FingerprintFlows, IdentityClient        core, wire, wrappers,
 //                                                                        FoundationEssentials
 //   broker       Broker, fingersealed                                    everything above
 //   clients      the PAM module, fingerseal, fingerseal-agent            wire, wrappers, CLinux
-// Files that reach further are listed in the test, each with why.
+// Files that reach further are listed in the test, each with why. No target hands another
+// on (`@_exported`) but JOSEKit its refusals: each file imports what it uses.
 import PackageDescription
 
 

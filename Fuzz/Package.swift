@@ -15,6 +15,7 @@ let package = Package(
         .executableTarget(
             name: "fuzz-parsers",
             dependencies: ["CLibFuzzer", .product(name: "FingersealCore", package: "fingerseal"),
+                           .product(name: "FingersealWire", package: "fingerseal"),
                            .product(name: "IdentityClient", package: "fingerseal"),
                            .product(name: "JOSEKit", package: "fingerseal"),
                            .product(name: "ZoneInfo", package: "fingerseal")]

@@ -1,4 +1,5 @@
 import FingersealCore
+import FingersealWire
 import SystemKit
 
 /// The PAM module's requests: authenticate, account, open and close a session.

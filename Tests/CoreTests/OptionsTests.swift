@@ -1,6 +1,7 @@
 import CPAM
-import Testing
 @testable import FingersealCore
+import FingersealWire
+import Testing
 @testable import TestSupport
 
 @Suite struct OptionsTests {

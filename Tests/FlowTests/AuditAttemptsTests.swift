@@ -1,11 +1,12 @@
+@testable import FingersealCore
+import FingersealWire
 import FoundationEssentials
 import Glibc
 import Localization
-import ZoneInfo
-import Testing
-@testable import FingersealCore
 import SystemKit
+import Testing
 @testable import TestSupport
+import ZoneInfo
 
 /// The audit trail's two chains, what `verify` says of rotation, and the broker's count of
 /// attempts, each on its own (a vault in a temp directory, clocks the test moves).

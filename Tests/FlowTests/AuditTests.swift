@@ -1,10 +1,11 @@
+import CPAM
+@testable import FingersealCore
+import FingersealWire
 import FoundationEssentials
 import Glibc
-import Testing
-@testable import FingersealCore
-import CPAM
 import PAMKit
 import SystemKit
+import Testing
 @testable import TestSupport
 
 /// The audit trail: the keyed chain, every kind of tampering, crashes, rotation, and the

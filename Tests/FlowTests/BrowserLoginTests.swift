@@ -1,12 +1,13 @@
 import CurlKit
 import FingersealCore
+import FingersealWire
 import FoundationEssentials
 import Glibc
+@testable import IdentityClient
 @testable import LoopbackKit
 import SodiumKit
 import SystemKit
 import Testing
-@testable import IdentityClient
 @testable import TestSupport
 
 /// `fingerseal login --flow browser` against the local IdP, with a scripted browser. The

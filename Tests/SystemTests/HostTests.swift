@@ -1,10 +1,11 @@
 import CPAM
+@testable import FingersealCore
+import FingersealWire
 import FoundationEssentials
 import Glibc
 import PAMKit
-import Testing
-@testable import FingersealCore
 import SystemKit
+import Testing
 @testable import TestSupport
 
 /// The hosts of design §2 and issue 11: the example stacks in pam/examples run through a

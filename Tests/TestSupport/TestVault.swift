@@ -1,10 +1,9 @@
-import Glibc
-#if canImport(Testing)
-import Testing
-#endif
 import FingersealCore
+import FingersealWire
+import Glibc
 import SodiumKit
 import SystemKit
+import Testing
 
 /// A vault in a fresh temp directory, owned by whoever runs the tests.
 struct TestVault {

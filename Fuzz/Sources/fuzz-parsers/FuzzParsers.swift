@@ -2,6 +2,7 @@
 // so one corpus and one build cover them all. Crashes, traps and leaks are the findings;
 // the round-trip checks below trap on a broken invariant.
 @testable import FingersealCore
+import FingersealWire
 import FoundationEssentials
 @testable import IdentityClient
 @testable import JOSEKit

@@ -1,4 +1,5 @@
 import FingersealCore
+import FingersealWire
 import Localization
 
 /// audit: both chains of the trail listed in the order they were written, or verified with

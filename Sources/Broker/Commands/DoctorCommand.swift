@@ -1,6 +1,7 @@
 import CurlKit
 import FingerprintFlows
 import FingersealCore
+import FingersealWire
 import IdentityClient
 import Localization
 

@@ -1,4 +1,5 @@
 import FingersealCore
+import FingersealWire
 import SodiumKit
 
 /// `login`'s arguments over the configuration file (issue 12 §1, the fleet configuration).

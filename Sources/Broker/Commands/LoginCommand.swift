@@ -1,5 +1,6 @@
 import CurlKit
 import FingersealCore
+import FingersealWire
 import FoundationEssentials
 import Glibc
 import IdentityClient

@@ -1,5 +1,6 @@
 import FingerprintFlows
 import FingersealCore
+import FingersealWire
 import FoundationEssentials
 
 /// What the command handlers share: JSON output, option checks, audit wrappers.

@@ -1,4 +1,5 @@
 import FingersealCore
+import FingersealWire
 import Localization
 
 /// Signing in at the identity provider (the device code, the password, the browser), what an unlock

@@ -1,4 +1,5 @@
 import FingersealCore
+import FingersealWire
 import Localization
 
 /// Step-up confirmations and sealed data. Only the broker says these; those the core, the flows or

@@ -1,8 +1,9 @@
+import CurlKit
 import FingerprintFlows
 import FingersealCore
+import FingersealWire
 import FoundationEssentials
 import Glibc
-import CurlKit
 import IdentityClient
 import JOSEKit
 import QRKit

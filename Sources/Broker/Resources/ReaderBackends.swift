@@ -1,11 +1,12 @@
 import FingerprintFlows
 import FingersealCore
-import FprintKit
+import FingersealWire
 import FprintdKit
+import FprintKit
 import Glibc
 import ReaderValues
-import SystemKit
 import SystemdKit
+import SystemKit
 
 /// The reader's backends, in a turn: lending the reader to a request (`withReader`,
 /// `whileHeld`), which backend it gets, the libfprint reader opened, kept and closed (the class

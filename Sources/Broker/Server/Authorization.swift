@@ -1,4 +1,5 @@
 import FingersealCore
+import FingersealWire
 import SystemKit
 
 /// Who may ask for what (design §2). This table and nothing else decides it.

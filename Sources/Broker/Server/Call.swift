@@ -1,4 +1,5 @@
 import FingersealCore
+import FingersealWire
 import SodiumKit
 import SystemKit
 

@@ -1,5 +1,6 @@
 import FingerprintFlows
 import FingersealCore
+import FingersealWire
 import Glibc
 import ReaderValues
 import SodiumKit

@@ -1,8 +1,9 @@
 import FingersealCore
+import FingersealWire
 import Glibc
 import Localization
-import SystemKit
 import SystemdKit
+import SystemKit
 
 /// How the broker runs.
 public struct BrokerSettings: Sendable {

@@ -1,5 +1,6 @@
 import FingerprintFlows
 import FingersealCore
+import FingersealWire
 
 /// Through what a request reaches the person: its origin (`Request.origin`, which decoding
 /// matched to its command) with the host's process. What each channel may ask for, and how it

@@ -1,5 +1,6 @@
 import FingerprintFlows
 import FingersealCore
+import FingersealWire
 import FprintKit
 import Glibc
 import ReaderValues

@@ -1,4 +1,5 @@
 import FingersealCore
+import FingersealWire
 import SodiumKit
 
 /// The PIN, asked through the client: for the unlock's fallback and for every command that

@@ -1,4 +1,5 @@
 import FingersealCore
+import FingersealWire
 
 /// The password rule at an unlock (`PasswordRule`, issue 23 §1): after a restart, or after a
 /// while without it, the account password comes before a finger or the PIN. A PAM host goes

@@ -1,4 +1,5 @@
 import FingersealCore
+import FingersealWire
 
 /// The account password in place of a finger or the PIN, for an application's dialog only:
 /// checked by the broker itself with PAM (`AccountPassword`, the `fingerseal-verify`

@@ -1,5 +1,6 @@
 import FingerprintFlows
 import FingersealCore
+import FingersealWire
 import SystemKit
 
 /// One unlock, as its edge asked for it. PAM's `auth`, `unlock`, `token`, `step-up` and

@@ -1,5 +1,6 @@
 import FingerprintFlows
 import FingersealCore
+import FingersealWire
 
 /// The ways an unlock request is built. Each channel's permissions are decided here, once: a
 /// PAM host's request comes from the stack's options alone (never a command-line flag), the

@@ -1,3 +1,4 @@
+import FingersealWire
 import SystemdKit
 import SystemKit
 

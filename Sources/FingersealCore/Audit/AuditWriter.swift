@@ -1,6 +1,7 @@
+import FingersealWire
+import Localization
 import SodiumKit
 import SystemKit
-import Localization
 
 /// The append to one chain, under the vault's exclusive lock (inside `UnlockedVault.update`).
 struct AuditWriter {

@@ -1,3 +1,4 @@
+import FingersealWire
 import SystemKit
 
 /// The account check: says when the vault needs a new sign-in. It never denies an account:

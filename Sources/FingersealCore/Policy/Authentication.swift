@@ -1,3 +1,4 @@
+import FingersealWire
 /// Where a login comes from, as far as the broker can tell.
 public enum LoginOrigin {
     /// A login from another machine: an rhost that is not this one, or an SSH session.

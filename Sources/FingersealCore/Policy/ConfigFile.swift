@@ -1,3 +1,4 @@
+import FingersealWire
 import Glibc
 import Localization
 import SodiumKit

@@ -1,3 +1,4 @@
+import FingersealWire
 /// Where an identity provider may be reached: https, or plain http to a loopback address
 /// (RFC 8252's exception, and the local test IdP). One rule for the configuration file's
 /// `issuer=` and for every URL discovery returns.

@@ -1,6 +1,7 @@
+import FingersealWire
 import FoundationEssentials
-import SystemKit
 import Localization
+import SystemKit
 
 /// One applicant's failure counters and locks.
 public struct LockoutCounters: Codable, Equatable, Sendable {

@@ -1,3 +1,4 @@
+import FingersealWire
 /// Settings shared by the PAM module and the CLI. Order: defaults, then the system file
 /// (/etc/fingerseal/fingerseal.conf, else /etc/security/fingerseal.conf), then the file's
 /// `[service NAME]` section for the request's PAM service (`forService`), then module

@@ -1,3 +1,4 @@
+import FingersealWire
 import Localization
 
 /// The parser: settings as written (module arguments, the configuration file and its

@@ -1,3 +1,4 @@
+import FingersealWire
 import Localization
 
 /// One site setting: a name fingerseal.conf, a `[service NAME]` section or a PAM module

@@ -1,3 +1,4 @@
+import FingersealWire
 /// An error with a sentence for the user and an outcome that decides the PAM code and exit
 /// status. `detail` is for logs: file paths, errno, never a secret.
 public struct FingersealError: Error, Equatable, CustomStringConvertible, Sendable {

@@ -1,3 +1,4 @@
+import FingersealWire
 import SodiumKit
 
 /// The refresh-token chain in a vault: one refresh at a time, rotation-safe.

@@ -1,3 +1,4 @@
+import FingersealWire
 import FoundationEssentials
 import Glibc
 import SystemKit

@@ -1,5 +1,6 @@
-import SodiumKit
+import FingersealWire
 import Localization
+import SodiumKit
 
 /// The envelope of every vault file: magic, kind, format version, body length, body, and a
 /// BLAKE2b checksum of everything before it. Any flipped, missing or extra byte is caught

@@ -1,6 +1,7 @@
+import FingersealWire
+import Localization
 import SodiumKit
 import SystemKit
-import Localization
 
 /// Where a keyslot's TPM part lives: the TPM `policy` names (to open sealed slots), and
 /// whether a new slot is sealed there (`VaultTPM.sealsNewSlot` decides).

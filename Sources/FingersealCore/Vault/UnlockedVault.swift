@@ -1,6 +1,7 @@
+import FingersealWire
+import Localization
 import SodiumKit
 import SystemKit
-import Localization
 
 /// A vault whose master key is in memory. Reads and writes look at the file under the lock,
 /// so several processes can each hold one and no update is lost; what is still the file

@@ -1,6 +1,7 @@
+import FingersealWire
+import Localization
 import SodiumKit
 import SystemKit
-import Localization
 
 /// Opening, creating and deleting a user's vault.
 public enum Vault {

@@ -1,6 +1,7 @@
+import FingersealWire
 import FoundationEssentials
-import SodiumKit
 import Localization
+import SodiumKit
 
 /// Whether the IdP sign-in chain is alive.
 public enum SignInState: String, Codable, Sendable {

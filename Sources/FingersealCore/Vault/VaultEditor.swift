@@ -1,6 +1,7 @@
+import FingersealWire
+import Localization
 import SodiumKit
 import SystemKit
-import Localization
 
 /// Changes to a vault inside `UnlockedVault.update`.
 public struct VaultEditor {

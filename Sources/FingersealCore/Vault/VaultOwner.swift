@@ -1,7 +1,8 @@
+import FingersealWire
 import FoundationEssentials
+import Localization
 import SodiumKit
 import SystemKit
-import Localization
 
 /// The account a vault belongs to (design §4, issue 31 §1). The store is keyed by uid, and
 /// uids and names come back: after `userdel`, `useradd` hands the freed uid to the next

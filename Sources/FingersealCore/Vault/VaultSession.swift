@@ -1,3 +1,4 @@
+import FingersealWire
 /// One request's use of a vault: the file read and MAC-checked once (the status, then the
 /// unlock, the refresh and the audit trail all use that read while the file is still it),
 /// the device slot opened at most once (a TPM unseal where it is sealed), and whatever the

@@ -1,3 +1,4 @@
+import FingersealWire
 import Localization
 
 /// The audit trail: what `fingerseal audit` lists and syslog receives, and what `audit --verify`
