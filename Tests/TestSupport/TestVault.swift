@@ -3,7 +3,9 @@ import FingersealWire
 import Glibc
 import SodiumKit
 import SystemKit
+#if canImport(Testing)
 import Testing
+#endif
 
 /// A vault in a fresh temp directory, owned by whoever runs the tests.
 struct TestVault {
