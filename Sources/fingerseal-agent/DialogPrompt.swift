@@ -85,9 +85,15 @@ final class DialogPrompt: PromptSurface {
         case (.checking, _): shown = .working
         }
         let label = field == .pin ? AgentStrings.pinLabel : field == .accountPassword ? AgentStrings.passwordLabel : nil
-        dialog.update(state: shown, sentence: sentence, secretLabel: label,
-                      fingerWanted: [.waitingForFinger, .retry, .noMatch].contains(state), otherWay: otherWay)
-        if presented { return }
+        let update = { [dialog] in
+            dialog.update(state: shown, sentence: sentence, secretLabel: label,
+                          fingerWanted: [.waitingForFinger, .retry, .noMatch].contains(state), otherWay: otherWay)
+        }
+        if presented { return update() }
+        // Not shown yet: only the last state before it appears reaches its controls, set once.
+        // Each earlier one would be a description change GTK sends later, which a screen reader
+        // says after its announcement (CI, loaded: "Confirm it is you." and the instruction again).
+        pendingUpdate = update
         if settled {
             present()
         } else if presentTimer == 0 {
@@ -98,11 +104,16 @@ final class DialogPrompt: PromptSurface {
         }
     }
 
+    /// The state a dialog not yet shown takes as it appears.
+    private var pendingUpdate: (() -> Void)? = nil
+
     private func present() {
         guard !presented else { return }
         presented = true
         MainLoop.cancel(presentTimer)
         presentTimer = 0
+        pendingUpdate?()
+        pendingUpdate = nil
         dialog.present()
     }
 
