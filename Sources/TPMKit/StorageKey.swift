@@ -191,9 +191,9 @@ public struct StorageKey {
         }
     }
 
-    private static let continueSession = Int32(TPMA_SESSION_CONTINUESESSION)
-    private static let encryptCommand = Int32(TPMA_SESSION_DECRYPT)
-    private static let encryptResponse = Int32(TPMA_SESSION_ENCRYPT)
+    static let continueSession = Int32(TPMA_SESSION_CONTINUESESSION)
+    static let encryptCommand = Int32(TPMA_SESSION_DECRYPT)
+    static let encryptResponse = Int32(TPMA_SESSION_ENCRYPT)
 
     /// Seals `secret` in a new object under this key. It opens with `authValue` (empty: no
     /// secret needed), or, with `pcrs`, only while those PCRs keep their present values.
@@ -286,6 +286,75 @@ public struct StorageKey {
         guard rc == TSS2_RC_SUCCESS, let data else { throw TPMError.failed(rc) }
         let size = min(Int(data.pointee.size), MemoryLayout.size(ofValue: data.pointee.buffer))
         return try withUnsafeBytes(of: &data.pointee.buffer) { try body(UnsafeRawBufferPointer(rebasing: $0.prefix(size))) }
+    }
+}
+
+extension StorageKey {
+    /// A new P-256 signing key under this key, used with `authValue` (DPoP proofs). Its
+    /// private part never leaves the TPM unencrypted; what comes back (`SealedObject`) loads
+    /// only under this key, on this TPM. Returns its public point too.
+    public func createSigningKey(authValue: UnsafeRawBufferPointer) throws(TPMError) -> (key: SealedObject, x: [UInt8], y: [UInt8]) {
+        var template = TPM2B_PUBLIC()
+        fs_tpm_signing_template(&template)
+        var sensitive = TPM2B_SENSITIVE_CREATE()
+        defer { wipe(&sensitive) }
+        guard fs_tpm_sensitive(&sensitive, authValue.baseAddress?.assumingMemoryBound(to: UInt8.self), authValue.count, nil, 0) == 0 else {
+            throw .invalidArgument("the authValue is too long")
+        }
+        try context.setAttributes(session, Self.continueSession | Self.encryptCommand)
+        var outside = TPM2B_DATA()
+        var creationPCR = TPML_PCR_SELECTION()
+        var outPrivate: UnsafeMutablePointer<TPM2B_PRIVATE>?
+        var outPublic: UnsafeMutablePointer<TPM2B_PUBLIC>?
+        let rc = Esys_Create(context.esys, handle, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &sensitive, &template,
+                             &outside, &creationPCR, &outPrivate, &outPublic, nil, nil, nil)
+        defer {
+            Esys_Free(outPrivate)
+            Esys_Free(outPublic)
+        }
+        guard rc == TSS2_RC_SUCCESS, let outPrivate, let outPublic else { throw .failed(rc) }
+        var x = [UInt8](repeating: 0, count: 32), y = [UInt8](repeating: 0, count: 32)
+        guard fs_tpm_ecc_point(outPublic, &x, &y) == 0 else { throw .invalidArgument("the new key is not a P-256 key") }
+        return (SealedObject(publicArea: try Marshalling.publicArea(outPublic), privateArea: try Marshalling.privateArea(outPrivate)), x, y)
+    }
+
+    /// ES256 with `key` (made by `createSigningKey`) over a SHA-256 `digest`: r || s. The
+    /// authValue travels in the session's HMAC, never in the clear; the key is flushed after.
+    public func sign(_ key: SealedObject, authValue: UnsafeRawBufferPointer, digest: [UInt8]) throws(TPMError) -> [UInt8] {
+        guard digest.count == 32 else { throw .invalidArgument("a SHA-256 digest is 32 bytes") }
+        var inPublic = try Marshalling.publicArea(key.publicArea)
+        var inPrivate = try Marshalling.privateArea(key.privateArea)
+        let loaded = try context.reclaimingSpace(holding: [handle, session]) { () throws(TPMError) -> ESYS_TR in
+            var loaded = ESYS_TR(ESYS_TR_NONE)
+            let rc = Esys_Load(context.esys, handle, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+                               &inPrivate, &inPublic, &loaded)
+            guard rc == TSS2_RC_SUCCESS else { throw .failed(rc) }
+            return loaded
+        }
+        var cleared = TPM2B_AUTH()
+        defer {
+            _ = Esys_TR_SetAuth(context.esys, loaded, &cleared)
+            context.flush(loaded)
+        }
+        var auth = TPM2B_AUTH()
+        defer { wipe(&auth) }
+        guard fs_tpm_auth(&auth, authValue.baseAddress?.assumingMemoryBound(to: UInt8.self), authValue.count) == 0 else {
+            throw .invalidArgument("the authValue is too long")
+        }
+        let setAuth = Esys_TR_SetAuth(context.esys, loaded, &auth)
+        guard setAuth == TSS2_RC_SUCCESS else { throw .failed(setAuth) }
+        var input = TPM2B_DIGEST()
+        var scheme = TPMT_SIG_SCHEME()
+        var ticket = TPMT_TK_HASHCHECK()
+        fs_tpm_sign_inputs(&input, digest, &scheme, &ticket)
+        try context.setAttributes(session, Self.continueSession)
+        var signature: UnsafeMutablePointer<TPMT_SIGNATURE>?
+        let rc = Esys_Sign(context.esys, loaded, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &input, &scheme, &ticket, &signature)
+        defer { Esys_Free(signature) }
+        guard rc == TSS2_RC_SUCCESS, let signature else { throw .failed(rc) }
+        var rs = [UInt8](repeating: 0, count: 64)
+        guard fs_tpm_ecdsa_rs(signature, &rs) == 0 else { throw .invalidArgument("the TPM's signature is not ECDSA") }
+        return rs
     }
 }
 
