@@ -1,7 +1,7 @@
 #ifndef FINGERSEAL_CCRYPTO_SHIM_H
 #define FINGERSEAL_CCRYPTO_SHIM_H
-/* OpenSSL's libcrypto (3.0 on Debian 12), for JOSE signature verification only: public keys
- * built from JWK members, and EVP_DigestVerify. Linked, not dlopened like libcurl: the broker
+/* OpenSSL's libcrypto (3.0 on Debian 12), for JOSE signature verification (public keys built
+ * from JWK members, and EVP_DigestVerify) and DPoP proofs (a P-256 key, EVP_DigestSign). Linked, not dlopened like libcurl: the broker
  * already loads libcrypto through tss2-esys, and libcurl's TLS pulls it in too.
  *
  * Typed shims for what Swift cannot call directly: OSSL_PARAM building (arrays of structs
@@ -15,6 +15,7 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/param_build.h>
+#include <openssl/x509.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -119,5 +120,93 @@ static inline size_t fs_crypto_ecdsa_raw_to_der(const uint8_t *raw, uint8_t der[
     ECDSA_SIG_free(sig);
     ERR_clear_error();
     return length;
+}
+
+/* --- DPoP proof keys (RFC 9449): a P-256 key of our own, for signing only. --- */
+
+/* A new P-256 private key, or NULL. */
+static inline EVP_PKEY *fs_crypto_p256_generate(void) {
+    EVP_PKEY *key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", SN_X9_62_prime256v1);
+    ERR_clear_error();
+    return key;
+}
+
+/* The private key as DER (the unencrypted PKCS #8 that d2i_AutoPrivateKey reads) into `out`,
+ * at most `capacity` bytes; the length, or 0. The caller wipes `out`; OpenSSL's own copy is
+ * cleared before it is freed. */
+static inline size_t fs_crypto_private_key_der(EVP_PKEY *key, uint8_t *out, size_t capacity) {
+    unsigned char *der = NULL;
+    int length = i2d_PrivateKey(key, &der);
+    size_t written = 0;
+    if (length > 0 && (size_t)length <= capacity) {
+        memcpy(out, der, (size_t)length);
+        written = (size_t)length;
+    }
+    if (der) OPENSSL_clear_free(der, length > 0 ? (size_t)length : 0);
+    ERR_clear_error();
+    return written;
+}
+
+/* A P-256 private key from its DER; NULL when it is not one. */
+static inline EVP_PKEY *fs_crypto_p256_private_key(const uint8_t *der, size_t length) {
+    const unsigned char *in = der;
+    EVP_PKEY *key = d2i_AutoPrivateKey(NULL, &in, (long)length);
+    char group[64] = {0};
+    size_t group_length = 0;
+    if (key && (EVP_PKEY_get_base_id(key) != EVP_PKEY_EC
+                || EVP_PKEY_get_utf8_string_param(key, OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof group, &group_length) != 1
+                || strcmp(group, SN_X9_62_prime256v1) != 0)) {
+        EVP_PKEY_free(key);
+        key = NULL;
+    }
+    ERR_clear_error();
+    return key;
+}
+
+/* The public point's affine coordinates (JWK "x", "y"), 32 bytes each; 1 on success. */
+static inline int fs_crypto_p256_public_coordinates(const EVP_PKEY *key, uint8_t x[32], uint8_t y[32]) {
+    unsigned char point[65];
+    size_t length = 0;
+    int ok = EVP_PKEY_get_octet_string_param(key, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, point, sizeof point, &length) == 1
+        && length == 65 && point[0] == 0x04;
+    if (ok) {
+        memcpy(x, point + 1, 32);
+        memcpy(y, point + 33, 32);
+    }
+    ERR_clear_error();
+    return ok;
+}
+
+/* ES256 over `message`: SHA-256 and ECDSA, written as r || s (RFC 7518 3.4) into `raw`;
+ * 1 on success. */
+static inline int fs_crypto_es256_sign(EVP_PKEY *key, const uint8_t *message, size_t message_length, uint8_t raw[64]) {
+    unsigned char der[80];
+    size_t der_length = sizeof der;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    int ok = ctx && EVP_DigestSignInit(ctx, NULL, EVP_sha256(), NULL, key) == 1
+        && EVP_DigestSign(ctx, der, &der_length, message, message_length) == 1;
+    EVP_MD_CTX_free(ctx);
+    ECDSA_SIG *sig = NULL;
+    if (ok) {
+        const unsigned char *in = der;
+        sig = d2i_ECDSA_SIG(NULL, &in, (long)der_length);
+        const BIGNUM *r = NULL, *s = NULL;
+        if (sig) ECDSA_SIG_get0(sig, &r, &s);
+        ok = sig && r && s && BN_bn2binpad(r, raw, 32) == 32 && BN_bn2binpad(s, raw + 32, 32) == 32;
+    }
+    ECDSA_SIG_free(sig);
+    ERR_clear_error();
+    return ok;
+}
+
+/* Zeroes `length` bytes at `data` in a way the compiler keeps (a key's DER once sealed). */
+static inline void fs_crypto_cleanse(void *data, size_t length) { OPENSSL_cleanse(data, length); }
+
+/* SHA-256 of `data` into `out`; 1 on success. */
+static inline int fs_crypto_sha256(const uint8_t *data, size_t length, uint8_t out[32]) {
+    unsigned int written = 0;
+    int ok = EVP_Digest(data, length, out, &written, EVP_sha256(), NULL) == 1 && written == 32;
+    ERR_clear_error();
+    return ok;
 }
 #endif

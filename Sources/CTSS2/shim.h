@@ -86,6 +86,61 @@ static inline void fs_tpm_session_symmetric(TPMT_SYM_DEF *out) {
     out->mode.aes = TPM2_ALG_CFB;
 }
 
+/* A signing key (ECC NIST P-256, ECDSA with SHA-256) that never leaves this TPM and is used
+ * with its authValue (DPoP proofs, RFC 9449). Outside the dictionary-attack lockout: its
+ * authValue is a random value only an unlocked vault yields, never a person's guess, and the
+ * lockout is one counter for the whole machine. */
+static inline void fs_tpm_signing_template(TPM2B_PUBLIC *out) {
+    memset(out, 0, sizeof *out);
+    TPMT_PUBLIC *area = &out->publicArea;
+    area->type = TPM2_ALG_ECC;
+    area->nameAlg = TPM2_ALG_SHA256;
+    area->objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_SENSITIVEDATAORIGIN
+        | TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_SIGN_ENCRYPT | TPMA_OBJECT_NODA;
+    area->parameters.eccDetail.symmetric.algorithm = TPM2_ALG_NULL;
+    area->parameters.eccDetail.scheme.scheme = TPM2_ALG_ECDSA;
+    area->parameters.eccDetail.scheme.details.ecdsa.hashAlg = TPM2_ALG_SHA256;
+    area->parameters.eccDetail.curveID = TPM2_ECC_NIST_P256;
+    area->parameters.eccDetail.kdf.scheme = TPM2_ALG_NULL;
+}
+
+/* The public point of an ECC key's public area, 32 bytes each (left-padded); -1 when it is
+ * not a P-256 point. */
+static inline int fs_tpm_ecc_point(const TPM2B_PUBLIC *in, uint8_t x[32], uint8_t y[32]) {
+    const TPMS_ECC_POINT *point = &in->publicArea.unique.ecc;
+    if (in->publicArea.type != TPM2_ALG_ECC || point->x.size > 32 || point->y.size > 32) return -1;
+    memset(x, 0, 32);
+    memset(y, 0, 32);
+    memcpy(x + 32 - point->x.size, point->x.buffer, point->x.size);
+    memcpy(y + 32 - point->y.size, point->y.buffer, point->y.size);
+    return 0;
+}
+
+/* A SHA-256 digest to sign, the ECDSA scheme, and the null ticket an unrestricted key takes. */
+static inline void fs_tpm_sign_inputs(TPM2B_DIGEST *digest, const uint8_t hash[32], TPMT_SIG_SCHEME *scheme,
+                                      TPMT_TK_HASHCHECK *ticket) {
+    memset(digest, 0, sizeof *digest);
+    digest->size = 32;
+    memcpy(digest->buffer, hash, 32);
+    memset(scheme, 0, sizeof *scheme);
+    scheme->scheme = TPM2_ALG_ECDSA;
+    scheme->details.ecdsa.hashAlg = TPM2_ALG_SHA256;
+    memset(ticket, 0, sizeof *ticket);
+    ticket->tag = TPM2_ST_HASHCHECK;
+    ticket->hierarchy = TPM2_RH_NULL;
+}
+
+/* An ECDSA signature's r and s, 32 bytes each (left-padded): JWS ES256's r || s. -1 when it
+ * is not one. */
+static inline int fs_tpm_ecdsa_rs(const TPMT_SIGNATURE *in, uint8_t rs[64]) {
+    const TPMS_SIGNATURE_ECC *ecc = &in->signature.ecdsa;
+    if (in->sigAlg != TPM2_ALG_ECDSA || ecc->signatureR.size > 32 || ecc->signatureS.size > 32) return -1;
+    memset(rs, 0, 64);
+    memcpy(rs + 32 - ecc->signatureR.size, ecc->signatureR.buffer, ecc->signatureR.size);
+    memcpy(rs + 64 - ecc->signatureS.size, ecc->signatureS.buffer, ecc->signatureS.size);
+    return 0;
+}
+
 /* Values whose macros carry casts, which Swift does not import. */
 static const uint32_t fs_tpm_rc_lockout = TPM2_RC_LOCKOUT;
 static const uint32_t fs_tpma_object_noda = TPMA_OBJECT_NODA;

@@ -114,6 +114,10 @@ public struct StatusReport: Codable, Sendable {
     public var fingersChanged: Bool? = nil
     /// The configuration's tpm= (auto, require, off).
     public var tpm: String? = nil
+    /// The sign-in's tokens are bound to a key of this computer (RFC 9449); nil without a sign-in.
+    public var boundToComputer: Bool? = nil
+    /// Where that key is: "software" (sealed in the vault) or "tpm".
+    public var proofKey: String? = nil
 
     public init(vault: Bool, directory: String) {
         (self.vault, self.directory) = (vault, directory)

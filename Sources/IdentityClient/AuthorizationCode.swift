@@ -46,11 +46,12 @@ public struct AuthorizationRequest: Equatable {
     }
 
     /// The address to open in a browser. The endpoint may have a query of its own (RFC 6749 §3.1).
-    public func url(endpoint: String, clientID: String, scope: String, redirectURI: String) -> String {
+    /// `keyThumbprint`: the key the code is to be bound to (RFC 9449 §10, `dpop_jkt`).
+    public func url(endpoint: String, clientID: String, scope: String, redirectURI: String, keyThumbprint: String? = nil) -> String {
         let query = FormEncoding.encode([
             ("response_type", "code"), ("client_id", clientID), ("redirect_uri", redirectURI), ("scope", scope),
             ("state", state), ("nonce", nonce), ("code_challenge", pkce.challenge), ("code_challenge_method", "S256"),
-        ])
+        ] + (keyThumbprint.map { [("dpop_jkt", $0)] } ?? []))
         let separator = !endpoint.contains("?") ? "?" : endpoint.hasSuffix("?") || endpoint.hasSuffix("&") ? "" : "&"
         return endpoint + separator + query
     }
@@ -128,7 +129,8 @@ extension OAuthClient {
             throw .badConfiguration(.noAuthorizationEndpoint)
         }
         guard !endpoint.contains("#") else { throw .badConfiguration(.authorizationEndpointHasFragment) }
-        return request.url(endpoint: endpoint, clientID: clientID, scope: scope, redirectURI: redirectURI)
+        return request.url(endpoint: endpoint, clientID: clientID, scope: scope, redirectURI: redirectURI,
+                           keyThumbprint: binding?.key.thumbprint)
     }
 
     /// Redeems an authorization code (RFC 6749 §4.1.3) with its PKCE verifier.

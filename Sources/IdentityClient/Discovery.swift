@@ -12,10 +12,13 @@ public struct ProviderMetadata: Codable, Equatable, Sendable {
     /// The provider's signing keys (JWKS), for verifying ID tokens.
     public let jwksURI: String?
     public let userinfoEndpoint: String?
+    /// The JWS algorithms the provider takes in DPoP proofs (RFC 9449 §5.1): listed, it binds
+    /// tokens to a key.
+    public let dpopAlgorithms: [String]?
 
     public init(issuer: String, tokenEndpoint: String, authorizationEndpoint: String? = nil,
                 deviceAuthorizationEndpoint: String? = nil, revocationEndpoint: String? = nil,
-                jwksURI: String? = nil, userinfoEndpoint: String? = nil) {
+                jwksURI: String? = nil, userinfoEndpoint: String? = nil, dpopAlgorithms: [String]? = nil) {
         self.issuer = issuer
         self.tokenEndpoint = tokenEndpoint
         self.authorizationEndpoint = authorizationEndpoint
@@ -23,7 +26,11 @@ public struct ProviderMetadata: Codable, Equatable, Sendable {
         self.revocationEndpoint = revocationEndpoint
         self.jwksURI = jwksURI
         self.userinfoEndpoint = userinfoEndpoint
+        self.dpopAlgorithms = dpopAlgorithms
     }
+
+    /// The provider takes proofs fingerseal can make (ES256).
+    public var supportsDPoP: Bool { dpopAlgorithms?.contains("ES256") ?? false }
 
     enum CodingKeys: String, CodingKey {
         case issuer
@@ -33,6 +40,7 @@ public struct ProviderMetadata: Codable, Equatable, Sendable {
         case revocationEndpoint = "revocation_endpoint"
         case jwksURI = "jwks_uri"
         case userinfoEndpoint = "userinfo_endpoint"
+        case dpopAlgorithms = "dpop_signing_alg_values_supported"
     }
 }
 

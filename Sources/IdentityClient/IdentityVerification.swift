@@ -11,7 +11,8 @@ public enum IdentityVerification {
     /// (verified: any failure throws `.identityRejected` with JOSEKit's reason, never ignored);
     /// else the userinfo answer when the provider has an endpoint; else nil: nothing to check with.
     public static func verifiedIdentity(tokens: TokenSet, metadata: ProviderMetadata, clientID: String, nonce: String?,
-                                        http: HTTPClient, cache: JWKSCache, now: Int64) throws(TokenFailure) -> IDTokenClaims? {
+                                        http: HTTPClient, cache: JWKSCache, now: Int64,
+                                        binding: DPoPBinding? = nil) throws(TokenFailure) -> IDTokenClaims? {
         if let idToken = tokens.idToken, let jwksURI = metadata.jwksURI {
             let keyID: String?
             do {
@@ -27,37 +28,58 @@ public enum IdentityVerification {
             }
         }
         if metadata.userinfoEndpoint != nil {
-            return try OAuthClient(metadata: metadata, clientID: clientID, http: http).userInfo(accessToken: tokens.accessToken)
+            var client = OAuthClient(metadata: metadata, clientID: clientID, http: http)
+            // A bound access token is good only with a proof by its key (RFC 9449 §7).
+            client.binding = tokens.boundToKey ? binding : nil
+            return try client.userInfo(accessToken: tokens.accessToken)
         }
         return nil
     }
 
     /// The same for a sealed sign-in's provider (its endpoints as the vault keeps them).
     public static func verifiedIdentity(tokens: TokenSet, provider: ProviderRecord, nonce: String?,
-                                        http: HTTPClient, cache: JWKSCache, now: Int64) throws(TokenFailure) -> IDTokenClaims? {
+                                        http: HTTPClient, cache: JWKSCache, now: Int64,
+                                        binding: DPoPBinding? = nil) throws(TokenFailure) -> IDTokenClaims? {
         for url in [provider.jwksURI, provider.userinfoEndpoint].compactMap({ $0 }) { try Discovery.requireSecure(url) }
         let metadata = ProviderMetadata(issuer: provider.issuer, tokenEndpoint: provider.tokenEndpoint ?? "",
                                         jwksURI: provider.jwksURI, userinfoEndpoint: provider.userinfoEndpoint)
         return try verifiedIdentity(tokens: tokens, metadata: metadata, clientID: provider.clientID, nonce: nonce,
-                                    http: http, cache: cache, now: now)
+                                    http: http, cache: cache, now: now, binding: binding)
     }
 }
 
 extension OAuthClient {
     /// The userinfo endpoint's answer for this access token (OIDC Core 5.3): a GET with the
     /// token as a Bearer credential, JSON only. A signed or encrypted (JWT) answer is refused.
+    /// With a binding, the token goes as a DPoP credential with a proof carrying its hash, and a
+    /// nonce the server asks for is taken up once.
     public func userInfo(accessToken: SecureBytes) throws(TokenFailure) -> IDTokenClaims {
         guard let endpoint = metadata.userinfoEndpoint else {
             throw .badConfiguration(.noUserinfoEndpoint)
         }
         try Discovery.requireSecure(endpoint)
-        let response: SecureResponse
-        do {
-            // The token as a header line built in secure memory: never a String.
-            let bearer = try SecureRequest.header("Authorization", "Bearer ", accessToken)
-            response = try http.send(SecureRequest(url: endpoint, headers: [("Accept", "application/json")], secretHeaders: [bearer]))
-        } catch {
-            throw TokenRequests.failure(for: error)
+        var response: SecureResponse
+        var retried = false
+        while true {
+            do {
+                // The token as a header line built in secure memory: never a String.
+                let credential = try SecureRequest.header("Authorization", binding == nil ? "Bearer " : "DPoP ", accessToken)
+                var headers = [("Accept", "application/json")]
+                if let binding {
+                    headers.append(("DPoP", try accessToken.withUnsafeBytes { token throws(TokenFailure) in
+                        try binding.proof(method: "GET", url: endpoint, accessToken: token)
+                    }))
+                }
+                response = try http.send(SecureRequest(url: endpoint, headers: headers, secretHeaders: [credential]))
+            } catch let failure as TokenFailure {
+                throw failure
+            } catch {
+                throw TokenRequests.failure(for: error)
+            }
+            guard let binding, response.status == 401, !retried, let nonce = response.headers["dpop-nonce"],
+                  response.headers["www-authenticate"]?.contains("use_dpop_nonce") == true else { break }
+            binding.remember(nonce: nonce)
+            retried = true
         }
         guard response.status == 200 else {
             throw response.body.withUnsafeBytes {

@@ -29,6 +29,8 @@ public struct OAuthClient: TokenClient {
     /// A confidential client's secret (client_secret_basic).
     public let clientSecret: SecureBytes?
     public let http: HTTPClient
+    /// The key every token request proves possession of (RFC 9449); nil: bearer tokens.
+    public var binding: DPoPBinding? = nil
 
     /// Responses larger than this are refused (no token response comes near it).
     public static let maxResponse = 64 * 1024
@@ -59,10 +61,13 @@ public struct OAuthClient: TokenClient {
     }
 
     /// What the vault keeps of this client.
-    public var providerRecord: ProviderRecord {
+    public var providerRecord: ProviderRecord { providerRecord(proofKey: nil) }
+
+    /// What the vault keeps of this client, for a sign-in whose tokens are bound to a key.
+    public func providerRecord(proofKey: ProofKeyHolder?) -> ProviderRecord {
         ProviderRecord(issuer: metadata.issuer, clientID: clientID, tokenEndpoint: metadata.tokenEndpoint,
                        revocationEndpoint: metadata.revocationEndpoint, confidential: clientSecret != nil,
-                       jwksURI: metadata.jwksURI, userinfoEndpoint: metadata.userinfoEndpoint)
+                       jwksURI: metadata.jwksURI, userinfoEndpoint: metadata.userinfoEndpoint, proofKey: proofKey)
     }
 
     public func refresh(_ refreshToken: SecureBytes) throws(TokenFailure) -> TokenSet {
@@ -140,12 +145,13 @@ public struct OAuthClient: TokenClient {
     }
 
     func tokenRequest(_ kind: TokenRequests.OAuthRequest, _ form: SecureForm) throws(TokenFailure) -> TokenSet {
-        try TokenRequests.parseTokens(try post(kind, metadata.tokenEndpoint, form))
+        try TokenRequests.parseTokens(try post(kind, metadata.tokenEndpoint, form), proved: binding != nil)
     }
 
     /// The request `post` sends: `form` plus the client's authentication (the only place that
     /// adds it: `client_id` for a public client, HTTP Basic for a confidential one).
-    func request(_ kind: TokenRequests.OAuthRequest, _ url: String, _ fields: SecureForm) throws(TokenFailure) -> SecureRequest {
+    func request(_ kind: TokenRequests.OAuthRequest, _ url: String, _ fields: SecureForm,
+                 proof: String? = nil) throws(TokenFailure) -> SecureRequest {
         var form = fields
         var secretHeaders: [SecureBytes] = []
         if let clientSecret { secretHeaders.append(try TokenRequests.basicAuthorization(clientID, clientSecret)) }
@@ -153,7 +159,8 @@ public struct OAuthClient: TokenClient {
         // RFC 8628 §3.1 shows client_id there, and oauthlib requires it beside HTTP Basic.
         if clientSecret == nil || kind == .deviceAuthorization { form.add("client_id", clientID) }
         do {
-            return try .postForm(url, form: form, headers: [("Accept", "application/json")], secretHeaders: secretHeaders)
+            let headers = [("Accept", "application/json")] + (proof.map { [("DPoP", $0)] } ?? [])
+            return try .postForm(url, form: form, headers: headers, secretHeaders: secretHeaders)
         } catch {
             throw TokenRequests.failure(for: error)
         }
@@ -161,17 +168,32 @@ public struct OAuthClient: TokenClient {
 
     /// POSTs a form with the client's authentication; returns the body of a success (secure
     /// memory), or throws what `TokenRequests.failure` makes of the answer.
+    ///
+    /// With a binding, a request to the token endpoint carries a proof (RFC 9449 §5), and one
+    /// the server refuses for want of its nonce (`use_dpop_nonce`, §8) is sent once more with
+    /// the nonce it gave.
     func post(_ kind: TokenRequests.OAuthRequest, _ url: String, _ fields: SecureForm) throws(TokenFailure) -> SecureBytes {
-        let request = try request(kind, url, fields)
-        let response: SecureResponse
-        do {
-            response = try http.send(request)
-        } catch {
-            throw TokenRequests.failure(for: error)
-        }
-        if response.status == 200 || (kind == .revocation && (200..<300).contains(response.status)) { return response.body }
-        throw response.body.withUnsafeBytes {
-            TokenRequests.failure(kind, status: response.status, body: $0, authenticated: clientSecret != nil)
+        let binding = kind.provesPossession ? binding : nil
+        var retried = false
+        while true {
+            let request = try request(kind, url, fields, proof: try binding?.proof(method: "POST", url: url))
+            let response: SecureResponse
+            do {
+                response = try http.send(request)
+            } catch {
+                throw TokenRequests.failure(for: error)
+            }
+            let offered = response.headers["dpop-nonce"]
+            if let binding { binding.remember(nonce: offered) }
+            if response.status == 200 || (kind == .revocation && (200..<300).contains(response.status)) { return response.body }
+            let askedForNonce = response.body.withUnsafeBytes { TokenRequests.errorCode($0) } == "use_dpop_nonce"
+            if binding != nil && askedForNonce && offered != nil && !retried {
+                retried = true
+                continue
+            }
+            throw response.body.withUnsafeBytes {
+                TokenRequests.failure(kind, status: response.status, body: $0, authenticated: clientSecret != nil)
+            }
         }
     }
 }
@@ -209,6 +231,9 @@ enum TokenRequests {
         case refresh, passwordGrant, deviceAuthorization, devicePoll, codeExchange, revocation
         /// OIDC userinfo with a fresh access token: a refusal is the provider's, not the chain's.
         case userInfo
+
+        /// Requests to the token endpoint: each carries a proof when the sign-in is bound.
+        var provesPossession: Bool { [.refresh, .passwordGrant, .devicePoll, .codeExchange].contains(self) }
     }
 
     static func failure(_ kind: OAuthRequest, status: Int, body: [UInt8], authenticated: Bool) -> TokenFailure {
@@ -286,7 +311,10 @@ enum TokenRequests {
     /// token type, both tokens 1*VSCHAR, decoded straight into secure memory. Tolerated,
     /// because real providers send them: `expires_in` as a string of digits, `token_type` in
     /// any case, and unknown fields.
-    static func parseTokens(_ body: SecureBytes) throws(TokenFailure) -> TokenSet {
+    ///
+    /// `proved`: the request carried a proof of possession, so `token_type` may also be
+    /// `DPoP` (the tokens bound to its key); `Bearer` then means the provider did not bind them.
+    static func parseTokens(_ body: SecureBytes, proved: Bool = false) throws(TokenFailure) -> TokenSet {
         let notJSON = TokenFailure.malformed(.tokenAnswer)
         return try JSONMembers.reading(body, malformed: notJSON) { answer throws(TokenFailure) -> TokenSet in
             let access: SecureBytes?, refresh: SecureBytes?, tokenType: String?, lifetime: Int?, scope: String?, idToken: String?
@@ -301,7 +329,8 @@ enum TokenRequests {
                 throw notJSON
             }
             guard let access, let tokenType else { throw notJSON }
-            guard access.withUnsafeBytes({ AccessToken.isValidToken($0) }), tokenType.lowercased() == "bearer" else {
+            let bound = proved && tokenType.lowercased() == "dpop"
+            guard access.withUnsafeBytes({ AccessToken.isValidToken($0) }), tokenType.lowercased() == "bearer" || bound else {
                 throw .malformed(.noBearerAccessToken)
             }
             if let refresh, !refresh.withUnsafeBytes({ AccessToken.isValidToken($0) }) {
@@ -311,7 +340,8 @@ enum TokenRequests {
                 throw .malformed(.idTokenInAnswer)
             }
             if let lifetime, lifetime < 0 { throw .malformed(.negativeLifetime) }
-            return TokenSet(accessToken: access, refreshToken: refresh, expiresIn: lifetime, scope: scope, idToken: idToken)
+            return TokenSet(accessToken: access, refreshToken: refresh, expiresIn: lifetime, scope: scope, idToken: idToken,
+                            boundToKey: bound)
         }
     }
 
@@ -341,8 +371,18 @@ extension OAuthClient {
         try self.init(provider: provider, clientSecret: clientSecret, http: HTTPClient(options: options))
     }
 
-    /// Makes clients for `TokenChain.refresh`.
-    public static func factory(_ options: Options) -> TokenChain.ClientFactory {
-        { provider, secret throws(TokenFailure) in try OAuthClient(provider: provider, clientSecret: secret, options: options) }
+    /// Makes clients for `TokenChain.refresh`: a bound sign-in's proves possession of its key
+    /// (held by the TPM `tpm` names, or sealed in the vault).
+    public static func factory(_ options: Options, tpm: TPMPolicy) -> TokenChain.ClientFactory {
+        { provider, secret, proofKey throws(TokenFailure) in
+            var client = try OAuthClient(provider: provider, clientSecret: secret, options: options)
+            if let proofKey {
+                guard let material = try? ProofKeyMaterial.decode(proofKey), let key = try? ProofSigners.signer(material, tpm: tpm) else {
+                    throw .badConfiguration(.proofUnavailable)
+                }
+                client.binding = DPoPBinding(key: key)
+            }
+            return client
+        }
     }
 }

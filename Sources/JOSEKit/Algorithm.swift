@@ -14,6 +14,13 @@ enum Algorithm: String, Sendable, CaseIterable {
 /// padding, no length that cannot occur, and the unused low bits of the last character zero,
 /// so that each byte string has exactly one accepted encoding.
 enum Base64URL {
+    static func encode(_ bytes: some Collection<UInt8>) -> String {
+        var text = Data(bytes).base64EncodedString()
+        text = String(text.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })
+        while text.last == "=" { text.removeLast() }
+        return text
+    }
+
     static func decode(_ text: some Collection<UInt8>) -> [UInt8]? {
         var standard: [UInt8] = []
         standard.reserveCapacity(text.count + 3)

@@ -191,9 +191,9 @@ public struct StorageKey {
         }
     }
 
-    private static let continueSession = Int32(TPMA_SESSION_CONTINUESESSION)
-    private static let encryptCommand = Int32(TPMA_SESSION_DECRYPT)
-    private static let encryptResponse = Int32(TPMA_SESSION_ENCRYPT)
+    static let continueSession = Int32(TPMA_SESSION_CONTINUESESSION)
+    static let encryptCommand = Int32(TPMA_SESSION_DECRYPT)
+    static let encryptResponse = Int32(TPMA_SESSION_ENCRYPT)
 
     /// Seals `secret` in a new object under this key. It opens with `authValue` (empty: no
     /// secret needed), or, with `pcrs`, only while those PCRs keep their present values.
@@ -239,11 +239,37 @@ public struct StorageKey {
     /// `isPolicyFailure` (the PCRs changed).
     public func unseal<T>(_ object: SealedObject, authValue: UnsafeRawBufferPointer, pcrs: PCRSelection,
                           _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T {
+        try withLoaded(object, authValue: authValue) { loaded in
+            var policySession = ESYS_TR(ESYS_TR_NONE)
+            defer { context.flush(policySession) }
+            if !pcrs.isEmpty {
+                policySession = try context.reclaimingSpace(holding: [handle, session, loaded]) { () throws(TPMError) in
+                    try context.startSession(TPM2_SE(TPM2_SE_POLICY), salt: handle)
+                }
+                try context.policyPCR(policySession, pcrs)
+            }
+            let authorizing = pcrs.isEmpty ? session : policySession
+            try context.setAttributes(authorizing, Self.continueSession | Self.encryptResponse)
+            var data: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
+            let rc = Esys_Unseal(context.esys, loaded, authorizing, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &data)
+            defer {
+                if let data { explicit_bzero(data, MemoryLayout<TPM2B_SENSITIVE_DATA>.size) }
+                Esys_Free(data)
+            }
+            guard rc == TSS2_RC_SUCCESS, let data else { throw TPMError.failed(rc) }
+            let size = min(Int(data.pointee.size), MemoryLayout.size(ofValue: data.pointee.buffer))
+            return try withUnsafeBytes(of: &data.pointee.buffer) { try body(UnsafeRawBufferPointer(rebasing: $0.prefix(size))) }
+        }
+    }
+
+    /// Loads `object` under this key with `authValue` set, lends its handle to `body`, then
+    /// clears the authValue ESAPI keeps and flushes the object.
+    func withLoaded<T>(_ object: SealedObject, authValue: UnsafeRawBufferPointer, _ body: (ESYS_TR) throws -> T) throws -> T {
         var inPublic = try Marshalling.publicArea(object.publicArea)
         var inPrivate = try Marshalling.privateArea(object.privateArea)
         // Loading needs no secret (the parent's authValue is empty, the private part is
         // encrypted already): a password session, no HMACs to compute. A forged answer could
-        // only swap the object, and then the unseal's HMAC, over the name computed here from
+        // only swap the object, and then the command's HMAC, over the name computed here from
         // our public part, fails.
         let loaded = try context.reclaimingSpace(holding: [handle, session]) { () throws(TPMError) -> ESYS_TR in
             var loaded = ESYS_TR(ESYS_TR_NONE)
@@ -266,26 +292,58 @@ public struct StorageKey {
         }
         let setAuth = Esys_TR_SetAuth(context.esys, loaded, &auth)
         guard setAuth == TSS2_RC_SUCCESS else { throw TPMError.failed(setAuth) }
+        return try body(loaded)
+    }
+}
 
-        var policySession = ESYS_TR(ESYS_TR_NONE)
-        defer { context.flush(policySession) }
-        if !pcrs.isEmpty {
-            policySession = try context.reclaimingSpace(holding: [handle, session, loaded]) { () throws(TPMError) in
-                try context.startSession(TPM2_SE(TPM2_SE_POLICY), salt: handle)
-            }
-            try context.policyPCR(policySession, pcrs)
+extension StorageKey {
+    /// A new P-256 signing key under this key, used with `authValue` (DPoP proofs). Its
+    /// private part never leaves the TPM unencrypted; what comes back (`SealedObject`) loads
+    /// only under this key, on this TPM. Returns its public point too.
+    public func createSigningKey(authValue: UnsafeRawBufferPointer) throws(TPMError) -> (key: SealedObject, x: [UInt8], y: [UInt8]) {
+        var template = TPM2B_PUBLIC()
+        fs_tpm_signing_template(&template)
+        var sensitive = TPM2B_SENSITIVE_CREATE()
+        defer { wipe(&sensitive) }
+        guard fs_tpm_sensitive(&sensitive, authValue.baseAddress?.assumingMemoryBound(to: UInt8.self), authValue.count, nil, 0) == 0 else {
+            throw .invalidArgument("the authValue is too long")
         }
-        let authorizing = pcrs.isEmpty ? session : policySession
-        try context.setAttributes(authorizing, Self.continueSession | Self.encryptResponse)
-        var data: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
-        let rc = Esys_Unseal(context.esys, loaded, authorizing, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &data)
+        try context.setAttributes(session, Self.continueSession | Self.encryptCommand)
+        var outside = TPM2B_DATA()
+        var creationPCR = TPML_PCR_SELECTION()
+        var outPrivate: UnsafeMutablePointer<TPM2B_PRIVATE>?
+        var outPublic: UnsafeMutablePointer<TPM2B_PUBLIC>?
+        let rc = Esys_Create(context.esys, handle, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &sensitive, &template,
+                             &outside, &creationPCR, &outPrivate, &outPublic, nil, nil, nil)
         defer {
-            if let data { explicit_bzero(data, MemoryLayout<TPM2B_SENSITIVE_DATA>.size) }
-            Esys_Free(data)
+            Esys_Free(outPrivate)
+            Esys_Free(outPublic)
         }
-        guard rc == TSS2_RC_SUCCESS, let data else { throw TPMError.failed(rc) }
-        let size = min(Int(data.pointee.size), MemoryLayout.size(ofValue: data.pointee.buffer))
-        return try withUnsafeBytes(of: &data.pointee.buffer) { try body(UnsafeRawBufferPointer(rebasing: $0.prefix(size))) }
+        guard rc == TSS2_RC_SUCCESS, let outPrivate, let outPublic else { throw .failed(rc) }
+        var x = [UInt8](repeating: 0, count: 32), y = [UInt8](repeating: 0, count: 32)
+        guard fs_tpm_ecc_point(outPublic, &x, &y) == 0 else { throw .invalidArgument("the new key is not a P-256 key") }
+        return (SealedObject(publicArea: try Marshalling.publicArea(outPublic), privateArea: try Marshalling.privateArea(outPrivate)), x, y)
+    }
+
+    /// ES256 with `key` (made by `createSigningKey`) over a SHA-256 `digest`: r || s. The
+    /// authValue travels in the session's HMAC, never in the clear; the key is flushed after.
+    public func sign(_ key: SealedObject, authValue: UnsafeRawBufferPointer, digest: [UInt8]) throws -> [UInt8] {
+        guard digest.count == 32 else { throw TPMError.invalidArgument("a SHA-256 digest is 32 bytes") }
+        return try withLoaded(key, authValue: authValue) { loaded in
+            var input = TPM2B_DIGEST()
+            var scheme = TPMT_SIG_SCHEME()
+            var ticket = TPMT_TK_HASHCHECK()
+            fs_tpm_sign_inputs(&input, digest, &scheme, &ticket)
+            try context.setAttributes(session, Self.continueSession)
+            var signature: UnsafeMutablePointer<TPMT_SIGNATURE>?
+            let rc = Esys_Sign(context.esys, loaded, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &input, &scheme, &ticket,
+                               &signature)
+            defer { Esys_Free(signature) }
+            guard rc == TSS2_RC_SUCCESS, let signature else { throw TPMError.failed(rc) }
+            var rs = [UInt8](repeating: 0, count: 64)
+            guard fs_tpm_ecdsa_rs(signature, &rs) == 0 else { throw TPMError.invalidArgument("the TPM's signature is not ECDSA") }
+            return rs
+        }
     }
 }
 

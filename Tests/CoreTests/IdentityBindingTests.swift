@@ -66,14 +66,14 @@ import SodiumKit
             try $0.signedIn(refreshToken: secret("rt"), provider: ProviderRecord(issuer: "https://idp.example", clientID: "c"),
                             identity: alice, at: 1)
         }
-        let same = try TokenChain.refresh(created, client: Rotating(), offlineGrace: 60) { _, _, _ throws(TokenFailure) in .unchanged }
+        let same = try TokenChain.refresh(created, client: Rotating(), offlineGrace: 60) { _, _, _, _ throws(TokenFailure) in .unchanged }
         #expect(same.step == .refreshed)
-        let unsure = try TokenChain.refresh(created, client: Rotating(), offlineGrace: 60) { _, _, _ throws(TokenFailure) in
+        let unsure = try TokenChain.refresh(created, client: Rotating(), offlineGrace: 60) { _, _, _, _ throws(TokenFailure) in
             throw .malformed(.keySet(.malformed(.notJSONObject(.keySet))))
         }
         #expect(unsure.step == .failed)
         #expect(text(try created.secret(TokenChain.refreshTokenRecord)) == "rt-next", "the rotated token is kept")
-        let other = try TokenChain.refresh(created, client: Rotating(), offlineGrace: 60) { _, _, _ throws(TokenFailure) in .otherAccount }
+        let other = try TokenChain.refresh(created, client: Rotating(), offlineGrace: 60) { _, _, _, _ throws(TokenFailure) in .otherAccount }
         #expect(other.step == .signInRequired)
         #expect(throws: FingersealError.self) { _ = try other.tokens() }
         #expect(try Vault.status(vault.store)?.signIn == .required)

@@ -55,6 +55,7 @@ import Testing
         ("flow=browser", \Options.flow, "browser"),
         ("fixed=issuer", \Options.fixed, "[\"issuer\"]"),
         ("tpm=require", \Options.tpm, "require"),
+        ("dpop=required", \Options.dpop, "required"),
         ("tpm_tcti=swtpm:host=127.0.0.1,port=2321", \Options.tpmTCTI, "swtpm:host=127.0.0.1,port=2321"),
         ("tpm_pcrs=7, 14,7", \Options.tpmPCRs, "[7, 14]"),
         ("stepup_max_ttl=60", \Options.stepUpMaxTTL, "60"),

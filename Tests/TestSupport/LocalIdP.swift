@@ -119,6 +119,18 @@ final class LocalIdP {
         return try JSONDecoder().decode(Answer.self, from: Data(body)).requests
     }
 
+    /// What the IdP's RFC 9449 layer bound and refused (GET /test/dpop, Tests/IdP/idp/dpop.py).
+    struct DPoPReport: Decodable {
+        let proofs: Int
+        let bound: Int
+        /// Refusals by reason, in the IdP's words.
+        let refused: [String: Int]
+    }
+
+    func dpopReport() throws -> DPoPReport {
+        try JSONDecoder().decode(DPoPReport.self, from: Data(try http.send(.get(origin + "/test/dpop")).body))
+    }
+
     /// A raw form POST to `path` (no client of ours): status and body.
     func post(_ path: String, _ fields: [(name: String, value: String)],
               headers: [(name: String, value: String)] = []) throws -> (status: Int, body: String) {

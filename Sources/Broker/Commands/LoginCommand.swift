@@ -28,12 +28,14 @@ enum LoginCommand {
         // at the provider for nothing.
         if try Vault.status(store) == nil { try AccountPassword.requireUnlessRoot(call) }
         let http = HTTPClient(options: options)
-        let client: OAuthClient
+        var client: OAuthClient
         let tokens: TokenSet
         var nonce: String? = nil
+        var proofKeyMaterial: ProofKeyMaterial? = nil
         do {
             client = OAuthClient(metadata: try Discovery.discover(issuer: issuer, http: http), clientID: clientID,
                                  clientSecret: signIn.secret, http: http)
+            proofKeyMaterial = try SignInBinding.bind(&client, options, tpm: store.tpm)
             if flow == "password" {
                 tokens = try passwordFlow(client, scope: scope, call)
             } else if flow == "browser" {
@@ -45,6 +47,7 @@ enum LoginCommand {
             throw loginError(failure)
         }
         guard let refreshToken = tokens.refreshToken else { throw FingersealError(.unavailable, Messages.noRefreshToken) }
+        let proofKey = try SignInBinding.sealed(proofKeyMaterial, client, tokens, options)
         let identity = try establishIdentity(call, client: client, tokens: tokens, nonce: nonce)
 
         // Seal it: into the existing vault (its PIN), or a new one (a new PIN).
@@ -55,8 +58,8 @@ enum LoginCommand {
             vault = try Vault.create(store, pin: call.pinKeyslot(try PINEntry.askNew(call)))
         }
         try vault.update {
-            try $0.signedIn(refreshToken: refreshToken, provider: client.providerRecord, clientSecret: signIn.secret,
-                            identity: identity, at: SystemClock().now())
+            try $0.signedIn(refreshToken: refreshToken, provider: client.providerRecord(proofKey: proofKey?.holder),
+                            clientSecret: signIn.secret, proofKey: proofKey?.bytes, identity: identity, at: SystemClock().now())
         }
         try LockoutLedger(store: store, options: options).clearAll()
         // The issuer as sealed (the provider's own spelling, once normalized by discovery), not
@@ -86,7 +89,7 @@ enum LoginCommand {
         do throws(TokenFailure) {
             claims = try IdentityVerification.verifiedIdentity(tokens: tokens, metadata: client.metadata, clientID: client.clientID,
                                                         nonce: nonce, http: client.http, cache: call.state.jwks,
-                                                        now: SystemClock().now())
+                                                        now: SystemClock().now(), binding: client.binding)
         } catch {
             throw refuse(loginError(error))
         }

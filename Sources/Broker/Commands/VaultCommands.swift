@@ -80,6 +80,10 @@ enum VaultCommands {
                 }
             }
             report.signIn = status.signIn.rawValue
+            if status.signIn != .none, let provider = status.provider {
+                report.boundToComputer = provider.boundToKey
+                report.proofKey = provider.proofKey?.rawValue
+            }
             report.issuer = status.provider?.issuer
             report.clientId = status.provider?.clientID
             report.signedInAs = status.signIn == .none ? nil : status.identity?.display
@@ -119,6 +123,13 @@ enum VaultCommands {
         if let next = PasswordDue.next(call, status) { lines.append(Messages.statusPasswordNext(next)) }
         lines.append(describe(status.signIn, status.provider.map { ($0.issuer, $0.clientID) }))
         if status.signIn != .none, let identity = status.identity { lines.append(Messages.signedInAs(identity.display)) }
+        if status.signIn != .none, let provider = status.provider {
+            switch provider.proofKey {
+            case .tpm?: lines.append(Messages.statusBoundByTPM)
+            case .software?: lines.append(Messages.statusBoundBySoftwareKey)
+            case nil: lines.append(Messages.statusBearer)
+            }
+        }
         lines.append(status.lockout.fingerLocked ? Messages.statusFingerLocked : Messages.statusFingerNotLocked(status.lockout.fingerFailures))
         lines.append(status.lockout.pinLocked ? Messages.statusPINLocked : Messages.statusPINNotLocked(status.lockout.pinFailures))
         call.conversation.output(lines.joined(separator: "\n"))

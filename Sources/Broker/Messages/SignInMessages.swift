@@ -30,6 +30,13 @@ extension Messages {
     static var waitingForSignIn: String { tr("Waiting for you to finish signing in. Press Ctrl-C to cancel.") }
     static var codeExpired: String { tr("The sign-in code expired before it was used. Run fingerseal login again.") }
     static var signInRefused: String { tr("The sign-in was refused.") }
+    // Tokens bound to this computer (RFC 9449, dpop=).
+    static func dpopNotOffered(_ issuer: String) -> String {
+        tr("%1$s cannot bind its tokens to this computer, and this computer requires it (dpop=required). Ask the provider's administrator to turn on DPoP, or set dpop=auto.", issuer)
+    }
+    static func dpopNotBound(_ issuer: String) -> String {
+        tr("%1$s gave tokens that are not bound to this computer, and this computer requires it (dpop=required). Nothing was kept; ask the provider's administrator to turn on DPoP for this client.", issuer)
+    }
     static var credentialsRefused: String { tr("The identity provider refused the user name or password.") }
     static var noRefreshToken: String { tr("The identity provider issued no refresh token. Ask for the offline_access scope, or ask your administrator to allow refresh tokens for this client.") }
     static func signedIn(_ issuer: String) -> String { tr("Signed in to %1$s. The sign-in is sealed in your vault.", issuer) }

@@ -50,6 +50,16 @@ extension Messages {
     static var statusSignedIn: String { tr("Sign-in: signed in") }
     static var statusSignInRequired: String { tr("Sign-in: sign-in required; run: fingerseal login") }
     static func statusSignedInWith(_ issuer: String, _ client: String) -> String { tr("Sign-in: signed in (%1$s, client %2$s)", issuer, client) }
+    // Whether the sign-in's tokens are bound to this computer (RFC 9449).
+    static var statusBoundByTPM: String {
+        tr("Bound to this computer: yes, by a key the TPM holds, which never leaves it. A copy of the vault refreshes nothing elsewhere.")
+    }
+    static var statusBoundBySoftwareKey: String {
+        tr("Bound to this computer: yes, by a key sealed in the vault. Without a TPM to hold that key, a copy of the vault opened with your PIN could still use the sign-in elsewhere.")
+    }
+    static var statusBearer: String {
+        tr("Bound to this computer: no. The identity provider gives bearer tokens, which work wherever they are copied.")
+    }
     static func statusSignInRequiredWith(_ issuer: String, _ client: String) -> String {
         tr("Sign-in: sign-in required; run: fingerseal login (%1$s, client %2$s)", issuer, client)
     }

@@ -39,7 +39,8 @@ extension Provisioning {
         guard tokens.idToken == nil, client.metadata.jwksURI != nil, let refreshToken = tokens.refreshToken else { return tokens }
         let refreshed = try client.refresh(refreshToken)
         return TokenSet(accessToken: refreshed.accessToken, refreshToken: refreshed.refreshToken ?? refreshToken,
-                        expiresIn: refreshed.expiresIn, scope: refreshed.scope, idToken: refreshed.idToken)
+                        expiresIn: refreshed.expiresIn, scope: refreshed.scope, idToken: refreshed.idToken,
+                        boundToKey: refreshed.boundToKey)
     }
 
     /// `auth_time` as the provider signed it: from the verified ID token only (a userinfo

@@ -135,12 +135,14 @@ struct Provisioning {
         // 1. The device sign-in.
         conversation.info(Messages.provisionStart(name))
         let http = HTTPClient(options: options)
-        let client: OAuthClient
+        var client: OAuthClient
         let tokens: TokenSet
         let codeIssuedAt: Int64
+        var proofKeyMaterial: ProofKeyMaterial? = nil
         do {
             client = OAuthClient(metadata: try Discovery.discover(issuer: provider.issuer, http: http), clientID: provider.clientID,
                                  http: http)
+            proofKeyMaterial = try SignInBinding.bind(&client, options, tpm: state.tpmPolicy(options))
             let signedIn = try deviceSignIn(client)
             tokens = try Provisioning.withIDToken(signedIn.tokens, client)
             codeIssuedAt = signedIn.issuedAt
@@ -150,7 +152,8 @@ struct Provisioning {
             throw FingersealError(.timedOut, Messages.provisionCodeExpired, detail: error.description)
         }
         guard let refreshToken = tokens.refreshToken else { throw FingersealError(.unavailable, Messages.noRefreshToken) }
-        made.revoke = { _ = try? client.revoke(refreshToken) }
+        made.revoke = { [client] in _ = try? client.revoke(refreshToken) }
+        let proofKey = try SignInBinding.sealed(proofKeyMaterial, client, tokens, options)
 
         // 2. Who signed in, and may they have an account here, under this name?
         func refuse(_ sentence: String, _ reason: AuditReason.Refusal) -> Refusal {
@@ -160,7 +163,7 @@ struct Provisioning {
         do throws(TokenFailure) {
             claims = try IdentityVerification.verifiedIdentity(tokens: tokens, metadata: client.metadata, clientID: client.clientID,
                                                                nonce: nil, http: client.http, cache: state.jwks,
-                                                               now: SystemClock().now())
+                                                               now: SystemClock().now(), binding: client.binding)
         } catch {
             throw LoginCommand.loginError(error)
         }
@@ -251,7 +254,8 @@ struct Provisioning {
         made.vault = true
         let vault = try Vault.create(store, pin: call.pinKeyslot(pin))
         try vault.update {
-            try $0.signedIn(refreshToken: refreshToken, provider: client.providerRecord, identity: identity, at: SystemClock().now())
+            try $0.signedIn(refreshToken: refreshToken, provider: client.providerRecord(proofKey: proofKey?.holder), proofKey: proofKey?.bytes,
+                            identity: identity, at: SystemClock().now())
         }
 
         // 5. One finger.

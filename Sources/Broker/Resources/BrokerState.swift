@@ -81,6 +81,14 @@ final class BrokerState: @unchecked Sendable {
         return false
     }
 
+    /// The configuration's TPM policy on the TPM connection the broker keeps (for a key made
+    /// before its account's store exists: a first sign-in that makes the account).
+    func tpmPolicy(_ options: Options) -> TPMPolicy {
+        var policy = options.tpmPolicy
+        policy.keys = tpm
+        return policy
+    }
+
     /// `account`'s store under `policy`, on the TPM connection the broker keeps; `read`: what
     /// the request has read of the vault already (one per request: `Call.vaultRead`).
     func store(for account: UserAccount, tpm policy: TPMPolicy, read: RequestRead? = nil) -> VaultStore {

@@ -12,7 +12,7 @@ enum TokenRefreshing {
     static func refresh(_ call: Call, _ vault: UnlockedVault, clock: any Clock = SystemClock()) throws -> TokenRefresh {
         let options = call.settings
         return try TokenChain.refresh(vault, offlineGrace: options.offlineGrace, clock: clock,
-                                      makeClient: OAuthClient.factory(options), identity: identityAfterRefresh(call))
+                                      makeClient: OAuthClient.factory(options, tpm: vault.store.tpm), identity: identityAfterRefresh(call))
     }
 
     /// What a refresh's answer says of who is signed in. With `user_claim`, every refresh is
@@ -22,11 +22,12 @@ enum TokenRefreshing {
         let options = call.settings
         let user = call.account.name
         let cache = call.state.jwks
-        return { tokens, provider, earlier throws(TokenFailure) in
+        return { tokens, provider, earlier, client throws(TokenFailure) in
             guard options.userClaim != nil || tokens.idToken != nil else { return .unchanged }
             guard let claims = try IdentityVerification.verifiedIdentity(tokens: tokens, provider: provider, nonce: nil,
                                                                   http: HTTPClient(options: options),
-                                                                  cache: cache, now: SystemClock().now()) else {
+                                                                  cache: cache, now: SystemClock().now(),
+                                                                  binding: (client as? OAuthClient)?.binding) else {
                 return .unchanged
             }
             let later = SignedInIdentity(claims)

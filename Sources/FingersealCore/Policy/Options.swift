@@ -93,6 +93,9 @@ public struct Options: Equatable, Sendable {
     /// `tpm=`: seal the keyslots to the TPM when one is usable (`auto`), always and refuse
     /// without one (`require`), or not for new slots (`off`; a sealed slot stays sealed).
     public var tpm: TPMMode = .auto
+    /// `dpop=`: bind sign-ins to a key of this computer (RFC 9449) where the provider can
+    /// (`auto`), always (`required`), or never (`off`).
+    public var dpop: DPoPPolicy = .auto
     /// `tpm_tcti=`: how the broker reaches the TPM (the kernel's resource manager by default).
     public var tpmTCTI = TPMPolicy.defaultTCTI
     /// `tpm_pcrs=`: PCRs of the SHA-256 bank the device keyslot is bound to (none by default).

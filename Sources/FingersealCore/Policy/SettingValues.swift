@@ -43,6 +43,16 @@ public enum ReaderLocation: String, Sendable {
     case auto, builtin, external
 }
 
+/// Whether sign-ins bind their tokens to a key of this computer (RFC 9449, `dpop=`).
+public enum DPoPPolicy: String, Sendable {
+    /// Where the provider lists DPoP (ES256) in its discovery document; bearer elsewhere.
+    case auto
+    /// Always: a provider without it, or a token answer that is not bound, is refused.
+    case required
+    /// Never: bearer tokens.
+    case off
+}
+
 /// How a PAM host's conversation is used, for hosts that show less than a terminal does.
 public enum PromptStyle: String, Sendable {
     /// Sentences as info messages, the PIN (with `pin`) as its own prompt after the finger.

@@ -177,6 +177,8 @@ extension SiteSetting {
             }
             options.fixed.formUnion(names)
         },
+        // Tokens bound to this computer (RFC 9449): the machine's, like the TPM that holds the key.
+        SiteSetting("dpop", .file) { $0.dpop = try $1.choice(tr("use auto, required or off")) },
         // The TPM: the machine's.
         SiteSetting("tpm", .file) { options, given in
             guard let mode = given.value.flatMap(TPMMode.init(rawValue:)) else { throw FingersealError(.badConfiguration, Messages.badTPMMode) }

@@ -22,6 +22,8 @@ public enum SystemStep: Sendable, Equatable {
     case checkAccountPassword, listenForBrowser, startScan, scan, lookUpAccount, finishRequest, useReader, derivePINKey
     case readFile(String)
     case createKey, deriveKey, encryptSecret, measurePINCost
+    /// The key a sign-in's tokens are bound to (RFC 9449).
+    case makeProofKey
     case openVault, readVault, listVault, saveVault, deleteVault, deleteOldVault
     case readDeviceKey, writeDeviceKey, removeOldDeviceKey
     case readLockout, saveLockout

@@ -6,10 +6,15 @@ public enum TokenChain {
     public static let refreshTokenRecord = "refresh-token"
     /// A confidential client's secret, sealed at sign-in.
     public static let clientSecretRecord = "client-secret"
+    /// The key a bound sign-in proves possession of (RFC 9449), sealed at sign-in: a software
+    /// key's private half (DER), where there is no TPM to hold it.
+    public static let proofKeyRecord = "proof-key"
 
-    /// Makes the client for the sign-in the vault holds (its provider and, for a confidential
-    /// client, its secret). Called under the vault lock; it must not talk to the network.
-    public typealias ClientFactory = (ProviderRecord, SecureBytes?) throws(TokenFailure) -> any TokenClient
+    /// Makes the client for the sign-in the vault holds (its provider; for a confidential
+    /// client, its secret; for a bound sign-in, its proof key). Called under the vault lock;
+    /// it must not talk to the network.
+    public typealias ClientFactory = (ProviderRecord, _ clientSecret: SecureBytes?, _ proofKey: SecureBytes?) throws(TokenFailure)
+        -> any TokenClient
 
     /// What a refresh's answer says of who is signed in, compared with what the vault holds.
     public enum IdentityAfterRefresh: Sendable {
@@ -25,7 +30,10 @@ public enum TokenChain {
     /// Checks a refresh's answer (a verified ID token, or userinfo with the fresh access
     /// token); throws when it cannot tell. Called under the vault lock, after the rotated
     /// refresh token is in the update.
-    public typealias IdentityCheck = (TokenSet, ProviderRecord, SignedInIdentity?) throws(TokenFailure) -> IdentityAfterRefresh
+    /// `client` is the one that refreshed (a bound sign-in's proves possession of its key,
+    /// which userinfo needs too).
+    public typealias IdentityCheck = (TokenSet, ProviderRecord, SignedInIdentity?, _ client: any TokenClient) throws(TokenFailure)
+        -> IdentityAfterRefresh
 
     /// Refreshes with the client the vault's sign-in names.
     public static func refresh(_ vault: UnlockedVault, offlineGrace: Int, clock: any Clock = SystemClock(),
@@ -37,7 +45,13 @@ public enum TokenChain {
                 throw .badConfiguration(.clientSecretUnreadable)
             }
             if provider.confidential == true && secret == nil { throw .badConfiguration(.clientSecretMissing) }
-            return try makeClient(provider, secret)
+            var proofKey: SecureBytes? = nil
+            if provider.boundToKey {
+                // A bound refresh token is worth nothing without its key: no bearer attempt.
+                do { proofKey = try editor.secret(proofKeyRecord) } catch { throw .badConfiguration(.proofUnavailable) }
+                if proofKey == nil { throw .badConfiguration(.proofUnavailable) }
+            }
+            return try makeClient(provider, secret, proofKey)
         }
     }
 
@@ -61,8 +75,10 @@ public enum TokenChain {
             if let unrefreshable = TokenRefresh(without: editor.signIn) { return unrefreshable }
             guard let refreshToken = try editor.secret(refreshTokenRecord) else { return .notSignedIn }
             let tokens: TokenSet
+            let tokenClient: any TokenClient
             do throws(TokenFailure) {
-                tokens = try client(editor).refresh(refreshToken)
+                tokenClient = try client(editor)
+                tokens = try tokenClient.refresh(refreshToken)
             } catch {
                 switch error {
                 case .chainEnded:
@@ -84,7 +100,7 @@ public enum TokenChain {
             // written, or (another account) the chain ends with it.
             if let identity, let provider = editor.provider {
                 do throws(TokenFailure) {
-                    switch try identity(tokens, provider, editor.identity) {
+                    switch try identity(tokens, provider, editor.identity, tokenClient) {
                     case .unchanged: break
                     case let .learnt(who): editor.setIdentity(who)
                     case .otherAccount:

@@ -11,13 +11,17 @@ public struct TokenSet {
     public let scope: String?
     /// The OIDC ID token, when the provider sent one (a compact JWS, not yet verified).
     public let idToken: String?
+    /// The provider bound the tokens to the proof's key (RFC 9449: `token_type: DPoP`).
+    public let boundToKey: Bool
 
-    public init(accessToken: SecureBytes, refreshToken: SecureBytes?, expiresIn: Int?, scope: String?, idToken: String? = nil) {
+    public init(accessToken: SecureBytes, refreshToken: SecureBytes?, expiresIn: Int?, scope: String?, idToken: String? = nil,
+                boundToKey: Bool = false) {
         self.accessToken = accessToken
         self.refreshToken = refreshToken
         self.expiresIn = expiresIn
         self.scope = scope
         self.idToken = idToken
+        self.boundToKey = boundToKey
     }
 }
 
@@ -102,6 +106,8 @@ public enum TokenFailure: Error, Equatable, Sendable {
         /// A sealed sign-in from before the token endpoint was kept.
         case noTokenEndpoint
         case noSecureMemoryForCredentials
+        /// A proof of possession (RFC 9449) could not be made: the key would not sign.
+        case proofUnavailable
         /// libcurl refused the request (its words).
         case invalidRequest(String)
         /// The vault's sign-in names no provider.

@@ -116,7 +116,7 @@ struct TPMSealedRecord: Codable, Equatable {
 /// the next operation when the broker lends its `HeldTPM`).
 public enum VaultTPM {
     /// Why the TPM cannot be used, when it cannot (auto decides with this; require refuses).
-    static func unusable(_ policy: TPMPolicy) -> FingersealError? {
+    public static func unusable(_ policy: TPMPolicy) -> FingersealError? {
         do {
             try withStorageKey(policy) { try $0.confirmLoaded() }
             return nil
@@ -200,7 +200,7 @@ public enum VaultTPM {
 
     /// Lends `body` the storage key (from `policy.keys`: the broker's kept one, or a new one)
     /// and turns the TPM's errors into sentences.
-    private static func withStorageKey<T>(_ policy: TPMPolicy, slot: KeyslotKind = .device,
+    static func withStorageKey<T>(_ policy: TPMPolicy, slot: KeyslotKind = .device,
                                           _ body: (StorageKey) throws -> T) throws -> T {
         // A missing device node is the common case without a TPM: said without loading a TCTI.
         if policy.tcti.hasPrefix("device:"), access(String(policy.tcti.dropFirst("device:".count)), F_OK) != 0 {

@@ -43,9 +43,13 @@ public struct ProviderRecord: Codable, Equatable, Sendable {
     /// needs no discovery round trip. Absent in vaults made before they were kept.
     public var jwksURI: String?
     public var userinfoEndpoint: String?
+    /// Where the key is that the provider bound the sign-in's tokens to (RFC 9449): every
+    /// refresh carries a proof by it (`TokenChain.proofKeyRecord`). Absent: bearer tokens.
+    public var proofKey: ProofKeyHolder?
+    public var boundToKey: Bool { proofKey != nil }
 
     public init(issuer: String, clientID: String, tokenEndpoint: String? = nil, revocationEndpoint: String? = nil,
-                confidential: Bool = false, jwksURI: String? = nil, userinfoEndpoint: String? = nil) {
+                confidential: Bool = false, jwksURI: String? = nil, userinfoEndpoint: String? = nil, proofKey: ProofKeyHolder? = nil) {
         self.issuer = issuer
         self.clientID = clientID
         self.tokenEndpoint = tokenEndpoint
@@ -53,6 +57,7 @@ public struct ProviderRecord: Codable, Equatable, Sendable {
         self.confidential = confidential
         self.jwksURI = jwksURI
         self.userinfoEndpoint = userinfoEndpoint
+        self.proofKey = proofKey
     }
 }
 

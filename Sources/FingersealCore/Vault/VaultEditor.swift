@@ -73,13 +73,17 @@ public struct VaultEditor {
     public var provider: ProviderRecord? { document.provider }
 
     /// Records a completed sign-in: the new refresh token, its provider, who signed in (when
-    /// the provider said), the chain alive.
+    /// the provider said), the chain alive; the key its tokens are bound to, when they are
+    /// (a new one each sign-in: the previous sign-in's goes).
     public mutating func signedIn(refreshToken: SecureBytes, provider: ProviderRecord, clientSecret: SecureBytes? = nil,
-                                  identity: SignedInIdentity? = nil, at time: Int64) throws {
+                                  proofKey: SecureBytes? = nil, identity: SignedInIdentity? = nil, at time: Int64) throws {
         document.identity = identity
         try setSecret(TokenChain.refreshTokenRecord, refreshToken)
         if let clientSecret { try setSecret(TokenChain.clientSecretRecord, clientSecret) } else {
             removeSecret(TokenChain.clientSecretRecord)
+        }
+        if let proofKey, provider.boundToKey { try setSecret(TokenChain.proofKeyRecord, proofKey) } else {
+            removeSecret(TokenChain.proofKeyRecord)
         }
         document.provider = provider
         document.signIn = .active
@@ -91,6 +95,7 @@ public struct VaultEditor {
     public mutating func signedOut() {
         removeSecret(TokenChain.refreshTokenRecord)
         removeSecret(TokenChain.clientSecretRecord)
+        removeSecret(TokenChain.proofKeyRecord)
         document.provider = nil
         document.identity = nil
         document.signIn = .none

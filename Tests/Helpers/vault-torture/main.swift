@@ -88,7 +88,7 @@ do {
     case "refresh":
         let vault = try Vault.unlockWithDevice(store)
         while true {
-            switch try TokenChain.refresh(vault, offlineGrace: 0, makeClient: OAuthClient.factory(Options())) {
+            switch try TokenChain.refresh(vault, offlineGrace: 0, makeClient: OAuthClient.factory(Options(), tpm: .off)) {
             case .refreshed:
                 let line = Array("refreshed\n".utf8)
                 _ = line.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }

@@ -33,6 +33,8 @@ MIDDLEWARE = [
     # The /test/switch behaviours of other providers (duplicate parameters, empty errors,
     # revocation only for confidential clients).
     "idp.middleware.StricterProvider",
+    # RFC 9449, which DOT does not have: proofs checked, tokens bound (idp/dpop.py).
+    "idp.dpop.DPoP",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -35,6 +35,15 @@ SWITCHES = {
     "auth-time": ("login", "old", "absent"),
     # The identity claims' email_verified: true (every address here is), or false.
     "email-verified": ("true", "false"),
+    # RFC 9449 (idp/dpop.py): on, as providers that support it (discovery lists it, proofs
+    # bind tokens); off, as one without it (no listing, proofs ignored).
+    "dpop": ("on", "off"),
+    # required: every proof carries the server's nonce (use_dpop_nonce, DPoP-Nonce).
+    "dpop-nonce": ("off", "required"),
+    # bearer: a token response says token_type Bearer although a proof came (not bound).
+    "dpop-token-type": ("dpop", "bearer"),
+    # Seconds this IdP's clock runs ahead of the machine's (negative: behind), for clock skew.
+    "dpop-clock": ("0", "SECONDS"),
 }
 GRANT_TYPES = ("any", "password", "refresh_token", "authorization_code",
                "urn:ietf:params:oauth:grant-type:device_code")

@@ -22,4 +22,6 @@ urlpatterns = [
     path("test/login", views.login_and_go),
     path("test/switch", views.switch),
     path("test/device-authorizations", views.device_authorizations),
+    path("test/dpop", views.dpop_report),
+    path("test/dpop-nonce", views.dpop_nonce),
 ]

@@ -18,7 +18,7 @@ from oauth2_provider.models import get_device_grant_model, get_refresh_token_mod
 from oauth2_provider.settings import oauth2_settings
 from oauth2_provider.views import ConnectDiscoveryInfoView, JwksInfoView
 
-from . import state, validators
+from . import dpop, state, validators
 
 
 def _error(status, error, description=""):
@@ -345,6 +345,8 @@ def switch(request):
         valid = value == "off" or (value.isdigit() and 1 <= int(value) <= 65535)
     elif name == "claims-user":
         valid = value == "off" or _user(value) is not None
+    elif name == "dpop-clock":
+        valid = value.lstrip("-").isdigit() and abs(int(value)) <= 86400
     else:
         valid = value in allowed
     if not valid:
@@ -354,3 +356,16 @@ def switch(request):
         return _error(400, "invalid_grant_type", "one of: " + ", ".join(state.GRANT_TYPES))
     state.set_switch(name, value, grant_type)
     return JsonResponse(state.switches())
+
+
+@require_GET
+def dpop_report(request):
+    """What RFC 9449 bound and refused (idp/dpop.py), for the tests' assertions."""
+    return JsonResponse(dpop.report())
+
+
+@csrf_exempt
+@require_POST
+def dpop_nonce(request):
+    """A new server nonce: proofs with the old one get use_dpop_nonce."""
+    return JsonResponse({"nonce": dpop.rotate_nonce()})

@@ -43,6 +43,7 @@ extension Messages {
         case .noDeviceAuthorization: tr("the provider offers no device authorization")
         case .noTokenEndpoint: tr("the sign-in has no token endpoint; sign in again")
         case .noSecureMemoryForCredentials: tr("no secure memory for the client's credentials")
+        case .proofUnavailable: tr("the key that binds the sign-in to this computer would not sign a proof")
         case let .invalidRequest(detail): detail
         case .noProvider: tr("the vault names no identity provider")
         case .clientSecretUnreadable: tr("the client secret in the vault cannot be read")

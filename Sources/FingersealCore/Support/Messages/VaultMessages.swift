@@ -45,6 +45,7 @@ extension Messages {
         case .derivePINKey: return tr("Fingerseal could not derive a key from the PIN; the computer may be out of memory.")
         case let .readFile(path): return tr("Fingerseal could not read %1$s.", path)
         case .createKey: return tr("Fingerseal could not create a key.")
+        case .makeProofKey: return tr("Fingerseal could not make the key that binds the sign-in to this computer.")
         case .deriveKey: return tr("Fingerseal could not derive a key.")
         case .encryptSecret: return tr("Fingerseal could not encrypt a secret.")
         case .measurePINCost: return tr("Fingerseal could not measure how long the PIN takes to check.")
