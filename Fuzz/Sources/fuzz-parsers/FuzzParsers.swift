@@ -13,7 +13,7 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     guard let data, size > 0 else { return 0 }
     let selector = data[0]
     let input = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
-    switch selector % 19 {
+    switch selector % 21 {
     case 0:
         // The envelope of every vault file: whatever it accepts must re-encode to the input.
         for kind in [Container.FileType.vault, .deviceKey, .lockout] {
@@ -180,6 +180,28 @@ func fuzzParsers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
             .union(PolicyNames.access(text)).union(PolicyNames.limits(text)).union(PolicyNames.pamWheel(text))
         guard found.allSatisfy(AccountName.isValid) else { trap() }
         _ = PolicyNames.loginDefs(text)
+    case 19:
+        // A provider's DPoP-Nonce header and a request's URL (RFC 9449): a nonce kept is
+        // NQCHAR only and bounded; a proof is made for any URL its target accepts, whose htu
+        // has neither query nor fragment; a token answer read as proved.
+        let text = String(decoding: input, as: UTF8.self)
+        let binding = FuzzDPoP.binding
+        let before = binding.currentNonce
+        binding.remember(nonce: text)
+        if let kept = binding.currentNonce, kept != before {
+            guard kept == text, kept.utf8.count <= 256, kept.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7e && $0 != 0x22 && $0 != 0x5c })
+            else { trap() }
+        }
+        if let htu = DPoPProof.targetURI(text) {
+            guard !htu.contains("?"), !htu.contains("#"), (try? binding.proof(method: "POST", url: text)) != nil else { trap() }
+        }
+        if let body = try? SecureBytes(copying: input) { _ = try? TokenRequests.parseTokens(body, proved: true) }
+    case 20:
+        // The proof key's record in the vault (behind the vault's MAC in real use): what it
+        // accepts re-encodes to the input.
+        if let bytes = try? SecureBytes(copying: input), let material = try? ProofKeyMaterial.decode(bytes) {
+            guard let again = try? material.encoded(), again.copyBytes() == input else { trap() }
+        }
     default:
         // A full vault file: envelope, then document.
         if let body = try? Container.decode(.vault, input, file: "fuzz") {
@@ -211,4 +233,9 @@ let fuzzKeys: JSONWebKeySet = {
 /// A deliberate crash: libFuzzer saves the input that broke the invariant.
 func trap() -> Never {
     fatalError("fuzz invariant broken")
+}
+
+/// One key for every proof the fuzzer makes (a key per input would be most of the time).
+enum FuzzDPoP {
+    nonisolated(unsafe) static let binding = DPoPBinding(key: try! SoftwareProofKey.generate(), clock: { 1_700_000_000 })
 }
