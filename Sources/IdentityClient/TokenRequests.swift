@@ -250,6 +250,9 @@ enum TokenRequests {
         if status >= 500 || status == 429 || status == 408 { return .unreachable(.answered(status: status, by: .provider)) }
         let code = errorCode(body)
         let refusal = (400..<500).contains(status)
+        // Our proof, not the grant: a refresh token refused for it is still good (RFC 9449 §7.1's
+        // codes, at the token endpoint and at userinfo).
+        if let code, ["invalid_dpop_proof", "use_dpop_nonce"].contains(code) { return .proofRefused(code: code) }
         switch kind {
         case .refresh where refusal:
             // Any other refusal ends the chain, body or no body: a provider that answers a

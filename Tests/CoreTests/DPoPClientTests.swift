@@ -69,12 +69,17 @@ import SodiumKit
         #expect(try idp.client().refresh(try #require(tokens.refreshToken)).refreshToken != nil)
     }
 
-    /// A clock ten minutes off makes proofs the provider refuses: a refusal with its code,
-    /// never a success.
-    @Test func aClockFarOffIsRefused() throws {
+    /// A clock ten minutes off makes proofs the provider refuses: the proof's refusal, never a
+    /// success, and on a refresh never the end of the chain (the token stays good).
+    @Test func aClockFarOffIsRefusedAndEndsNothing() throws {
         let idp = try LocalIdP()
-        let client = try Self.boundClient(idp, try SoftwareProofKey.generate(), clock: { Int64(time(nil)) - 600 })
-        #expect(throws: TokenFailure.rejected(status: 400, code: "invalid_dpop_proof")) { _ = try Self.signIn(client) }
+        let key = try SoftwareProofKey.generate()
+        let skewed = try Self.boundClient(idp, key, clock: { Int64(time(nil)) - 600 })
+        #expect(throws: TokenFailure.proofRefused(code: "invalid_dpop_proof")) { _ = try Self.signIn(skewed) }
+        let refresh = try #require(try Self.signIn(try Self.boundClient(idp, key)).refreshToken)
+        #expect(throws: TokenFailure.proofRefused(code: "invalid_dpop_proof")) { _ = try skewed.refresh(refresh) }
+        // The clock set right: the same refresh token refreshes.
+        #expect(try Self.boundClient(idp, key).refresh(refresh).boundToKey)
     }
 
     /// What the provider checks of a proof, as fingerseal makes them: one replayed, one made

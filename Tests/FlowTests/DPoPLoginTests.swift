@@ -74,4 +74,18 @@ import Testing
         // Refused before the vault was made: nothing was kept.
         #expect(try home.run(["status", "--json"]).stdout.contains("\"vault\" : false"))
     }
+
+    /// A clock far off (here the provider's, ten minutes ahead): the unlock says to check the
+    /// clock and keeps the sign-in; set right, the next unlock refreshes.
+    @Test func aClockFarOffSaysSoAndKeepsTheSignIn() throws {
+        let idp = try LocalIdP()
+        let home = try home()
+        #expect(try login(idp, home).status == 0)
+        try idp.setSwitch("dpop-clock", "600")
+        let skewed = try home.run(["unlock", "--pin-fd", "3"], fd3: "2580\n")
+        #expect(skewed.status != 0 && skewed.stderr.contains("check that the clock is right"), "\(skewed.all)")
+        #expect(try home.run(["status", "--json"]).stdout.contains("\"sign_in\" : \"active\""))
+        try idp.setSwitch("dpop-clock", "0")
+        #expect(try home.run(["unlock", "--pin-fd", "3"], fd3: "2580\n").status == 0)
+    }
 }

@@ -214,6 +214,8 @@ enum LoginCommand {
         case let .identityRejected(why): return FingersealError(.unavailable, Messages.providerProblem(Messages.reason(why)))
         case let .rejected(status, code):
             return FingersealError(.unavailable, Messages.providerAnswered(status, code))
+        case .proofRefused:
+            return FingersealError(.unavailable, Messages.providerProblem(Messages.reason(failure)))
         case .authorizationPending, .slowDown, .clientAuthenticationRequired:
             return FingersealError(.unavailable, Messages.providerUnexpectedAnswer)
         }

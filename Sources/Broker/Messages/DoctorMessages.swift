@@ -84,7 +84,7 @@ extension Messages {
             tr("The identity provider %1$s asks for a client secret for its discovery request.", issuer)
         case .accessDenied:
             tr("The identity provider %1$s refused its discovery request.", issuer)
-        case .authorizationPending, .slowDown, .expiredToken, .identityRejected:
+        case .authorizationPending, .slowDown, .expiredToken, .identityRejected, .proofRefused:
             tr("The identity provider %1$s gave an unexpected answer to its discovery request.", issuer)
         }
     }

@@ -95,7 +95,7 @@ extension Messages {
         case .chainEnded, .credentialsRefused: detail = tr("it no longer knows this sign-in")
         case .clientAuthenticationRequired: return revokeNeedsClientSecret
         case .accessDenied: detail = tr("it refused the request")
-        case .authorizationPending, .slowDown, .expiredToken, .identityRejected: detail = tr("it gave an unexpected answer")
+        case .authorizationPending, .slowDown, .expiredToken, .identityRejected, .proofRefused: detail = tr("it gave an unexpected answer")
         }
         return revokeFailed(detail)
     }

@@ -84,6 +84,8 @@ public enum TokenChain {
                 case .chainEnded:
                     editor.setSignIn(.required)
                     return .signInRequired
+                case let .proofRefused(code):
+                    return .proofRefused(code)
                 case let .unreachable(why):
                     guard let last = editor.lastRefreshAt, clock.now() - last <= Int64(offlineGrace) else {
                         return .unreachable(Messages.reason(why))
@@ -133,6 +135,9 @@ public enum TokenRefresh {
     case unreachable(String)
     /// A refusal, or an answer that is not a token. The refresh token is kept.
     case failed(String)
+    /// The provider refused this computer's proof of possession (most often a clock far off).
+    /// The refresh token is kept.
+    case proofRefused(String)
 
     /// What a vault's sign-in gives without asking the identity provider: nothing to refresh
     /// (never signed in, or the chain ended); nil for an active sign-in, which is refreshed.
@@ -165,6 +170,9 @@ public enum TokenRefresh {
                     "identity provider unreachable beyond the offline grace: \(why)")
         case let .failed(why):
             return (required ? .tokenUnavailable : .unavailable, Messages.idpRefused, "identity provider gave no token: \(why)")
+        case let .proofRefused(code):
+            return (required ? .tokenUnavailable : .unavailable, Messages.idpRefusedProof,
+                    "identity provider refused this computer's proof: \(code)")
         }
     }
 
@@ -175,7 +183,7 @@ public enum TokenRefresh {
         case .notSignedIn: return .notSignedIn
         case .signInRequired, .otherAccount: return .signInRequired
         case .unreachable: return .unreachable
-        case .failed: return .failed
+        case .failed, .proofRefused: return .failed
         }
     }
 

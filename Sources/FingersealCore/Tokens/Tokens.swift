@@ -41,6 +41,10 @@ public enum TokenFailure: Error, Equatable, Sendable {
     case clientAuthenticationRequired(status: Int)
     /// Any other refusal, standard or not.
     case rejected(status: Int, code: String?)
+    /// The provider refused this computer's proof of possession (RFC 9449: `invalid_dpop_proof`,
+    /// or its nonce asked for again after it was given): most often a clock far off. The
+    /// sign-in stays; the token is kept.
+    case proofRefused(code: String)
     /// Not a token response: not JSON, oversized, missing fields.
     case malformed(Malformation)
     /// Device grant (RFC 8628) states.

@@ -7,6 +7,9 @@ extension Messages {
     public static var signInRequired: String { tr("Your sign-in has ended. Sign in again with: fingerseal login") }
     public static var idpUnreachable: String { tr("The identity provider cannot be reached, and the last sign-in check is too long ago to go on without it.") }
     public static var idpRefused: String { tr("The identity provider did not renew your sign-in. Your sign-in is kept; try again later.") }
+    public static var idpRefusedProof: String {
+        tr("The identity provider did not accept this computer's proof that it holds your sign-in, most often because the clock is wrong. Your sign-in is kept; check that the clock is right, for example with: timedatectl set-ntp true")
+    }
     public static var notSignedIn: String { tr("This account is not signed in to an identity provider. Sign in with: fingerseal login") }
     public static func revokeFailed(_ detail: String) -> String {
         tr("The identity provider could not be told to end the sign-in (%1$s). It is removed here; at the provider it ends when it expires.", embedded(detail))

@@ -67,6 +67,8 @@ extension Messages {
         case let .malformed(problem): reason(problem)
         case let .badConfiguration(problem): reason(problem)
         case let .identityRejected(rejection): reason(rejection)
+        case let .proofRefused(code):
+            tr("the identity provider refused this computer's proof of possession (%1$s); check that the clock is right, for example with: timedatectl set-ntp true", code)
         case .chainEnded, .credentialsRefused, .clientAuthenticationRequired, .rejected,
              .authorizationPending, .slowDown, .expiredToken, .accessDenied: "\(failure)"
         }
