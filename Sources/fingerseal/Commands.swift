@@ -168,7 +168,9 @@ enum Commands {
             While the reader waits you may type your PIN instead; Enter alone goes straight to the PIN. \
             The token is never shown unless asked for. With --exec, COMMAND gets it on the file descriptor \
             named in FINGERSEAL_ACCESS_TOKEN_FD (read it, for example, with: cat <&"$FINGERSEAL_ACCESS_TOKEN_FD"); \
-            it is never put in the arguments or the environment, and fingerseal exits with COMMAND's status.
+            it is never put in the arguments or the environment, and fingerseal exits with COMMAND's status. \
+            FINGERSEAL_TOKEN_TYPE says how to send it, Bearer or DPoP; a DPoP token needs a proof for each request \
+            (fingerseal proof METHOD URL).
             """),
         command: .unlock,
         shape: { parsed, invocation throws(CLIError) in

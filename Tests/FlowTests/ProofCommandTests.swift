@@ -12,11 +12,8 @@ import Testing
 
     static func userinfo(_ idp: LocalIdP) -> String { idp.issuer + "/userinfo/" }
 
-    /// GET `url` with the token as `scheme`, and `proof` in the DPoP header: the status.
     static func get(_ url: String, token: String, scheme: String = "DPoP", proof: String?) throws -> HTTPResponse {
-        var headers = [(name: "Authorization", value: "\(scheme) \(token)")]
-        if let proof { headers.append((name: "DPoP", value: proof)) }
-        return try HTTPClient(configuration: .init(connectTimeout: 2, timeout: 10)).send(.get(url, headers: headers))
+        try LocalIdP.getResource(url, token: token, scheme: scheme, proof: proof)
     }
 
     /// `proof ARGUMENTS` in the test runner's session, where the unlock kept the token.
