@@ -23,7 +23,8 @@ enum AgentInterface {
 <node>
   <interface name="org.fingerseal.Agent1">
     <!-- What can answer now: methods (as: finger, pin, password), fingers (as), reader (s:
-         present, absent, lid-closed, unknown), signed_in (b), remote (b), tpm (b), display
+         present, absent, lid-closed, unknown), signed_in (b), bound (b: the sign-in is bound
+         to this computer, its tokens DPoP: see MakeProof), remote (b), tpm (b), display
          (b: the agent can show its dialog), version (u). -->
     <method name="GetCapabilities">
       <arg type="a{sv}" name="capabilities" direction="out"/>

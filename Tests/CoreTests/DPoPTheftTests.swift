@@ -65,6 +65,8 @@ extension InProcessTPM {
             let home = try CLIHome(brokerConfig: Self.config(here))
             #expect(try Self.login(idp, home).status == 0)
             #expect(try home.run(["status", "--json"]).stdout.contains("\"proof_key\" : \"tpm\""))
+            let doctor = try home.run(["doctor"])
+            #expect(doctor.stdout.contains("Bound to this computer: yes, by a key the TPM holds"), "\(doctor.all)")
             let unlock = try home.run(["unlock", "--print-token", "--pin-fd", "3"], fd3: Self.pin + "\n", newSession: false)
             #expect(unlock.status == 0, "\(unlock.all)")
             let url = idp.issuer + "/userinfo/"

@@ -353,6 +353,8 @@ import Foundation
         let agent = try AgentRig()
         try agent.signIn(at: idp)
         let url = idp.issuer + "/userinfo/"
+        let capabilities = try agent.client(["capabilities"]).finish(limit: 30)
+        #expect(capabilities.stdout.contains("\"bound\": true"), "\(capabilities.all)")
         let none = try agent.gdbus(["call", "--session", "--dest", "org.fingerseal.Agent1", "--object-path", "/org/fingerseal/Agent1",
                                     "--method", "org.fingerseal.Agent1.MakeProof", "GET", url, "{}"])
         #expect(none.status != 0 && none.stderr.contains("org.fingerseal.Agent1.Error.Failed")

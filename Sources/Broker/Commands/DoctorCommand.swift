@@ -39,6 +39,7 @@ enum DoctorCommand {
         lockout(status.lockout).forEach(say)
         try passwordAndKeyring(call, status).forEach(say)
         say(signIn(call, status))
+        binding(call, status).map(say)
         provider(call, issuer: status.provider?.issuer ?? call.settings.issuer, signedIn: status.signIn == .active).map(say)
         say(clock(now: SystemClock().now(), status))
         return Reply(.success)
@@ -201,6 +202,19 @@ enum DoctorCommand {
             let issuer = status.provider?.issuer ?? ""
             return Finding("sign-in", .ok, status.identity.map { Messages.doctorSignedIn($0.display, issuer) }
                            ?? Messages.doctorSignedInTo(issuer))
+        }
+    }
+
+    /// Whether an active sign-in is bound to this computer (RFC 9449), and by what. A software
+    /// key or bearer tokens are a warning, unless the administrator chose bearer (`dpop=off`).
+    static func binding(_ call: Call, _ status: VaultStatus) -> Finding? {
+        guard status.signIn == .active, let provider = status.provider else { return nil }
+        switch provider.proofKey {
+        case .tpm?: return Finding("binding", .ok, Messages.statusBoundByTPM)
+        case .software?: return Finding("binding", .warning, Messages.statusBoundBySoftwareKey, fix: Messages.doctorFixSoftwareKey)
+        case nil:
+            if call.settings.dpop.policy(for: provider.issuer) == .off { return Finding("binding", .ok, Messages.statusBearer) }
+            return Finding("binding", .warning, Messages.statusBearer, fix: Messages.doctorFixBearer)
         }
     }
 
