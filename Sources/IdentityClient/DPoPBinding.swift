@@ -1,3 +1,4 @@
+import CurlKit
 import FingersealCore
 import FingersealWire
 import JOSEKit
@@ -25,6 +26,22 @@ public final class DPoPBinding: @unchecked Sendable {
     func remember(nonce given: String?) {
         guard let given, ProofRequest.isNonce(given) else { return }
         lock.locked { nonce = given }
+    }
+
+    /// Sends a request (`send` makes a fresh proof each time, with `binding`), and with a binding
+    /// once more when the server says it wants its nonce (RFC 9449 §8 at a token endpoint, §9 at
+    /// a resource: `asksForNonce` reads which from the answer) and gave one. Each answer's nonce
+    /// is kept.
+    static func sending(_ binding: DPoPBinding?, _ send: () throws(TokenFailure) -> SecureResponse,
+                        asksForNonce: (SecureResponse) -> Bool) throws(TokenFailure) -> SecureResponse {
+        guard let binding else { return try send() }
+        let first = try send()
+        let offered = first.headers["dpop-nonce"]
+        binding.remember(nonce: offered)
+        guard offered != nil, asksForNonce(first) else { return first }
+        let second = try send()
+        binding.remember(nonce: second.headers["dpop-nonce"])
+        return second
     }
 
     /// A proof for `method` on `url` (with `ath` for a resource request), with the nonce the
