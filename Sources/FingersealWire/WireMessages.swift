@@ -113,7 +113,7 @@ public struct Application: Equatable, Sendable {
     }
 
     /// Whether `method` may be used: allowed by the application (every way when it named none).
-    public func allows(_ method: UnlockMethod) -> Bool { methods.isEmpty || methods.contains(method) }
+    public func allows(_ method: UnlockMethod) -> Bool { methods.allow(method) }
 }
 
 /// Where a request comes from, as its client says: one value, so that a request cannot be

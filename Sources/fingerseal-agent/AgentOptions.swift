@@ -69,7 +69,7 @@ struct ApplicationOptions {
         }
     }
 
-    func allows(_ method: UnlockMethod) -> Bool { methods.isEmpty || methods.contains(method) }
+    func allows(_ method: UnlockMethod) -> Bool { methods.allow(method) }
 }
 
 /// GetCapabilities' answer, from the broker's `status --json` for the application channel.
