@@ -205,13 +205,19 @@ enum DoctorCommand {
         }
     }
 
-    /// Whether an active sign-in is bound to this computer (RFC 9449), and by what. A software
-    /// key or bearer tokens are a warning, unless the administrator chose bearer (`dpop=off`).
+    /// Whether an active sign-in is bound to this computer (RFC 9449), and by what. Bearer
+    /// tokens are a warning unless the administrator chose them (`dpop=off`); a software key is
+    /// one only where a TPM is usable now (a new sign-in would give it the key): without one,
+    /// the TPM's own finding says what is missing.
     static func binding(_ call: Call, _ status: VaultStatus) -> Finding? {
         guard status.signIn == .active, let provider = status.provider else { return nil }
         switch provider.proofKey {
         case .tpm?: return Finding("binding", .ok, Messages.statusBoundByTPM)
-        case .software?: return Finding("binding", .warning, Messages.statusBoundBySoftwareKey, fix: Messages.doctorFixSoftwareKey)
+        case .software?:
+            guard VaultTPM.unusable(call.state.tpmPolicy(call.settings)) == nil else {
+                return Finding("binding", .ok, Messages.statusBoundBySoftwareKey)
+            }
+            return Finding("binding", .warning, Messages.statusBoundBySoftwareKey, fix: Messages.doctorFixSoftwareKey)
         case nil:
             if call.settings.dpop.policy(for: provider.issuer) == .off { return Finding("binding", .ok, Messages.statusBearer) }
             return Finding("binding", .warning, Messages.statusBearer, fix: Messages.doctorFixBearer)

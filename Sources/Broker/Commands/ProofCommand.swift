@@ -19,12 +19,13 @@ enum ProofCommand {
         let given = call.options(for: ProofOptions.self)
         // ProofOptions.validate checked both when the call was made.
         let method = call.request.arguments[0], url = call.request.arguments[1]
-        guard call.state.proofBudget.take(call.account.uid) else { throw FingersealError(.unavailable, Messages.proofsTooFast) }
         let now = SystemClock().now()
         guard let held = call.state.sessions.token(call.session), held.isValid(at: now, margin: 0) else {
             throw FingersealError(.tokenUnavailable, Messages.noTokenForProof)
         }
         guard let key = held.proofKey else { throw FingersealError(.unavailable, Messages.tokenNotBound) }
+        // Counted where a signature would be made: a refusal above costs the TPM nothing.
+        guard call.state.proofBudget.take(call.account.uid) else { throw FingersealError(.unavailable, Messages.proofsTooFast) }
         let proof: String
         do {
             let signer = try ProofSigners.signer(key, tpm: call.state.tpmPolicy(call.settings))

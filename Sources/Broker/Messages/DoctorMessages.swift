@@ -50,7 +50,7 @@ extension Messages {
     static var doctorSignInRequired: String { tr("Your sign-in at the identity provider has ended, so unlocking needs a new one.") }
     static var doctorFixSignIn: String { tr("Sign in with: fingerseal login") }
     static var doctorFixSoftwareKey: String {
-        tr("To have a TPM hold the key, make one usable here (fingersealed(8), THE TPM), then sign in again with: fingerseal login")
+        tr("The TPM can hold the key now: sign in again with fingerseal login to have it made there.")
     }
     static var doctorFixBearer: String {
         tr("Where the identity provider offers DPoP, sign in again with fingerseal login to bind the sign-in to this computer.")
