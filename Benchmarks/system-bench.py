@@ -14,7 +14,8 @@ baselines measured in the same run. Prints figures; asserts nothing. Run by scri
    (socket=), and no broker at all.
 3. `fingerseal token` with a token cached for the session, beside `fingerseal --version`.
 4. Match -> access token in hand: `fingerseal unlock --print-token` from the SCAN to the token
-   on stdout, against the local IdP, beside the IdP's own refresh round trip.
+   on stdout, against the local IdP, beside the IdP's own refresh round trip: a bearer sign-in
+   (a second broker with dpop=off) and one bound with DPoP (RFC 9449), interleaved.
 
 Every process started here is killed (its whole process group) on the way out, also on
 SIGINT/SIGTERM/SIGHUP; every wait is bounded. Readiness: the broker's READY=1 over
@@ -47,6 +48,11 @@ IDP_USER, IDP_PASSWORD, IDP_CLIENT = "alice", "wonderland-7", "fingerseal-test"
 
 class Skip(Exception):
     """A part that cannot run on this tree or machine; the reason is printed."""
+
+
+class WrongSetUp(Exception):
+    """What would be measured is not what the label says (a sign-in bound, or not, against
+    what was asked): the bench stops with the reason rather than print such a figure."""
 
 
 def now():
@@ -504,6 +510,7 @@ class Bench:
         self.idp_dir = os.path.join(self.work, "idp")
         self.issuer = None
         self.signed_in = None     # "" once signed in, else why not
+        self.bearer_broker = None  # broker B: dpop=off, signed in at the same IdP
         self.fprintd = None       # fprintd on its private bus, once started
         self.fprintd_broker = None
         self.installed = []       # service files written into /etc/pam.d, removed at the end
@@ -525,10 +532,11 @@ class Bench:
             raise Skip(self.broker_ready)
         return self.broker
 
-    def fingerseal_with_finger(self):
-        """Broker A: this user's vault, PIN, one enrolled finger, through the CLI."""
-        broker = Broker(self.processes, self.work, "broker", self.release)
-        broker.start()
+    def fingerseal_with_finger(self, name="broker", config=""):
+        """Broker A (or another, by name and configuration): this user's vault, PIN, one enrolled
+        finger, through the CLI."""
+        broker = Broker(self.processes, self.work, name, self.release)
+        broker.start(config)
         env = broker.cli_env(self.work)
         uid = os.getuid()
         code, out, err = run_with_fds([self.cli, "pin", "set", "--pin-fd", "{0}"], env, [PIN], check=False,
@@ -759,10 +767,34 @@ class Bench:
         line = run([os.path.join(root, "scripts", "local-idp"), "start", self.idp_dir], dict(os.environ), limit=60,
                    what="scripts/local-idp start").stdout.decode()
         self.issuer = re.search(r"issuer=(\S+)", line).group(1)
-        env = self.broker.cli_env(self.work)
+        self.log_in(self.broker)
+
+    def log_in(self, broker):
         run_with_fds([self.cli, "login", "--issuer", self.issuer, "--client-id", IDP_CLIENT, "--flow", "password",
-                      "--idp-user", IDP_USER, "--password-fd", "{0}", "--pin-fd", "{1}"], env, [IDP_PASSWORD, PIN],
-                     what="fingerseal login --flow password")
+                      "--idp-user", IDP_USER, "--password-fd", "{0}", "--pin-fd", "{1}"], broker.cli_env(self.work),
+                     [IDP_PASSWORD, PIN], what="fingerseal login --flow password")
+
+    def ensure_bearer_broker(self):
+        """Broker B: its own vault and finger, `dpop = off`, so that its sign-in at the same IdP
+        (which offers DPoP) is bearer. Set up once, after broker A's sign-in (the IdP)."""
+        if self.bearer_broker is None:
+            self.ensure_signed_in()
+            broker = self.fingerseal_with_finger("broker-bearer", "dpop = off\n")
+            self.log_in(broker)
+            self.bearer_broker = broker
+        return self.bearer_broker
+
+    def binding(self, broker):
+        """What `fingerseal status --json` says of the sign-in: bound_to_computer, proof_key."""
+        said = run([self.cli, "status", "--json"], broker.cli_env(self.work), what="fingerseal status --json").stdout
+        status = json.loads(said)
+        return status.get("bound_to_computer"), status.get("proof_key")
+
+    def dpop_counts(self):
+        """The IdP's DPoP counts (/test/dpop): proofs checked, tokens bound, refusals by reason."""
+        parts = urllib.parse.urlsplit(self.issuer)
+        with urllib.request.urlopen(f"{parts.scheme}://{parts.netloc}/test/dpop", timeout=10) as answer:
+            return json.load(answer)
 
     def vault_reads(self):
         """How many times one finger success opens the vault file, the lock and the lockout
@@ -813,29 +845,60 @@ class Bench:
     def unlock_latency(self):
         runs = self.args.unlock_runs
         print(f"\n== Match -> access token in hand: fingerseal unlock --print-token through the broker, against the local "
-              f"IdP on 127.0.0.1 ({runs} runs)")
+              f"IdP on 127.0.0.1 ({runs} runs each after 1 unmeasured, a bearer sign-in and one bound with DPoP, interleaved)")
         try:
             self.ensure_signed_in()
-            env = self.broker.cli_env(self.work)
-            after_scan, whole = [], []
-            for _ in range(runs):
-                timed = run_on_pty([self.cli, "unlock", "--print-token", "--timeout", "10"], env, self.broker.sensor,
-                                   stdout_pipe=True)
-                if timed.status != 0 or timed.prompt is None or timed.line is None or not timed.stdout.strip():
-                    raise Skip(f"fingerseal unlock --print-token did not give a token (exit {timed.status}): "
-                               + timed.output.decode(errors="replace").strip()[-300:])
-                after_scan.append(ms(timed.line - timed.prompt))
-                whole.append(ms(timed.end - timed.start))
+            bearer = self.ensure_bearer_broker()
+            # Broker A binds where the provider offers DPoP (dpop=auto, the default), broker B
+            # never (dpop=off): each must be so, or its figure is the other's.
+            bound, proof_key = self.binding(self.broker)
+            if bound is not True:
+                raise WrongSetUp(f"broker A's sign-in is not bound to this computer (status --json: bound_to_computer "
+                                 f"{json.dumps(bound)}, proof_key {json.dumps(proof_key)}); the DPoP figures would be bearer ones")
+            bearer_bound, _ = self.binding(bearer)
+            if bearer_bound is not False:
+                raise WrongSetUp(f"broker B's sign-in (dpop=off) is not bearer (status --json: bound_to_computer "
+                                 f"{json.dumps(bearer_bound)}); the bearer figures would be DPoP ones")
+            contenders = {"bearer": bearer, "DPoP": self.broker}
+            after_scan = {name: [] for name in contenders}
+            whole = {name: [] for name in contenders}
+            before = self.dpop_counts()
+            # One round unmeasured: the run's first unlock takes several times the others, whichever goes first.
+            warmup = 1
+            for run_index in range(warmup + runs):
+                for name, broker in contenders.items():
+                    timed = run_on_pty([self.cli, "unlock", "--print-token", "--timeout", "10"], broker.cli_env(self.work),
+                                       broker.sensor, stdout_pipe=True)
+                    if timed.status != 0 or timed.prompt is None or timed.line is None or not timed.stdout.strip():
+                        raise Skip(f"fingerseal unlock --print-token ({name}) did not give a token (exit {timed.status}): "
+                                   + timed.output.decode(errors="replace").strip()[-300:])
+                    if run_index < warmup:
+                        continue
+                    after_scan[name].append(ms(timed.line - timed.prompt))
+                    whole[name].append(ms(timed.end - timed.start))
+            after = self.dpop_counts()
         except Skip as why:
             print(f"not run: {why}")
             return
         baseline = self.idp_refresh_round_trips(runs)
+        dpop_label = f"DPoP on ({proof_key} proof key)"
         print(f"IdP refresh alone (Python urllib, new connection each): median {median(baseline):6.2f} ms, "
               f"p95 {p95(baseline):6.2f} ms")
-        print(f"SCAN -> token on stdout:                            median {median(after_scan):6.2f} ms, "
-              f"p95 {p95(after_scan):6.2f} ms  (targets p50 <= 50 ms: {verdict(median(after_scan) <= 50)}; "
-              f"p95 <= 150 ms: {verdict(p95(after_scan) <= 150)})")
-        print(f"whole fingerseal unlock --print-token run:          median {median(whole):6.2f} ms, p95 {p95(whole):6.2f} ms")
+        print(f"{'SCAN -> token on stdout, bearer:':55} median {median(after_scan['bearer']):6.2f} ms, "
+              f"p95 {p95(after_scan['bearer']):6.2f} ms")
+        dpop = after_scan["DPoP"]
+        print(f"{'SCAN -> token on stdout, ' + dpop_label + ':':55} median {median(dpop):6.2f} ms, "
+              f"p95 {p95(dpop):6.2f} ms  (targets with DPoP on: p50 <= 50 ms: {verdict(median(dpop) <= 50)}; "
+              f"p95 <= 150 ms: {verdict(p95(dpop) <= 150)})")
+        print(f"{'':55} {median(dpop) - median(after_scan['bearer']):+.2f} ms over bearer at p50, "
+              f"{p95(dpop) - p95(after_scan['bearer']):+.2f} ms at p95")
+        for name, label in (("bearer", "bearer"), ("DPoP", "DPoP on")):
+            print(f"{'whole fingerseal unlock --print-token run, ' + label + ':':55} median {median(whole[name]):6.2f} ms, "
+                  f"p95 {p95(whole[name]):6.2f} ms")
+        refused = {reason: count - before["refused"].get(reason, 0) for reason, count in after["refused"].items()
+                   if count != before["refused"].get(reason, 0)}
+        print(f"the IdP checked {after['proofs'] - before['proofs']} DPoP proofs during the {2 * (warmup + runs)} unlocks "
+              f"(refused: {refused or 'none'})")
 
     def idp_refresh_round_trips(self, runs):
         """The floor of an unlock: the IdP's own refresh (rotation), its own token chain."""
@@ -948,6 +1011,8 @@ def main():
             bench.unlock_latency()
         if "token" in parts:
             bench.cached_token()
+    except WrongSetUp as why:
+        sys.exit(f"system-bench: stopped: {why}")
     finally:
         bench.stop()
 
