@@ -1,4 +1,5 @@
 import FingersealCore
+import FingersealWire
 import JOSEKit
 import SodiumKit
 import SystemKit
@@ -19,11 +20,10 @@ public final class DPoPBinding: @unchecked Sendable {
     /// The server's nonce as it last gave one.
     public var currentNonce: String? { lock.locked { nonce } }
 
-    /// Keeps a `DPoP-Nonce` header's value: 1 to 256 of NQCHAR (RFC 9449 §8.1's syntax,
-    /// bounded); anything else is not a nonce and is dropped.
+    /// Keeps a `DPoP-Nonce` header's value (`ProofRequest.isNonce`); anything else is not a
+    /// nonce and is dropped.
     func remember(nonce given: String?) {
-        guard let given, (1...256).contains(given.utf8.count),
-              given.utf8.allSatisfy({ $0 == 0x21 || (0x23...0x5b).contains($0) || (0x5d...0x7e).contains($0) }) else { return }
+        guard let given, ProofRequest.isNonce(given) else { return }
         lock.locked { nonce = given }
     }
 
