@@ -181,7 +181,7 @@ let package = Package(
         // Benchmarks (`make bench`): prints figures, asserts nothing.
         .executableTarget(
             name: "fingerseal-bench",
-            dependencies: ["Broker", "FingersealCore", "SodiumKit", "SystemKit", "TPMKit"],
+            dependencies: ["Broker", "FingersealCore", "IdentityClient", "JOSEKit", "SodiumKit", "SystemKit", "TPMKit"],
             path: "Benchmarks/fingerseal-bench"
         ),
 
