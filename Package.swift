@@ -131,7 +131,7 @@ let package = Package(
         // The identity provider over HTTP (discovery, token requests): its own target, so
         // that what does not talk to the IdP never loads libcurl. Typed errors (TokenFailure's
         // reasons), no sentences: the core's table words them.
-        .target(name: "IdentityClient", dependencies: ["FingersealCore", "CurlKit", "JOSEKit", "SodiumKit", "SystemKit", "TPMKit"]),
+        .target(name: "IdentityClient", dependencies: ["FingersealCore", "FingersealWire", "CurlKit", "JOSEKit", "SodiumKit", "SystemKit", "TPMKit"]),
 
         // The broker: the socket server, the caller's identity, the authorization table, and
         // every flow (design §2, §5).
@@ -181,7 +181,7 @@ let package = Package(
         // Benchmarks (`make bench`): prints figures, asserts nothing.
         .executableTarget(
             name: "fingerseal-bench",
-            dependencies: ["Broker", "FingersealCore", "SodiumKit", "SystemKit", "TPMKit"],
+            dependencies: ["Broker", "FingersealCore", "IdentityClient", "JOSEKit", "SodiumKit", "SystemKit", "TPMKit"],
             path: "Benchmarks/fingerseal-bench"
         ),
 

@@ -2,7 +2,7 @@
 """The benchmarks that need daemons: fingerseal through its broker (fingersealed), beside
 baselines measured in the same run. Prints figures; asserts nothing. Run by scripts/bench.
 
-    system-bench.py --release DIR --work DIR [--pam-runs N] [--runs N] [--unlock-runs N] [--only PART]...
+    system-bench.py --release DIR --work DIR [--pam-runs N] [--runs N] [--unlock-runs N] [--proof-runs N] [--only PART]...
 
 1. PAM, side by side on libfprint's virtual_device, both through pamtester on a pty
    (PAM_TTY set, so the request counts as interactive), services through pam_wrapper:
@@ -12,16 +12,23 @@ baselines measured in the same run. Prints figures; asserts nothing. Run by scri
    prompt -> the host's exit.
 2. The module's overhead over pam_permit.so with no vault for the user: a broker running
    (socket=), and no broker at all.
-3. `fingerseal token` with a token cached for the session, beside `fingerseal --version`.
+3. `fingerseal token` with a token cached for the session, beside `fingerseal --version`; then
+   `fingerseal proof GET URL` beside `fingerseal token` in the same session, for a sign-in bound
+   by a software key and one bound by the TPM's key (a swtpm).
 4. Match -> access token in hand: `fingerseal unlock --print-token` from the SCAN to the token
-   on stdout, against the local IdP, beside the IdP's own refresh round trip.
+   on stdout, against the local IdP, beside the IdP's own refresh round trip: a bearer sign-in
+   (a second broker with dpop=off), one bound with DPoP (RFC 9449) by a software key and one
+   by the TPM's key (a third broker on a swtpm of its own), interleaved.
 
 Every process started here is killed (its whole process group) on the way out, also on
 SIGINT/SIGTERM/SIGHUP; every wait is bounded. Readiness: the broker's READY=1 over
-NOTIFY_SOCKET, dbus-daemon's --print-address, bus names through `gdbus wait`.
+NOTIFY_SOCKET, dbus-daemon's --print-address, bus names through `gdbus wait`, swtpm's pid
+written into a FIFO (after it listens).
 """
 import argparse
+import base64
 import fcntl
+import hashlib
 import json
 import math
 import os
@@ -43,10 +50,21 @@ PROMPT = re.compile(rb"(Place|Swipe) your [^\n]*finger")
 FINGER_ID = "bench-finger"
 PIN = "4826"
 IDP_USER, IDP_PASSWORD, IDP_CLIENT = "alice", "wonderland-7", "fingerseal-test"
+# `fingerseal proof`: the request a proof is made for; what the broker says when its proof budget
+# (Sources/Broker/Resources/ProofBudget.swift: a burst of 40, then 20 a second) is spent.
+PROOF_METHOD, PROOF_URL = "GET", "https://api.example/x"
+PROOFS_TOO_FAST = "faster than this computer allows"
+PROOF_WARMUP = 3
+PROOF_BUDGET_USED = 35    # at most, per broker: 1 checked + PROOF_WARMUP + --proof-runs
 
 
 class Skip(Exception):
     """A part that cannot run on this tree or machine; the reason is printed."""
+
+
+class WrongSetUp(Exception):
+    """What would be measured is not what the label says (a sign-in bound, or not, against
+    what was asked): the bench stops with the reason rather than print such a figure."""
 
 
 def now():
@@ -60,6 +78,51 @@ def median(values):
 def p95(values):
     ordered = sorted(values)
     return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def b64url_decode(text):
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def dpop_proof_problem(proof, method, url, access_token):
+    """What is wrong with `proof` as a DPoP proof (RFC 9449 §4.2) for `method url` with
+    `access_token`, or None: a JWS of 3 parts, typ dpop+jwt, ES256, the public key in the header
+    (no private member), htm, htu, ath = the token's SHA-256, iat and jti; the signature is
+    checked with that key where the `cryptography` package is at hand (else "signature not
+    checked" is returned as the second of the pair)."""
+    parts = proof.split(".")
+    if len(parts) != 3 or not all(parts):
+        return f"not a JWS of 3 parts ({len(parts)} part(s): {proof[:60]!r})", None
+    try:
+        header, claims = (json.loads(b64url_decode(part)) for part in parts[:2])
+        signature = b64url_decode(parts[2])
+    except ValueError as error:
+        return f"a part is not base64url JSON: {error}", None
+    ath = base64.urlsafe_b64encode(hashlib.sha256(access_token.encode()).digest()).rstrip(b"=").decode()
+    jwk = header.get("jwk") or {}
+    wrong = [what for what, ok in (
+        ("typ", header.get("typ") == "dpop+jwt"), ("alg", header.get("alg") == "ES256"),
+        ("jwk", jwk.get("kty") == "EC" and jwk.get("crv") == "P-256" and "d" not in jwk),
+        ("htm", claims.get("htm") == method), ("htu", claims.get("htu") == url), ("ath", claims.get("ath") == ath),
+        ("iat", isinstance(claims.get("iat"), int)), ("jti", bool(claims.get("jti"))),
+        ("signature length", len(signature) == 64)) if not ok]
+    if wrong:
+        return f"wrong or missing: {', '.join(wrong)} (header {json.dumps(header)}, claims {json.dumps(claims)})", None
+    try:
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+    except ImportError:
+        return None, "signature not checked (no cryptography package)"
+    key = ec.EllipticCurvePublicNumbers(int.from_bytes(b64url_decode(jwk["x"]), "big"),
+                                        int.from_bytes(b64url_decode(jwk["y"]), "big"), ec.SECP256R1()).public_key()
+    try:
+        key.verify(encode_dss_signature(int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:], "big")),
+                   f"{parts[0]}.{parts[1]}".encode(), ec.ECDSA(hashes.SHA256()))
+    except InvalidSignature:
+        return "the signature does not verify with the header's key", None
+    return None, "signature verified"
 
 
 def ms(seconds):
@@ -309,9 +372,10 @@ def minimal_swift_module(work):
 # Commands timed in turn (A, B, C, A, B, C, ...), so that load from elsewhere on a shared machine
 # falls on all of them alike; posix_spawn, the exit seen through a pidfd.
 
-def interleaved(commands, env, runs, warmup=10, limit=30.0, own_session=True):
+def interleaved(commands, env, runs, warmup=10, limit=30.0, own_session=True, stderr_to=None):
     """Returns, per command, the wall times in ms of the measured runs. Each run in a process
-    session of its own, unless `own_session` is false (then the caller's)."""
+    session of its own, unless `own_session` is false (then the caller's). `stderr_to`: a file each
+    run's stderr goes to (emptied each run; its last line says why a run failed), else /dev/null."""
     programs = []
     for argv in commands:
         path = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=env.get("PATH"))
@@ -320,6 +384,7 @@ def interleaved(commands, env, runs, warmup=10, limit=30.0, own_session=True):
         programs.append((path, argv))
     quiet = [(os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
              (os.POSIX_SPAWN_OPEN, 1, "/dev/null", os.O_WRONLY, 0),
+             (os.POSIX_SPAWN_OPEN, 2, stderr_to, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600) if stderr_to else
              (os.POSIX_SPAWN_OPEN, 2, "/dev/null", os.O_WRONLY, 0)]
     results = [[] for _ in commands]
     for index in range(warmup + runs):
@@ -337,7 +402,12 @@ def interleaved(commands, env, runs, warmup=10, limit=30.0, own_session=True):
                 os.close(pidfd)
             _, status = os.waitpid(pid, 0)
             if os.waitstatus_to_exitcode(status) != 0:
-                raise Skip(f"{' '.join(argv)} failed (exit {os.waitstatus_to_exitcode(status)})")
+                said = ""
+                if stderr_to:
+                    with open(stderr_to, errors="replace") as f:
+                        lines = f.read().strip().splitlines()
+                    said = f": {lines[-1]}" if lines else ""
+                raise Skip(f"{' '.join(argv)} failed (exit {os.waitstatus_to_exitcode(status)}){said}")
             if index >= warmup:
                 times.append(ms(end - start))
     return results
@@ -414,6 +484,89 @@ class Fprintd:
         out = scan_five_times(self.processes, enroll, self.sensor, "fprintd-enroll")
         if b"enroll-completed" not in out:
             raise Skip("fprintd-enroll did not complete: " + out.decode(errors="replace").strip()[-300:])
+
+
+# ---------------------------------------------------------------------------------------------
+# A software TPM (swtpm) on two adjacent free ports of 127.0.0.1 (its server, then its control
+# port), as scripts/bench and the tests' SwtpmProcess start it. It serves one connection at a
+# time: one broker only. Ready once it has written its pid, which it does after binding both
+# ports: the pid file is a FIFO read here, so no connection is spent on asking.
+
+class Swtpm:
+    def __init__(self, processes, work, name):
+        self.processes = processes
+        self.work = os.path.join(work, name)
+        self.port = None
+        self.process = None
+
+    @property
+    def tcti(self):
+        return f"swtpm:host=127.0.0.1,port={self.port}"
+
+    def start(self):
+        if shutil.which("swtpm") is None:
+            raise Skip("swtpm is not installed (scripts/install-deps installs it)")
+        # Another process may take the ports between the probe and swtpm's bind: fresh ones.
+        for attempt in range(5):
+            state = os.path.join(self.work, f"state-{attempt}")
+            os.makedirs(state, mode=0o700)
+            pid_fifo = os.path.join(state, "pid")
+            os.mkfifo(pid_fifo, 0o600)
+            port = free_port_pair()
+            said = os.open(pid_fifo, os.O_RDONLY | os.O_NONBLOCK)
+            with open(os.path.join(self.work, "swtpm.log"), "ab") as log:
+                process = self.processes.start(
+                    ["swtpm", "socket", "--tpm2", "--server", f"type=tcp,port={port},bindaddr=127.0.0.1",
+                     "--ctrl", f"type=tcp,port={port + 1},bindaddr=127.0.0.1", "--tpmstate", f"dir={state}",
+                     "--pid", f"file={pid_fifo}", "--flags", "not-need-init,startup-clear"], stdout=log, stderr=log)
+            pidfd = os.pidfd_open(process.pid)
+            written = b""
+            try:
+                # A FIFO no writer has opened yet is not readable (no end of file before it is).
+                deadline = now() + 10
+                while (remaining := deadline - now()) > 0:
+                    ready = select.select([said, pidfd], [], [], remaining)[0]
+                    if said in ready:
+                        chunk = os.read(said, 64)
+                        if not chunk:  # swtpm closed its pid file: both ports listen
+                            break
+                        written += chunk
+                    elif pidfd in ready:  # exited (a port taken, say)
+                        break
+            finally:
+                os.close(pidfd)
+                os.close(said)
+            if written.strip() == str(process.pid).encode() and process.poll() is None:
+                self.port, self.process = port, process
+                return
+            self.processes.stop(process)
+        raise Skip("swtpm did not start (5 attempts): " + self.said())
+
+    def said(self):
+        try:
+            with open(os.path.join(self.work, "swtpm.log"), "rb") as f:
+                return f.read().decode(errors="replace").strip()[-300:] or "no message"
+        except OSError:
+            return "no log"
+
+
+def free_port_pair():
+    """A free port P of 127.0.0.1 whose neighbour P+1 is free too (at the time of asking)."""
+    for _ in range(50):
+        first = socket.socket()
+        second = socket.socket()
+        try:
+            first.bind(("127.0.0.1", 0))
+            port = first.getsockname()[1]
+            if port < 65535:
+                second.bind(("127.0.0.1", port + 1))
+                return port
+        except OSError:
+            pass
+        finally:
+            first.close()
+            second.close()
+    raise Skip("no two adjacent free ports on 127.0.0.1 for swtpm")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -504,6 +657,9 @@ class Bench:
         self.idp_dir = os.path.join(self.work, "idp")
         self.issuer = None
         self.signed_in = None     # "" once signed in, else why not
+        self.bearer_broker = None  # broker B: dpop=off, signed in at the same IdP
+        self.tpm_broker = None    # broker T: on a swtpm of its own, its sign-in bound by the TPM's key
+        self.tpm_ready = None     # why not, when not
         self.fprintd = None       # fprintd on its private bus, once started
         self.fprintd_broker = None
         self.installed = []       # service files written into /etc/pam.d, removed at the end
@@ -525,10 +681,11 @@ class Bench:
             raise Skip(self.broker_ready)
         return self.broker
 
-    def fingerseal_with_finger(self):
-        """Broker A: this user's vault, PIN, one enrolled finger, through the CLI."""
-        broker = Broker(self.processes, self.work, "broker", self.release)
-        broker.start()
+    def fingerseal_with_finger(self, name="broker", config=""):
+        """Broker A (or another, by name and configuration): this user's vault, PIN, one enrolled
+        finger, through the CLI."""
+        broker = Broker(self.processes, self.work, name, self.release)
+        broker.start(config)
         env = broker.cli_env(self.work)
         uid = os.getuid()
         code, out, err = run_with_fds([self.cli, "pin", "set", "--pin-fd", "{0}"], env, [PIN], check=False,
@@ -759,10 +916,64 @@ class Bench:
         line = run([os.path.join(root, "scripts", "local-idp"), "start", self.idp_dir], dict(os.environ), limit=60,
                    what="scripts/local-idp start").stdout.decode()
         self.issuer = re.search(r"issuer=(\S+)", line).group(1)
-        env = self.broker.cli_env(self.work)
+        self.log_in(self.broker)
+
+    def log_in(self, broker):
         run_with_fds([self.cli, "login", "--issuer", self.issuer, "--client-id", IDP_CLIENT, "--flow", "password",
-                      "--idp-user", IDP_USER, "--password-fd", "{0}", "--pin-fd", "{1}"], env, [IDP_PASSWORD, PIN],
-                     what="fingerseal login --flow password")
+                      "--idp-user", IDP_USER, "--password-fd", "{0}", "--pin-fd", "{1}"], broker.cli_env(self.work),
+                     [IDP_PASSWORD, PIN], what="fingerseal login --flow password")
+
+    def ensure_bearer_broker(self):
+        """Broker B: its own vault and finger, `dpop = off`, so that its sign-in at the same IdP
+        (which offers DPoP) is bearer. Set up once, after broker A's sign-in (the IdP)."""
+        if self.bearer_broker is None:
+            self.ensure_signed_in()
+            broker = self.fingerseal_with_finger("broker-bearer", "dpop = off\n")
+            self.log_in(broker)
+            self.bearer_broker = broker
+        return self.bearer_broker
+
+    def ensure_tpm_broker(self):
+        """Broker T: its own vault and finger, and a swtpm of its own (`tpm_tcti`; a swtpm serves
+        one connection, and the broker keeps its), signed in at the same IdP with DPoP
+        (dpop=auto): the proof key is then the TPM's. `tpm = off`: its keyslots are made as
+        broker A's (no TPM on this machine), so that only the proof key differs. Set up once,
+        after broker A's sign-in; Skip with the reason when it cannot be."""
+        if self.tpm_broker is None and self.tpm_ready is None:
+            try:
+                self.ensure_signed_in()
+                swtpm = Swtpm(self.processes, self.work, "swtpm-broker-tpm")
+                swtpm.start()
+                broker = self.fingerseal_with_finger("broker-tpm", f"tpm_tcti = {swtpm.tcti}\ntpm = off\n")
+                self.log_in(broker)
+                self.tpm_broker = broker
+            except Skip as why:
+                self.tpm_ready = str(why)
+        if self.tpm_broker is None:
+            raise Skip(self.tpm_ready)
+        return self.tpm_broker
+
+    def checked_tpm_broker(self):
+        """Broker T, its sign-in bound by the TPM's key (status --json), else the bench stops."""
+        broker = self.ensure_tpm_broker()
+        bound, proof_key = self.binding(broker)
+        if bound is not True or proof_key != "tpm":
+            raise WrongSetUp(f"broker T's sign-in (tpm_tcti = a swtpm) is not bound by the TPM's key (status --json: "
+                             f"bound_to_computer {json.dumps(bound)}, proof_key {json.dumps(proof_key)}); "
+                             "the TPM figures would be another key's")
+        return broker
+
+    def binding(self, broker):
+        """What `fingerseal status --json` says of the sign-in: bound_to_computer, proof_key."""
+        said = run([self.cli, "status", "--json"], broker.cli_env(self.work), what="fingerseal status --json").stdout
+        status = json.loads(said)
+        return status.get("bound_to_computer"), status.get("proof_key")
+
+    def dpop_counts(self):
+        """The IdP's DPoP counts (/test/dpop): proofs checked, tokens bound, refusals by reason."""
+        parts = urllib.parse.urlsplit(self.issuer)
+        with urllib.request.urlopen(f"{parts.scheme}://{parts.netloc}/test/dpop", timeout=10) as answer:
+            return json.load(answer)
 
     def vault_reads(self):
         """How many times one finger success opens the vault file, the lock and the lockout
@@ -813,29 +1024,76 @@ class Bench:
     def unlock_latency(self):
         runs = self.args.unlock_runs
         print(f"\n== Match -> access token in hand: fingerseal unlock --print-token through the broker, against the local "
-              f"IdP on 127.0.0.1 ({runs} runs)")
+              f"IdP on 127.0.0.1 ({runs} runs each after 1 unmeasured, a bearer sign-in, one bound with DPoP by a software "
+              f"key and one by the TPM's key (a swtpm), interleaved)")
         try:
             self.ensure_signed_in()
-            env = self.broker.cli_env(self.work)
-            after_scan, whole = [], []
-            for _ in range(runs):
-                timed = run_on_pty([self.cli, "unlock", "--print-token", "--timeout", "10"], env, self.broker.sensor,
-                                   stdout_pipe=True)
-                if timed.status != 0 or timed.prompt is None or timed.line is None or not timed.stdout.strip():
-                    raise Skip(f"fingerseal unlock --print-token did not give a token (exit {timed.status}): "
-                               + timed.output.decode(errors="replace").strip()[-300:])
-                after_scan.append(ms(timed.line - timed.prompt))
-                whole.append(ms(timed.end - timed.start))
+            bearer = self.ensure_bearer_broker()
+            # Broker A binds where the provider offers DPoP (dpop=auto, the default), broker B
+            # never (dpop=off): each must be so, or its figure is the other's.
+            bound, proof_key = self.binding(self.broker)
+            if bound is not True:
+                raise WrongSetUp(f"broker A's sign-in is not bound to this computer (status --json: bound_to_computer "
+                                 f"{json.dumps(bound)}, proof_key {json.dumps(proof_key)}); the DPoP figures would be bearer ones")
+            bearer_bound, _ = self.binding(bearer)
+            if bearer_bound is not False:
+                raise WrongSetUp(f"broker B's sign-in (dpop=off) is not bearer (status --json: bound_to_computer "
+                                 f"{json.dumps(bearer_bound)}); the bearer figures would be DPoP ones")
+            contenders = {"bearer": bearer, "DPoP": self.broker}
+            # Broker T (the TPM's key) where it can be set up; a key that is not the TPM's stops the bench.
+            try:
+                contenders["DPoP, TPM"] = self.checked_tpm_broker()
+            except Skip as why:
+                print(f"DPoP with the TPM's key: not run: {why}")
+            after_scan = {name: [] for name in contenders}
+            whole = {name: [] for name in contenders}
+            before = self.dpop_counts()
+            # One round unmeasured: the run's first unlock takes several times the others, whichever goes first.
+            warmup = 1
+            for run_index in range(warmup + runs):
+                for name, broker in contenders.items():
+                    timed = run_on_pty([self.cli, "unlock", "--print-token", "--timeout", "10"], broker.cli_env(self.work),
+                                       broker.sensor, stdout_pipe=True)
+                    if timed.status != 0 or timed.prompt is None or timed.line is None or not timed.stdout.strip():
+                        raise Skip(f"fingerseal unlock --print-token ({name}) did not give a token (exit {timed.status}): "
+                                   + timed.output.decode(errors="replace").strip()[-300:])
+                    if run_index < warmup:
+                        continue
+                    after_scan[name].append(ms(timed.line - timed.prompt))
+                    whole[name].append(ms(timed.end - timed.start))
+            after = self.dpop_counts()
         except Skip as why:
             print(f"not run: {why}")
             return
         baseline = self.idp_refresh_round_trips(runs)
+        dpop_label = f"DPoP on ({proof_key} proof key)"
         print(f"IdP refresh alone (Python urllib, new connection each): median {median(baseline):6.2f} ms, "
               f"p95 {p95(baseline):6.2f} ms")
-        print(f"SCAN -> token on stdout:                            median {median(after_scan):6.2f} ms, "
-              f"p95 {p95(after_scan):6.2f} ms  (targets p50 <= 50 ms: {verdict(median(after_scan) <= 50)}; "
-              f"p95 <= 150 ms: {verdict(p95(after_scan) <= 150)})")
-        print(f"whole fingerseal unlock --print-token run:          median {median(whole):6.2f} ms, p95 {p95(whole):6.2f} ms")
+        print(f"{'SCAN -> token on stdout, bearer:':55} median {median(after_scan['bearer']):6.2f} ms, "
+              f"p95 {p95(after_scan['bearer']):6.2f} ms")
+        dpop = after_scan["DPoP"]
+        print(f"{'SCAN -> token on stdout, ' + dpop_label + ':':55} median {median(dpop):6.2f} ms, "
+              f"p95 {p95(dpop):6.2f} ms  (targets with DPoP on: p50 <= 50 ms: {verdict(median(dpop) <= 50)}; "
+              f"p95 <= 150 ms: {verdict(p95(dpop) <= 150)})")
+        print(f"{'':55} {median(dpop) - median(after_scan['bearer']):+.2f} ms over bearer at p50, "
+              f"{p95(dpop) - p95(after_scan['bearer']):+.2f} ms at p95")
+        tpm = after_scan.get("DPoP, TPM")
+        if tpm:
+            print(f"{'SCAN -> token on stdout, DPoP on (tpm proof key):':55} median {median(tpm):6.2f} ms, "
+                  f"p95 {p95(tpm):6.2f} ms  (targets with DPoP on: p50 <= 50 ms: {verdict(median(tpm) <= 50)}; "
+                  f"p95 <= 150 ms: {verdict(p95(tpm) <= 150)})")
+            print(f"{'':55} {median(tpm) - median(after_scan['bearer']):+.2f} ms over bearer at p50, "
+                  f"{p95(tpm) - p95(after_scan['bearer']):+.2f} ms at p95; {median(tpm) - median(dpop):+.2f} ms over the "
+                  f"{proof_key} key at p50, {p95(tpm) - p95(dpop):+.2f} ms at p95")
+        for name, label in (("bearer", "bearer"), ("DPoP", "DPoP on"), ("DPoP, TPM", "DPoP, TPM")):
+            if not whole.get(name):
+                continue
+            print(f"{'whole fingerseal unlock --print-token run, ' + label + ':':55} median {median(whole[name]):6.2f} ms, "
+                  f"p95 {p95(whole[name]):6.2f} ms")
+        refused = {reason: count - before["refused"].get(reason, 0) for reason, count in after["refused"].items()
+                   if count != before["refused"].get(reason, 0)}
+        print(f"the IdP checked {after['proofs'] - before['proofs']} DPoP proofs during the {len(contenders) * (warmup + runs)} "
+              f"unlocks (refused: {refused or 'none'})")
 
     def idp_refresh_round_trips(self, runs):
         """The floor of an unlock: the IdP's own refresh (rotation), its own token chain."""
@@ -854,42 +1112,112 @@ class Bench:
             times.append(ms(now() - start))
         return times
 
+    def in_session(self, broker, script, arguments):
+        """Runs a bash `script` ($1 the CLI, $2 this file, then `arguments`) in a process session of
+        its own, and scans the finger once for the unlock it starts with: the broker keys the
+        cached token by the caller's session, so the unlock, and every command the timer spawns
+        there (posix_spawn without setsid), share one. Returns what the script wrote on stderr;
+        Skip when it fails."""
+        shell = self.processes.start(["bash", "-c", script, "bash", self.cli, os.path.realpath(__file__)] + arguments,
+                                     env=broker.cli_env(self.work), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            sensor_send(broker.sensor, f"SCAN {FINGER_ID}", waiting=shell)
+            err = shell.communicate(timeout=300)[1]
+        except subprocess.TimeoutExpired:
+            raise Skip("the unlock and the timing did not finish within 300 s")
+        finally:
+            self.processes.stop(shell)
+        if shell.returncode != 0:
+            said = err.decode(errors="replace").strip().splitlines()
+            # The broker's proof budget (ProofBudget) is not a figure: the bench asked too fast.
+            if any(PROOFS_TOO_FAST in line for line in said):
+                raise WrongSetUp(f"a proof was refused for its rate: {said[-1]}")
+            raise Skip(f"exit {shell.returncode}: {said[-1] if said else 'no message'}")
+        return err
+
     def cached_token(self):
         runs = self.args.runs
         print(f"\n== fingerseal token with a token cached for the session, vs fingerseal --version ({runs} runs each "
               "after 10 unmeasured, interleaved)")
         try:
             self.ensure_signed_in()
-            env = self.broker.cli_env(self.work)
             export = os.path.join(self.work, "token.json")
-            # One process session (setsid) for the unlock that caches the token and for every
-            # `fingerseal token`: the broker keys the cache by the caller's session, and the
-            # timer below spawns into the shell's session (posix_spawn without setsid there).
             # --timeout bounds each: a token that is not cached would wait for a finger.
             script = """set -e
 "$1" unlock --timeout 10 >/dev/null
 "$1" token --timeout 1 >/dev/null
-exec /usr/bin/python3 "$2" time-in-session "$3" "$4" "$1" --version -- "$1" token --timeout 1
+exec /usr/bin/python3 "$2" time-in-session "$3" "$4" 10 - "$1" --version -- "$1" token --timeout 1
 """
-            shell = self.processes.start(["bash", "-c", script, "bash", self.cli, os.path.realpath(__file__), export,
-                                          str(runs)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            try:
-                sensor_send(self.broker.sensor, f"SCAN {FINGER_ID}", waiting=shell)
-                err = shell.communicate(timeout=300)[1]
-            except subprocess.TimeoutExpired:
-                raise Skip("the unlock and the timing did not finish within 300 s")
-            finally:
-                self.processes.stop(shell)
-            if shell.returncode != 0:
-                said = err.decode(errors="replace").strip().splitlines()
-                raise Skip(f"exit {shell.returncode}: {said[-1] if said else 'no message'}")
+            self.in_session(self.broker, script, [export, str(runs)])
+        except Skip as why:
+            print(f"not run: {why}")
+        else:
+            version, token = json.load(open(export))
+            print(f"fingerseal --version:        median {median(version):6.2f} ms, p95 {p95(version):6.2f} ms")
+            print(f"fingerseal token (cached):   median {median(token):6.2f} ms, p95 {p95(token):6.2f} ms  "
+                  f"(target <= 5 ms: {verdict(median(token) <= 5)})")
+        self.proof_beside_token()
+
+    def proof_beside_token(self):
+        """`fingerseal proof` against `fingerseal token` in the same session, after one unlock: the
+        same CLI start and socket round trip, and a proof signed with the sign-in's key. Each
+        broker allows an account a burst of 40 proofs (ProofBudget): 1 checked + the warm-up + the
+        runs stay within 35."""
+        runs, warmup = self.args.proof_runs, PROOF_WARMUP
+        print(f"\n== fingerseal proof {PROOF_METHOD} {PROOF_URL} vs fingerseal token, a token cached for the session ({runs} "
+              f"runs each after {warmup} unmeasured, interleaved; a sign-in bound by a software key, and one by the TPM's key)")
+        try:
+            self.ensure_signed_in()
+            bound, proof_key = self.binding(self.broker)
+            if bound is not True:
+                raise WrongSetUp(f"broker A's sign-in is not bound to this computer (status --json: bound_to_computer "
+                                 f"{json.dumps(bound)}); there is no proof to time")
         except Skip as why:
             print(f"not run: {why}")
             return
-        version, token = json.load(open(export))
-        print(f"fingerseal --version:        median {median(version):6.2f} ms, p95 {p95(version):6.2f} ms")
-        print(f"fingerseal token (cached):   median {median(token):6.2f} ms, p95 {p95(token):6.2f} ms  "
-              f"(target <= 5 ms: {verdict(median(token) <= 5)})")
+        brokers = [(f"{proof_key} key", self.broker)]
+        try:
+            brokers.append(("tpm key", self.checked_tpm_broker()))
+        except Skip as why:
+            print(f"the TPM's key: not run: {why}")
+        for label, broker in brokers:
+            try:
+                token, proof, signature = self.time_proofs(broker, label.split()[0], runs, warmup)
+            except Skip as why:
+                print(f"{label}: not run: {why}")
+                continue
+            print(f"{'first proof, ' + label + ':':42} a 3-part JWS, typ dpop+jwt, ES256, htm, htu, ath of the session's "
+                  f"token; {signature}")
+            print(f"{'fingerseal token (cached), ' + label + ':':42} median {median(token):6.2f} ms, p95 {p95(token):6.2f} ms")
+            print(f"{'fingerseal proof, ' + label + ':':42} median {median(proof):6.2f} ms, p95 {p95(proof):6.2f} ms")
+            print(f"{'':42} {median(proof) - median(token):+.2f} ms over token at p50, {p95(proof) - p95(token):+.2f} ms at p95")
+
+    def time_proofs(self, broker, name, runs, warmup):
+        """One unlock in a session of its own, the token and one proof kept and checked, then the
+        timer: `fingerseal token` and `fingerseal proof`, interleaved. The times in ms of each."""
+        export, said, first = (os.path.join(self.work, f"proof-{name}.{ext}") for ext in ("json", "token", "proof"))
+        script = """set -e
+"$1" unlock --timeout 10 >/dev/null
+"$1" token --timeout 1 >"$5"
+"$1" proof "$6" "$7" >"$8"
+exec /usr/bin/python3 "$2" time-in-session "$3" "$4" "$9" "${10}" "$1" token --timeout 1 -- "$1" proof "$6" "$7"
+"""
+        errors = os.path.join(self.work, f"proof-{name}.errors")
+        try:
+            self.in_session(broker, script, [export, str(runs), said, PROOF_METHOD, PROOF_URL, first, str(warmup), errors])
+            with open(said) as f:
+                token = f.read().strip()
+            with open(first) as f:
+                proof = f.read().strip()
+        finally:
+            for path in (said, first):
+                if os.path.exists(path):
+                    os.unlink(path)
+        problem, signature = dpop_proof_problem(proof, PROOF_METHOD, PROOF_URL, token)
+        if problem:
+            raise WrongSetUp(f"fingerseal proof ({name} key) did not print a DPoP proof for the session's token: {problem}")
+        with open(export) as f:
+            return json.load(f) + [signature]
 
     def stop(self):
         for path in self.installed:
@@ -905,12 +1233,14 @@ exec /usr/bin/python3 "$2" time-in-session "$3" "$4" "$1" --version -- "$1" toke
 
 
 def time_in_session(arguments):
-    """time-in-session OUT RUNS CMD... -- CMD...: the interleaved timer, run inside a process
-    session that the commands must share (no setsid of their own); writes the times as JSON."""
-    out, runs, rest = arguments[0], int(arguments[1]), arguments[2:]
+    """time-in-session OUT RUNS WARMUP ERRORS CMD... -- CMD...: the interleaved timer, run inside a
+    process session that the commands must share (no setsid of their own); writes the times as
+    JSON. ERRORS: a file for the commands' stderr, or - for none."""
+    out, runs, warmup, errors, rest = arguments[0], int(arguments[1]), int(arguments[2]), arguments[3], arguments[4:]
     split = rest.index("--")
     try:
-        results = interleaved([rest[:split], rest[split + 1:]], dict(os.environ), runs, own_session=False)
+        results = interleaved([rest[:split], rest[split + 1:]], dict(os.environ), runs, warmup=warmup, own_session=False,
+                              stderr_to=None if errors == "-" else errors)
     except Skip as why:
         sys.exit(str(why))
     with open(out, "w") as f:
@@ -927,8 +1257,14 @@ def main():
     parser.add_argument("--pam-runs", type=int, default=30)
     parser.add_argument("--runs", type=int, default=200, help="runs of the short commands (module overhead, token)")
     parser.add_argument("--unlock-runs", type=int, default=50)
+    parser.add_argument("--proof-runs", type=int, default=30,
+                        help=f"runs of fingerseal proof (and token beside it) per broker, at most "
+                             f"{PROOF_BUDGET_USED - 1 - PROOF_WARMUP}: the broker's proof budget")
     parser.add_argument("--only", choices=["pam", "overhead", "token", "unlock", "reads"], action="append")
     args = parser.parse_args()
+    if not 1 <= args.proof_runs <= PROOF_BUDGET_USED - 1 - PROOF_WARMUP:
+        parser.error(f"--proof-runs must be 1 to {PROOF_BUDGET_USED - 1 - PROOF_WARMUP} (the broker allows a burst of 40 "
+                     "proofs per account; 1 checked and the warm-up come first)")
 
     def leave(signum, _frame):
         raise SystemExit(128 + signum)
@@ -948,6 +1284,8 @@ def main():
             bench.unlock_latency()
         if "token" in parts:
             bench.cached_token()
+    except WrongSetUp as why:
+        sys.exit(f"system-bench: stopped: {why}")
     finally:
         bench.stop()
 

@@ -18,6 +18,7 @@ public enum CommandOptions: Equatable, Sendable {
     case login(LoginOptions)
     case unlock(UnlockOptions)
     case token(TokenOptions)
+    case proof(ProofOptions)
     case stepUp(StepUpOptions)
     case seal(SealOptions)
     case reveal(RevealOptions)
@@ -53,6 +54,7 @@ public enum CommandOptions: Equatable, Sendable {
         case .login: self = .login(try LoginOptions(decoding: values))
         case .unlock: self = .unlock(try UnlockOptions(decoding: values))
         case .token: self = .token(try TokenOptions(decoding: values))
+        case .proof: self = .proof(try ProofOptions(decoding: values))
         case .stepUp: self = .stepUp(try StepUpOptions(decoding: values))
         case .seal: self = .seal(try SealOptions(decoding: values))
         case .reveal: self = .reveal(try RevealOptions(decoding: values))
@@ -85,6 +87,7 @@ public enum CommandOptions: Equatable, Sendable {
         case let .login(group): group.output
         case let .unlock(group): group.output
         case let .token(group): group.output
+        case let .proof(group): group.output
         case let .stepUp(group): group.output
         case let .audit(group): group.output
         case let .accountExpire(group): group.output
@@ -103,7 +106,7 @@ public enum CommandOptions: Equatable, Sendable {
         case let .reveal(group): group.scan
         case let .enroll(group): group.scan
         case let .capture(group): group.scan
-        case .none, .output, .answers, .outputAnswers, .reset, .login, .seal, .forget, .audit, .accountRemove, .accountPurge,
+        case .none, .output, .answers, .outputAnswers, .reset, .login, .proof, .seal, .forget, .audit, .accountRemove, .accountPurge,
              .accountHook, .accountExpire, .doctor, .keyringOn:
             ScanOptions()
         }
@@ -121,8 +124,8 @@ public enum CommandOptions: Equatable, Sendable {
         case let .reveal(group): group.answers
         case let .enroll(group): group.answers
         case let .forget(group): group.answers
-        case .none, .output, .scanReport, .seal, .capture, .audit, .accountRemove, .accountPurge, .accountHook, .accountExpire, .doctor,
-             .keyringOn:
+        case .none, .output, .scanReport, .proof, .seal, .capture, .audit, .accountRemove, .accountPurge, .accountHook, .accountExpire,
+             .doctor, .keyringOn:
             AnswerOptions()
         }
     }
@@ -140,6 +143,7 @@ public enum CommandOptions: Equatable, Sendable {
         case let .login(group): visitor.visit(group)
         case let .unlock(group): visitor.visit(group)
         case let .token(group): visitor.visit(group)
+        case let .proof(group): visitor.visit(group)
         case let .stepUp(group): visitor.visit(group)
         case let .seal(group): visitor.visit(group)
         case let .reveal(group): visitor.visit(group)
@@ -241,7 +245,7 @@ extension Command {
         switch self {
         case .pamAuthenticate, .pamIdentify, .pamAccount, .pamOpenSession, .pamCloseSession, .pamPasswordUsed, .pamChauthtok:
             return .pamModule
-        case .unlock, .token, .stepUp, .reveal, .status, .fingerOn, .fingerOff:
+        case .unlock, .token, .proof, .stepUp, .reveal, .status, .fingerOn, .fingerOff:
             return .commandLineOrAgent
         default:
             return .commandLine

@@ -6,6 +6,12 @@ public enum UnlockMethod: String, CaseIterable, Sendable {
     case password
 }
 
+extension Array where Element == UnlockMethod {
+    /// Whether `method` may be used where an application named these: every way when it named
+    /// none. The one rule, for the broker (`Application.allows`) and the agent's dialog.
+    public func allow(_ method: UnlockMethod) -> Bool { isEmpty || contains(method) }
+}
+
 /// How `fingerseal login` signs in (`flow=`, `--flow`).
 public enum SignInFlow: String, CaseIterable, Sendable {
     /// RFC 8628: a code to enter on any device.

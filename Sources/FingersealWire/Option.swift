@@ -53,6 +53,9 @@ extension Option {
     public static let pin = Option("--pin", field: "pin", .flag)
     // token
     public static let minValid = Option("--min-valid", field: "min-valid", .number(0...86_400))
+    // proof
+    /// A resource server's `DPoP-Nonce` (RFC 9449 §9), for the proof to carry.
+    public static let nonce = Option("--nonce", field: "nonce", .text)
     // step-up, reveal
     public static let ttl = Option("--ttl", field: "ttl", .number(1...86_400))
     /// The oldest confirmation held that still answers, in seconds (iOS's allowable reuse

@@ -14,6 +14,8 @@ public enum OptionError: Error, Equatable, Sendable {
     case execAlone
     case unlockTakesNoArguments
     case stepUpNeedsContext
+    case proofNeedsMethodAndURL
+    case proofBadNonce
     case checkOrEndAlone
     case sealNeedsContext
     case sealOneFile

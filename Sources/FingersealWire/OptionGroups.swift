@@ -134,6 +134,54 @@ public struct TokenOptions: OptionGroup {
     }
 }
 
+public struct ProofOptions: OptionGroup {
+    public var nonce: String? = nil
+    public var output = OutputOptions()
+    public init() {}
+    public mutating func code(_ coder: inout OptionCoder) throws(OptionError) {
+        coder.text(&nonce, .nonce)
+        try output.code(&coder)
+    }
+    /// The arguments: the request's method, then its URL (`ProofRequest` says which are).
+    public func validate(arguments: [String]) throws(OptionError) {
+        guard arguments.count == 2, ProofRequest.isMethod(arguments[0]), ProofRequest.isURL(arguments[1]) else {
+            throw .proofNeedsMethodAndURL
+        }
+        if let nonce, !ProofRequest.isNonce(nonce) { throw .proofBadNonce }
+    }
+}
+
+/// What a proof may be asked for (RFC 9449 §4.2), checked the same at both ends: a method is
+/// an HTTP token (RFC 9110 §5.6.2), a URL is http(s) and bounded, a nonce is NQCHAR (§8.1).
+public enum ProofRequest {
+    public static let maxURL = 8192
+
+    public static func isMethod(_ text: String) -> Bool {
+        (1...32).contains(text.utf8.count) && text.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                true
+            default:
+                Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+            }
+        }
+    }
+
+    /// http:// or https:// and printable ASCII, bounded; the broker reads the rest (`htu`).
+    public static func isURL(_ text: String) -> Bool {
+        // ASCII case folding by hand: the wire builds in Embedded Swift, without Unicode tables.
+        let folded = text.utf8.prefix(8).map { (0x41...0x5a).contains($0) ? $0 | 0x20 : $0 }
+        return text.utf8.count <= maxURL && (folded.starts(with: "https://".utf8) || folded.starts(with: "http://".utf8))
+            && text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7f }
+    }
+
+    /// 1 to 256 of NQCHAR: what a server's `DPoP-Nonce` may be.
+    public static func isNonce(_ text: String) -> Bool {
+        (1...256).contains(text.utf8.count)
+            && text.utf8.allSatisfy { $0 == 0x21 || (0x23...0x5b).contains($0) || (0x5d...0x7e).contains($0) }
+    }
+}
+
 public struct StepUpOptions: OptionGroup {
     public var ttl: Int? = nil
     public var maxAge: Int? = nil

@@ -16,6 +16,9 @@ public enum Command: String, CaseIterable, Sendable {
     case pamChauthtok = "pam.chauthtok"
     // The CLI.
     case status, login, unlock, token, logout, audit
+    /// A proof of possession (RFC 9449) for a request with the session's access token: the
+    /// sign-in's key signs it, without a new finger while that token is valid.
+    case proof
     case stepUp = "step-up"
     case seal, reveal
     case pinSet = "pin.set"
@@ -110,7 +113,7 @@ public struct Application: Equatable, Sendable {
     }
 
     /// Whether `method` may be used: allowed by the application (every way when it named none).
-    public func allows(_ method: UnlockMethod) -> Bool { methods.isEmpty || methods.contains(method) }
+    public func allows(_ method: UnlockMethod) -> Bool { methods.allow(method) }
 }
 
 /// Where a request comes from, as its client says: one value, so that a request cannot be
@@ -225,6 +228,9 @@ public struct Reply: Sendable {
     public var message: String
     public var token: [UInt8]?
     public var expiresAt: Int64?
+    /// With a token: the scheme a request names it with, Bearer or DPoP (RFC 9449 §7.1: a
+    /// DPoP token needs a proof with each request, `Command.proof`).
+    public var tokenType: String?
     /// pam.authenticate: hands the session's access token on to pam.open-session.
     public var ticket: String?
     /// How an unlock or a confirmation was made: finger, pin, password, or held (a
@@ -442,6 +448,7 @@ extension BrokerMessage {
             fields.add("message", reply.message)
             if let token = reply.token { fields.add("token", token) }
             fields.add("expires-at", reply.expiresAt)
+            fields.add("token-type", reply.tokenType)
             fields.add("ticket", reply.ticket)
             fields.add("method", reply.method)
             fields.add("user", reply.user)
@@ -476,6 +483,7 @@ extension BrokerMessage {
                               expiresAt: try fields.integer("expires-at"), ticket: try fields.string("ticket"),
                               method: try fields.string("method"), user: try fields.string("user"))
             reply.authtok = try fields.bytes("authtok")
+            reply.tokenType = try fields.string("token-type")
             return .result(reply)
         default:
             throw .unknownKind(rawKind)

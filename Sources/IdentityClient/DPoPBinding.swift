@@ -1,4 +1,6 @@
+import CurlKit
 import FingersealCore
+import FingersealWire
 import JOSEKit
 import SodiumKit
 import SystemKit
@@ -19,12 +21,27 @@ public final class DPoPBinding: @unchecked Sendable {
     /// The server's nonce as it last gave one.
     public var currentNonce: String? { lock.locked { nonce } }
 
-    /// Keeps a `DPoP-Nonce` header's value: 1 to 256 of NQCHAR (RFC 9449 §8.1's syntax,
-    /// bounded); anything else is not a nonce and is dropped.
+    /// Keeps a `DPoP-Nonce` header's value (`ProofRequest.isNonce`); anything else is not a
+    /// nonce and is dropped.
     func remember(nonce given: String?) {
-        guard let given, (1...256).contains(given.utf8.count),
-              given.utf8.allSatisfy({ $0 == 0x21 || (0x23...0x5b).contains($0) || (0x5d...0x7e).contains($0) }) else { return }
+        guard let given, ProofRequest.isNonce(given) else { return }
         lock.locked { nonce = given }
+    }
+
+    /// Sends a request (`send` makes a fresh proof each time, with `binding`), and with a binding
+    /// once more when the server says it wants its nonce (RFC 9449 §8 at a token endpoint, §9 at
+    /// a resource: `asksForNonce` reads which from the answer) and gave one. Each answer's nonce
+    /// is kept.
+    static func sending(_ binding: DPoPBinding?, _ send: () throws(TokenFailure) -> SecureResponse,
+                        asksForNonce: (SecureResponse) -> Bool) throws(TokenFailure) -> SecureResponse {
+        guard let binding else { return try send() }
+        let first = try send()
+        let offered = first.headers["dpop-nonce"]
+        binding.remember(nonce: offered)
+        guard offered != nil, asksForNonce(first) else { return first }
+        let second = try send()
+        binding.remember(nonce: second.headers["dpop-nonce"])
+        return second
     }
 
     /// A proof for `method` on `url` (with `ath` for a resource request), with the nonce the

@@ -58,9 +58,7 @@ extension OAuthClient {
             throw .badConfiguration(.noUserinfoEndpoint)
         }
         try Discovery.requireSecure(endpoint)
-        var response: SecureResponse
-        var retried = false
-        while true {
+        func send() throws(TokenFailure) -> SecureResponse {
             do {
                 // The token as a header line built in secure memory: never a String.
                 let credential = try SecureRequest.header("Authorization", binding == nil ? "Bearer " : "DPoP ", accessToken)
@@ -70,16 +68,15 @@ extension OAuthClient {
                         try binding.proof(method: "GET", url: endpoint, accessToken: token)
                     }))
                 }
-                response = try http.send(SecureRequest(url: endpoint, headers: headers, secretHeaders: [credential]))
+                return try http.send(SecureRequest(url: endpoint, headers: headers, secretHeaders: [credential]))
             } catch let failure as TokenFailure {
                 throw failure
             } catch {
                 throw TokenRequests.failure(for: error)
             }
-            guard let binding, response.status == 401, !retried, let nonce = response.headers["dpop-nonce"],
-                  response.headers["www-authenticate"]?.contains("use_dpop_nonce") == true else { break }
-            binding.remember(nonce: nonce)
-            retried = true
+        }
+        let response = try DPoPBinding.sending(binding, send) { answer in
+            answer.status == 401 && answer.headers["www-authenticate"]?.contains("use_dpop_nonce") == true
         }
         guard response.status == 200 else {
             throw response.body.withUnsafeBytes {

@@ -174,26 +174,20 @@ public struct OAuthClient: TokenClient {
     /// the nonce it gave.
     func post(_ kind: TokenRequests.OAuthRequest, _ url: String, _ fields: SecureForm) throws(TokenFailure) -> SecureBytes {
         let binding = kind.provesPossession ? binding : nil
-        var retried = false
-        while true {
+        func send() throws(TokenFailure) -> SecureResponse {
             let request = try request(kind, url, fields, proof: try binding?.proof(method: "POST", url: url))
-            let response: SecureResponse
             do {
-                response = try http.send(request)
+                return try http.send(request)
             } catch {
                 throw TokenRequests.failure(for: error)
             }
-            let offered = response.headers["dpop-nonce"]
-            if let binding { binding.remember(nonce: offered) }
-            if response.status == 200 || (kind == .revocation && (200..<300).contains(response.status)) { return response.body }
-            let askedForNonce = response.body.withUnsafeBytes { TokenRequests.errorCode($0) } == "use_dpop_nonce"
-            if binding != nil && askedForNonce && offered != nil && !retried {
-                retried = true
-                continue
-            }
-            throw response.body.withUnsafeBytes {
-                TokenRequests.failure(kind, status: response.status, body: $0, authenticated: clientSecret != nil)
-            }
+        }
+        let response = try DPoPBinding.sending(binding, send) { answer in
+            answer.status != 200 && answer.body.withUnsafeBytes { TokenRequests.errorCode($0) } == "use_dpop_nonce"
+        }
+        if response.status == 200 || (kind == .revocation && (200..<300).contains(response.status)) { return response.body }
+        throw response.body.withUnsafeBytes {
+            TokenRequests.failure(kind, status: response.status, body: $0, authenticated: clientSecret != nil)
         }
     }
 }

@@ -26,9 +26,8 @@ extension ProofSigner {
     /// order, base64url. What a bound token's `cnf.jkt` and `dpop_jkt` name.
     public var thumbprint: String {
         let members = #"{"crv":"P-256","kty":"EC","x":""# + Base64URL.encode(publicX) + #"","y":""# + Base64URL.encode(publicY) + #""}"#
-        var digest = [UInt8](repeating: 0, count: 32)
-        _ = fs_crypto_sha256(Array(members.utf8), members.utf8.count, &digest)
-        return Base64URL.encode(digest)
+        // SHA-256 of a few bytes in memory cannot fail short of a broken libcrypto.
+        return Base64URL.encode((try? DPoPProof.sha256(Array(members.utf8))) ?? [])
     }
 }
 

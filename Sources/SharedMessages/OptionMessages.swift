@@ -20,6 +20,9 @@ extension OptionError {
         case .execAlone: tr("Use --exec on its own, without --print-token or --json.")
         case .unlockTakesNoArguments: tr("The unlock command takes no arguments. To run a command, put it after --exec.")
         case .stepUpNeedsContext: tr("Say which context to confirm, for example: fingerseal step-up payroll")
+        case .proofNeedsMethodAndURL:
+            tr("Say the request's method and its address, for example: fingerseal proof GET https://api.example.com/orders")
+        case .proofBadNonce: tr("The nonce must be what the server sent in its DPoP-Nonce header: letters, digits and punctuation, without spaces.")
         case .checkOrEndAlone: tr("Use --check or --end on their own, with only the context.")
         case .sealNeedsContext: tr("Say which context to seal for with --context CONTEXT.")
         case .sealOneFile: tr("Give at most one file to seal.")

@@ -215,6 +215,13 @@ public struct StorageKey {
             throw .invalidArgument("the secret or its authValue is too long")
         }
         try context.setAttributes(session, Self.continueSession | Self.encryptCommand | Self.encryptResponse)
+        return try create(&sensitive, &template) { _ in }
+    }
+
+    /// TPM2_Create under this key with the session's attributes as set; `read` sees the new
+    /// object's public area before it is freed. The one call both kinds of object are made by.
+    func create(_ sensitive: inout TPM2B_SENSITIVE_CREATE, _ template: inout TPM2B_PUBLIC,
+                read: (UnsafeMutablePointer<TPM2B_PUBLIC>) throws(TPMError) -> Void) throws(TPMError) -> SealedObject {
         var outside = TPM2B_DATA()
         var creationPCR = TPML_PCR_SELECTION()
         var outPrivate: UnsafeMutablePointer<TPM2B_PRIVATE>?
@@ -226,6 +233,7 @@ public struct StorageKey {
             Esys_Free(outPublic)
         }
         guard rc == TSS2_RC_SUCCESS, let outPrivate, let outPublic else { throw .failed(rc) }
+        try read(outPublic)
         return SealedObject(publicArea: try Marshalling.publicArea(outPublic), privateArea: try Marshalling.privateArea(outPrivate))
     }
 
@@ -309,20 +317,11 @@ extension StorageKey {
             throw .invalidArgument("the authValue is too long")
         }
         try context.setAttributes(session, Self.continueSession | Self.encryptCommand)
-        var outside = TPM2B_DATA()
-        var creationPCR = TPML_PCR_SELECTION()
-        var outPrivate: UnsafeMutablePointer<TPM2B_PRIVATE>?
-        var outPublic: UnsafeMutablePointer<TPM2B_PUBLIC>?
-        let rc = Esys_Create(context.esys, handle, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &sensitive, &template,
-                             &outside, &creationPCR, &outPrivate, &outPublic, nil, nil, nil)
-        defer {
-            Esys_Free(outPrivate)
-            Esys_Free(outPublic)
-        }
-        guard rc == TSS2_RC_SUCCESS, let outPrivate, let outPublic else { throw .failed(rc) }
         var x = [UInt8](repeating: 0, count: 32), y = [UInt8](repeating: 0, count: 32)
-        guard fs_tpm_ecc_point(outPublic, &x, &y) == 0 else { throw .invalidArgument("the new key is not a P-256 key") }
-        return (SealedObject(publicArea: try Marshalling.publicArea(outPublic), privateArea: try Marshalling.privateArea(outPrivate)), x, y)
+        let key = try create(&sensitive, &template) { made throws(TPMError) in
+            guard fs_tpm_ecc_point(made, &x, &y) == 0 else { throw .invalidArgument("the new key is not a P-256 key") }
+        }
+        return (key, x, y)
     }
 
     /// ES256 with `key` (made by `createSigningKey`) over a SHA-256 `digest`: r || s. The

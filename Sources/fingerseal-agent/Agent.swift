@@ -2,6 +2,7 @@ import FingersealWire
 import FoundationEssentials
 import Glibc
 import SessionBusKit
+import SharedMessages
 import SodiumKit
 import SystemKit
 
@@ -72,6 +73,7 @@ final class Agent {
             }
             begin(call, .reveal(context: context), options: call.arguments.count > 2 ? call.arguments[2] : nil,
                   waits: call.method.hasSuffix("AndWait"))
+        case "MakeProof": makeProof(call)
         case "EndContext":
             guard let context = call.arguments.first?.string, StepUpRules.isValidContext(context) else {
                 return call.fail(AgentErrors.invalidArgs, AgentStrings.badContext)
@@ -230,7 +232,7 @@ final class Agent {
             let said = reply.message.isEmpty ? String(output.split(separator: "\n").last ?? "") : reply.message
             let sentence = reply.outcome == .cancelled ? AgentStrings.cancelled : said
             request.respond(code: code, outcome: reply.outcome.rawValue, sentence: sentence, method: reply.method,
-                            expiresAt: reply.expiresAt, secret: secret)
+                            expiresAt: reply.expiresAt, tokenType: reply.tokenType, secret: secret)
         case .unreachable:
             request.respond(code: 2, outcome: Outcome.unavailable.rawValue, sentence: AgentStrings.brokerUnreachable, method: nil,
                             expiresAt: nil, secret: nil)
@@ -328,10 +330,56 @@ final class Agent {
     }
 
     /// The broker's `status --json` for the caller as an application, in the session's
-    /// language and zone, on a thread; `answer` turns it into the reply's dictionary.
+    /// language and zone; `answer` turns it into the reply's dictionary.
     private func askStatus(_ call: MethodCall, _ answer: @escaping @Sendable (AgentExchange.Ending) -> [String: BusValue]) {
         var request = Request(.status)
         request.options.set(field: Option.json.field, "1")
+        askBroker(call, request) { ending, call in call.reply([.dictionary(answer(ending))]) }
+    }
+
+    /// MakeProof(method, url, options): the broker's `proof` for the caller as an application,
+    /// for the access token its session holds. Nothing is asked of the person: without a valid
+    /// token, or for a bearer sign-in, the call fails with the broker's sentence.
+    private func makeProof(_ call: MethodCall) {
+        guard call.arguments.count >= 2, let method = call.arguments[0].string, let url = call.arguments[1].string,
+              ProofRequest.isMethod(method), ProofRequest.isURL(url) else {
+            return call.fail(AgentErrors.invalidArgs, OptionError.proofNeedsMethodAndURL.message)
+        }
+        var request = Request(.proof)
+        request.arguments = [method, url]
+        if call.arguments.count > 2 {
+            guard case let .dictionary(options) = call.arguments[2].unboxed else {
+                return call.fail(AgentErrors.invalidArgs, AgentStrings.badOption("options"))
+            }
+            for (name, value) in options {
+                guard name == "nonce", let nonce = value.unboxed.string, ProofRequest.isNonce(nonce) else {
+                    return call.fail(AgentErrors.invalidArgs, AgentStrings.badOption(name))
+                }
+                request.options.set(field: Option.nonce.field, nonce)
+            }
+        }
+        askBroker(call, request) { ending, call in
+            switch ending {
+            case let .reply(reply, _, output) where reply.outcome == .success:
+                guard let proof = output.split(separator: "\n").last, !proof.isEmpty else {
+                    return call.fail(AgentErrors.failed, AgentStrings.brokerEnded)
+                }
+                call.reply([.string(String(proof))])
+            case let .reply(reply, _, _):
+                call.fail(AgentErrors.failed, reply.message.isEmpty ? AgentStrings.brokerEnded : reply.message)
+            case .unreachable:
+                call.fail(AgentErrors.failed, AgentStrings.brokerUnreachable)
+            case .broken:
+                call.fail(AgentErrors.failed, AgentStrings.brokerEnded)
+            }
+        }
+    }
+
+    /// One request that asks the person nothing, for the caller as an application, in the
+    /// session's language and zone, on a thread; `answer` replies on the main loop.
+    private func askBroker(_ call: MethodCall, _ given: Request,
+                           _ answer: @escaping @Sendable (AgentExchange.Ending, MethodCall) -> Void) {
+        var request = given
         request.language = settings.language
         request.timeZone = settings.timeZone
         request.origin = .application(Application(busName: call.sender))
@@ -339,8 +387,8 @@ final class Agent {
                                                        note: { _ in }))
         let sendable = UncheckedCall(call)
         let started = startDetachedThread {
-            let values = answer(exchange.exchange.run())
-            MainLoop.post { sendable.call.reply([.dictionary(values)]) }
+            let ending = UncheckedEnding(exchange.exchange.run())
+            MainLoop.post { answer(ending.ending, sendable.call) }
         }
         if !started { call.fail(AgentErrors.failed, AgentStrings.brokerEnded) }
     }

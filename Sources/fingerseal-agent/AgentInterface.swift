@@ -23,7 +23,8 @@ enum AgentInterface {
 <node>
   <interface name="org.fingerseal.Agent1">
     <!-- What can answer now: methods (as: finger, pin, password), fingers (as), reader (s:
-         present, absent, lid-closed, unknown), signed_in (b), remote (b), tpm (b), display
+         present, absent, lid-closed, unknown), signed_in (b), bound (b: the sign-in is bound
+         to this computer, its tokens DPoP: see MakeProof), remote (b), tpm (b), display
          (b: the agent can show its dialog), version (u). -->
     <method name="GetCapabilities">
       <arg type="a{sv}" name="capabilities" direction="out"/>
@@ -98,6 +99,18 @@ enum AgentInterface {
       <arg type="a{sv}" name="results" direction="out"/>
       <arg type="h" name="secret" direction="out"/>
     </method>
+    <!-- A proof of possession (RFC 9449) for one request with the access token Unlock gave,
+         when its Response said token_type DPoP: put it in the request's DPoP header, beside
+         "Authorization: DPoP TOKEN". method (s: GET, POST, ...), url (s: http or https).
+         Options: nonce (s: the server's DPoP-Nonce). No prompt and no finger while that
+         token is valid; without one, or for a Bearer token, Error.Failed with a sentence.
+         The key never leaves the fingerseal service. -->
+    <method name="MakeProof">
+      <arg type="s" name="method" direction="in"/>
+      <arg type="s" name="url" direction="in"/>
+      <arg type="a{sv}" name="options" direction="in"/>
+      <arg type="s" name="proof" direction="out"/>
+    </method>
     <!-- The application navigated away: its confirmation for context ends now. -->
     <method name="EndContext">
       <arg type="s" name="context" direction="in"/>
@@ -130,7 +143,8 @@ enum AgentInterface {
       <arg type="s" name="sentence"/>
     </signal>
     <!-- code: 0 success, 1 cancelled, 2 failed. results: outcome (s), sentence (s), method
-         (s: finger, pin, password, held), take (b), expires_at (x, Unix time). -->
+         (s: finger, pin, password, held), take (b), expires_at (x, Unix time), token_type
+         (s: Bearer or DPoP, with a token to take; DPoP: each request needs MakeProof). -->
     <signal name="Response">
       <arg type="u" name="code"/>
       <arg type="a{sv}" name="results"/>

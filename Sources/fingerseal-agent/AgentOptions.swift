@@ -69,7 +69,7 @@ struct ApplicationOptions {
         }
     }
 
-    func allows(_ method: UnlockMethod) -> Bool { methods.isEmpty || methods.contains(method) }
+    func allows(_ method: UnlockMethod) -> Bool { methods.allow(method) }
 }
 
 /// GetCapabilities' answer, from the broker's `status --json` for the application channel.
@@ -82,6 +82,8 @@ struct Capabilities: Sendable {
             values["vault"] = .bool(report.vault)
             values["fingers"] = .strings(report.fprintdFingers ?? report.fingers ?? [])
             values["signed_in"] = .bool(report.signIn == "active")
+            // A bound sign-in's tokens need MakeProof for each request (RFC 9449).
+            values["bound"] = .bool(report.boundToComputer ?? false)
             values["tpm"] = .bool(report.keyslots?.contains { $0.sealedToTpm } ?? false)
             values["methods"] = .strings(report.capabilities?.methods ?? [])
             values["reader"] = .string(report.capabilities?.reader ?? "unknown")
@@ -91,6 +93,7 @@ struct Capabilities: Sendable {
             values["vault"] = .bool(false)
             values["fingers"] = .strings([])
             values["signed_in"] = .bool(false)
+            values["bound"] = .bool(false)
             values["tpm"] = .bool(false)
             values["methods"] = .strings([])
             values["reader"] = .string("unknown")

@@ -265,7 +265,8 @@ final class AgentRequest {
     // MARK: the end
 
     /// Sends the one Response; keeps a secret for Take a while, else ends now.
-    func respond(code: UInt32, outcome: String, sentence: String, method: String?, expiresAt: Int64?, secret: SecureBytes?) {
+    func respond(code: UInt32, outcome: String, sentence: String, method: String?, expiresAt: Int64?, tokenType: String? = nil,
+                 secret: SecureBytes?) {
         guard !finished else { return }
         finished = true
         prompt?.close()
@@ -274,6 +275,7 @@ final class AgentRequest {
                                            "take": .bool(self.secret != nil)]
         if let method { results["method"] = .string(method) }
         if let expiresAt { results["expires_at"] = .int64(expiresAt) }
+        if let tokenType, self.secret != nil { results["token_type"] = .string(tokenType) }
         bus.emit(to: owner, path: path, interface: AgentInterface.request, signal: "Response", [.uint32(code), .dictionary(results)])
         if let waiter {
             self.waiter = nil

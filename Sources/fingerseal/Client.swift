@@ -240,7 +240,7 @@ final class Client {
             guard !token.isEmpty else { throw CLIError(.unavailable, Strings.noToken) }
             // The command starts with the signals as we found them.
             interrupt = nil
-            try Programs.execWithToken(command, token)
+            try Programs.execWithToken(command, token, type: reply.tokenType)
         case let .run(command):
             // The connection stays open while COMMAND runs: the broker holds the
             // confirmation exactly that long, and drops it when we close.

@@ -26,7 +26,7 @@ enum Commands {
         name: "fingerseal",
         summary: N_("Unlock your identity-provider sign-in with a fingerprint, with a PIN as fallback."),
         options: [.flag("--version", N_("Show the version."))],
-        subcommands: [status, login, unlock, token, logout, stepUp, seal, reveal, pin, fingerOn, fingerOff, identify, keyring, reset,
+        subcommands: [status, login, unlock, token, proof, logout, stepUp, seal, reveal, pin, fingerOn, fingerOff, identify, keyring, reset,
                       devices, enroll, fingers, forget, verify, capture, selftest, audit, doctor, account, completion],
         discussion: N_("Exit codes are listed in the README; 0 always means success.")
     )
@@ -168,7 +168,9 @@ enum Commands {
             While the reader waits you may type your PIN instead; Enter alone goes straight to the PIN. \
             The token is never shown unless asked for. With --exec, COMMAND gets it on the file descriptor \
             named in FINGERSEAL_ACCESS_TOKEN_FD (read it, for example, with: cat <&"$FINGERSEAL_ACCESS_TOKEN_FD"); \
-            it is never put in the arguments or the environment, and fingerseal exits with COMMAND's status.
+            it is never put in the arguments or the environment, and fingerseal exits with COMMAND's status. \
+            FINGERSEAL_TOKEN_TYPE says how to send it, Bearer or DPoP; a DPoP token needs a proof for each request \
+            (fingerseal proof METHOD URL).
             """),
         command: .unlock,
         shape: { parsed, invocation throws(CLIError) in
@@ -190,6 +192,21 @@ enum Commands {
         shape: { parsed, invocation throws(CLIError) in
             // With --json the broker's output carries it.
             if !invocation.given.command.output.json { invocation.afterSuccess = .printToken }
+        })
+
+    static let proof = CommandSpec(
+        name: "proof", summary: N_("Print a proof of possession for one request with this session's access token (DPoP)."),
+        arguments: "METHOD URL",
+        options: [.wire(.nonce, "NONCE", N_("The nonce the server asked for in its DPoP-Nonce header.")), json],
+        discussion: N_("""
+            Where your sign-in is bound to this computer, each request with its access token needs a new proof, \
+            sent in the DPoP header beside Authorization: DPoP TOKEN. The proof is for the token fingerseal unlock \
+            or fingerseal token gave this session; no finger is asked for while that token is valid. \
+            The key that signs it never leaves the fingerseal service.
+            """),
+        command: .proof,
+        shape: { parsed, invocation throws(CLIError) in
+            invocation.request.arguments = parsed.positionals
         })
 
     static let logout = CommandSpec(

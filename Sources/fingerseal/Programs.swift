@@ -7,11 +7,14 @@ import SystemKit
 /// program for a caller.
 enum Programs {
     static let tokenVariable = "FINGERSEAL_ACCESS_TOKEN_FD"
+    /// The token's scheme, Bearer or DPoP: with DPoP each request needs `fingerseal proof`.
+    static let tokenTypeVariable = "FINGERSEAL_TOKEN_TYPE"
 
     /// Replaces this process with `command`, the token in a sealed memfd on a descriptor named
     /// in FINGERSEAL_ACCESS_TOKEN_FD: never in argv or the environment, and gone with the
-    /// command. The caller has restored the signal mask. Returns only by throwing.
-    static func execWithToken(_ command: [String], _ token: [UInt8]) throws(CLIError) -> Never {
+    /// command; its scheme (not a secret) in FINGERSEAL_TOKEN_TYPE. The caller has restored the
+    /// signal mask. Returns only by throwing.
+    static func execWithToken(_ command: [String], _ token: [UInt8], type: String?) throws(CLIError) -> Never {
         // Read-only, for the command and anything it starts.
         let fd: Int32
         do { fd = try token.withUnsafeBytes { try sealedMemoryFile(name: "fingerseal-access-token", $0, closeOnExec: false) } } catch {
@@ -19,6 +22,8 @@ enum Programs {
         }
         Wire.wipeStorage(token)
         setenv(tokenVariable, "\(fd)", 1)
+        // Only the two schemes; a broker that says neither (an older one) hands a bearer token.
+        setenv(tokenTypeVariable, type == "DPoP" ? "DPoP" : "Bearer", 1)
         let argv = command.map { strdup($0) } + [nil]
         execvp(command[0], argv)
         let code = errno

@@ -57,6 +57,24 @@ import SodiumKit
         #expect(try idp.dpopReport().refused["a fresh nonce is required"] == 2)
     }
 
+    /// userinfo is a DPoP-protected resource: the bound token goes with a proof carrying its
+    /// hash, and a nonce the resource asks for (RFC 9449 §9) is taken up once, as at the token
+    /// endpoint (one helper, `DPoPBinding.sending`).
+    @Test func userinfoTakesTheResourcesNonceOnce() throws {
+        let idp = try LocalIdP()
+        try idp.setSwitch("dpop-nonce", "required")
+        let client = try Self.boundClient(idp, try SoftwareProofKey.generate())
+        let tokens = try Self.signIn(client)
+        #expect(try idp.dpopReport().refused["a fresh nonce is required"] == 1)
+        // The nonce kept is not the resource's now: one more round trip, never a failure.
+        try idp.hook("/test/dpop-nonce", [])
+        #expect(try client.userInfo(accessToken: tokens.accessToken).preferredUsername == "alice")
+        #expect(try idp.dpopReport().refused["a fresh nonce is required"] == 2)
+        // Kept: the next request needs no second try.
+        #expect(try client.userInfo(accessToken: tokens.accessToken).preferredUsername == "alice")
+        #expect(try idp.dpopReport().refused == ["a fresh nonce is required": 2])
+    }
+
     @Test func providersWithoutDPoPOrAnsweringBearerGiveBearerTokens() throws {
         let idp = try LocalIdP()
         try idp.setSwitch("dpop-token-type", "bearer")

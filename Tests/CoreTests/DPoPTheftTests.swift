@@ -56,6 +56,26 @@ extension InProcessTPM {
             #expect(try idp.dpopReport().refused["the token is bound to a key; a proof is required"] == 1)
         }
 
+        /// A resource request's proof from the key the TPM holds (`fingerseal proof`): after the
+        /// unlock, nothing more is asked, and the resource accepts it.
+        @Test func aProofFromTheTPMsKeyPassesTheResource() throws {
+            let idp = try LocalIdP()
+            let here = try SwtpmProcess()
+            defer { here.stop() }
+            let home = try CLIHome(brokerConfig: Self.config(here))
+            #expect(try Self.login(idp, home).status == 0)
+            #expect(try home.run(["status", "--json"]).stdout.contains("\"proof_key\" : \"tpm\""))
+            let doctor = try home.run(["doctor"])
+            #expect(doctor.stdout.contains("Bound to this computer: yes, by a key the TPM holds"), "\(doctor.all)")
+            let unlock = try home.run(["unlock", "--print-token", "--pin-fd", "3"], fd3: Self.pin + "\n", newSession: false)
+            #expect(unlock.status == 0, "\(unlock.all)")
+            let url = idp.issuer + "/userinfo/"
+            let proof = try home.run(["proof", "GET", url], newSession: false)
+            #expect(proof.status == 0 && proof.stderr.isEmpty, "\(proof.all)")
+            let answered = try LocalIdP.getResource(url, token: String(unlock.stdout.dropLast()), proof: String(proof.stdout.dropLast()))
+            #expect(answered.status == 200)
+        }
+
         @Test func theFirstMachineGoesOnAndABearerCopyDoesRefresh() throws {
             let idp = try LocalIdP()
             let here = try SwtpmProcess()

@@ -416,6 +416,21 @@ import Testing
         }
     }
 
+    /// `dpop=`: one general policy at most, each issuer once, an issuer URL before each `=`.
+    @Test func dpopPerIssuer() throws {
+        var options = Options()
+        #expect(try options.apply(["dpop=required, https://a.example.org/r=off,https://b.example.org=auto"], source: "test").isEmpty)
+        #expect(options.dpop.policy(for: "https://a.example.org/r/") == .off)
+        #expect(options.dpop.policy(for: "https://b.example.org") == .auto)
+        #expect(options.dpop.policy(for: "https://c.example.org") == .required)
+        #expect("\(options.dpop)" == "required, https://a.example.org/r=off, https://b.example.org=auto")
+        for bad in ["dpop=auto, off", "dpop=https://a.example.org=sometimes", "dpop=ftp://a.example.org=off",
+                    "dpop=https://a.example.org=off, https://a.example.org/=auto", "dpop=", "dpop=https://a.example.org?x=off"] {
+            var refused = Options()
+            #expect(throws: (any Error).self, "\(bad)") { _ = try refused.apply([bad], source: "test") }
+        }
+    }
+
     @Test func hugeOptionIsRefused() {
         var options = Options()
         #expect(throws: FingersealError.self) {

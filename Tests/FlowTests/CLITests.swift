@@ -28,7 +28,7 @@ import Testing
         let temp = try TempDirectory()
         for arguments in [["bogus"], ["status", "--bogus"], ["pin", "set", "--pin-fd"], ["pin", "set", "--pin-fd", "x"],
                           ["status", "extra"], ["pin", "set", "--pin-fd", "250"], ["login", "--flow", "bogus"],
-                          ["login", "--user"], ["unlock", "--exec"], ["proof", "--help"], ["pin", "bogus", "-h"]] {
+                          ["login", "--user"], ["unlock", "--exec"], ["proofread", "--help"], ["pin", "bogus", "-h"]] {
             let result = try Child.run(Paths.cli, arguments, environment: noBrokerEnvironment(temp))
             #expect(result.status == 2, "\(arguments): \(result.all)")
             #expect(result.stderr.contains("fingerseal: error:"))

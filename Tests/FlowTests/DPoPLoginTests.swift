@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Glibc
 import Testing
 @testable import TestSupport
@@ -20,6 +21,17 @@ import Testing
                       "--password-fd", "3", "--pin-fd", "3"], fd3: "wonderland-7\n2580\n")
     }
 
+    /// doctor's finding on the binding: its status and sentence.
+    func binding(_ home: Home) throws -> (status: String, message: String)? {
+        struct Report: Decodable {
+            struct Finding: Decodable { let check, status, message: String }
+            let findings: [Finding]
+        }
+        let doctor = try home.run(["doctor", "--json"])
+        let report = try JSONDecoder().decode(Report.self, from: Data(doctor.stdout.utf8))
+        return report.findings.first { $0.check == "binding" }.map { ($0.status, $0.message) }
+    }
+
     @Test func aSignInIsBoundAndEachRefreshProvesTheKey() throws {
         let idp = try LocalIdP()
         let home = try home()
@@ -31,6 +43,9 @@ import Testing
         #expect(status.stdout.contains("Bound to this computer: yes"), "\(status.stdout)")
         let json = try home.run(["status", "--json"])
         #expect(json.stdout.contains("\"bound_to_computer\" : true") && json.stdout.contains("\"proof_key\" : \"software\""), "\(json.stdout)")
+        let doctor = try binding(home)
+        // No TPM here: the TPM's own finding says so, this one only what the binding is.
+        #expect(doctor?.status == "ok" && doctor?.message.contains("by a key sealed in the vault") == true, "\(String(describing: doctor))")
         // Two unlocks: each refresh carries a proof by the sealed key, and rotates.
         for _ in 0..<2 {
             let unlock = try home.run(["unlock", "--pin-fd", "3"], fd3: "2580\n")
@@ -49,6 +64,7 @@ import Testing
         #expect(try home.run(["status"]).stdout.contains("Bound to this computer: no."))
         #expect(try home.run(["unlock", "--pin-fd", "3"], fd3: "2580\n").status == 0)
         #expect(try idp.dpopReport().proofs == 0)
+        #expect(try binding(home)?.status == "warning", "bearer where the provider could bind")
     }
 
     @Test func dpopOffSendsNoProofs() throws {
@@ -57,6 +73,21 @@ import Testing
         #expect(try login(idp, home).status == 0)
         #expect(try idp.dpopReport().proofs == 0)
         #expect(try home.run(["status"]).stdout.contains("Bound to this computer: no."))
+        #expect(try binding(home)?.status == "ok", "bearer, as the administrator chose")
+    }
+
+    /// `dpop=` per issuer: the provider named has its own policy, whatever the general one says.
+    @Test func anIssuersOwnPolicyWins() throws {
+        let idp = try LocalIdP()
+        let bound = try home("dpop = off, \(idp.issuer)/=auto\n")
+        #expect(try login(idp, bound).status == 0)
+        #expect(try bound.run(["status"]).stdout.contains("Bound to this computer: yes"))
+        let bearer = try home("dpop = \(idp.issuer)=off, required\n")
+        #expect(try login(idp, bearer).status == 0)
+        #expect(try bearer.run(["status"]).stdout.contains("Bound to this computer: no."))
+        let other = try home("dpop = auto, https://elsewhere.example.org=off\n")
+        #expect(try login(idp, other).status == 0)
+        #expect(try other.run(["status"]).stdout.contains("Bound to this computer: yes"), "another issuer's policy is its own")
     }
 
     /// `dpop=required`: a provider without DPoP is refused before anyone signs in, and one that

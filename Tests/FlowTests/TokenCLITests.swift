@@ -16,8 +16,10 @@ import Testing
         let idp: LocalIdP
         let home: CLIHome
 
-        init(client: String = "fingerseal-test") throws {
+        /// `provider`: switches set at the provider before the sign-in.
+        init(client: String = "fingerseal-test", provider: (LocalIdP) throws -> Void = { _ in }) throws {
             idp = try LocalIdP()
+            try provider(idp)
             home = try CLIHome(reader: true)
             let login = try LocalIdP.passwordLogin(idp, home, pin: TokenCLITests.pin, client: client)
             #expect(login.status == 0, "\(login.all)")

@@ -345,6 +345,29 @@ import Foundation
         #expect(try idp.familyAlive("alice"), "the rotated chain is alive")
     }
 
+    /// A bound token in an application (issue 35): Unlock says DPoP, and the application's
+    /// request to a DPoP-protected resource (the local IdP's userinfo) carries a proof from
+    /// MakeProof, made with no finger; without a token held, MakeProof says why and asks nothing.
+    @Test(.enabled(if: LocalIdP.available)) func anApplicationUsesItsBoundTokenWithProofs() throws {
+        let idp = try LocalIdP()
+        let agent = try AgentRig()
+        try agent.signIn(at: idp)
+        let url = idp.issuer + "/userinfo/"
+        let capabilities = try agent.client(["capabilities"]).finish(limit: 30)
+        #expect(capabilities.stdout.contains("\"bound\": true"), "\(capabilities.all)")
+        let none = try agent.gdbus(["call", "--session", "--dest", "org.fingerseal.Agent1", "--object-path", "/org/fingerseal/Agent1",
+                                    "--method", "org.fingerseal.Agent1.MakeProof", "GET", url, "{}"])
+        #expect(none.status != 0 && none.stderr.contains("org.fingerseal.Agent1.Error.Failed")
+                && none.stderr.contains("holds no access token that is still valid"), "\(none.all)")
+        let run = try agent.run(["unlock", "--prompt", "app", "--fetch", url], scan: "SCAN finger-a")
+        #expect(run.events.first { $0.event == "token" }?.tokenType == "DPoP", "\(run.result.all)")
+        #expect(run.events.first { $0.event == "fetched" }?.status == 200, "\(run.result.all)")
+        #expect(try idp.dpopReport().refused.isEmpty)
+        let bad = try agent.gdbus(["call", "--session", "--dest", "org.fingerseal.Agent1", "--object-path", "/org/fingerseal/Agent1",
+                                   "--method", "org.fingerseal.Agent1.MakeProof", "GET", "file:///etc/passwd", "{}"])
+        #expect(bad.status != 0 && bad.stderr.contains("org.fingerseal.Agent1.Error.InvalidArgs"), "\(bad.all)")
+    }
+
     /// gdbus, which cannot follow a request object, drives a step-up and a reveal with the
     /// *AndWait methods.
     @Test func commandLinesDriveStepUpAndReveal() throws {

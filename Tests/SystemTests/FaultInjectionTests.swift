@@ -114,6 +114,38 @@ import Testing
         #expect(!tally.failed.isEmpty, "no fault was injected: \(tally.line)")
     }
 
+    /// The proof builder (issue 35): an unlock with the PIN that keeps a bound token in this
+    /// session, then `fingerseal proof` for the IdP's userinfo. A proof printed must be one the
+    /// resource accepts (jwcrypto checks it); anything else is a failure with a sentence.
+    @Test(.enabled(if: LocalIdP.available)) func proofForABoundToken() throws {
+        let idp = try LocalIdP()
+        let rig = try FaultyBroker(idp: idp)
+        let url = idp.issuer + "/userinfo/"
+        let tally = FaultTally(path: "proof")
+        // The session's token: the last unlock that gave one (a failed unlock leaves it).
+        var token = ""
+        try rig.sweep(tally, groups: Set(FaultLibrary.allGroups)) { _ in
+            let unlock = try rig.home.start(["unlock", "--print-token", "--pin-fd", "3"], fd3: Self.pin + "\n", newSession: false)
+                .finish(limit: Self.runLimit)
+            if unlock.status == 0 { token = String(unlock.stdout.dropLast()) }
+            let result = try rig.home.start(["proof", "GET", url], newSession: false).finish(limit: Self.runLimit)
+            var problems: [String] = []
+            if result.status == 0 {
+                // The proof judged by the resource's own checks. The token itself may be dead: a
+                // refresh whose answer a fault lost still rotated at the provider, which revokes
+                // the access token it had given before.
+                let refusedBefore = try idp.dpopReport().refused.values.reduce(0, +)
+                let answered = try LocalIdP.getResource(url, token: token, proof: String(result.stdout.dropLast())).status
+                let refused = try idp.dpopReport().refused.values.reduce(0, +) - refusedBefore
+                if answered != 200 && refused > 0 { problems.append("a proof printed that userinfo refused (\(answered))") }
+            }
+            return Attempt(result: result, succeeded: result.status == 0, mustFail: false, problems: problems)
+        }
+        tally.report()
+        expectNoFindings(tally)
+        #expect(!tally.failed.isEmpty, "no fault was injected: \(tally.line)")
+    }
+
     /// `fingerseal login` (the password sign-in) against the local IdP, over a vault that
     /// exists (signed out after each run).
     @Test(.enabled(if: LocalIdP.available)) func signIn() throws {
@@ -418,15 +450,20 @@ final class FaultyBroker {
         var findings: [String] = []
         let verified = try? home.run(["audit", "--verify"])
         if verified?.status != 0 { findings.append("\(label): audit --verify afterwards: \(verified?.all ?? "did not run")") }
-        if idp != nil && home.sensor != nil {
+        if idp != nil {
             // The chain may have ended (an answer lost after the IdP rotated): sign in again.
-            let child = try? home.start(["unlock", "--timeout", "5"])
-            _ = try? VirtualSensor.send("SCAN finger-a", to: sensor)
-            let unlock = child?.finish(limit: FaultInjectionTests.runLimit)
+            let unlock: Child.Result?
+            if home.sensor != nil {
+                let child = try? home.start(["unlock", "--timeout", "5"])
+                _ = try? VirtualSensor.send("SCAN finger-a", to: sensor)
+                unlock = child?.finish(limit: FaultInjectionTests.runLimit)
+            } else {
+                unlock = try? home.run(["unlock", "--pin-fd", "3"], fd3: FaultInjectionTests.pin + "\n")
+            }
             if unlock?.status != 0 {
                 guard let idp, unlock?.all.contains("sign") == true,
                       (try? LocalIdP.passwordLogin(idp, home, pin: FaultInjectionTests.pin))?.status == 0
-                else { return findings + ["\(label): a finger unlock afterwards: \(unlock?.all ?? "did not run")"] }
+                else { return findings + ["\(label): an unlock afterwards: \(unlock?.all ?? "did not run")"] }
             }
         } else {
             let unlock = try? pinUnlock(FaultInjectionTests.pin)

@@ -168,6 +168,14 @@ struct ClientEvent: Decodable {
     var length: Int? = nil
     var text: String? = nil
     var error: String? = nil
+    var tokenType: String? = nil
+    /// `fetched`: the HTTP status the resource answered.
+    var status: Int? = nil
+
+    enum CodingKeys: String, CodingKey {
+        case event, state, sentence, code, outcome, method, length, text, error, status
+        case tokenType = "token_type"
+    }
 }
 
 /// What one client run printed: its JSON lines, and how it ended.

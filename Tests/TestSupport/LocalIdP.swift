@@ -127,6 +127,13 @@ final class LocalIdP {
         let refused: [String: Int]
     }
 
+    /// GET `url` (a resource: userinfo) with `token` as `scheme`, and `proof` in the DPoP header.
+    static func getResource(_ url: String, token: String, scheme: String = "DPoP", proof: String?) throws -> HTTPResponse {
+        var headers = [(name: "Authorization", value: "\(scheme) \(token)")]
+        if let proof { headers.append((name: "DPoP", value: proof)) }
+        return try HTTPClient(configuration: .init(connectTimeout: 2, timeout: 10)).send(.get(url, headers: headers))
+    }
+
     func dpopReport() throws -> DPoPReport {
         try JSONDecoder().decode(DPoPReport.self, from: Data(try http.send(.get(origin + "/test/dpop")).body))
     }

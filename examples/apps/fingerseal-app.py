@@ -3,6 +3,7 @@
 
     fingerseal-app.py capabilities
     fingerseal-app.py unlock                     # a fresh access token, read from a descriptor
+    fingerseal-app.py unlock --fetch URL         # ... then GET URL with it (a DPoP proof when bound)
     fingerseal-app.py step-up CONTEXT [REASON] [--max-age SECONDS] [--fresh]
     fingerseal-app.py reveal CONTEXT SEALED-FILE # the plaintext, read from a descriptor
     fingerseal-app.py end-context CONTEXT
@@ -21,6 +22,8 @@ import json
 import os
 import sys
 import time
+import urllib.error
+import urllib.request
 
 from gi.repository import Gio, GLib
 
@@ -100,6 +103,7 @@ def run_request(bus, args, method, parameters, fd_list=None):
                                     None, Gio.DBusCallFlags.NONE, 10000, fd_list, None)
     loop.run()
     code, results = outcome["code"], outcome["results"]
+    args.token_type = results.get("token_type", "Bearer")
     say(args, "response", code=code, outcome=results.get("outcome"), sentence=results.get("sentence"),
         method=results.get("method"))
     taken = None
@@ -122,6 +126,30 @@ def run_request(bus, args, method, parameters, fd_list=None):
     return code, taken
 
 
+def fetch(bus, args, token):
+    """GET args.fetch with the token, as an application calls its API. A token bound to this
+    computer (token_type DPoP, RFC 9449) needs a proof for each request, from MakeProof: the key
+    stays with fingerseal. A server that answers use_dpop_nonce gets one more try with its nonce."""
+    nonce = None
+    for attempt in range(2):
+        headers = {"Authorization": f"{args.token_type} {token.decode()}"}
+        if args.token_type == "DPoP":
+            proof_options = {"nonce": GLib.Variant("s", nonce)} if nonce else {}
+            reply = bus.call_sync(BUS_NAME, PATH, IFACE, "MakeProof", GLib.Variant("(ssa{sv})", ("GET", args.fetch, proof_options)),
+                                  GLib.VariantType("(s)"), Gio.DBusCallFlags.NONE, 10000, None)
+            headers["DPoP"] = reply.unpack()[0]
+        try:
+            with urllib.request.urlopen(urllib.request.Request(args.fetch, headers=headers), timeout=10) as response:
+                return response.status
+        except urllib.error.HTTPError as error:
+            offered = error.headers.get("DPoP-Nonce")
+            if error.code == 401 and offered and attempt == 0 and args.token_type == "DPoP":
+                nonce = offered
+                continue
+            return error.code
+    return 401
+
+
 def main():
     parser = argparse.ArgumentParser(description="A client of fingerseal-agent.")
     parser.add_argument("command", choices=["capabilities", "status", "set-enabled", "unlock", "step-up", "reveal", "end-context"])
@@ -140,6 +168,7 @@ def main():
     parser.add_argument("--pause", type=float, default=0, help="seconds to wait between repeats")
     parser.add_argument("--end-between", action="store_true", help="EndContext between repeats")
     parser.add_argument("--take-again", action="store_true", help="call Take once more after the request ended (tests)")
+    parser.add_argument("--fetch", metavar="URL", help="after unlock: GET URL with the token (and a proof, when bound)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     bus = Gio.bus_get_sync(Gio.BusType.SESSION, None)
@@ -176,7 +205,9 @@ def main():
             code, token = run_request(bus, args, "Unlock", [options(args)])
             if token is not None:
                 # The token itself: a real application sends it to its server, never prints it.
-                say(args, "token", length=len(token))
+                say(args, "token", length=len(token), token_type=args.token_type)
+                if args.fetch:
+                    say(args, "fetched", status=fetch(bus, args, token))
         elif args.command == "step-up":
             code, _ = run_request(bus, args, "StepUp", [args.context, args.extra or "", options(args)])
         else:

@@ -39,6 +39,7 @@ enum DoctorCommand {
         lockout(status.lockout).forEach(say)
         try passwordAndKeyring(call, status).forEach(say)
         say(signIn(call, status))
+        binding(call, status).map(say)
         provider(call, issuer: status.provider?.issuer ?? call.settings.issuer, signedIn: status.signIn == .active).map(say)
         say(clock(now: SystemClock().now(), status))
         return Reply(.success)
@@ -201,6 +202,25 @@ enum DoctorCommand {
             let issuer = status.provider?.issuer ?? ""
             return Finding("sign-in", .ok, status.identity.map { Messages.doctorSignedIn($0.display, issuer) }
                            ?? Messages.doctorSignedInTo(issuer))
+        }
+    }
+
+    /// Whether an active sign-in is bound to this computer (RFC 9449), and by what. Bearer
+    /// tokens are a warning unless the administrator chose them (`dpop=off`); a software key is
+    /// one only where a TPM is usable now (a new sign-in would give it the key): without one,
+    /// the TPM's own finding says what is missing.
+    static func binding(_ call: Call, _ status: VaultStatus) -> Finding? {
+        guard status.signIn == .active, let provider = status.provider else { return nil }
+        switch provider.proofKey {
+        case .tpm?: return Finding("binding", .ok, Messages.statusBoundByTPM)
+        case .software?:
+            guard VaultTPM.unusable(call.state.tpmPolicy(call.settings)) == nil else {
+                return Finding("binding", .ok, Messages.statusBoundBySoftwareKey)
+            }
+            return Finding("binding", .warning, Messages.statusBoundBySoftwareKey, fix: Messages.doctorFixSoftwareKey)
+        case nil:
+            if call.settings.dpop.policy(for: provider.issuer) == .off { return Finding("binding", .ok, Messages.statusBearer) }
+            return Finding("binding", .warning, Messages.statusBearer, fix: Messages.doctorFixBearer)
         }
     }
 

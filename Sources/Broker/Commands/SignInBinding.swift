@@ -11,7 +11,7 @@ enum SignInBinding {
     /// without DPoP under `dpop=required` is refused before anyone signs in. Returns the key's
     /// material, to seal with the tokens (nil: bearer).
     static func bind(_ client: inout OAuthClient, _ settings: Options, tpm: TPMPolicy) throws -> ProofKeyMaterial? {
-        switch settings.dpop {
+        switch settings.dpop.policy(for: client.metadata.issuer) {
         case .off: return nil
         case .auto: guard client.metadata.supportsDPoP else { return nil }
         case .required:
@@ -42,7 +42,7 @@ enum SignInBinding {
                        _ settings: Options) throws -> (bytes: SecureBytes, holder: ProofKeyHolder)? {
         guard let material else { return nil }
         guard tokens.boundToKey else {
-            if settings.dpop == .required {
+            if settings.dpop.policy(for: client.metadata.issuer) == .required {
                 if let refreshToken = tokens.refreshToken { _ = try? client.revoke(refreshToken) }
                 throw FingersealError(.badConfiguration, Messages.dpopNotBound(client.metadata.issuer))
             }

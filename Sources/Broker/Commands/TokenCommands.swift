@@ -26,7 +26,9 @@ enum TokenCommands {
 
     /// The reply that hands `token` to the client (for --print-token, --exec, token).
     static func handing(_ token: AccessToken, method: UnlockMethod? = nil) -> Reply {
-        Reply(.success, token: token.token.withUnsafeBytes { Array($0) }, expiresAt: token.expiresAt, method: method?.rawValue)
+        var reply = Reply(.success, token: token.token.withUnsafeBytes { Array($0) }, expiresAt: token.expiresAt, method: method?.rawValue)
+        reply.tokenType = token.scheme
+        return reply
     }
 
     /// The one unlock flow for a token; its failure is the command's error.

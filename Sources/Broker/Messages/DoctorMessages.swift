@@ -49,6 +49,12 @@ extension Messages {
     static var doctorNotSignedIn: String { tr("You are not signed in to an identity provider, so unlocking gives no access token.") }
     static var doctorSignInRequired: String { tr("Your sign-in at the identity provider has ended, so unlocking needs a new one.") }
     static var doctorFixSignIn: String { tr("Sign in with: fingerseal login") }
+    static var doctorFixSoftwareKey: String {
+        tr("The TPM can hold the key now: sign in again with fingerseal login to have it made there.")
+    }
+    static var doctorFixBearer: String {
+        tr("Where the identity provider offers DPoP, sign in again with fingerseal login to bind the sign-in to this computer.")
+    }
     static func doctorSignedIn(_ who: String, _ issuer: String) -> String { tr("Signed in as %1$s at %2$s.", who, issuer) }
     static func doctorSignedInTo(_ issuer: String) -> String { tr("Signed in to %1$s.", issuer) }
     static func doctorServiceDefaults(_ service: String) -> String {

@@ -15,6 +15,8 @@ final class BrokerState: @unchecked Sendable {
     let bookkeeping = Bookkeeping()
     /// The secure memory `seal` and `reveal` payloads may hold, per user and in all.
     let payloads = PayloadBudget()
+    /// Proofs signed per account (`ProofCommand`): each is a TPM command.
+    let proofBudget = ProofBudget()
     /// Argon2id computations at once (64 MiB each): as many as there are cores to run them on
     /// here, and no more whatever the number of PIN checks asked for.
     let pinChecks = WorkSlots(count: 2)

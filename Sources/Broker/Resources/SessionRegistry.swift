@@ -171,8 +171,15 @@ final class SessionRegistry: @unchecked Sendable {
         lock.locked {
             for key in ended { entries[key] = nil }
             for (key, entry) in entries {
+                // An expired token goes, and a bound token's key with it.
+                let token = entry.token.flatMap { now < $0.expiresAt ? $0 : nil }
                 let grants = entry.grants.filter { now < $0.value.expiresAt }
-                if grants.isEmpty && entry.token == nil { entries[key] = nil } else { entries[key]?.grants = grants }
+                if grants.isEmpty && token == nil {
+                    entries[key] = nil
+                } else {
+                    entries[key]?.grants = grants
+                    entries[key]?.token = token
+                }
             }
             let monotonic = monotonicSeconds()
             tickets = tickets.filter { monotonic - $0.value.madeAt < SessionRegistry.ticketLifetime }

@@ -27,7 +27,7 @@ enum Authorization {
         case .capture, .selftest: return .rig
         case .accountList, .accountRemove, .accountExpire, .accountPurge, .accountUseradd, .accountUserdel: return .root
         case .pamIdentify: return .seat
-        case .status, .login, .unlock, .token, .logout, .audit, .stepUp, .seal, .reveal, .pinSet, .pinChange, .pinReset,
+        case .status, .login, .unlock, .token, .proof, .logout, .audit, .stepUp, .seal, .reveal, .pinSet, .pinChange, .pinReset,
              .identifyOn, .identifyOff, .fingerOn, .fingerOff, .keyringOn, .keyringOff,
              .reset, .devices, .enroll, .fingers, .forget, .verify, .doctor:
             return .ownAccount

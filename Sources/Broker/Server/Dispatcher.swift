@@ -28,6 +28,7 @@ enum Dispatcher {
         case .login: return LoginCommand.login
         case .unlock: return TokenCommands.unlock
         case .token: return TokenCommands.token
+        case .proof: return ProofCommand.proof
         case .logout: return TokenCommands.logout
         case .audit: return AuditCommand.audit
         case .stepUp: return StepUpCommands.stepUp

@@ -236,7 +236,9 @@ enum UnlockFlow {
         result.sentence = verdict.sentence
         result.detail += verdict.detail.isEmpty ? "" : "; " + verdict.detail
         if case let .refreshed(tokens) = refresh {
-            result.token = AccessToken(tokens, issuedAt: now)
+            // A bound token keeps its key beside it: proofs for it need no new finger.
+            let key = tokens.boundToKey ? try? unlocked.vault.secret(TokenChain.proofKeyRecord).map(ProofKeyMaterial.decode) : nil
+            result.token = AccessToken(tokens, issuedAt: now, proofKey: key)
         } else if verdict.outcome == .success, request.purpose == .accessToken,
                   let held = call.state.sessions.token(call.session), held.isValid(at: now) {
             result.token = held

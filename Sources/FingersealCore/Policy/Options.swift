@@ -95,7 +95,7 @@ public struct Options: Equatable, Sendable {
     public var tpm: TPMMode = .auto
     /// `dpop=`: bind sign-ins to a key of this computer (RFC 9449) where the provider can
     /// (`auto`), always (`required`), or never (`off`).
-    public var dpop: DPoPPolicy = .auto
+    public var dpop = DPoPSettings()
     /// `tpm_tcti=`: how the broker reaches the TPM (the kernel's resource manager by default).
     public var tpmTCTI = TPMPolicy.defaultTCTI
     /// `tpm_pcrs=`: PCRs of the SHA-256 bank the device keyslot is bound to (none by default).

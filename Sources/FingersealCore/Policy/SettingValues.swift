@@ -43,6 +43,44 @@ public enum ReaderLocation: String, Sendable {
     case auto, builtin, external
 }
 
+/// `dpop=`: the policy for every provider, and where an issuer is named, its own
+/// (`dpop = auto, https://login.example.org/realms/staff=required`).
+public struct DPoPSettings: Equatable, Sendable, CustomStringConvertible {
+    public var general: DPoPPolicy = .auto
+    /// By issuer, as discovery names it (a trailing slash is not part of the name).
+    public var byIssuer: [String: DPoPPolicy] = [:]
+    /// Issuers named at most: a site's providers are few.
+    public static let maxIssuers = 32
+
+    public init() {}
+
+    public func policy(for issuer: String) -> DPoPPolicy { byIssuer[DPoPSettings.key(issuer)] ?? general }
+
+    static func key(_ issuer: String) -> String { issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer }
+
+    /// Comma-separated items: a policy alone is the general one (at most one), `ISSUER=POLICY`
+    /// an issuer's own (each issuer once). Nil for anything else.
+    public init?(parsing text: String, isIssuer: (String) -> Bool) {
+        var generalSeen = false
+        for item in text.split(separator: ",").map(\.trimmingSpaces) where !item.isEmpty {
+            guard let equals = item.lastIndex(of: "=") else {
+                guard !generalSeen, let policy = DPoPPolicy(rawValue: item) else { return nil }
+                general = policy
+                generalSeen = true
+                continue
+            }
+            let issuer = item[..<equals].trimmingSpaces, value = item[item.index(after: equals)...].trimmingSpaces
+            guard isIssuer(issuer), let policy = DPoPPolicy(rawValue: value), byIssuer[DPoPSettings.key(issuer)] == nil,
+                  byIssuer.count < DPoPSettings.maxIssuers else { return nil }
+            byIssuer[DPoPSettings.key(issuer)] = policy
+        }
+    }
+
+    public var description: String {
+        ([general.rawValue] + byIssuer.keys.sorted().map { "\($0)=\(byIssuer[$0]!.rawValue)" }).joined(separator: ", ")
+    }
+}
+
 /// Whether sign-ins bind their tokens to a key of this computer (RFC 9449, `dpop=`).
 public enum DPoPPolicy: String, Sendable {
     /// Where the provider lists DPoP (ES256) in its discovery document; bearer elsewhere.

@@ -178,7 +178,12 @@ extension SiteSetting {
             options.fixed.formUnion(names)
         },
         // Tokens bound to this computer (RFC 9449): the machine's, like the TPM that holds the key.
-        SiteSetting("dpop", .file) { $0.dpop = try $1.choice(tr("use auto, required or off")) },
+        SiteSetting("dpop", .file) { options, given in
+            let why = tr("use auto, required or off, then ISSUER=POLICY for any provider of its own, separated by commas")
+            let text = try given.text({ $0.utf8.count <= 8192 }, why)
+            guard let parsed = DPoPSettings(parsing: text, isIssuer: ProviderURL.isValidIssuer) else { throw given.refused(why) }
+            options.dpop = parsed
+        },
         // The TPM: the machine's.
         SiteSetting("tpm", .file) { options, given in
             guard let mode = given.value.flatMap(TPMMode.init(rawValue:)) else { throw FingersealError(.badConfiguration, Messages.badTPMMode) }

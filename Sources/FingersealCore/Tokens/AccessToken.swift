@@ -7,19 +7,27 @@ public struct AccessToken {
 
     public let token: SecureBytes
     public let expiresAt: Int64
+    /// For a token bound to the sign-in's key (RFC 9449): the key, as the unlocked vault
+    /// yielded it, so that proofs for requests with this token need no new finger while it
+    /// is valid. Held in secure memory, and gone with the token.
+    public var proofKey: ProofKeyMaterial? = nil
 
-    public init(token: SecureBytes, expiresAt: Int64) {
+    public init(token: SecureBytes, expiresAt: Int64, proofKey: ProofKeyMaterial? = nil) {
         self.token = token
         self.expiresAt = expiresAt
+        self.proofKey = proofKey
     }
+
+    /// The authorization scheme a request with this token names (RFC 9449 §7.1).
+    public var scheme: String { proofKey == nil ? "Bearer" : "DPoP" }
 
     /// Lifetime assumed when a provider does not say (RFC 6749 leaves `expires_in` optional).
     public static let assumedLifetime: Int64 = 300
 
-    public init(_ tokens: TokenSet, issuedAt now: Int64) {
+    public init(_ tokens: TokenSet, issuedAt now: Int64, proofKey: ProofKeyMaterial? = nil) {
         // Bounded, whatever the provider said: a day at most is kept for a session.
         let lifetime = min(max(Int64(tokens.expiresIn ?? Int(AccessToken.assumedLifetime)), 0), 86_400)
-        self.init(token: tokens.accessToken, expiresAt: max(now, 0) + lifetime)
+        self.init(token: tokens.accessToken, expiresAt: max(now, 0) + lifetime, proofKey: tokens.boundToKey ? proofKey : nil)
     }
 
     /// Valid for at least `margin` more seconds.
