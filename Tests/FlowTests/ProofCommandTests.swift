@@ -50,6 +50,8 @@ import Testing
         // --json: the proof and until when its token is valid; each proof is a new one.
         let json = try Self.proof(s, ["GET", url, "--json"])
         #expect(json.status == 0 && json.stdout.contains("\"proof\" : \"") && json.stdout.contains("\"expires_at\" : "), "\(json.all)")
+        let tokenJSON = try s.run(["token", "--json"], newSession: false)
+        #expect(tokenJSON.stdout.contains("\"token_type\" : \"DPoP\""), "\(tokenJSON.all)")
         let fresh = String(try Self.proof(s, ["GET", url]).stdout.dropLast())
         #expect(try Self.get(url, token: token, proof: fresh).status == 200)
     }
@@ -80,13 +82,15 @@ import Testing
         #expect(none.status == 8 && none.stdout.isEmpty && none.stderr.contains("holds no access token that is still valid"),
                 "\(none.all)")
         #expect(!none.stderr.contains("reader"), "no finger is asked for: \(none.all)")
-        for arguments in [["GET"], ["GET", "ftp://example.com/"], ["G ET", url], ["GET", url, "extra"]] {
+        for arguments in [["GET"], ["GET", "ftp://example.com/"], ["G ET", url], ["GET", url, "extra"], ["GET", "https://"],
+                          ["GET", "https://user@example.com/"]] {
             let wrong = try Self.proof(s, arguments)
             #expect(wrong.status == 2 && wrong.stderr.contains("fingerseal proof GET https://"), "\(arguments): \(wrong.all)")
         }
 
         let bearer = try SignedIn { try $0.setSwitch("dpop", "off") }
         #expect(try bearer.unlock(newSession: false).status == 0)
+        #expect(try bearer.run(["token", "--json"], newSession: false).stdout.contains("\"token_type\" : \"Bearer\""))
         let unbound = try Self.proof(bearer, ["GET", Self.userinfo(bearer.idp)])
         #expect(unbound.status == 8 && unbound.stderr.contains("needs no proof. Send it as a Bearer token."), "\(unbound.all)")
     }

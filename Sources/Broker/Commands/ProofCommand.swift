@@ -2,6 +2,7 @@ import FingersealCore
 import FingersealWire
 import IdentityClient
 import JOSEKit
+import SharedMessages
 import SodiumKit
 
 /// `proof METHOD URL` (and the agent's MakeProof): a DPoP proof (RFC 9449 §4.2, §7) for one
@@ -17,8 +18,9 @@ enum ProofCommand {
 
     static func proof(_ call: Call) throws -> Reply {
         let given = call.options(for: ProofOptions.self)
-        // ProofOptions.validate checked both when the call was made.
+        // ProofOptions.validate checked both when the call was made; the URL's parts are JOSEKit's.
         let method = call.request.arguments[0], url = call.request.arguments[1]
+        guard DPoPProof.targetURI(url) != nil else { throw FingersealError(.usage, OptionError.proofNeedsMethodAndURL.message) }
         let now = SystemClock().now()
         guard let held = call.state.sessions.token(call.session), held.isValid(at: now, margin: 0) else {
             throw FingersealError(.tokenUnavailable, Messages.noTokenForProof)

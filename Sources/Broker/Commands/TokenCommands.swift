@@ -14,6 +14,8 @@ enum TokenCommands {
         let token: String
         let expiresAt: Int64?
         var accessToken: String? = nil
+        /// With the token: Bearer, or DPoP (each request then needs `fingerseal proof`).
+        var tokenType: String? = nil
     }
 
     static func describe(_ unlocked: Unlocked) -> String {
@@ -66,7 +68,10 @@ enum TokenCommands {
         if exec { return handing(token, method: unlocked.method) }
         if call.json {
             var full = report
-            if given.printToken { full.accessToken = text(token) }
+            if given.printToken {
+                full.accessToken = text(token)
+                full.tokenType = token.scheme
+            }
             try call.printJSON(full)
             return given.printToken ? handing(token, method: unlocked.method) : Reply(.success)
         }
@@ -92,8 +97,8 @@ enum TokenCommands {
         }
         guard let token else { throw FingersealError(.unavailable, Messages.offlineNoToken) }
         if call.json {
-            struct TokenReport: Encodable { let accessToken: String; let expiresAt: Int64 }
-            try call.printJSON(TokenReport(accessToken: text(token), expiresAt: token.expiresAt))
+            struct TokenReport: Encodable { let accessToken: String; let expiresAt: Int64; let tokenType: String }
+            try call.printJSON(TokenReport(accessToken: text(token), expiresAt: token.expiresAt, tokenType: token.scheme))
         }
         return handing(token)
     }
