@@ -51,6 +51,11 @@ public final class Dialog {
     /// The control that gets the focus once the window is first active (see `becameActive`).
     private var initialFocus: Widget?
     private var hasBeenActive = false
+    /// Whether `present` was called. Until then the controls stay undescribed: the window's
+    /// description carries the sentence into the announcement, and a control's description set
+    /// before GTK made its accessible object was sent after the focus arrived under load
+    /// (CI: Orca said the instruction again right after the focused field).
+    private var presented = false
     /// Whether the initial focus was given (after that, each state moves the focus itself),
     /// and where GTK had put it when the window became active.
     private var focusGiven = false
@@ -111,6 +116,7 @@ public final class Dialog {
     /// Shows the dialog (above its parent, when given and usable).
     public func present() {
         guard !isClosed else { return }
+        presented = true
         // Realized first: the parent is set on the surface before the window is mapped,
         // which is when window managers read it.
         gtk_widget_realize(window)
@@ -295,11 +301,12 @@ public final class Dialog {
         gtk_window_set_focus(window.window, control)
     }
 
-    /// Describes every control by the sentence, but the one in `quiet`, which has none.
+    /// Describes every control by the sentence, but the one in `quiet`, which has none; none
+    /// before the dialog is presented.
     private func describeControls() {
         for control in controls {
-            let description = quiet?.control == control ? "" : sentence
-            guard descriptions[control] != description else { continue }
+            let description = !presented || quiet?.control == control ? "" : sentence
+            guard (descriptions[control] ?? "") != description else { continue }
             descriptions[control] = description
             fs_gtk_accessible_set_string(control.raw, GTK_ACCESSIBLE_PROPERTY_DESCRIPTION, description)
         }

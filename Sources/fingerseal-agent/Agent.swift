@@ -366,7 +366,9 @@ final class Agent {
                 }
                 call.reply([.string(String(proof))])
             case let .reply(reply, _, _):
-                call.fail(AgentErrors.failed, reply.message.isEmpty ? AgentStrings.brokerEnded : reply.message)
+                // A request that is not one (the broker reads the URL further) is the caller's.
+                call.fail(reply.outcome == .usage ? AgentErrors.invalidArgs : AgentErrors.failed,
+                          reply.message.isEmpty ? AgentStrings.brokerEnded : reply.message)
             case .unreachable:
                 call.fail(AgentErrors.failed, AgentStrings.brokerUnreachable)
             case .broken:

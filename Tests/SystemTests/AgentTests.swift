@@ -366,6 +366,10 @@ import Foundation
         let bad = try agent.gdbus(["call", "--session", "--dest", "org.fingerseal.Agent1", "--object-path", "/org/fingerseal/Agent1",
                                    "--method", "org.fingerseal.Agent1.MakeProof", "GET", "file:///etc/passwd", "{}"])
         #expect(bad.status != 0 && bad.stderr.contains("org.fingerseal.Agent1.Error.InvalidArgs"), "\(bad.all)")
+        // One only the broker finds wrong (no host) is the caller's too.
+        let hostless = try agent.gdbus(["call", "--session", "--dest", "org.fingerseal.Agent1", "--object-path", "/org/fingerseal/Agent1",
+                                        "--method", "org.fingerseal.Agent1.MakeProof", "GET", "https://", "{}"])
+        #expect(hostless.status != 0 && hostless.stderr.contains("org.fingerseal.Agent1.Error.InvalidArgs"), "\(hostless.all)")
     }
 
     /// gdbus, which cannot follow a request object, drives a step-up and a reveal with the

@@ -94,7 +94,7 @@ public struct Options: Equatable, Sendable {
     /// without one (`require`), or not for new slots (`off`; a sealed slot stays sealed).
     public var tpm: TPMMode = .auto
     /// `dpop=`: bind sign-ins to a key of this computer (RFC 9449) where the provider can
-    /// (`auto`), always (`required`), or never (`off`).
+    /// (`auto`), always (`required`), or never (`off`); for the whole machine, and per issuer.
     public var dpop = DPoPSettings()
     /// `tpm_tcti=`: how the broker reaches the TPM (the kernel's resource manager by default).
     public var tpmTCTI = TPMPolicy.defaultTCTI

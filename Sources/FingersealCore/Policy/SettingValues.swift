@@ -77,7 +77,7 @@ public struct DPoPSettings: Equatable, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        ([general.rawValue] + byIssuer.keys.sorted().map { "\($0)=\(byIssuer[$0]!.rawValue)" }).joined(separator: ", ")
+        ([general.rawValue] + byIssuer.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.rawValue)" }).joined(separator: ", ")
     }
 }
 
