@@ -95,7 +95,7 @@ let package = Package(
         // refusals (JOSEError) are a target of their own, stdlib only, which the core carries
         // inside TokenFailure without linking libcrypto; JOSEKit re-exports them.
         .target(name: "JOSEErrors", swiftSettings: leanSwift),
-        .target(name: "JOSEKit", dependencies: ["CCrypto", "JOSEErrors"]),
+        .target(name: "JOSEKit", dependencies: ["CCrypto", "JOSEErrors", "SodiumKit"]),
         // The browser sign-in's loopback redirect receiver (one request, then it stops).
         .target(name: "LoopbackKit", dependencies: ["CMicroHTTPD", "CLinux", "SodiumKit", "SystemKit"]),
 

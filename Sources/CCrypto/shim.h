@@ -202,11 +202,4 @@ static inline int fs_crypto_es256_sign(EVP_PKEY *key, const uint8_t *message, si
 /* Zeroes `length` bytes at `data` in a way the compiler keeps (a key's DER once sealed). */
 static inline void fs_crypto_cleanse(void *data, size_t length) { OPENSSL_cleanse(data, length); }
 
-/* SHA-256 of `data` into `out`; 1 on success. */
-static inline int fs_crypto_sha256(const uint8_t *data, size_t length, uint8_t out[32]) {
-    unsigned int written = 0;
-    int ok = EVP_Digest(data, length, out, &written, EVP_sha256(), NULL) == 1 && written == 32;
-    ERR_clear_error();
-    return ok;
-}
 #endif

@@ -1,6 +1,7 @@
 import CurlKit
 import FingersealCore
 import FoundationEssentials
+import JOSEKit
 import SodiumKit
 
 /// Proof Key for Code Exchange (RFC 7636), S256 only: the verifier stays on this machine, in
@@ -14,7 +15,7 @@ public struct PKCE: Equatable {
     /// random ones.
     public init(verifier: SecureBytes) throws {
         self.verifier = verifier
-        challenge = AuthorizationRequest.base64URL(try SHA256.hash(verifier))
+        challenge = Base64URL.encode(try SHA256.hash(verifier))
     }
 
     /// A fresh verifier: 32 random bytes as base64url (43 characters), made in secure memory.
@@ -59,19 +60,7 @@ public struct AuthorizationRequest: Equatable {
     static func randomText() throws -> String {
         var bytes = try Sodium.randomBytes(32)
         defer { Sodium.wipe(&bytes) }
-        return base64URL(bytes)
-    }
-
-    /// Base64url without padding (RFC 4648 §5), as PKCE and JWTs use it.
-    static func base64URL(_ bytes: [UInt8]) -> String {
-        String(Data(bytes).base64EncodedString().compactMap { character -> Character? in
-            switch character {
-            case "+": return "-"
-            case "/": return "_"
-            case "=": return nil
-            default: return character
-            }
-        })
+        return Base64URL.encode(bytes)
     }
 }
 

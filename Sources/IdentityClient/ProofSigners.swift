@@ -26,7 +26,7 @@ public struct TPMProofKey: ProofSigner, @unchecked Sendable {
 
     public func sign(_ message: [UInt8]) throws(ProofKeyError) -> [UInt8] {
         do {
-            return try VaultTPM.sign(object, authValue: authValue, digest: try DPoPProof.sha256(message), policy)
+            return try VaultTPM.sign(object, authValue: authValue, digest: try SHA256.hash(message), policy)
         } catch let error as ProofKeyError {
             throw error
         } catch let error as FingersealError where error.cause == .tpmChanged {

@@ -10,11 +10,11 @@ enum Algorithm: String, Sendable, CaseIterable {
     case edDSA = "EdDSA"
 }
 
-/// Base64url without padding (RFC 7515 2), decoded strictly: only the URL-safe alphabet, no
-/// padding, no length that cannot occur, and the unused low bits of the last character zero,
-/// so that each byte string has exactly one accepted encoding.
-enum Base64URL {
-    static func encode(_ bytes: some Collection<UInt8>) -> String {
+/// Base64url without padding (RFC 7515 2), as JOSE, PKCE and DPoP use it; decoded strictly:
+/// only the URL-safe alphabet, no padding, no length that cannot occur, and the unused low bits
+/// of the last character zero, so that each byte string has exactly one accepted encoding.
+public enum Base64URL {
+    public static func encode(_ bytes: some Collection<UInt8>) -> String {
         var text = Data(bytes).base64EncodedString()
         text = String(text.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })
         while text.last == "=" { text.removeLast() }

@@ -1,5 +1,5 @@
-import CCrypto
 import FoundationEssentials
+import SodiumKit
 
 /// A DPoP proof (RFC 9449 §4): a JWS, typ dpop+jwt, ES256, the signer's public JWK in its
 /// header; the request's method and URI, a unique jti, the time, and when they apply the
@@ -30,11 +30,8 @@ public enum DPoPProof {
         guard let htu = targetURI(url) else { throw .failed("the request's URI") }
         var ath: String? = nil
         if let accessToken {
-            var digest = [UInt8](repeating: 0, count: 32)
             // Hashed where it lies (secure memory): the token is never copied.
-            guard let base = accessToken.baseAddress, fs_crypto_sha256(base.assumingMemoryBound(to: UInt8.self), accessToken.count, &digest) == 1 else {
-                throw .failed("the token's hash")
-            }
+            guard let digest = try? SHA256.hash(accessToken) else { throw .failed("the token's hash") }
             ath = Base64URL.encode(digest)
         }
         let header = Header(jwk: .init(x: Base64URL.encode(signer.publicX), y: Base64URL.encode(signer.publicY)))
@@ -48,13 +45,6 @@ public enum DPoPProof {
             throw .failed("the proof's JSON")
         }
         return signingInput + "." + Base64URL.encode(try signer.sign(Array(signingInput.utf8)))
-    }
-
-    /// SHA-256 of `message` (what a TPM signs for ES256).
-    public static func sha256(_ message: [UInt8]) throws(ProofKeyError) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: 32)
-        guard fs_crypto_sha256(message, message.count, &digest) == 1 else { throw .failed("SHA-256") }
-        return digest
     }
 
     /// `htu` (RFC 9449 §4.2): the URI without query and fragment, its scheme and host in lower

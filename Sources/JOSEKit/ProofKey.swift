@@ -1,5 +1,6 @@
 import CCrypto
 import FoundationEssentials
+import SodiumKit
 
 /// What signs DPoP proofs (RFC 9449): a P-256 key whose public half goes into each proof's
 /// header. The TPM's key (never exported) and `SoftwareProofKey` (sealed in the vault where
@@ -27,7 +28,7 @@ extension ProofSigner {
     public var thumbprint: String {
         let members = #"{"crv":"P-256","kty":"EC","x":""# + Base64URL.encode(publicX) + #"","y":""# + Base64URL.encode(publicY) + #""}"#
         // SHA-256 of a few bytes in memory cannot fail short of a broken libcrypto.
-        return Base64URL.encode((try? DPoPProof.sha256(Array(members.utf8))) ?? [])
+        return Base64URL.encode((try? SHA256.hash(Array(members.utf8))) ?? [])
     }
 }
 

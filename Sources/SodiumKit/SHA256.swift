@@ -14,9 +14,14 @@ public enum SHA256 {
 
     /// The digest of a secret (a PKCE verifier): the digest itself is what gets published.
     public static func hash(_ data: SecureBytes) throws -> [UInt8] {
+        try data.withUnsafeBytes { try hash($0) }
+    }
+
+    /// The digest of bytes where they lie (a token in secure memory, for DPoP's `ath`): no copy.
+    public static func hash(_ data: UnsafeRawBufferPointer) throws -> [UInt8] {
         try Sodium.ensureReady()
         var digest = [UInt8](repeating: 0, count: length)
-        let rc = data.withBytePointer { bytes, count in crypto_hash_sha256(&digest, bytes, UInt64(count)) }
+        let rc = crypto_hash_sha256(&digest, data.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(data.count))
         guard rc == 0 else { throw SodiumError.derivationFailed }
         return digest
     }

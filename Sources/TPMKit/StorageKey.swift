@@ -191,9 +191,9 @@ public struct StorageKey {
         }
     }
 
-    static let continueSession = Int32(TPMA_SESSION_CONTINUESESSION)
-    static let encryptCommand = Int32(TPMA_SESSION_DECRYPT)
-    static let encryptResponse = Int32(TPMA_SESSION_ENCRYPT)
+    private static let continueSession = Int32(TPMA_SESSION_CONTINUESESSION)
+    private static let encryptCommand = Int32(TPMA_SESSION_DECRYPT)
+    private static let encryptResponse = Int32(TPMA_SESSION_ENCRYPT)
 
     /// Seals `secret` in a new object under this key. It opens with `authValue` (empty: no
     /// secret needed), or, with `pcrs`, only while those PCRs keep their present values.

@@ -4,6 +4,7 @@ import FingersealWire
 import FoundationEssentials
 import Glibc
 @testable import IdentityClient
+import JOSEKit
 @testable import LoopbackKit
 import SodiumKit
 import SystemKit
@@ -426,7 +427,7 @@ func listeningAddresses(port: UInt16, table: String) -> [String] {
     static func text(_ secret: SecureBytes) -> String { String(decoding: secret.copyBytes(), as: UTF8.self) }
 
     @Test func pkceMatchesRFC7636AppendixB() throws {
-        #expect(AuthorizationRequest.base64URL(Self.rfcOctets) == Self.rfcVerifier)
+        #expect(Base64URL.encode(Self.rfcOctets) == Self.rfcVerifier)
         #expect(Self.text(try SecureBytes(copying: Self.rfcOctets).base64(urlSafe: true)) == Self.rfcVerifier)
         #expect(try PKCE(verifier: Self.secure(Self.rfcVerifier)).challenge == Self.rfcChallenge)
     }

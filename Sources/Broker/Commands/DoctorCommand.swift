@@ -214,7 +214,7 @@ enum DoctorCommand {
         switch provider.proofKey {
         case .tpm?: return Finding("binding", .ok, Messages.statusBoundByTPM)
         case .software?:
-            guard VaultTPM.unusable(call.state.tpmPolicy(call.settings)) == nil else {
+            guard call.store.tpm.usable else {
                 return Finding("binding", .ok, Messages.statusBoundBySoftwareKey)
             }
             return Finding("binding", .warning, Messages.statusBoundBySoftwareKey, fix: Messages.doctorFixSoftwareKey)

@@ -23,7 +23,7 @@ enum SignInBinding {
         do {
             // The TPM's wherever one is usable: `tpm=` governs the keyslots, and a key that
             // never leaves the chip is what makes a copied vault worthless.
-            if VaultTPM.unusable(tpm) == nil {
+            if tpm.usable {
                 material = try VaultTPM.createProofKey(tpm)
             } else {
                 material = .software(try SoftwareProofKey.generate().withPrivateKeyDER { try SecureBytes(copying: $0) })

@@ -6,8 +6,8 @@ public enum TokenChain {
     public static let refreshTokenRecord = "refresh-token"
     /// A confidential client's secret, sealed at sign-in.
     public static let clientSecretRecord = "client-secret"
-    /// The key a bound sign-in proves possession of (RFC 9449), sealed at sign-in: a software
-    /// key's private half (DER), where there is no TPM to hold it.
+    /// The key a bound sign-in proves possession of (RFC 9449), sealed at sign-in
+    /// (`ProofKeyMaterial`: the TPM's key object and authValue, or a software key's private half).
     public static let proofKeyRecord = "proof-key"
 
     /// Makes the client for the sign-in the vault holds (its provider; for a confidential

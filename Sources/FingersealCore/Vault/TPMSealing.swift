@@ -116,7 +116,7 @@ struct TPMSealedRecord: Codable, Equatable {
 /// the next operation when the broker lends its `HeldTPM`).
 public enum VaultTPM {
     /// Why the TPM cannot be used, when it cannot (auto decides with this; require refuses).
-    public static func unusable(_ policy: TPMPolicy) -> FingersealError? {
+    static func unusable(_ policy: TPMPolicy) -> FingersealError? {
         do {
             try withStorageKey(policy) { try $0.confirmLoaded() }
             return nil
